@@ -1,0 +1,104 @@
+# phc: the Phobos tile-language compiler.
+#   make            build build/bin/phc and build/libphc.a
+#   make demo       install what is missing, build, compile the attention tutorial and check it
+#   make check      install what is missing, build, run every test and example check
+#   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
+#   make bench      front-end timing benchmark
+# Debian packages are installed on first use when missing (as root, or via sudo).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -I$(BUILD)/gen $(CFLAGS)
+LDLIBS  = -lm
+
+DEB_PACKAGES = build-essential re2c libcriterion-dev pkg-config llvm-19-dev zlib1g-dev libzstd-dev
+
+LIB_SRCS  = $(filter-out compiler/phc.c,$(wildcard dsl/*.c compiler/*.c))
+LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
+HEADERS   = $(wildcard dsl/*.h compiler/*.h)
+TEST_SRCS = $(wildcard tests/test_*.c)
+TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
+EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
+PHC       = $(BUILD)/bin/phc
+
+.PHONY: all deps demo check test examples-check attention-check bench clean
+.DELETE_ON_ERROR:
+
+all: $(PHC) $(BUILD)/libphc.a
+
+# Installs the Debian packages that are missing; does nothing when all are there.
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+$(BUILD)/gen/lexer.c: dsl/lexer.re
+	@mkdir -p $(dir $@)
+	re2c -W --no-generation-date -o $@ $<
+
+$(BUILD)/obj/gen/lexer.o: $(BUILD)/gen/lexer.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Idsl -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/libphc.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ -lcriterion $(LDLIBS)
+
+$(BUILD)/examples/%: $(BUILD)/libphc.a $(wildcard examples/*/*.c examples/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDLIBS)
+
+test: $(TESTS) $(PHC)
+	@status=0; for t in $(TESTS); do \
+	    echo "== $$t"; $$t --jobs 2 || status=1; \
+	done; exit $$status
+
+attention-check: $(BUILD)/examples/attention_check
+	$(BUILD)/examples/attention_check examples/attention/attention.ph
+
+examples-check: $(EXAMPLES)
+	@status=0; for e in $(EXAMPLES); do \
+	    name=$$(basename $$e _check); \
+	    echo "== $$name"; $$e examples/$$name/$$name.ph || status=1; \
+	done; exit $$status
+
+check: deps
+	$(MAKE) all
+	$(MAKE) test
+	$(MAKE) examples-check
+
+demo: deps
+	$(MAKE) all
+	$(PHC) --check examples/attention/attention.ph
+	$(PHC) --list examples/attention/attention.ph
+	$(MAKE) attention-check
+
+bench: $(BUILD)/bench/frontend_bench
+	$(BUILD)/bench/frontend_bench examples/attention/attention.ph
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDLIBS)
+
+clean:
+	rm -rf $(BUILD)

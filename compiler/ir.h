@@ -1,0 +1,197 @@
+/* ir.h: the tile IR, the one header of the compiler layer.
+ *
+ * A function is one (kernel, config) pair: every meta-parameter is a known
+ * integer, so every tile shape is a compile-time constant. Values are SSA,
+ * typed dtype x shape (rank 0 is a scalar, one value for the whole block).
+ * Control flow is structured: OP_FOR carries loop values through block
+ * arguments and OP_YIELD (like MLIR's scf.for), OP_IF yields its results
+ * from both branches. docs/ir.md describes every op and the text form. */
+#ifndef PHC_IR_H
+#define PHC_IR_H
+
+#include <stdio.h>
+#include "util.h"
+
+typedef enum { DT_VOID, DT_BOOL, DT_I32, DT_F16, DT_BF16, DT_F32 } DType;
+
+/* rank 0: scalar; rank 1: shape[0] elements; rank 2: shape[0] x shape[1].
+ * Broadcasting aligns dims to the right, as NumPy does, so a rank-1 tile
+ * of n behaves as [1, n]; ir_rows/ir_cols give that 2-D view. */
+typedef struct { DType dt; int rank; int shape[2]; } IrType;
+
+/* A source position, 1-based; col counts bytes. */
+typedef struct { int line, col; } Loc;
+
+typedef int ValueId; /* index into IrFunc.values; 0 is "no value" */
+
+typedef enum {
+    /* leaves */
+    OP_CONST,     /* scalar constant: ival (bool, i32) or fval (floats) */
+    OP_PARAM,     /* scalar kernel parameter number `param` (i32 or f32) */
+    OP_DIM,       /* run-time i32 size of axis `axis` of tensor parameter `param` */
+    OP_BLOCK_ID,  /* i32 ph.ctx.block.{x,y,z}: axis 0..2 */
+    OP_GRID_DIM,  /* i32 ph.ctx.grid.{x,y,z}: axis 0..2 */
+    OP_IOTA,      /* i32 tile; element value is its index along `axis` */
+    /* shape and type changes */
+    OP_SPLAT,     /* scalar -> tile of the result type (same dtype) */
+    OP_BROADCAST, /* tile -> larger shape, stretching dims of 1 (same dtype) */
+    OP_CONVERT,   /* dtype change, same shape; floats round to nearest even */
+    OP_TRANSPOSE, /* [M,N] -> [N,M] */
+    /* elementwise, operands of equal type (scalars or tiles) */
+    OP_UNARY,     /* sub: IrUnop */
+    OP_BINARY,    /* sub: IrBinop */
+    OP_CMP,       /* sub: IrCmp; result dtype DT_BOOL */
+    OP_SELECT,    /* args: cond (bool), a, b: all of one shape */
+    /* tile-wide */
+    OP_REDUCE,    /* sub: IrReduce along `axis`; [M,N] -> [M,1] (axis 1) or [1,N] (axis 0) */
+    OP_DOT,       /* args a, b, acc: acc + a @ b (or a @ b^T with flags & DOT_TRANS_B); f32 result */
+    /* memory: tensor parameter `param`; args are the window's start per axis (i32 scalars) */
+    OP_LOAD,      /* result: the window, shape = result type; out-of-bounds elements read 0 */
+    OP_STORE,     /* args: starts..., value (tile of the window's shape, tensor dtype); out-of-bounds not written */
+    /* control */
+    OP_FOR,       /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
+    OP_IF,        /* args: cond (bool scalar); body = then, els = else; results yielded by both */
+    OP_YIELD,     /* last op of a for body or an if branch; args: the values passed on */
+    OP_RETURN,    /* ends the block's work */
+    OP_COUNT
+} IrOpKind;
+
+typedef enum { UN_NEG, UN_NOT, UN_EXP, UN_EXP2, UN_LOG, UN_LOG2, UN_SQRT, UN_RSQRT, UN_ABS, UN_COUNT } IrUnop;
+/* DIV on floats; FLOORDIV and MOD floor like Python (on i32 and floats);
+ * AND/OR on bools. */
+typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_FLOORDIV, BIN_MOD, BIN_MAX, BIN_MIN, BIN_AND, BIN_OR, BIN_COUNT } IrBinop;
+typedef enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE, CMP_COUNT } IrCmp;
+typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
+
+enum { DOT_TRANS_B = 1 };
+
+typedef struct IrBlock IrBlock;
+
+typedef struct IrOp {
+    IrOpKind kind;
+    int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
+    int axis;              /* OP_IOTA, OP_REDUCE, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
+    int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE: index into IrFunc.params */
+    int flags;             /* OP_DOT: DOT_TRANS_B */
+    int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
+    double fval;           /* OP_CONST (floats) */
+    int nargs;  ValueId *args;
+    int nres;   ValueId *res;
+    IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els) */
+    Loc loc;               /* source statement, for messages */
+} IrOp;
+
+struct IrBlock {
+    int nargs; ValueId *args;  /* OP_FOR body: induction variable then carried values */
+    int nops, cap; IrOp **ops;
+};
+
+typedef struct {
+    IrType type;
+    IrOp *def;          /* defining op, or NULL for a block argument */
+    const char *name;   /* source name, for the printer; may be NULL */
+} IrValue;
+
+/* A kernel parameter. A tensor's dims are names (dim_name[i] != NULL) or
+ * literals (dim_value[i]). */
+typedef struct {
+    const char *name;
+    bool is_tensor;
+    DType dt;
+    int rank;                   /* tensors: 1 or 2 */
+    const char *dim_name[2];
+    int64_t dim_value[2];
+} IrParam;
+
+typedef struct { const char *name; int64_t value; } IrMeta;
+/* @ph.aligned(DIM="NAME"): dim DIM is a multiple of value (NAME's value in this config) */
+typedef struct { const char *dim; const char *meta; int64_t value; } IrAligned;
+
+typedef struct IrFunc {
+    const char *kernel;    /* the kernel's name */
+    const char *name;      /* entry name: kernel__NAME1_V1__NAME2_V2 (see docs/ir.md) */
+    int nparams; IrParam *params;
+    int nmeta;   IrMeta *meta;        /* this config, in @ph.autotune order */
+    int naligned; IrAligned *aligned;
+    int threads;                      /* @ph.launch, resolved */
+    bool tensorcore;
+    int nvalues, capvalues; IrValue *values;  /* values[0] unused */
+    IrBlock *body;                    /* ends with OP_RETURN */
+    Loc loc;
+    Arena *arena;                     /* owns everything above */
+} IrFunc;
+
+typedef struct {
+    int nfuncs, cap;
+    IrFunc **funcs;   /* kernels in source order, configs in product order (last name fastest) */
+} IrModule;
+
+/* ---- types ---- */
+IrType ir_scalar(DType dt);
+IrType ir_tile1(DType dt, int n);
+IrType ir_tile2(DType dt, int rows, int cols);
+int ir_rows(IrType t);           /* 1 for scalars and rank 1 */
+int ir_cols(IrType t);           /* 1 for scalars */
+int64_t ir_numel(IrType t);
+bool ir_type_eq(IrType a, IrType b);
+bool ir_is_float(DType dt);
+const char *ir_dtype_name(DType dt);   /* "f16", "bf16", "f32", "i32", "bool" */
+void ir_type_str(IrType t, char *buf, size_t n);  /* "f32", "f32[32, 64]" */
+
+/* ---- building ---- */
+IrFunc *ir_func_new(const char *kernel);
+void ir_func_free(IrFunc *f);
+IrModule *ir_module_new(void);
+void ir_module_add(IrModule *m, IrFunc *f);
+void ir_module_free(IrModule *m);
+IrBlock *ir_block_new(IrFunc *f);
+ValueId ir_value_new(IrFunc *f, IrType t, const char *name);
+ValueId ir_block_arg(IrFunc *f, IrBlock *b, IrType t, const char *name);
+/* Appends an op to b with the given operands and one new result per entry of
+ * restypes; the caller sets the attributes (sub, axis, ...) on the op. */
+IrOp *ir_emit(IrFunc *f, IrBlock *b, IrOpKind kind, int nargs, const ValueId *args,
+              int nres, const IrType *restypes);
+static inline IrType ir_vtype(const IrFunc *f, ValueId v) { return f->values[v].type; }
+
+/* ---- names ---- */
+const char *ir_op_name(const IrOp *op);   /* "add", "exp", "reduce_sum", "for", ... */
+extern const char *const ir_unop_names[UN_COUNT];
+extern const char *const ir_binop_names[BIN_COUNT];
+extern const char *const ir_cmp_names[CMP_COUNT];
+extern const char *const ir_reduce_names[RED_COUNT];
+
+/* ---- text form, checking, passes ---- */
+void ir_print_func(FILE *out, const IrFunc *f);
+void ir_print_module(FILE *out, const IrModule *m);
+/* Parses the text form back (docs/ir.md). NULL on error, with "line:col: message" in err. */
+IrModule *ir_parse(const char *text, char *err, size_t errlen);
+/* 0 when f is well formed; otherwise 1 with a message naming the op. */
+int ir_verify(const IrFunc *f, char *err, size_t errlen);
+
+typedef struct { const char *name; void (*run)(IrFunc *f); const char *what; } IrPass;
+extern const IrPass ir_passes[];     /* the pipeline, in order; ends with {NULL} */
+void ir_fold(IrFunc *f);             /* constant folding of scalar ops */
+void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that store nothing */
+/* Runs every pass (verifying after each when verify is set); prints the IR
+ * after the pass named dump_after (may be NULL) to dump. 0 on success;
+ * 1 with err filled when the verifier rejects a pass's output. */
+int ir_run_passes(IrFunc *f, bool verify, const char *dump_after, FILE *dump, char *err, size_t errlen);
+
+/* ---- the interpreter ---- */
+/* A tensor argument is host memory, row-major, with its actual dims; f16 and
+ * bf16 elements are uint16_t bit patterns, f32 float, i32 int32_t. */
+typedef struct {
+    void *data;        /* tensors */
+    int64_t dims[2];   /* tensors: rank-many entries used */
+    int32_t i;         /* i32 scalars */
+    float f;           /* f32 scalars */
+} IrArg;
+
+/* Runs f over the whole grid, block by block, on host memory. Checks
+ * before running: argument count, dims that must agree (a name shared by
+ * tensors, literal dims, dims this config specializes), aligned promises,
+ * null data, grid sizes >= 1. 0 on success; otherwise nonzero, nothing run,
+ * and a message in err. */
+int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,128 @@
+/* diag.c: source files and error messages. Every message has the form
+ * "path:line:col: error: message", then the source line and a caret, so
+ * editors and users find the spot; a message is never printed twice (sema
+ * checks a kernel once per config and would otherwise repeat itself). */
+#include "dsl.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+int src_load(SrcFile *f, const char *path, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    FILE *in = fopen(path, "rb");
+    if (!in) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return 1;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = xmalloc(cap + 1);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len, in)) > 0) {
+        len += n;
+        if (len == cap) {
+            cap *= 2;
+            buf = xrealloc(buf, cap + 1);
+        }
+    }
+    int bad = ferror(in);
+    fclose(in);
+    if (bad) {
+        free(buf);
+        snprintf(err, errlen, "cannot read %s", path);
+        return 1;
+    }
+    buf[len] = 0;
+    f->path = xstrdup(path);
+    f->text = buf;
+    f->len = len;
+    return 0;
+}
+
+void src_from_string(SrcFile *f, const char *path, const char *text)
+{
+    f->path = xstrdup(path);
+    f->len = strlen(text);
+    f->text = xstrndup(text, f->len);
+}
+
+void src_free(SrcFile *f)
+{
+    free((char *)f->path);
+    free((char *)f->text);
+    memset(f, 0, sizeof *f);
+}
+
+typedef struct Seen {
+    struct Seen *next;
+    Loc loc;
+    char msg[];
+} Seen;
+
+void diag_init(Diag *d, const SrcFile *f, FILE *out)
+{
+    memset(d, 0, sizeof *d);
+    d->file = f;
+    d->out = out;
+}
+
+void diag_free(Diag *d)
+{
+    for (Seen *s = d->seen, *next; s; s = next) {
+        next = s->next;
+        free(s);
+    }
+    d->seen = NULL;
+}
+
+/* Prints the source line holding loc with a caret under its column. Bytes
+ * that are not printable are shown as '?', so a binary file cannot upset
+ * the terminal; a tab stays a tab so the caret lines up. */
+static void show_line(FILE *out, const SrcFile *f, Loc loc)
+{
+    if (!f || !f->text || loc.line < 1) return;
+    const char *p = f->text, *end = f->text + f->len;
+    for (int line = 1; line < loc.line && p < end; p++)
+        if (*p == '\n') line++;
+    if (p > end) return;
+    const char *eol = p;
+    while (eol < end && *eol != '\n' && *eol != '\r') eol++;
+    size_t n = (size_t)(eol - p);
+    if (n > 200) n = 200;  /* a 100 kB line is shown in part */
+    fputs("    ", out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        fputc(c == '\t' || (c >= 32 && c < 127) || c >= 128 ? c : '?', out);
+    }
+    fputs("\n    ", out);
+    for (int i = 1; i < loc.col && (size_t)i <= n; i++)
+        fputc(p[i - 1] == '\t' ? '\t' : ' ', out);
+    fputs("^\n", out);
+}
+
+void diag_error(Diag *d, Loc loc, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (Seen *s = d->seen; s; s = s->next)
+        if (s->loc.line == loc.line && s->loc.col == loc.col && !strcmp(s->msg, msg)) return;
+    Seen *s = xmalloc(sizeof *s + strlen(msg) + 1);
+    s->loc = loc;
+    strcpy(s->msg, msg);
+    s->next = d->seen;
+    d->seen = s;
+    d->nerrors++;
+    int max = d->max_errors ? d->max_errors : 50;
+    if (!d->out || d->nerrors > max + 1) return;
+    if (d->nerrors == max + 1) {
+        fprintf(d->out, "%s: too many errors; no more are shown\n", d->file ? d->file->path : "phc");
+        return;
+    }
+    fprintf(d->out, "%s:%d:%d: error: %s\n", d->file ? d->file->path : "<input>", loc.line, loc.col, msg);
+    show_line(d->out, d->file, loc);
+}
