@@ -1,0 +1,51 @@
+/* testutil.h: helpers the Criterion suites share: compile a program held in
+ * a string and capture its diagnostics as text, read golden files. */
+#ifndef PHC_TESTUTIL_H
+#define PHC_TESTUTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dsl.h"
+
+/* Compiles text (named name in messages); *diags receives the messages
+ * (caller frees). Returns the module or NULL. */
+static inline IrModule *tu_compile(const char *name, const char *text, const SemaOptions *opt, char **diags)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    IrModule *m = ph_compile_string(name, text, opt, out);
+    fclose(out);
+    if (diags) *diags = buf;
+    else free(buf);
+    return m;
+}
+
+/* Reads a whole file into a NUL-terminated heap string (NULL if missing). */
+static inline char *tu_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    size_t got = fread(buf, 1, (size_t)n, f);
+    buf[got] = 0;
+    fclose(f);
+    return buf;
+}
+
+/* Prints a module's IR into a heap string. */
+static inline char *tu_ir_text(const IrModule *m)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    ir_print_module(out, m);
+    fclose(out);
+    return buf;
+}
+
+#endif
