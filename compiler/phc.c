@@ -1,0 +1,234 @@
+/* phc.c: the command line. The whole pipeline reads in compile():
+ * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
+#include "dsl.h"
+
+#include <errno.h>
+#include <unistd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PHC_VERSION "0.1.0"
+
+enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR } Emit;
+
+typedef struct {
+    const char *input, *output, *dump_after;
+    Emit emit;
+    bool check_only, list;
+    SemaOptions sema;
+    const char *define_names[64];
+    int64_t define_values[64];
+} Options;
+
+static const char usage[] =
+    "usage: phc [options] FILE.ph\n"
+    "\n"
+    "Compiles a Phobos kernel file. Without --emit, phc checks the file and\n"
+    "prints its tile IR (PTX output arrives with the code generator).\n"
+    "\n"
+    "options:\n"
+    "  --check            check the program only (lex, parse, semantic analysis); no output\n"
+    "  --emit=KIND        tokens | ast | ir: what to write (default ir)\n"
+    "  -o FILE            write the output to FILE instead of standard output; nothing\n"
+    "                     is written when there are errors\n"
+    "  --kernel NAME      only kernel NAME\n"
+    "  -D NAME=VALUE      only configs whose meta-parameter NAME is VALUE (repeatable)\n"
+    "  --list             list the kernels and their configs (entry names, meta-parameters)\n"
+    "  --dump-after=PASS  print the IR after pass PASS (parse = as lowered; see --passes)\n"
+    "  --passes           list the IR passes in pipeline order\n"
+    "  --help             this text\n"
+    "  --version          phc's version\n"
+    "\n"
+    "exit status: 0 success; 1 errors in the program (reported as file:line:col: error:);\n"
+    "2 bad command line or unreadable file; 3 internal error.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "phc: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(run 'phc --help' for the options)\n");
+    return EXIT_USAGE;
+}
+
+static int parse_define(Options *o, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1]) return usage_error("-D expects NAME=VALUE, got '%s'", arg);
+    if (o->sema.ndefines == 64) return usage_error("too many -D options (at most 64): '%s'", arg);
+    char *end;
+    errno = 0;
+    long long v = strtoll(eq + 1, &end, 0);
+    if (*end || errno) return usage_error("-D expects an integer value, got '%s'", arg);
+    o->define_names[o->sema.ndefines] = xstrndup(arg, (size_t)(eq - arg));
+    o->define_values[o->sema.ndefines++] = v;
+    return EXIT_OK;
+}
+
+static int parse_args(Options *o, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); exit(EXIT_OK); }
+        else if (!strcmp(a, "--version")) { printf("phc %s\n", PHC_VERSION); exit(EXIT_OK); }
+        else if (!strcmp(a, "--passes")) {
+            for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
+            exit(EXIT_OK);
+        }
+        else if (!strcmp(a, "--check")) o->check_only = true;
+        else if (!strcmp(a, "--list")) o->list = true;
+        else if (!strncmp(a, "--emit=", 7)) {
+            const char *k = a + 7;
+            if (!strcmp(k, "tokens")) o->emit = EMIT_TOKENS;
+            else if (!strcmp(k, "ast")) o->emit = EMIT_AST;
+            else if (!strcmp(k, "ir")) o->emit = EMIT_IR;
+            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir)", k);
+        }
+        else if (!strncmp(a, "--dump-after=", 13)) o->dump_after = a + 13;
+        else if (!strcmp(a, "-o") || !strcmp(a, "--kernel") || !strcmp(a, "-D")) {
+            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
+            const char *v = argv[++i];
+            if (a[1] == 'o') o->output = v;
+            else if (a[1] == 'D') { if (parse_define(o, v)) return EXIT_USAGE; }
+            else o->sema.kernel = v;
+        }
+        else if (!strncmp(a, "-D", 2)) { if (parse_define(o, a + 2)) return EXIT_USAGE; }
+        else if (!strncmp(a, "-o", 2)) o->output = a + 2;
+        else if (!strncmp(a, "--kernel=", 9)) o->sema.kernel = a + 9;
+        else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
+        else if (o->input) return usage_error("more than one input file ('%s')", a);
+        else o->input = a;
+    }
+    if (!o->input) return usage_error("%s", "no input file");
+    o->sema.define_names = o->define_names;
+    o->sema.define_values = o->define_values;
+    return EXIT_OK;
+}
+
+static void print_tokens(FILE *out, const Token *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        fprintf(out, "%d:%d %s", t[i].loc.line, t[i].loc.col, tok_kind_name(t[i].kind));
+        if (t[i].kind == T_NAME || t[i].kind == T_INT || t[i].kind == T_FLOAT || t[i].kind == T_RESERVED)
+            fprintf(out, " %.*s", t[i].len, t[i].start);
+        else if (t[i].kind == T_STRING) {
+            fputs(" \"", out);
+            for (const char *s = t[i].str; *s; s++)
+                if (*s == '\n') fputs("\\n", out);
+                else if (*s == '"' || *s == '\\') fprintf(out, "\\%c", *s);
+                else if ((unsigned char)*s < 32) fprintf(out, "\\x%02x", (unsigned char)*s);
+                else fputc(*s, out);
+            fputc('"', out);
+        }
+        fputc('\n', out);
+    }
+}
+
+static void print_list(FILE *out, const IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        if (i == 0 || strcmp(f->kernel, m->funcs[i - 1]->kernel)) fprintf(out, "%s\n", f->kernel);
+        fprintf(out, "  %s", f->name);
+        for (int j = 0; j < f->nmeta; j++) fprintf(out, " %s=%lld", f->meta[j].name, (long long)f->meta[j].value);
+        fprintf(out, " threads=%d%s\n", f->threads, f->tensorcore ? " tensorcore" : "");
+    }
+}
+
+/* Output goes to memory first, so a failing run writes no file at all. */
+static int write_output(const Options *o, const char *buf, size_t len)
+{
+    if (!o->output || !strcmp(o->output, "-")) {
+        fwrite(buf, 1, len, stdout);
+        return EXIT_OK;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o->output, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
+        fprintf(stderr, "phc: cannot write %s: %s\n", o->output, strerror(errno));
+        if (f) remove(tmp);
+        return EXIT_USAGE;
+    }
+    if (rename(tmp, o->output)) {
+        fprintf(stderr, "phc: cannot write %s: %s\n", o->output, strerror(errno));
+        remove(tmp);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+static int run_passes(const Options *o, IrModule *ir, FILE *out)
+{
+#ifdef NDEBUG
+    const bool verify = false;
+#else
+    const bool verify = true;
+#endif
+    char err[1024];
+    bool dump_lowered = o->dump_after && !strcmp(o->dump_after, "parse");
+    for (int i = 0; i < ir->nfuncs; i++) {
+        if (dump_lowered) ir_print_func(out, ir->funcs[i]);
+        if (ir_run_passes(ir->funcs[i], verify, dump_lowered ? NULL : o->dump_after, out, err, sizeof err)) {
+            fprintf(stderr, "phc: %s\n", err);
+            return o->dump_after && strstr(err, "unknown pass") ? EXIT_USAGE : EXIT_INTERNAL;
+        }
+    }
+    return EXIT_OK;
+}
+
+static int compile(const Options *o, FILE *out)
+{
+    SrcFile src;
+    char err[512];
+    if (src_load(&src, o->input, err, sizeof err)) {
+        fprintf(stderr, "phc: %s\n", err);
+        return EXIT_USAGE;
+    }
+    Diag d;
+    diag_init(&d, &src, stderr);
+    Arena *arena = arena_new();
+    IrModule *ir = NULL;
+    int status = EXIT_OK;
+
+    if (o->emit == EMIT_TOKENS) {
+        int n;
+        Token *toks = lex(&src, &d, arena, &n);
+        if (!d.nerrors) print_tokens(out, toks, n);
+        goto done;
+    }
+    Module *m = parse(&src, &d, arena);
+    if (d.nerrors) goto done;
+    if (o->emit == EMIT_AST) { ast_print(out, m); goto done; }
+    ir = sema(m, &d, &o->sema);
+    if (!ir || d.nerrors) goto done;
+    if (o->list) { print_list(out, ir); goto done; }
+    if ((status = run_passes(o, ir, out))) goto done;
+    if (!o->check_only && !o->dump_after) ir_print_module(out, ir);
+
+done:
+    if (d.nerrors && !status) status = EXIT_PROGRAM;
+    ir_module_free(ir);
+    arena_free(arena);
+    diag_free(&d);
+    src_free(&src);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    Options o = {0};
+    o.emit = EMIT_IR;
+    int status = parse_args(&o, argc, argv);
+    if (status) return status;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (!out) { perror("phc"); return EXIT_INTERNAL; }
+    status = compile(&o, out);
+    fclose(out);
+    if (status == EXIT_OK && !o.check_only) status = write_output(&o, buf, len);
+    free(buf);
+    for (int i = 0; i < o.sema.ndefines; i++) free((char *)o.define_names[i]);
+    return status;
+}
