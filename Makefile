@@ -11,7 +11,11 @@ BUILD   ?= build
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -I$(BUILD)/gen $(CFLAGS)
+LDFLAGS ?=
 LDLIBS  = -lm
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+export ASAN_OPTIONS = detect_leaks=1:abort_on_error=0
+export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 
 DEB_PACKAGES = build-essential re2c libcriterion-dev pkg-config llvm-19-dev zlib1g-dev libzstd-dev
 
@@ -24,7 +28,7 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: all deps demo check test examples-check attention-check bench clean
+.PHONY: all deps demo check test examples-check attention-check sanitize bench clean
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a
@@ -58,15 +62,15 @@ $(BUILD)/libphc.a: $(LIB_OBJS)
 
 $(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ -lcriterion $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 
 $(BUILD)/examples/%: $(BUILD)/libphc.a $(wildcard examples/*/*.c examples/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LDLIBS)
 
 test: $(TESTS) $(PHC)
 	@status=0; for t in $(TESTS); do \
@@ -86,6 +90,12 @@ check: deps
 	$(MAKE) all
 	$(MAKE) test
 	$(MAKE) examples-check
+	$(MAKE) sanitize
+
+# The unit tests, phc and the example checks again, built with AddressSanitizer,
+# UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.
+sanitize:
+	$(MAKE) BUILD=build/san CFLAGS="-O1 -g $(SAN_FLAGS)" LDFLAGS="$(SAN_FLAGS)" all test examples-check
 
 demo: deps
 	$(MAKE) all
@@ -98,7 +108,7 @@ bench: $(BUILD)/bench/frontend_bench
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf $(BUILD)
