@@ -1,0 +1,283 @@
+/* attention_check.c: runs the attention tutorial's four kernels as the
+ * seed's `run` does and checks them as its `check` does: the output and
+ * the three gradients against a reference written here in plain C in
+ * double precision, max |got - ref| within atol 1e-2, rtol 0.
+ *
+ *   attention_check attention.ph [--size Z H N_CTX HEAD_DIM]
+ *
+ * The launches go through a HostLauncher, so the GPU runtime can run the
+ * same sequence; only the interpreter exists now. */
+#include "host.h"
+
+typedef struct { int z, h, n, d; double scale; } AttnSize;
+
+/* Q, K, V, dO are inputs; the rest are what the kernels write. All are
+ * [Z H N_CTX, D] (lse and delta [Z H N_CTX, 1]), row-major, f16 bits. */
+typedef struct {
+    uint16_t *q, *k, *v, *dout;
+    uint16_t *o, *dq, *dk, *dv;
+    float *lse, *delta;
+} AttnBufs;
+
+typedef struct { IrFunc *fwd, *delta, *dkdv, *dq; } AttnKernels;
+
+static const char *const attn_sig_fwd = "f16:2 f16:2 f16:2 f16:2 f32:2 i32 f32 i32";
+static const char *const attn_sig_delta = "f16:2 f16:2 f32:2";
+static const char *const attn_sig_dkdv = "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 f16:2 i32 f32 i32";
+static const char *const attn_sig_dq = "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 i32 f32 i32";
+
+/* ---- choosing configs ---- */
+
+/* A config fits when its D is the head dim and its blocks tile N_CTX (the
+ * grids divide by them, and attn_fwd promises R is a multiple of BR). */
+static bool attn_fits(const IrFunc *f, const void *ctx)
+{
+    const AttnSize *s = ctx;
+    int64_t d = host_meta(f, "D"), br = host_meta(f, "BR"), bc = host_meta(f, "BC");
+    if (d != -1 && d != s->d) return false;
+    if (br > 0 && s->n % br) return false;
+    if (bc > 0 && s->n % bc) return false;
+    return true;
+}
+
+/* attn_bwd_delta walks all Z H N_CTX rows. */
+static bool delta_fits(const IrFunc *f, const void *ctx)
+{
+    const AttnSize *s = ctx;
+    int64_t d = host_meta(f, "D"), br = host_meta(f, "BR");
+    int64_t rows = (int64_t)s->z * s->h * s->n;
+    return (d == -1 || d == s->d) && br > 0 && rows % br == 0;
+}
+
+static int attn_pick(const IrModule *m, const AttnSize *s, AttnKernels *k)
+{
+    k->fwd = host_pick(m, "attn_fwd", attn_fits, s);
+    k->delta = host_pick(m, "attn_bwd_delta", delta_fits, s);
+    k->dkdv = host_pick(m, "attn_bwd_dkdv", attn_fits, s);
+    k->dq = host_pick(m, "attn_bwd_dq", attn_fits, s);
+    if (!k->fwd || !k->delta || !k->dkdv || !k->dq) return 1;
+    if (host_meta(k->fwd, "BR") <= 0 || host_meta(k->delta, "BR") <= 0 ||
+        host_meta(k->dkdv, "BC") <= 0 || host_meta(k->dq, "BR") <= 0) {
+        fprintf(stderr, "attention: a kernel lacks the BR/BC meta-parameter its grid needs\n");
+        return 1;
+    }
+    if (!host_signature(k->fwd, attn_sig_fwd) || !host_signature(k->delta, attn_sig_delta) ||
+        !host_signature(k->dkdv, attn_sig_dkdv) || !host_signature(k->dq, attn_sig_dq))
+        return 1;
+    return 0;
+}
+
+/* ---- the seed's run: four launches ---- */
+
+static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize *s, bool causal,
+                    AttnBufs *b)
+{
+    int64_t rows = (int64_t)s->z * s->h * s->n, heads = (int64_t)s->z * s->h;
+    IrArg q = host_tensor2(b->q, rows, s->d), kk = host_tensor2(b->k, rows, s->d);
+    IrArg v = host_tensor2(b->v, rows, s->d), dout = host_tensor2(b->dout, rows, s->d);
+    IrArg o = host_tensor2(b->o, rows, s->d), lse = host_tensor2(b->lse, rows, 1);
+    IrArg delta = host_tensor2(b->delta, rows, 1);
+    IrArg dq = host_tensor2(b->dq, rows, s->d), dk = host_tensor2(b->dk, rows, s->d);
+    IrArg dv = host_tensor2(b->dv, rows, s->d);
+    IrArg n = host_i32(s->n), scale = host_f32((float)s->scale), c = host_i32(causal);
+
+    IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
+    if (host_launch(l, k->fwd, fwd_args, 8, s->n / host_meta(k->fwd, "BR"), heads, 1)) return 1;
+    IrArg delta_args[] = {o, dout, delta};
+    if (host_launch(l, k->delta, delta_args, 3, rows / host_meta(k->delta, "BR"), 1, 1)) return 1;
+    IrArg dkdv_args[] = {q, kk, v, dout, lse, delta, dk, dv, n, scale, c};
+    if (host_launch(l, k->dkdv, dkdv_args, 11, s->n / host_meta(k->dkdv, "BC"), heads, 1)) return 1;
+    IrArg dq_args[] = {q, kk, v, dout, lse, delta, dq, n, scale, c};
+    if (host_launch(l, k->dq, dq_args, 10, s->n / host_meta(k->dq, "BR"), heads, 1)) return 1;
+    return 0;
+}
+
+/* ---- the reference, in double, one query row at a time ---- */
+
+typedef struct { double *o, *dq, *dk, *dv; } AttnRef;
+
+static void to_double(const uint16_t *h, double *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) out[i] = ph_f16_to_f32(h[i]);
+}
+
+static double dot_row(const double *a, const double *b, int d)
+{
+    double sum = 0;
+    for (int i = 0; i < d; i++) sum += a[i] * b[i];
+    return sum;
+}
+
+/* One head: q, k, v, dout point at its [N, D] rows. Row i's probabilities
+ * are all that is needed for its share of every gradient:
+ * dV += P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)), dQ = dS K scale,
+ * dK += dS^T Q scale. */
+static void attn_ref_head(const AttnSize *s, bool causal, const double *q, const double *k,
+                          const double *v, const double *dout, double *o, double *dq,
+                          double *dk, double *dv, double *p)
+{
+    int n = s->n, d = s->d;
+    for (int i = 0; i < n; i++) {
+        int keys = causal ? i + 1 : n;   /* a key past the query is masked */
+        const double *qi = q + (size_t)i * d, *doi = dout + (size_t)i * d;
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < keys; j++) {
+            p[j] = dot_row(qi, k + (size_t)j * d, d) * s->scale;
+            if (p[j] > mx) mx = p[j];
+        }
+        for (int j = 0; j < keys; j++) sum += (p[j] = exp(p[j] - mx));
+        double *oi = o + (size_t)i * d;
+        for (int c = 0; c < d; c++) oi[c] = 0;
+        for (int j = 0; j < keys; j++) {
+            p[j] /= sum;
+            for (int c = 0; c < d; c++) oi[c] += p[j] * v[(size_t)j * d + c];
+        }
+        double delta = dot_row(doi, oi, d);
+        double *dqi = dq + (size_t)i * d;
+        for (int c = 0; c < d; c++) dqi[c] = 0;
+        for (int j = 0; j < keys; j++) {
+            double ds = p[j] * (dot_row(doi, v + (size_t)j * d, d) - delta);
+            for (int c = 0; c < d; c++) {
+                dv[(size_t)j * d + c] += p[j] * doi[c];
+                dqi[c] += ds * k[(size_t)j * d + c] * s->scale;
+                dk[(size_t)j * d + c] += ds * qi[c] * s->scale;
+            }
+        }
+    }
+}
+
+static void attn_reference(const AttnSize *s, bool causal, const AttnBufs *b, AttnRef *r)
+{
+    size_t rows = (size_t)s->z * s->h * s->n, total = rows * (size_t)s->d;
+    double *q = xmalloc(total * sizeof *q), *k = xmalloc(total * sizeof *k);
+    double *v = xmalloc(total * sizeof *v), *dout = xmalloc(total * sizeof *dout);
+    double *p = xmalloc((size_t)s->n * sizeof *p);
+    to_double(b->q, q, total);
+    to_double(b->k, k, total);
+    to_double(b->v, v, total);
+    to_double(b->dout, dout, total);
+    memset(r->dk, 0, total * sizeof *r->dk);
+    memset(r->dv, 0, total * sizeof *r->dv);
+    size_t head = (size_t)s->n * s->d;
+    for (size_t h = 0; h < (size_t)s->z * s->h; h++) {
+        size_t off = h * head;
+        attn_ref_head(s, causal, q + off, k + off, v + off, dout + off, r->o + off, r->dq + off,
+                      r->dk + off, r->dv + off, p);
+    }
+    free(q);
+    free(k);
+    free(v);
+    free(dout);
+    free(p);
+}
+
+/* ---- one pass of the check: causal or not ---- */
+
+static void attn_inputs(const AttnSize *s, AttnBufs *b)
+{
+    size_t total = (size_t)s->z * s->h * s->n * s->d;
+    HostRng r;
+    host_rng_seed(&r, 20);   /* the seed's torch.manual_seed(20); every run the same */
+    host_fill_normal(DT_F16, b->q, total, 0.0, 0.5, &r);
+    host_fill_normal(DT_F16, b->k, total, 0.0, 0.5, &r);
+    host_fill_normal(DT_F16, b->v, total, 0.0, 0.5, &r);
+    host_fill_normal(DT_F16, b->dout, total, 0.0, 1.0, &r);
+}
+
+static void attn_poison(const AttnSize *s, AttnBufs *b)
+{
+    size_t rows = (size_t)s->z * s->h * s->n, total = rows * (size_t)s->d;
+    host_poison(DT_F16, b->o, total);
+    host_poison(DT_F16, b->dq, total);
+    host_poison(DT_F16, b->dk, total);
+    host_poison(DT_F16, b->dv, total);
+    host_poison(DT_F32, b->lse, rows);
+    host_poison(DT_F32, b->delta, rows);
+}
+
+/* Returns the number of failed comparisons, or -1 when a launch failed. */
+static int attn_check_one(const HostLauncher *l, const AttnKernels *k, const AttnSize *s,
+                          bool causal, AttnBufs *b, AttnRef *r)
+{
+    attn_inputs(s, b);
+    attn_poison(s, b);
+    if (attn_run(l, k, s, causal, b)) return -1;
+    attn_reference(s, causal, b, r);
+    size_t total = (size_t)s->z * s->h * s->n * s->d;
+    const char *mode = causal ? "causal" : "full";
+    const char *names[] = {"out", "dq", "dk", "dv"};
+    const uint16_t *got[] = {b->o, b->dq, b->dk, b->dv};
+    const double *ref[] = {r->o, r->dq, r->dk, r->dv};
+    int failed = 0;
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s %s", mode, names[i]);
+        failed += !host_check(name, DT_F16, got[i], ref[i], total, 1e-2, 0);
+    }
+    return failed;
+}
+
+/* ---- main ---- */
+
+static int parse_size(int argc, char **argv, AttnSize *s)
+{
+    *s = (AttnSize){1, 2, 1024, 64, 0.5};
+    if (argc == 2) return 0;
+    if (argc != 7 || strcmp(argv[2], "--size")) return 1;
+    int v[4];
+    for (int i = 0; i < 4; i++) {
+        char *end;
+        long x = strtol(argv[3 + i], &end, 10);
+        if (*end || end == argv[3 + i] || x < 1 || x > (1L << 20)) return 1;
+        v[i] = (int)x;
+    }
+    if ((int64_t)v[0] * v[1] * v[2] > INT32_MAX || (int64_t)v[0] * v[1] > 65535) return 1;
+    *s = (AttnSize){v[0], v[1], v[2], v[3], 0.5};
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    AttnSize s;
+    if (argc < 2 || parse_size(argc, argv, &s)) {
+        fprintf(stderr, "usage: %s attention.ph [--size Z H N_CTX HEAD_DIM]\n", argv[0]);
+        return 2;
+    }
+    IrModule *m = host_compile(argv[1]);
+    if (!m) return 1;
+    AttnKernels k;
+    if (attn_pick(m, &s, &k)) {
+        fprintf(stderr, "attention: no usable configs for Z %d H %d N_CTX %d HEAD_DIM %d\n",
+                s.z, s.h, s.n, s.d);
+        ir_module_free(m);
+        return 1;
+    }
+    size_t rows = (size_t)s.z * s.h * s.n, total = rows * (size_t)s.d;
+    AttnBufs b = {
+        host_alloc(DT_F16, total), host_alloc(DT_F16, total), host_alloc(DT_F16, total),
+        host_alloc(DT_F16, total), host_alloc(DT_F16, total), host_alloc(DT_F16, total),
+        host_alloc(DT_F16, total), host_alloc(DT_F16, total),
+        host_alloc(DT_F32, rows), host_alloc(DT_F32, rows),
+    };
+    AttnRef r = {
+        xmalloc(total * sizeof(double)), xmalloc(total * sizeof(double)),
+        xmalloc(total * sizeof(double)), xmalloc(total * sizeof(double)),
+    };
+    const HostLauncher *l = &host_interpreter;
+    int failed = 0, checks = 0;
+    for (int causal = 0; causal <= 1 && failed >= 0; causal++) {
+        int f = attn_check_one(l, &k, &s, causal, &b, &r);
+        failed = f < 0 ? -1 : failed + f;
+        checks += 4;
+    }
+    if (failed < 0)
+        printf("attention: FAIL (a launch failed)\n");
+    else
+        printf("attention Z %d H %d N_CTX %d HEAD_DIM %d (%s): %d of %d %s (atol 1e-2, rtol 0)\n",
+               s.z, s.h, s.n, s.d, l->name, checks - failed, checks, failed ? "FAIL" : "ok");
+    void *bufs[] = {b.q, b.k, b.v, b.dout, b.o, b.dq, b.dk, b.dv, b.lse, b.delta,
+                    r.o, r.dq, r.dk, r.dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    ir_module_free(m);
+    return failed != 0;
+}

@@ -1,0 +1,297 @@
+/* host.h: what the example host programs share: a seeded RNG, filling and
+ * poisoning tensors of any element type, comparing a result with a double
+ * precision reference, picking a kernel config, and launching through a
+ * "launcher" (the IR interpreter now, the GPU runtime later).
+ *
+ * Every function is static inline so each *_check.c stays one file. */
+#ifndef PHC_EXAMPLES_HOST_H
+#define PHC_EXAMPLES_HOST_H
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dsl.h"
+#include "half.h"
+
+/* ---- random numbers: splitmix64 seeds xoshiro256**; Box-Muller for normals ---- */
+
+typedef struct { uint64_t s[4]; } HostRng;
+
+static inline uint64_t host_splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static inline void host_rng_seed(HostRng *r, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++) r->s[i] = host_splitmix64(&seed);
+}
+
+static inline uint64_t host_rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static inline uint64_t host_rng_next(HostRng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = host_rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = host_rotl(s[3], 45);
+    return result;
+}
+
+/* Uniform in (0, 1): never 0, so log() in Box-Muller stays finite. */
+static inline double host_uniform(HostRng *r)
+{
+    return ((double)(host_rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static inline double host_normal(HostRng *r, double mean, double std)
+{
+    double u1 = host_uniform(r), u2 = host_uniform(r);
+    return mean + std * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* ---- elements of any dtype, as double ---- */
+
+static inline size_t host_dtype_size(DType dt)
+{
+    return dt == DT_F16 || dt == DT_BF16 ? 2 : 4;
+}
+
+static inline void *host_alloc(DType dt, size_t n)
+{
+    void *p = calloc(n ? n : 1, host_dtype_size(dt));
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu elements)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+static inline double host_get(DType dt, const void *p, size_t i)
+{
+    switch (dt) {
+    case DT_F16: return ph_f16_to_f32(((const uint16_t *)p)[i]);
+    case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)p)[i]);
+    case DT_F32: return ((const float *)p)[i];
+    case DT_I32: return ((const int32_t *)p)[i];
+    default: return NAN;
+    }
+}
+
+/* Stores v rounded to nearest even in dt. */
+static inline void host_set(DType dt, void *p, size_t i, double v)
+{
+    switch (dt) {
+    case DT_F16: ((uint16_t *)p)[i] = ph_f32_to_f16((float)v); break;
+    case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)v); break;
+    case DT_F32: ((float *)p)[i] = (float)v; break;
+    case DT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    default: break;
+    }
+}
+
+static inline void host_fill_normal(DType dt, void *p, size_t n, double mean, double std, HostRng *r)
+{
+    for (size_t i = 0; i < n; i++) host_set(dt, p, i, host_normal(r, mean, std));
+}
+
+/* ---- poison: a NaN pattern no kernel computes, so an unwritten element fails ---- */
+
+enum { HOST_POISON_16 = 0x7e5a, HOST_POISON_BF16 = 0x7fa5 };
+#define HOST_POISON_32 0x7fa5a5a5u
+
+static inline void host_poison(DType dt, void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        switch (dt) {
+        case DT_F16: ((uint16_t *)p)[i] = HOST_POISON_16; break;
+        case DT_BF16: ((uint16_t *)p)[i] = HOST_POISON_BF16; break;
+        default: ((uint32_t *)p)[i] = HOST_POISON_32; break;
+        }
+    }
+}
+
+static inline bool host_is_poison(DType dt, const void *p, size_t i)
+{
+    switch (dt) {
+    case DT_F16: return ((const uint16_t *)p)[i] == HOST_POISON_16;
+    case DT_BF16: return ((const uint16_t *)p)[i] == HOST_POISON_BF16;
+    default: return ((const uint32_t *)p)[i] == HOST_POISON_32;
+    }
+}
+
+/* ---- comparison with a reference ---- */
+
+typedef struct {
+    double max_diff;   /* NaN when any element of got is NaN */
+    size_t nbad;       /* elements beyond atol + rtol * |ref| (NaN counts) */
+    size_t worst;      /* index of the first bad element, or of the largest diff */
+    double worst_got, worst_ref;
+} HostCmp;
+
+static inline HostCmp host_compare(DType dt, const void *got, const double *ref, size_t n,
+                                   double atol, double rtol)
+{
+    HostCmp c = {0, 0, 0, 0, 0};
+    double largest = -1;
+    for (size_t i = 0; i < n; i++) {
+        double g = host_get(dt, got, i), d = fabs(g - ref[i]);
+        bool bad = !(d <= atol + rtol * fabs(ref[i]));   /* NaN is bad */
+        if (isnan(d)) c.max_diff = NAN;
+        else if (d > c.max_diff) c.max_diff = d;          /* stays NaN once NaN */
+        /* remember the first bad element, or the largest diff while none is bad */
+        bool first_bad = bad && c.nbad++ == 0;
+        if (first_bad || (c.nbad == 0 && d > largest)) {
+            largest = d;
+            c.worst = i;
+            c.worst_got = g;
+            c.worst_ref = ref[i];
+        }
+    }
+    return c;
+}
+
+/* Prints "NAME max diff 0.00123 ok" (or FAIL with the first bad element);
+ * returns whether it passed. */
+static inline bool host_report(const char *name, HostCmp c, size_t n)
+{
+    if (c.nbad == 0) {
+        printf("%s max diff %.3g ok\n", name, c.max_diff);
+        return true;
+    }
+    printf("%s max diff %.3g FAIL (%zu of %zu bad; first at %zu: got %.6g, want %.6g)\n",
+           name, c.max_diff, c.nbad, n, c.worst, c.worst_got, c.worst_ref);
+    return false;
+}
+
+static inline bool host_check(const char *name, DType dt, const void *got, const double *ref,
+                              size_t n, double atol, double rtol)
+{
+    return host_report(name, host_compare(dt, got, ref, n, atol, rtol), n);
+}
+
+/* ---- the program and its kernels ---- */
+
+static inline IrModule *host_compile(const char *path)
+{
+    IrModule *m = ph_compile_file(path, NULL, stderr);
+    if (!m) fprintf(stderr, "%s: compilation failed\n", path);
+    return m;
+}
+
+/* The value of meta-parameter name in f's config, or -1 when f has none. */
+static inline int64_t host_meta(const IrFunc *f, const char *name)
+{
+    for (int i = 0; i < f->nmeta; i++)
+        if (!strcmp(f->meta[i].name, name)) return f->meta[i].value;
+    return -1;
+}
+
+/* The first config of kernel that fits, as fits(f, ctx) decides (NULL: any). */
+static inline IrFunc *host_pick(const IrModule *m, const char *kernel,
+                                bool (*fits)(const IrFunc *f, const void *ctx), const void *ctx)
+{
+    for (int i = 0; m && i < m->nfuncs; i++) {
+        IrFunc *f = m->funcs[i];
+        if (!strcmp(f->kernel, kernel) && (!fits || fits(f, ctx))) return f;
+    }
+    fprintf(stderr, "no config of kernel %s fits this launch\n", kernel);
+    return NULL;
+}
+
+/* Checks that f's parameters are what the host passes, so an edited .ph
+ * fails with a message instead of reading the wrong memory. spec is a
+ * space-separated list: "f16:2" for a rank-2 f16 tensor, "i32" for a scalar. */
+static inline bool host_signature(const IrFunc *f, const char *spec)
+{
+    int i = 0;
+    const char *p = spec;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        size_t len = strcspn(p, " ");
+        if (i >= f->nparams) break;
+        const IrParam *q = &f->params[i];
+        char want[32], have[32];
+        snprintf(want, sizeof want, "%.*s", (int)len, p);
+        if (q->is_tensor) snprintf(have, sizeof have, "%s:%d", ir_dtype_name(q->dt), q->rank);
+        else snprintf(have, sizeof have, "%s", ir_dtype_name(q->dt));
+        if (strcmp(want, have)) {
+            fprintf(stderr, "%s: parameter %d (%s) is %s, the host passes %s\n",
+                    f->kernel, i + 1, q->name, have, want);
+            return false;
+        }
+        i++;
+        p += len;
+    }
+    while (*p == ' ') p++;
+    if (i != f->nparams || *p) {
+        fprintf(stderr, "%s: has %d parameters, the host passes a different number (%s)\n",
+                f->kernel, f->nparams, spec);
+        return false;
+    }
+    return true;
+}
+
+static inline IrArg host_tensor1(void *data, int64_t n) { return (IrArg){data, {n, 0}, 0, 0}; }
+static inline IrArg host_tensor2(void *data, int64_t rows, int64_t cols)
+{
+    return (IrArg){data, {rows, cols}, 0, 0};
+}
+static inline IrArg host_i32(int32_t v) { return (IrArg){NULL, {0, 0}, v, 0}; }
+static inline IrArg host_f32(float v) { return (IrArg){NULL, {0, 0}, 0, v}; }
+
+static inline int64_t host_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/* ---- launching ---- */
+
+/* Runs f over grid with args in host memory. The interpreter is one
+ * launcher; a GPU launcher copies the tensors to the device and back. */
+typedef struct HostLauncher {
+    const char *name;
+    int (*launch)(const struct HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs,
+                  const int grid[3], char *err, size_t errlen);
+    void *ctx;
+} HostLauncher;
+
+static inline int host_interp_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args,
+                                     int nargs, const int grid[3], char *err, size_t errlen)
+{
+    (void)l;
+    return ir_interp(f, args, nargs, grid, err, errlen);
+}
+
+static const HostLauncher host_interpreter = {"interpreter", host_interp_launch, NULL};
+
+/* Launches and prints any error as "kernel: message"; returns 0 on success. */
+static inline int host_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs,
+                              int64_t gx, int64_t gy, int64_t gz)
+{
+    if (gx < 1 || gy < 1 || gz < 1 || gx > INT32_MAX || gy > 65535 || gz > 65535) {
+        fprintf(stderr, "%s: bad grid (%lld, %lld, %lld)\n", f->name, (long long)gx,
+                (long long)gy, (long long)gz);
+        return 1;
+    }
+    int grid[3] = {(int)gx, (int)gy, (int)gz};
+    char err[512] = "";
+    if (l->launch(l, f, args, nargs, grid, err, sizeof err)) {
+        fprintf(stderr, "%s (%s): %s\n", f->name, l->name, err[0] ? err : "launch failed");
+        return 1;
+    }
+    return 0;
+}
+
+#endif
