@@ -19,7 +19,14 @@ export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 
 DEB_PACKAGES = build-essential re2c libcriterion-dev pkg-config llvm-19-dev zlib1g-dev libzstd-dev
 
-LIB_SRCS  = $(filter-out compiler/phc.c,$(wildcard dsl/*.c compiler/*.c))
+# LLVM, linked statically (NVPTX only) so the binaries run where LLVM is not installed.
+LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
+LLVM_INC  = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
+LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-static --libs nvptx passes 2>/dev/null) -lstdc++ -lz -lzstd -lpthread -ldl
+
+CODEGEN_SRCS = compiler/codegen.c
+LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
+CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
 HEADERS   = $(wildcard dsl/*.h compiler/*.h)
 TEST_SRCS = $(wildcard tests/test_*.c)
@@ -56,13 +63,26 @@ $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(CODEGEN_OBJS): $(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -I$(LLVM_INC) -c $< -o $@
+
+$(BUILD)/libphc_codegen.a: $(CODEGEN_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(BUILD)/libphc.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a
+$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+
+# Suites that lower to PTX link the code generator and LLVM.
+$(BUILD)/tests/test_codegen: tests/test_codegen.c tests/testutil.h $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LLVM_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
