@@ -1,6 +1,7 @@
 /* phc.c: the command line. The whole pipeline reads in compile():
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
 #include "dsl.h"
+#include "codegen.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -10,13 +11,14 @@
 #define PHC_VERSION "0.1.0"
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
-typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR } Emit;
+typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct {
     const char *input, *output, *dump_after;
     Emit emit;
     bool check_only, list;
     SemaOptions sema;
+    CodegenOptions codegen;
     const char *define_names[64];
     int64_t define_values[64];
 } Options;
@@ -24,12 +26,15 @@ typedef struct {
 static const char usage[] =
     "usage: phc [options] FILE.ph\n"
     "\n"
-    "Compiles a Phobos kernel file. Without --emit, phc checks the file and\n"
-    "prints its tile IR (PTX output arrives with the code generator).\n"
+    "Compiles a Phobos kernel file to one PTX module with an entry per (kernel,\n"
+    "config), named kernel__NAME_VALUE__... (see --list).\n"
     "\n"
     "options:\n"
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
-    "  --emit=KIND        tokens | ast | ir: what to write (default ir)\n"
+    "  --emit=KIND        tokens | ast | ir | llvm | ptx | cubin: what to write (default ptx;\n"
+    "                     cubin runs ptxas, which must be on PATH or in /usr/local/cuda/bin)\n"
+    "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
+    "  -O0                no LLVM optimization: readable LLVM IR and PTX\n"
     "  -o FILE            write the output to FILE instead of standard output; nothing\n"
     "                     is written when there are errors\n"
     "  --kernel NAME      only kernel NAME\n"
@@ -82,8 +87,16 @@ static int parse_args(Options *o, int argc, char **argv)
             if (!strcmp(k, "tokens")) o->emit = EMIT_TOKENS;
             else if (!strcmp(k, "ast")) o->emit = EMIT_AST;
             else if (!strcmp(k, "ir")) o->emit = EMIT_IR;
-            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir)", k);
+            else if (!strcmp(k, "llvm")) o->emit = EMIT_LLVM;
+            else if (!strcmp(k, "ptx")) o->emit = EMIT_PTX;
+            else if (!strcmp(k, "cubin")) o->emit = EMIT_CUBIN;
+            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir, llvm, ptx, cubin)", k);
         }
+        else if (!strncmp(a, "--arch=", 7)) {
+            if (strcmp(a + 7, "sm_80") && strcmp(a + 7, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", a + 7);
+            o->codegen.arch = a + 7;
+        }
+        else if (!strcmp(a, "-O0") || !strcmp(a, "-O3")) o->codegen.opt_level = a[2] - '0';
         else if (!strncmp(a, "--dump-after=", 13)) o->dump_after = a + 13;
         else if (!strcmp(a, "-o") || !strcmp(a, "--kernel") || !strcmp(a, "-D")) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
@@ -177,6 +190,51 @@ static int run_passes(const Options *o, IrModule *ir, FILE *out)
     return EXIT_OK;
 }
 
+/* ptxas assembles the PTX into a cubin; it reads and writes files, so both
+ * live in a private temporary folder. */
+static int emit_cubin(const Options *o, const char *ptx, FILE *out)
+{
+    char dir[] = "/tmp/phc.XXXXXX";
+    if (!mkdtemp(dir)) { perror("phc: mkdtemp"); return EXIT_INTERNAL; }
+    char ptx_path[64], cubin_path[64], cmd[512];
+    snprintf(ptx_path, sizeof ptx_path, "%s/k.ptx", dir);
+    snprintf(cubin_path, sizeof cubin_path, "%s/k.cubin", dir);
+    FILE *f = fopen(ptx_path, "wb");
+    int status = EXIT_INTERNAL;
+    if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
+        snprintf(cmd, sizeof cmd,
+                 "PATH=\"$PATH:/usr/local/cuda/bin\" ptxas -arch=%s -o %s %s", o->codegen.arch, cubin_path, ptx_path);
+        int rc = system(cmd);
+        if (rc != 0) fprintf(stderr, "phc: ptxas failed (status %d); is it installed?\n", rc);
+        else {
+            FILE *in = fopen(cubin_path, "rb");
+            char buf[65536];
+            size_t n;
+            while (in && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
+            if (in) { fclose(in); status = EXIT_OK; }
+        }
+    }
+    remove(ptx_path);
+    remove(cubin_path);
+    rmdir(dir);
+    return status;
+}
+
+static int emit_code(const Options *o, const IrModule *ir, FILE *out)
+{
+    char *text = NULL, err[1024];
+    CgEmit what = o->emit == EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
+    if (codegen_emit(ir, &o->codegen, what, &text, err, sizeof err)) {
+        fprintf(stderr, "phc: %s\n", err);
+        return EXIT_INTERNAL;
+    }
+    int status = EXIT_OK;
+    if (o->emit == EMIT_CUBIN) status = emit_cubin(o, text, out);
+    else fputs(text, out);
+    free(text);
+    return status;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
@@ -204,7 +262,9 @@ static int compile(const Options *o, FILE *out)
     if (!ir || d.nerrors) goto done;
     if (o->list) { print_list(out, ir); goto done; }
     if ((status = run_passes(o, ir, out))) goto done;
-    if (!o->check_only && !o->dump_after) ir_print_module(out, ir);
+    if (o->check_only || o->dump_after) goto done;
+    if (o->emit == EMIT_IR) ir_print_module(out, ir);
+    else status = emit_code(o, ir, out);
 
 done:
     if (d.nerrors && !status) status = EXIT_PROGRAM;
@@ -218,7 +278,9 @@ done:
 int main(int argc, char **argv)
 {
     Options o = {0};
-    o.emit = EMIT_IR;
+    o.emit = EMIT_PTX;
+    o.codegen.arch = "sm_90";
+    o.codegen.opt_level = 3;
     int status = parse_args(&o, argc, argv);
     if (status) return status;
     char *buf = NULL;
