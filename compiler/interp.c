@@ -1,0 +1,625 @@
+/* interp.c: the CPU interpreter of the tile IR, the executable meaning of
+ * the language. Runs a function over the whole grid, one block at a time,
+ * on host memory. Every value has one buffer, allocated once (shapes are
+ * static) and overwritten by loops: float for f16/bf16/f32 (f16 and bf16
+ * held already rounded to their dtype), int32_t for i32 and bool. Each op
+ * is dispatched once and loops over its whole tile. */
+#include "ir.h"
+#include "half.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { RUN_NEXT, RUN_YIELD, RUN_RETURN, RUN_ERROR } RunStatus;
+
+typedef struct {
+    const IrFunc *f;
+    const IrArg *args;
+    int grid[3], block[3];
+    uint32_t *store;       /* all value buffers */
+    int64_t *offset;       /* value -> element offset into store, -1 if none */
+    float *scratch;        /* dot_t's transposed operand */
+    const IrOp *yielded;   /* the yield that ended the last region */
+    char *err; size_t errlen;
+} Interp;
+
+static float *fbuf(Interp *in, ValueId v) { return (float *)(in->store + in->offset[v]); }
+static int32_t *ibuf(Interp *in, ValueId v) { return (int32_t *)(in->store + in->offset[v]); }
+static IrType vtype(const Interp *in, ValueId v) { return in->f->values[v].type; }
+static int64_t numel(const Interp *in, ValueId v) { return ir_numel(vtype(in, v)); }
+
+static float round_to(DType dt, float x)
+{
+    if (dt == DT_F16) return ph_round_f16(x);
+    if (dt == DT_BF16) return ph_round_bf16(x);
+    return x;
+}
+
+static void round_all(DType dt, float *x, int64_t n)
+{
+    if (dt == DT_F16) for (int64_t i = 0; i < n; i++) x[i] = ph_round_f16(x[i]);
+    else if (dt == DT_BF16) for (int64_t i = 0; i < n; i++) x[i] = ph_round_bf16(x[i]);
+}
+
+static RunStatus run_error(Interp *in, const IrOp *op, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(in->err, in->errlen, "kernel '%s', block (%d, %d, %d): %s in '%s'%s", in->f->kernel,
+             in->block[0], in->block[1], in->block[2], msg, ir_op_name(op), "");
+    if (op->loc.line > 0) {
+        size_t n = strlen(in->err);
+        snprintf(in->err + n, in->errlen > n ? in->errlen - n : 0, " at %d:%d", op->loc.line, op->loc.col);
+    }
+    return RUN_ERROR;
+}
+
+/* ---- leaves, shapes and conversions ---- */
+
+static void run_const(Interp *in, const IrOp *op)
+{
+    IrType t = vtype(in, op->res[0]);
+    if (ir_is_float(t.dt)) *fbuf(in, op->res[0]) = round_to(t.dt, (float)op->fval);
+    else if (t.dt == DT_BOOL) *ibuf(in, op->res[0]) = op->ival != 0;
+    else *ibuf(in, op->res[0]) = (int32_t)op->ival;
+}
+
+static void run_iota(Interp *in, const IrOp *op)
+{
+    IrType t = vtype(in, op->res[0]);
+    int rows = ir_rows(t), cols = ir_cols(t);
+    int32_t *r = ibuf(in, op->res[0]);
+    bool by_row = t.rank == 2 && op->axis == 0;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) r[(int64_t)i * cols + j] = by_row ? i : j;
+}
+
+static void run_splat(Interp *in, const IrOp *op)
+{
+    uint32_t v = in->store[in->offset[op->args[0]]];
+    uint32_t *r = in->store + in->offset[op->res[0]];
+    for (int64_t i = 0, n = numel(in, op->res[0]); i < n; i++) r[i] = v;
+}
+
+/* Both buffers are 32-bit words whatever the dtype, so shape ops copy words. */
+static void run_broadcast(Interp *in, const IrOp *op)
+{
+    IrType a = vtype(in, op->args[0]), t = vtype(in, op->res[0]);
+    int arows = ir_rows(a), acols = ir_cols(a), rows = ir_rows(t), cols = ir_cols(t);
+    const uint32_t *src = in->store + in->offset[op->args[0]];
+    uint32_t *r = in->store + in->offset[op->res[0]];
+    for (int i = 0; i < rows; i++) {
+        const uint32_t *srow = src + (int64_t)(arows == 1 ? 0 : i) * acols;
+        uint32_t *row = r + (int64_t)i * cols;
+        if (acols == 1) for (int j = 0; j < cols; j++) row[j] = srow[0];
+        else memcpy(row, srow, sizeof *row * (size_t)cols);
+    }
+}
+
+static void run_transpose(Interp *in, const IrOp *op)
+{
+    IrType a = vtype(in, op->args[0]);
+    int rows = a.shape[0], cols = a.shape[1];
+    const uint32_t *src = in->store + in->offset[op->args[0]];
+    uint32_t *r = in->store + in->offset[op->res[0]];
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) r[(int64_t)j * rows + i] = src[(int64_t)i * cols + j];
+}
+
+/* float -> i32: toward zero, saturating, NaN -> 0 */
+static int32_t float_to_i32(float x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0f) return INT32_MAX;
+    if (x <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)x;
+}
+
+static void run_convert(Interp *in, const IrOp *op)
+{
+    DType from = vtype(in, op->args[0]).dt, to = vtype(in, op->res[0]).dt;
+    int64_t n = numel(in, op->res[0]);
+    if (ir_is_float(from)) {
+        const float *a = fbuf(in, op->args[0]);
+        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = float_to_i32(a[i]);
+        else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
+        else {
+            float *r = fbuf(in, op->res[0]);
+            for (int64_t i = 0; i < n; i++) r[i] = a[i];
+            round_all(to, r, n);
+        }
+    } else {
+        const int32_t *a = ibuf(in, op->args[0]);
+        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i];
+        else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
+        else {
+            float *r = fbuf(in, op->res[0]);
+            for (int64_t i = 0; i < n; i++) r[i] = (float)a[i];
+            round_all(to, r, n);
+        }
+    }
+}
+
+/* ---- elementwise ---- */
+
+static void run_unary(Interp *in, const IrOp *op)
+{
+    DType dt = vtype(in, op->args[0]).dt;
+    int64_t n = numel(in, op->res[0]);
+    if (!ir_is_float(dt)) {
+        const int32_t *a = ibuf(in, op->args[0]);
+        int32_t *r = ibuf(in, op->res[0]);
+        for (int64_t i = 0; i < n; i++) {
+            uint32_t u = (uint32_t)a[i];
+            if (op->sub == UN_NOT) r[i] = !a[i];
+            else if (op->sub == UN_NEG || (op->sub == UN_ABS && a[i] < 0)) r[i] = (int32_t)(0u - u);
+            else r[i] = a[i];
+        }
+        return;
+    }
+    const float *a = fbuf(in, op->args[0]);
+    float *r = fbuf(in, op->res[0]);
+    switch (op->sub) {
+    case UN_NEG: for (int64_t i = 0; i < n; i++) r[i] = -a[i]; break;
+    case UN_ABS: for (int64_t i = 0; i < n; i++) r[i] = fabsf(a[i]); break;
+    case UN_EXP: for (int64_t i = 0; i < n; i++) r[i] = expf(a[i]); break;
+    case UN_EXP2: for (int64_t i = 0; i < n; i++) r[i] = exp2f(a[i]); break;
+    case UN_LOG: for (int64_t i = 0; i < n; i++) r[i] = logf(a[i]); break;
+    case UN_LOG2: for (int64_t i = 0; i < n; i++) r[i] = log2f(a[i]); break;
+    case UN_SQRT: for (int64_t i = 0; i < n; i++) r[i] = sqrtf(a[i]); break;
+    case UN_RSQRT: for (int64_t i = 0; i < n; i++) r[i] = 1.0f / sqrtf(a[i]); break;
+    default: break;
+    }
+    round_all(dt, r, n);
+}
+
+static RunStatus run_int_binary(Interp *in, const IrOp *op, int64_t n)
+{
+    const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
+    int32_t *r = ibuf(in, op->res[0]);
+    switch (op->sub) {
+    case BIN_ADD: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]); break;
+    case BIN_SUB: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] - (uint32_t)b[i]); break;
+    case BIN_MUL: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] * (uint32_t)b[i]); break;
+    case BIN_MAX: for (int64_t i = 0; i < n; i++) r[i] = a[i] > b[i] ? a[i] : b[i]; break;
+    case BIN_MIN: for (int64_t i = 0; i < n; i++) r[i] = a[i] < b[i] ? a[i] : b[i]; break;
+    case BIN_AND: for (int64_t i = 0; i < n; i++) r[i] = a[i] && b[i]; break;
+    case BIN_OR: for (int64_t i = 0; i < n; i++) r[i] = a[i] || b[i]; break;
+    case BIN_FLOORDIV: case BIN_MOD:
+        for (int64_t i = 0; i < n; i++) {
+            if (!b[i]) return run_error(in, op, "integer division by zero");
+            int64_t x = a[i], y = b[i], q = x / y, m = x % y;
+            if (m != 0 && ((m < 0) != (y < 0))) { q--; m += y; }
+            r[i] = op->sub == BIN_MOD ? (int32_t)m : (int32_t)(uint32_t)(uint64_t)q;
+        }
+        break;
+    default: break;
+    }
+    return RUN_NEXT;
+}
+
+static RunStatus run_binary(Interp *in, const IrOp *op)
+{
+    DType dt = vtype(in, op->args[0]).dt;
+    int64_t n = numel(in, op->res[0]);
+    if (!ir_is_float(dt)) return run_int_binary(in, op, n);
+    const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
+    float *r = fbuf(in, op->res[0]);
+    switch (op->sub) {
+    case BIN_ADD: for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i]; break;
+    case BIN_SUB: for (int64_t i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
+    case BIN_MUL: for (int64_t i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
+    case BIN_DIV: for (int64_t i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
+    case BIN_FLOORDIV: for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i] / b[i]); break;
+    case BIN_MOD:
+        for (int64_t i = 0; i < n; i++) {
+            float m = fmodf(a[i], b[i]);
+            r[i] = m != 0 && ((m < 0) != (b[i] < 0)) ? m + b[i] : m;
+        }
+        break;
+    case BIN_MAX: for (int64_t i = 0; i < n; i++) r[i] = fmaxf(a[i], b[i]); break;
+    case BIN_MIN: for (int64_t i = 0; i < n; i++) r[i] = fminf(a[i], b[i]); break;
+    default: break;
+    }
+    round_all(dt, r, n);
+    return RUN_NEXT;
+}
+
+#define COMPARE_LOOP(A, B) do { \
+        switch (op->sub) { \
+        case CMP_LT: for (int64_t i = 0; i < n; i++) r[i] = A[i] < B[i]; break; \
+        case CMP_LE: for (int64_t i = 0; i < n; i++) r[i] = A[i] <= B[i]; break; \
+        case CMP_GT: for (int64_t i = 0; i < n; i++) r[i] = A[i] > B[i]; break; \
+        case CMP_GE: for (int64_t i = 0; i < n; i++) r[i] = A[i] >= B[i]; break; \
+        case CMP_EQ: for (int64_t i = 0; i < n; i++) r[i] = A[i] == B[i]; break; \
+        default: for (int64_t i = 0; i < n; i++) r[i] = A[i] != B[i]; break; \
+        } \
+    } while (0)
+
+static void run_cmp(Interp *in, const IrOp *op)
+{
+    int64_t n = numel(in, op->res[0]);
+    int32_t *r = ibuf(in, op->res[0]);
+    if (ir_is_float(vtype(in, op->args[0]).dt)) {
+        const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
+        COMPARE_LOOP(a, b);
+    } else {
+        const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
+        COMPARE_LOOP(a, b);
+    }
+}
+
+static void run_select(Interp *in, const IrOp *op)
+{
+    int64_t n = numel(in, op->res[0]);
+    const int32_t *c = ibuf(in, op->args[0]);
+    const uint32_t *a = in->store + in->offset[op->args[1]], *b = in->store + in->offset[op->args[2]];
+    uint32_t *r = in->store + in->offset[op->res[0]];
+    for (int64_t i = 0; i < n; i++) r[i] = c[i] ? a[i] : b[i];
+}
+
+/* ---- tile-wide ---- */
+
+static float reduce_step(int sub, float acc, float x)
+{
+    return sub == RED_SUM ? acc + x : sub == RED_MAX ? fmaxf(acc, x) : fminf(acc, x);
+}
+
+static int32_t reduce_step_i32(int sub, int32_t acc, int32_t x)
+{
+    if (sub == RED_SUM) return (int32_t)((uint32_t)acc + (uint32_t)x);
+    if (sub == RED_MAX) return acc > x ? acc : x;
+    return acc < x ? acc : x;
+}
+
+/* Accumulates in index order; along rows (axis 0 of a 2-D tile) or along
+ * the last axis otherwise. */
+static void run_reduce(Interp *in, const IrOp *op)
+{
+    IrType a = vtype(in, op->args[0]);
+    int rows = ir_rows(a), cols = ir_cols(a);
+    bool down = a.rank == 2 && op->axis == 0;
+    int outer = down ? cols : rows, inner = down ? rows : cols;
+    int64_t so = down ? 1 : cols, si = down ? cols : 1;
+    if (ir_is_float(a.dt)) {
+        const float *x = fbuf(in, op->args[0]);
+        float *r = fbuf(in, op->res[0]);
+        for (int o = 0; o < outer; o++) {
+            float acc = x[o * so];
+            for (int k = 1; k < inner; k++) acc = reduce_step(op->sub, acc, x[o * so + k * si]);
+            r[o] = round_to(a.dt, acc);
+        }
+    } else {
+        const int32_t *x = ibuf(in, op->args[0]);
+        int32_t *r = ibuf(in, op->res[0]);
+        for (int o = 0; o < outer; o++) {
+            int32_t acc = x[o * so];
+            for (int k = 1; k < inner; k++) acc = reduce_step_i32(op->sub, acc, x[o * so + k * si]);
+            r[o] = acc;
+        }
+    }
+}
+
+/* acc + a @ b in f32: loop order i, k, j with the inner loop contiguous. */
+static void run_dot(Interp *in, const IrOp *op)
+{
+    IrType at = vtype(in, op->args[0]), bt = vtype(in, op->args[1]);
+    int m = at.shape[0], kk = at.shape[1];
+    bool trans = op->flags & DOT_TRANS_B;
+    int n = trans ? bt.shape[0] : bt.shape[1];
+    const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]), *acc = fbuf(in, op->args[2]);
+    float *r = fbuf(in, op->res[0]);
+    if (trans) {
+        float *t = in->scratch;
+        for (int j = 0; j < n; j++)
+            for (int k = 0; k < kk; k++) t[(int64_t)k * n + j] = b[(int64_t)j * kk + k];
+        b = t;
+    }
+    for (int i = 0; i < m; i++) {
+        float *row = r + (int64_t)i * n;
+        memcpy(row, acc + (int64_t)i * n, sizeof *row * (size_t)n);
+        const float *arow = a + (int64_t)i * kk;
+        for (int k = 0; k < kk; k++) {
+            float aik = arow[k];
+            const float *brow = b + (int64_t)k * n;
+            for (int j = 0; j < n; j++) row[j] += aik * brow[j];
+        }
+    }
+}
+
+/* ---- memory ---- */
+
+typedef struct { int64_t rows, cols; int64_t r0, c0; } Window;
+
+/* The window of a load or store, in 2-D terms; a rank-1 tensor is one row. */
+static Window window_of(Interp *in, const IrOp *op, const IrParam *p, IrType w)
+{
+    const IrArg *arg = &in->args[op->param];
+    Window win = {1, arg->dims[0], 0, *ibuf(in, op->args[0])};
+    if (p->rank == 2) {
+        win.rows = arg->dims[0];
+        win.cols = arg->dims[1];
+        win.r0 = *ibuf(in, op->args[0]);
+        win.c0 = *ibuf(in, op->args[1]);
+    }
+    (void)w;
+    return win;
+}
+
+static float read_elem(DType dt, const void *base, int64_t idx)
+{
+    switch (dt) {
+    case DT_F16: return ph_f16_to_f32(((const uint16_t *)base)[idx]);
+    case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)base)[idx]);
+    default: return ((const float *)base)[idx];
+    }
+}
+
+static void run_load(Interp *in, const IrOp *op)
+{
+    const IrParam *p = &in->f->params[op->param];
+    IrType t = vtype(in, op->res[0]);
+    Window win = window_of(in, op, p, t);
+    int rows = ir_rows(t), cols = ir_cols(t);
+    const void *data = in->args[op->param].data;
+    for (int i = 0; i < rows; i++) {
+        int64_t gi = win.r0 + i;
+        bool row_in = gi >= 0 && gi < win.rows;
+        int64_t base = gi * win.cols + win.c0;
+        if (p->dt == DT_I32) {
+            int32_t *r = ibuf(in, op->res[0]) + (int64_t)i * cols;
+            for (int j = 0; j < cols; j++) {
+                int64_t gj = win.c0 + j;
+                r[j] = row_in && gj >= 0 && gj < win.cols ? ((const int32_t *)data)[base + j] : 0;
+            }
+        } else {
+            float *r = fbuf(in, op->res[0]) + (int64_t)i * cols;
+            for (int j = 0; j < cols; j++) {
+                int64_t gj = win.c0 + j;
+                r[j] = row_in && gj >= 0 && gj < win.cols ? read_elem(p->dt, data, base + j) : 0.0f;
+            }
+        }
+    }
+}
+
+static void run_store(Interp *in, const IrOp *op)
+{
+    const IrParam *p = &in->f->params[op->param];
+    ValueId v = op->args[op->nargs - 1];
+    IrType t = vtype(in, v);
+    Window win = window_of(in, op, p, t);
+    int rows = ir_rows(t), cols = ir_cols(t);
+    void *data = in->args[op->param].data;
+    for (int i = 0; i < rows; i++) {
+        int64_t gi = win.r0 + i;
+        if (gi < 0 || gi >= win.rows) continue;
+        int64_t base = gi * win.cols + win.c0;
+        for (int j = 0; j < cols; j++) {
+            int64_t gj = win.c0 + j;
+            if (gj < 0 || gj >= win.cols) continue;
+            int64_t e = (int64_t)i * cols + j;
+            switch (p->dt) {
+            case DT_F16: ((uint16_t *)data)[base + j] = ph_f32_to_f16(fbuf(in, v)[e]); break;
+            case DT_BF16: ((uint16_t *)data)[base + j] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
+            case DT_F32: ((float *)data)[base + j] = fbuf(in, v)[e]; break;
+            default: ((int32_t *)data)[base + j] = ibuf(in, v)[e]; break;
+            }
+        }
+    }
+}
+
+/* ---- control ---- */
+
+static void copy_value(Interp *in, ValueId to, ValueId from)
+{
+    memcpy(in->store + in->offset[to], in->store + in->offset[from], sizeof(uint32_t) * (size_t)numel(in, to));
+}
+
+static RunStatus run_block(Interp *in, const IrBlock *b);
+
+/* A region's yield: its values go to the owner's results. */
+static void take_yield(Interp *in, const IrOp *owner)
+{
+    const IrOp *y = in->yielded;
+    for (int i = 0; i < owner->nres; i++) copy_value(in, owner->res[i], y->args[i]);
+}
+
+static RunStatus run_for(Interp *in, const IrOp *op)
+{
+    int64_t lo = *ibuf(in, op->args[0]), hi = *ibuf(in, op->args[1]), step = op->ival;
+    const IrBlock *body = op->body;
+    int ncarried = op->nargs - 2;
+    for (int i = 0; i < ncarried; i++) copy_value(in, op->res[i], op->args[i + 2]);
+    for (int64_t iv = lo; iv < hi; iv += step) {
+        *ibuf(in, body->args[0]) = (int32_t)iv;
+        /* the results hold the carried values between iterations, so a
+         * yield that swaps them reads every old value before any is written */
+        for (int i = 0; i < ncarried; i++) copy_value(in, body->args[i + 1], op->res[i]);
+        RunStatus s = run_block(in, body);
+        if (s != RUN_YIELD) return s;
+        take_yield(in, op);
+    }
+    return RUN_NEXT;
+}
+
+static RunStatus run_if(Interp *in, const IrOp *op)
+{
+    const IrBlock *taken = *ibuf(in, op->args[0]) ? op->body : op->els;
+    if (!taken) return RUN_NEXT;
+    RunStatus s = run_block(in, taken);
+    if (s != RUN_YIELD) return s;
+    take_yield(in, op);
+    return RUN_NEXT;
+}
+
+static RunStatus run_op(Interp *in, const IrOp *op)
+{
+    switch (op->kind) {
+    case OP_CONST: run_const(in, op); break;
+    case OP_PARAM:
+        if (in->f->params[op->param].dt == DT_I32) *ibuf(in, op->res[0]) = in->args[op->param].i;
+        else *fbuf(in, op->res[0]) = round_to(in->f->params[op->param].dt, in->args[op->param].f);
+        break;
+    case OP_DIM: *ibuf(in, op->res[0]) = (int32_t)in->args[op->param].dims[op->axis]; break;
+    case OP_BLOCK_ID: *ibuf(in, op->res[0]) = in->block[op->axis]; break;
+    case OP_GRID_DIM: *ibuf(in, op->res[0]) = in->grid[op->axis]; break;
+    case OP_IOTA: run_iota(in, op); break;
+    case OP_SPLAT: run_splat(in, op); break;
+    case OP_BROADCAST: run_broadcast(in, op); break;
+    case OP_CONVERT: run_convert(in, op); break;
+    case OP_TRANSPOSE: run_transpose(in, op); break;
+    case OP_UNARY: run_unary(in, op); break;
+    case OP_BINARY: return run_binary(in, op);
+    case OP_CMP: run_cmp(in, op); break;
+    case OP_SELECT: run_select(in, op); break;
+    case OP_REDUCE: run_reduce(in, op); break;
+    case OP_DOT: run_dot(in, op); break;
+    case OP_LOAD: run_load(in, op); break;
+    case OP_STORE: run_store(in, op); break;
+    case OP_FOR: return run_for(in, op);
+    case OP_IF: return run_if(in, op);
+    case OP_YIELD: in->yielded = op; return RUN_YIELD;
+    case OP_RETURN: return RUN_RETURN;
+    default: return run_error(in, op, "unknown op");
+    }
+    return RUN_NEXT;
+}
+
+/* Recursion follows the IR's nesting, which ir_verify bounds. */
+static RunStatus run_block(Interp *in, const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++) {
+        RunStatus s = run_op(in, b->ops[i]);
+        if (s != RUN_NEXT) return s;
+    }
+    return RUN_NEXT;
+}
+
+/* ---- buffers ---- */
+
+typedef struct { int64_t total, max_dot_b; } Layout;
+
+static void lay_out(Interp *in, const IrBlock *b, Layout *l)
+{
+    if (!b) return;
+    for (int i = 0; i < b->nargs; i++) {
+        in->offset[b->args[i]] = l->total;
+        l->total += numel(in, b->args[i]);
+    }
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int k = 0; k < op->nres; k++) {
+            in->offset[op->res[k]] = l->total;
+            l->total += numel(in, op->res[k]);
+        }
+        if (op->kind == OP_DOT && numel(in, op->args[1]) > l->max_dot_b) l->max_dot_b = numel(in, op->args[1]);
+        lay_out(in, op->body, l);
+        lay_out(in, op->els, l);
+    }
+}
+
+/* ---- argument checks ---- */
+
+static int refuse(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return 1;
+}
+
+/* The actual value of dimension `name`, from the first tensor that has it; 0 if none. */
+static int64_t dim_value(const IrFunc *f, const IrArg *args, const char *name, int *which)
+{
+    for (int p = 0; p < f->nparams; p++) {
+        const IrParam *pa = &f->params[p];
+        for (int d = 0; pa->is_tensor && d < pa->rank; d++)
+            if (pa->dim_name[d] && !strcmp(pa->dim_name[d], name)) {
+                if (which) *which = p;
+                return args[p].dims[d];
+            }
+    }
+    return 0;
+}
+
+static int check_tensor(const IrFunc *f, const IrArg *args, int p, char *err, size_t errlen)
+{
+    const IrParam *pa = &f->params[p];
+    const char *k = f->kernel;
+    if (!args[p].data) return refuse(err, errlen, "kernel '%s': tensor argument '%s' has no data (a null pointer)", k, pa->name);
+    for (int d = 0; d < pa->rank; d++) {
+        int64_t v = args[p].dims[d];
+        if (v < 1 || v > INT32_MAX)
+            return refuse(err, errlen, "kernel '%s': argument '%s' has dim %d = %lld; dims must be between 1 and 2147483647",
+                          k, pa->name, d, (long long)v);
+        if (!pa->dim_name[d] && v != pa->dim_value[d])
+            return refuse(err, errlen, "kernel '%s': argument '%s' must have dim %d = %lld, has %lld",
+                          k, pa->name, d, (long long)pa->dim_value[d], (long long)v);
+        if (!pa->dim_name[d]) continue;
+        int first = p;
+        int64_t want = dim_value(f, args, pa->dim_name[d], &first);
+        if (want != v)
+            return refuse(err, errlen, "kernel '%s': dim '%s' is %lld in '%s' but %lld in '%s'; tensors sharing a dim name must agree",
+                          k, pa->dim_name[d], (long long)want, f->params[first].name, (long long)v, pa->name);
+        for (int m = 0; m < f->nmeta; m++)
+            if (!strcmp(f->meta[m].name, pa->dim_name[d]) && f->meta[m].value != v)
+                return refuse(err, errlen, "kernel '%s': config '%s' specializes dim '%s' = %lld but '%s' has %lld; "
+                              "this config is not eligible for these arguments",
+                              k, f->name, pa->dim_name[d], (long long)f->meta[m].value, pa->name, (long long)v);
+    }
+    return 0;
+}
+
+static int check_args(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen)
+{
+    const char *k = f->kernel;
+    if (nargs != f->nparams) return refuse(err, errlen, "kernel '%s' takes %d arguments, got %d", k, f->nparams, nargs);
+    if (f->nparams && !args) return refuse(err, errlen, "kernel '%s': no arguments given (a null pointer)", k);
+    for (int p = 0; p < f->nparams; p++)
+        if (f->params[p].is_tensor && check_tensor(f, args, p, err, errlen)) return 1;
+    for (int i = 0; i < f->naligned; i++) {
+        const IrAligned *a = &f->aligned[i];
+        int64_t v = dim_value(f, args, a->dim, NULL);
+        if (!v) continue;   /* a dim no tensor has: nothing to promise */
+        if (a->value < 1 || v % a->value)
+            return refuse(err, errlen, "kernel '%s': dim '%s' = %lld is not a multiple of %lld (%s), as @ph.aligned promises",
+                          k, a->dim, (long long)v, (long long)a->value, a->meta ? a->meta : "the alignment");
+    }
+    if (!grid || grid[0] < 1 || grid[1] < 1 || grid[2] < 1)
+        return refuse(err, errlen, "kernel '%s': grid (%d, %d, %d) must have every entry >= 1", k,
+                      grid ? grid[0] : 0, grid ? grid[1] : 0, grid ? grid[2] : 0);
+    return 0;
+}
+
+int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen)
+{
+    char msg[400];
+    if (ir_verify(f, msg, sizeof msg)) return refuse(err, errlen, "kernel '%s': malformed IR: %s", f->kernel, msg);
+    if (check_args(f, args, nargs, grid, err, errlen)) return 1;
+    Interp in = {.f = f, .args = args, .grid = {grid[0], grid[1], grid[2]}, .err = err, .errlen = errlen};
+    in.offset = xmalloc(sizeof *in.offset * (size_t)f->nvalues);
+    for (int i = 0; i < f->nvalues; i++) in.offset[i] = -1;
+    Layout l = {0, 0};
+    lay_out(&in, f->body, &l);
+    in.store = xcalloc((size_t)(l.total ? l.total : 1), sizeof *in.store);
+    in.scratch = xmalloc(sizeof *in.scratch * (size_t)(l.max_dot_b ? l.max_dot_b : 1));
+    int status = 0;
+    for (int z = 0; z < grid[2] && !status; z++)
+        for (int y = 0; y < grid[1] && !status; y++)
+            for (int x = 0; x < grid[0] && !status; x++) {
+                in.block[0] = x;
+                in.block[1] = y;
+                in.block[2] = z;
+                status = run_block(&in, f->body) == RUN_ERROR;
+            }
+    free(in.store);
+    free(in.offset);
+    free(in.scratch);
+    return status;
+}

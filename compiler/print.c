@@ -1,0 +1,309 @@
+/* print.c: the tile IR's text form (docs/ir.md), one op a line, structured
+ * regions indented. Values are renumbered densely in the order they are
+ * defined in the text, so ir_parse, which creates values in that same
+ * order, gives back a function whose ValueIds are the printed numbers and
+ * which prints identically. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { PRINT_MAX_DEPTH = 1000 };
+
+typedef struct {
+    FILE *out;
+    const IrFunc *f;
+    int *num;     /* ValueId -> printed number, 0 when not yet numbered */
+    int next;
+} Printer;
+
+static bool is_ident(const char *s, bool allow_dot)
+{
+    if (!s || !*s || !(s[0] == '_' || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= 'a' && s[0] <= 'z')))
+        return false;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        bool ok = c == '_' || (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+                  || (allow_dot && c == '.');
+        if (!ok) return false;
+    }
+    return true;
+}
+
+static void number_value(Printer *p, ValueId v)
+{
+    if (v > 0 && v < p->f->nvalues && !p->num[v]) p->num[v] = ++p->next;
+}
+
+static void print_value(Printer *p, ValueId v)
+{
+    if (v <= 0 || v >= p->f->nvalues) {
+        fprintf(p->out, "%%?%d", v);
+        return;
+    }
+    /* a use before any definition (malformed IR) still gets a stable number */
+    number_value(p, v);
+    fprintf(p->out, "%%%d", p->num[v]);
+    const char *name = p->f->values[v].name;
+    if (is_ident(name, true)) fprintf(p->out, ".%s", name);
+}
+
+static void print_values(Printer *p, int n, const ValueId *vs)
+{
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", p->out);
+        print_value(p, vs[i]);
+    }
+}
+
+static void print_type(Printer *p, IrType t)
+{
+    char buf[64];
+    ir_type_str(t, buf, sizeof buf);
+    fputs(buf, p->out);
+}
+
+static void print_types(Printer *p, int n, const ValueId *vs)
+{
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", p->out);
+        if (vs[i] > 0 && vs[i] < p->f->nvalues) print_type(p, p->f->values[vs[i]].type);
+        else fputs("void", p->out);
+    }
+}
+
+/* The shortest decimal form that reads back as the same double. */
+static void print_double(FILE *out, double d)
+{
+    if (isnan(d)) { fputs("nan", out); return; }
+    if (isinf(d)) { fputs(d < 0 ? "-inf" : "inf", out); return; }
+    char buf[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    fputs(buf, out);
+    if (!strpbrk(buf, ".en")) fputs(".0", out);
+}
+
+static void print_param_ref(Printer *p, int param)
+{
+    if (param >= 0 && param < p->f->nparams && is_ident(p->f->params[param].name, false))
+        fputs(p->f->params[param].name, p->out);
+    else
+        fprintf(p->out, "%d", param);
+}
+
+static void indent(Printer *p, int depth)
+{
+    for (int i = 0; i < depth; i++) fputs("  ", p->out);
+}
+
+static void print_loc(Printer *p, Loc loc)
+{
+    if (loc.line > 0) fprintf(p->out, " @%d:%d", loc.line, loc.col);
+}
+
+static void print_block(Printer *p, const IrBlock *b, int depth);
+
+static void print_for(Printer *p, const IrOp *op, int depth)
+{
+    const IrBlock *body = op->body;
+    fputs("for ", p->out);
+    if (body && body->nargs >= 1) {
+        for (int i = 0; i < body->nargs; i++) number_value(p, body->args[i]);
+        print_value(p, body->args[0]);
+    } else {
+        fputs("%?", p->out);
+    }
+    fputs(" = ", p->out);
+    if (op->nargs >= 1) print_value(p, op->args[0]);
+    fputs(" to ", p->out);
+    if (op->nargs >= 2) print_value(p, op->args[1]);
+    fprintf(p->out, " step %lld", (long long)op->ival);
+    int ncarried = op->nargs > 2 ? op->nargs - 2 : 0;
+    if (ncarried) {
+        fputs(" iter(", p->out);
+        for (int i = 0; i < ncarried; i++) {
+            if (i) fputs(", ", p->out);
+            if (body && i + 1 < body->nargs) print_value(p, body->args[i + 1]);
+            else fputs("%?", p->out);
+            fputs(" = ", p->out);
+            print_value(p, op->args[i + 2]);
+        }
+        fputs(")", p->out);
+    }
+    if (op->nres) {
+        fputs(" : ", p->out);
+        print_types(p, op->nres, op->res);
+    }
+    print_loc(p, op->loc);
+    fputs(" {\n", p->out);
+    if (body) print_block(p, body, depth + 1);
+    indent(p, depth);
+    fputs("}", p->out);
+}
+
+static void print_if(Printer *p, const IrOp *op, int depth)
+{
+    fputs("if ", p->out);
+    print_values(p, op->nargs, op->args);
+    if (op->nres) {
+        fputs(" : ", p->out);
+        print_types(p, op->nres, op->res);
+    }
+    print_loc(p, op->loc);
+    fputs(" {\n", p->out);
+    if (op->body) print_block(p, op->body, depth + 1);
+    indent(p, depth);
+    fputs("}", p->out);
+    if (op->els) {
+        fputs(" else {\n", p->out);
+        print_block(p, op->els, depth + 1);
+        indent(p, depth);
+        fputs("}", p->out);
+    }
+}
+
+/* What follows the op name, before " : type". */
+static void print_operands(Printer *p, const IrOp *op)
+{
+    static const char axis_names[] = "xyz";
+    switch (op->kind) {
+    case OP_CONST:
+        if (ir_is_float(op->nres ? p->f->values[op->res[0]].type.dt : DT_F32)) {
+            fputc(' ', p->out);
+            print_double(p->out, op->fval);
+        } else {
+            fprintf(p->out, " %lld", (long long)op->ival);
+        }
+        break;
+    case OP_PARAM:
+        fputc(' ', p->out);
+        print_param_ref(p, op->param);
+        break;
+    case OP_DIM:
+        fputc(' ', p->out);
+        print_param_ref(p, op->param);
+        fprintf(p->out, " %d", op->axis);
+        break;
+    case OP_BLOCK_ID: case OP_GRID_DIM:
+        if (op->axis >= 0 && op->axis < 3) fprintf(p->out, " %c", axis_names[op->axis]);
+        else fprintf(p->out, " %d", op->axis);
+        break;
+    case OP_IOTA:
+        fprintf(p->out, " %d", op->axis);
+        break;
+    case OP_REDUCE:
+        fputc(' ', p->out);
+        print_values(p, op->nargs, op->args);
+        fprintf(p->out, ", %d", op->axis);
+        break;
+    case OP_LOAD: case OP_STORE: {
+        int nstart = op->kind == OP_STORE ? op->nargs - 1 : op->nargs;
+        fputc(' ', p->out);
+        print_param_ref(p, op->param);
+        fputc('[', p->out);
+        print_values(p, nstart > 0 ? nstart : 0, op->args);
+        fputc(']', p->out);
+        if (op->kind == OP_STORE && op->nargs >= 1) {
+            fputs(", ", p->out);
+            print_value(p, op->args[op->nargs - 1]);
+        }
+        break;
+    }
+    default:
+        if (op->nargs) {
+            fputc(' ', p->out);
+            print_values(p, op->nargs, op->args);
+        }
+        break;
+    }
+}
+
+static void print_op(Printer *p, const IrOp *op, int depth)
+{
+    indent(p, depth);
+    for (int i = 0; i < op->nres; i++) number_value(p, op->res[i]);
+    if (op->nres) {
+        print_values(p, op->nres, op->res);
+        fputs(" = ", p->out);
+    }
+    if (depth > PRINT_MAX_DEPTH) {
+        fputs("... (nested too deep)\n", p->out);
+        return;
+    }
+    if (op->kind == OP_FOR) print_for(p, op, depth);
+    else if (op->kind == OP_IF) print_if(p, op, depth);
+    else {
+        fputs(ir_op_name(op), p->out);
+        print_operands(p, op);
+        if (op->nres) {
+            fputs(" : ", p->out);
+            print_types(p, op->nres, op->res);
+        }
+        print_loc(p, op->loc);
+    }
+    fputc('\n', p->out);
+}
+
+static void print_block(Printer *p, const IrBlock *b, int depth)
+{
+    for (int i = 0; i < b->nops; i++) print_op(p, b->ops[i], depth);
+}
+
+static void print_header(Printer *p)
+{
+    const IrFunc *f = p->f;
+    fprintf(p->out, "func %s kernel %s threads %d%s\n", f->name, f->kernel, f->threads,
+            f->tensorcore ? " tensorcore" : "");
+    if (f->nmeta) {
+        fputs("    meta(", p->out);
+        for (int i = 0; i < f->nmeta; i++)
+            fprintf(p->out, "%s%s=%lld", i ? ", " : "", f->meta[i].name, (long long)f->meta[i].value);
+        fputs(")\n", p->out);
+    }
+    if (f->naligned) {
+        fputs("    aligned(", p->out);
+        for (int i = 0; i < f->naligned; i++) {
+            const IrAligned *a = &f->aligned[i];
+            fprintf(p->out, "%s%s=", i ? ", " : "", a->dim);
+            if (a->meta) fprintf(p->out, "%s:", a->meta);
+            fprintf(p->out, "%lld", (long long)a->value);
+        }
+        fputs(")\n", p->out);
+    }
+    fputs("    params(", p->out);
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *pa = &f->params[i];
+        fprintf(p->out, "%s%s: %s", i ? ", " : "", pa->name, ir_dtype_name(pa->dt));
+        if (pa->is_tensor) {
+            fputc('[', p->out);
+            for (int d = 0; d < pa->rank && d < 2; d++) {
+                if (d) fputs(", ", p->out);
+                if (pa->dim_name[d]) fputs(pa->dim_name[d], p->out);
+                else fprintf(p->out, "%lld", (long long)pa->dim_value[d]);
+            }
+            fputc(']', p->out);
+        }
+    }
+    fputs(") {\n", p->out);
+}
+
+void ir_print_func(FILE *out, const IrFunc *f)
+{
+    Printer p = {out, f, xcalloc((size_t)f->nvalues, sizeof(int)), 0};
+    print_header(&p);
+    if (f->body) print_block(&p, f->body, 1);
+    fputs("}\n", out);
+    free(p.num);
+}
+
+void ir_print_module(FILE *out, const IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        if (i) fputc('\n', out);
+        ir_print_func(out, m->funcs[i]);
+    }
+}

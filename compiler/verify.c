@@ -1,0 +1,370 @@
+/* verify.c: checks that a function is well formed tile IR: every operand
+ * defined before use in the same or an enclosing region, each op's operand
+ * and result types consistent, regions ending as they must. Run before and
+ * after every pass, and by the interpreter, so a bug shows up where it is
+ * made rather than as a wrong number. */
+#include "ir.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { VERIFY_MAX_DEPTH = 256 };
+
+typedef struct {
+    const IrFunc *f;
+    unsigned char *state;   /* per value: 0 never defined, 1 in scope, 2 out of scope */
+    char *err; size_t errlen;
+    bool failed;
+} Verifier;
+
+static bool bad(Verifier *v, const IrOp *op, const char *fmt, ...)
+{
+    if (v->failed) return false;
+    v->failed = true;
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char where[64] = "";
+    if (op && op->nres && op->res) snprintf(where, sizeof where, " (%%%d)", op->res[0]);
+    char loc[32] = "";
+    if (op && op->loc.line > 0) snprintf(loc, sizeof loc, " at %d:%d", op->loc.line, op->loc.col);
+    if (op) snprintf(v->err, v->errlen, "%s: op '%s'%s%s: %s", v->f->name, ir_op_name(op), where, loc, msg);
+    else snprintf(v->err, v->errlen, "%s: %s", v->f->name, msg);
+    return false;
+}
+
+static const char *tstr(IrType t, char *buf)
+{
+    ir_type_str(t, buf, 32);
+    return buf;
+}
+
+static IrType ty(const Verifier *v, ValueId id) { return v->f->values[id].type; }
+
+static bool valid_type(IrType t)
+{
+    if (t.dt <= DT_VOID || t.dt > DT_F32 || t.rank < 0 || t.rank > 2) return false;
+    for (int i = 0; i < t.rank; i++)
+        if (t.shape[i] < 1) return false;
+    return true;
+}
+
+static bool same_shape(IrType a, IrType b)
+{
+    a.dt = b.dt;
+    return ir_type_eq(a, b);
+}
+
+static bool is_i32_scalar(IrType t) { return t.dt == DT_I32 && t.rank == 0; }
+
+static bool define(Verifier *v, const IrOp *op, ValueId id, bool is_result)
+{
+    if (id <= 0 || id >= v->f->nvalues) return bad(v, op, "defines value %%%d, which does not exist", id);
+    if (v->state[id]) return bad(v, op, "defines value %%%d a second time", id);
+    if (is_result && v->f->values[id].def != op) return bad(v, op, "result %%%d does not name this op as its definition", id);
+    if (!valid_type(ty(v, id))) return bad(v, op, "value %%%d has no valid type", id);
+    v->state[id] = 1;
+    return true;
+}
+
+static bool check_operands(Verifier *v, const IrOp *op)
+{
+    if (op->nargs < 0 || op->nres < 0) return bad(v, op, "negative operand count");
+    for (int i = 0; i < op->nargs; i++) {
+        ValueId a = op->args[i];
+        if (a <= 0 || a >= v->f->nvalues) return bad(v, op, "operand %d is not a value", i + 1);
+        if (v->state[a] == 0) return bad(v, op, "operand %%%d is used before it is defined", a);
+        if (v->state[a] == 2) return bad(v, op, "operand %%%d is used outside the region that defines it", a);
+    }
+    return true;
+}
+
+static bool want(Verifier *v, const IrOp *op, int nargs, int nres)
+{
+    if (nargs >= 0 && op->nargs != nargs) return bad(v, op, "takes %d operands, has %d", nargs, op->nargs);
+    if (nres >= 0 && op->nres != nres) return bad(v, op, "has %d results, needs %d", op->nres, nres);
+    return true;
+}
+
+static bool tensor_param(Verifier *v, const IrOp *op, const IrParam **out)
+{
+    if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
+    *out = &v->f->params[op->param];
+    if (!(*out)->is_tensor) return bad(v, op, "parameter '%s' is not a tensor", (*out)->name);
+    if ((*out)->rank < 1 || (*out)->rank > 2) return bad(v, op, "tensor '%s' has rank %d", (*out)->name, (*out)->rank);
+    return true;
+}
+
+static bool check_unary(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32];
+    if (!ir_type_eq(a, r)) return bad(v, op, "result type %s differs from operand type %s", tstr(r, b1), tstr(a, b2));
+    switch (op->sub) {
+    case UN_NEG: case UN_ABS:
+        if (a.dt == DT_BOOL) return bad(v, op, "needs a number, not bool");
+        return true;
+    case UN_NOT:
+        if (a.dt != DT_BOOL) return bad(v, op, "needs bool, not %s", ir_dtype_name(a.dt));
+        return true;
+    default:
+        if ((unsigned)op->sub >= UN_COUNT) return bad(v, op, "unknown unary op %d", op->sub);
+        if (!ir_is_float(a.dt)) return bad(v, op, "needs a float operand, not %s", ir_dtype_name(a.dt));
+        return true;
+    }
+}
+
+static bool check_binary(Verifier *v, const IrOp *op, IrType a, IrType b, IrType r)
+{
+    char b1[32], b2[32];
+    if (!ir_type_eq(a, b)) return bad(v, op, "operands have different types %s and %s", tstr(a, b1), tstr(b, b2));
+    if (op->kind == OP_CMP) {
+        if ((unsigned)op->sub >= CMP_COUNT) return bad(v, op, "unknown comparison %d", op->sub);
+        if (r.dt != DT_BOOL || !same_shape(a, r)) return bad(v, op, "result must be bool of the operands' shape, is %s", tstr(r, b1));
+        return true;
+    }
+    if ((unsigned)op->sub >= BIN_COUNT) return bad(v, op, "unknown binary op %d", op->sub);
+    if (!ir_type_eq(a, r)) return bad(v, op, "result type %s differs from operand type %s", tstr(r, b1), tstr(a, b2));
+    if (op->sub == BIN_AND || op->sub == BIN_OR) {
+        if (a.dt != DT_BOOL) return bad(v, op, "needs bool operands, not %s", ir_dtype_name(a.dt));
+    } else if (a.dt == DT_BOOL) {
+        return bad(v, op, "needs numbers, not bool");
+    } else if (op->sub == BIN_DIV && !ir_is_float(a.dt)) {
+        return bad(v, op, "divides floats only (use floordiv on i32)");
+    }
+    return true;
+}
+
+static bool check_broadcast(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32];
+    if (a.dt != r.dt) return bad(v, op, "changes dtype %s to %s", ir_dtype_name(a.dt), ir_dtype_name(r.dt));
+    bool ok = a.rank <= r.rank && r.rank >= 1;
+    ok = ok && (ir_rows(a) == 1 || ir_rows(a) == ir_rows(r)) && (ir_cols(a) == 1 || ir_cols(a) == ir_cols(r));
+    if (!ok) return bad(v, op, "cannot broadcast %s to %s", tstr(a, b1), tstr(r, b2));
+    return true;
+}
+
+static bool check_reduce(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32];
+    if ((unsigned)op->sub >= RED_COUNT) return bad(v, op, "unknown reduction %d", op->sub);
+    if (a.dt != r.dt) return bad(v, op, "changes dtype %s to %s", ir_dtype_name(a.dt), ir_dtype_name(r.dt));
+    if (a.dt == DT_BOOL) return bad(v, op, "cannot reduce bool");
+    if (a.rank < 1 || op->axis < 0 || op->axis >= a.rank) return bad(v, op, "axis %d is not an axis of %s", op->axis, tstr(a, b1));
+    IrType want_t = a;
+    want_t.shape[op->axis] = 1;
+    if (!ir_type_eq(r, want_t)) return bad(v, op, "result must be %s, is %s", tstr(want_t, b1), tstr(r, b2));
+    return true;
+}
+
+static bool check_dot(Verifier *v, const IrOp *op)
+{
+    char b1[32], b2[32], b3[32];
+    IrType a = ty(v, op->args[0]), b = ty(v, op->args[1]), acc = ty(v, op->args[2]), r = ty(v, op->res[0]);
+    if (a.rank != 2 || b.rank != 2) return bad(v, op, "needs 2-D operands, has %s and %s", tstr(a, b1), tstr(b, b2));
+    if (!ir_is_float(a.dt) || a.dt != b.dt) return bad(v, op, "needs two float operands of one dtype, has %s and %s", tstr(a, b1), tstr(b, b2));
+    bool trans = op->flags & DOT_TRANS_B;
+    int bk = trans ? b.shape[1] : b.shape[0], bn = trans ? b.shape[0] : b.shape[1];
+    if (a.shape[1] != bk) return bad(v, op, "inner dimensions differ: %s and %s", tstr(a, b1), tstr(b, b2));
+    IrType want_t = ir_tile2(DT_F32, a.shape[0], bn);
+    if (!ir_type_eq(acc, want_t) || !ir_type_eq(r, want_t))
+        return bad(v, op, "accumulator %s and result %s must be %s", tstr(acc, b1), tstr(r, b2), tstr(want_t, b3));
+    return true;
+}
+
+static bool check_memory(Verifier *v, const IrOp *op)
+{
+    char b1[32];
+    const IrParam *p;
+    if (!tensor_param(v, op, &p)) return false;
+    int nstart = op->kind == OP_LOAD ? op->nargs : op->nargs - 1;
+    if (nstart != p->rank) return bad(v, op, "tensor '%s' has rank %d but the window has %d starts", p->name, p->rank, nstart < 0 ? 0 : nstart);
+    for (int i = 0; i < nstart; i++)
+        if (!is_i32_scalar(ty(v, op->args[i]))) return bad(v, op, "window start %d must be an i32 scalar", i + 1);
+    IrType w = op->kind == OP_LOAD ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
+    if (w.dt != p->dt || w.rank != p->rank)
+        return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), p->rank);
+    return true;
+}
+
+static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *owner);
+
+/* The yield that ends a region: its operand types must be the owner's result types. */
+static bool check_yield(Verifier *v, const IrOp *owner, const IrOp *y, const char *region)
+{
+    if (y->nargs != owner->nres) return bad(v, owner, "%s yields %d values, the op has %d results", region, y->nargs, owner->nres);
+    for (int i = 0; i < y->nargs; i++) {
+        char b1[32], b2[32];
+        IrType t = ty(v, y->args[i]), r = ty(v, owner->res[i]);
+        if (!ir_type_eq(t, r)) return bad(v, owner, "%s yields %s for result %d of type %s", region, tstr(t, b1), i + 1, tstr(r, b2));
+    }
+    return true;
+}
+
+static bool check_for(Verifier *v, const IrOp *op, int depth)
+{
+    char b1[32], b2[32];
+    if (op->nargs < 2) return bad(v, op, "needs lower and upper bounds");
+    if (!is_i32_scalar(ty(v, op->args[0])) || !is_i32_scalar(ty(v, op->args[1]))) return bad(v, op, "bounds must be i32 scalars");
+    if (op->ival <= 0 || op->ival > INT32_MAX) return bad(v, op, "step %lld must be positive", (long long)op->ival);
+    int ncarried = op->nargs - 2;
+    if (op->nres != ncarried) return bad(v, op, "has %d carried values but %d results", ncarried, op->nres);
+    const IrBlock *body = op->body;
+    if (!body) return bad(v, op, "has no body");
+    if (body->nargs != ncarried + 1) return bad(v, op, "body has %d arguments, needs %d", body->nargs, ncarried + 1);
+    for (int i = 0; i < body->nargs; i++)
+        if (!define(v, op, body->args[i], false)) return false;
+    if (!is_i32_scalar(ty(v, body->args[0]))) return bad(v, op, "induction variable must be i32");
+    for (int i = 0; i < ncarried; i++) {
+        IrType init = ty(v, op->args[i + 2]), arg = ty(v, body->args[i + 1]), res = ty(v, op->res[i]);
+        if (!ir_type_eq(init, arg) || !ir_type_eq(init, res))
+            return bad(v, op, "carried value %d: initial %s, argument and result must agree (%s)", i + 1, tstr(init, b1), tstr(arg, b2));
+    }
+    if (!check_block(v, body, depth + 1, op)) return false;
+    return check_yield(v, op, body->ops[body->nops - 1], "body");
+}
+
+static bool check_if(Verifier *v, const IrOp *op, int depth)
+{
+    if (!want(v, op, 1, -1)) return false;
+    IrType c = ty(v, op->args[0]);
+    if (c.dt != DT_BOOL || c.rank != 0) return bad(v, op, "condition must be a bool scalar");
+    if (!op->body) return bad(v, op, "has no then branch");
+    if (!check_block(v, op->body, depth + 1, op)) return false;
+    if (!check_yield(v, op, op->body->ops[op->body->nops - 1], "then branch")) return false;
+    if (!op->els) {
+        if (op->nres) return bad(v, op, "has results but no else branch");
+        return true;
+    }
+    if (!check_block(v, op->els, depth + 1, op)) return false;
+    return check_yield(v, op, op->els->ops[op->els->nops - 1], "else branch");
+}
+
+static bool check_op(Verifier *v, const IrOp *op, int depth)
+{
+    char b1[32], b2[32];
+    if (!check_operands(v, op)) return false;
+    IrType r = op->nres ? ty(v, op->res[0]) : ir_scalar(DT_VOID);
+    IrType a = op->nargs ? ty(v, op->args[0]) : ir_scalar(DT_VOID);
+    /* results' validity is checked where they are defined, after the op */
+    for (int i = 0; i < op->nres; i++)
+        if (op->res[i] <= 0 || op->res[i] >= v->f->nvalues) return bad(v, op, "result %d is not a value", i + 1);
+    switch (op->kind) {
+    case OP_CONST:
+        if (!want(v, op, 0, 1)) return false;
+        if (r.rank != 0) return bad(v, op, "must be a scalar, is %s", tstr(r, b1));
+        return true;
+    case OP_PARAM: {
+        if (!want(v, op, 0, 1)) return false;
+        if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
+        const IrParam *p = &v->f->params[op->param];
+        if (p->is_tensor) return bad(v, op, "parameter '%s' is a tensor", p->name);
+        if (!ir_type_eq(r, ir_scalar(p->dt))) return bad(v, op, "type %s differs from parameter '%s' (%s)", tstr(r, b1), p->name, ir_dtype_name(p->dt));
+        return true;
+    }
+    case OP_DIM: {
+        const IrParam *p;
+        if (!want(v, op, 0, 1) || !tensor_param(v, op, &p)) return false;
+        if (op->axis < 0 || op->axis >= p->rank) return bad(v, op, "axis %d is not an axis of '%s'", op->axis, p->name);
+        if (!is_i32_scalar(r)) return bad(v, op, "must be an i32 scalar");
+        return true;
+    }
+    case OP_BLOCK_ID: case OP_GRID_DIM:
+        if (!want(v, op, 0, 1)) return false;
+        if (op->axis < 0 || op->axis > 2) return bad(v, op, "axis %d is not 0, 1 or 2", op->axis);
+        if (!is_i32_scalar(r)) return bad(v, op, "must be an i32 scalar");
+        return true;
+    case OP_IOTA:
+        if (!want(v, op, 0, 1)) return false;
+        if (r.dt != DT_I32 || r.rank < 1) return bad(v, op, "must be an i32 tile, is %s", tstr(r, b1));
+        if (op->axis < 0 || op->axis >= r.rank) return bad(v, op, "axis %d is not an axis of %s", op->axis, tstr(r, b1));
+        return true;
+    case OP_SPLAT:
+        if (!want(v, op, 1, 1)) return false;
+        if (a.rank != 0 || r.rank < 1 || a.dt != r.dt) return bad(v, op, "needs a scalar and a tile of its dtype, has %s -> %s", tstr(a, b1), tstr(r, b2));
+        return true;
+    case OP_BROADCAST:
+        return want(v, op, 1, 1) && check_broadcast(v, op, a, r);
+    case OP_CONVERT:
+        if (!want(v, op, 1, 1)) return false;
+        if (!same_shape(a, r)) return bad(v, op, "changes shape %s to %s", tstr(a, b1), tstr(r, b2));
+        return true;
+    case OP_TRANSPOSE:
+        if (!want(v, op, 1, 1)) return false;
+        if (a.rank != 2 || !ir_type_eq(r, ir_tile2(a.dt, a.shape[1], a.shape[0])))
+            return bad(v, op, "cannot transpose %s to %s", tstr(a, b1), tstr(r, b2));
+        return true;
+    case OP_UNARY:
+        return want(v, op, 1, 1) && check_unary(v, op, a, r);
+    case OP_BINARY: case OP_CMP:
+        return want(v, op, 2, 1) && check_binary(v, op, a, ty(v, op->args[1]), r);
+    case OP_SELECT: {
+        if (!want(v, op, 3, 1)) return false;
+        IrType x = ty(v, op->args[1]), y = ty(v, op->args[2]);
+        if (a.dt != DT_BOOL || !same_shape(a, x)) return bad(v, op, "condition must be bool of the operands' shape, is %s", tstr(a, b1));
+        if (!ir_type_eq(x, y) || !ir_type_eq(x, r)) return bad(v, op, "operands %s and %s and result must have one type", tstr(x, b1), tstr(y, b2));
+        return true;
+    }
+    case OP_REDUCE:
+        return want(v, op, 1, 1) && check_reduce(v, op, a, r);
+    case OP_DOT:
+        return want(v, op, 3, 1) && check_dot(v, op);
+    case OP_LOAD:
+        return want(v, op, -1, 1) && check_memory(v, op);
+    case OP_STORE:
+        return want(v, op, -1, 0) && check_memory(v, op);
+    case OP_FOR:
+        return check_for(v, op, depth);
+    case OP_IF:
+        return check_if(v, op, depth);
+    case OP_YIELD:
+        return want(v, op, -1, 0);
+    case OP_RETURN:
+        return want(v, op, 0, 0);
+    default:
+        return bad(v, op, "unknown op kind %d", (int)op->kind);
+    }
+}
+
+/* Checks a region's ops; owner is the for/if it belongs to (NULL for the
+ * function body), which decides how it must end. Values defined in the
+ * region go out of scope at its end. */
+static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *owner)
+{
+    if (depth > VERIFY_MAX_DEPTH) return bad(v, owner, "regions nested more than %d deep", VERIFY_MAX_DEPTH);
+    if (b->nops < 0 || (b->nops && !b->ops)) return bad(v, owner, "has a corrupt region");
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (!op) return bad(v, owner, "has a null op");
+        bool last = i == b->nops - 1;
+        if (op->kind == OP_YIELD && (!owner || !last)) {
+            return bad(v, op, owner ? "must be the last op of its region" : "outside a for body or if branch");
+        }
+        if (!check_op(v, op, depth)) return false;
+        for (int k = 0; k < op->nres; k++)
+            if (!define(v, op, op->res[k], true)) return false;
+    }
+    if (owner && (b->nops == 0 || b->ops[b->nops - 1]->kind != OP_YIELD))
+        return bad(v, owner, "a region of a '%s' must end with yield", ir_op_name(owner));
+    if (!owner && (b->nops == 0 || b->ops[b->nops - 1]->kind != OP_RETURN))
+        return bad(v, NULL, "the function body must end with return");
+    /* leaving the region: its values are no longer visible */
+    for (int i = 0; i < b->nargs; i++)
+        if (b->args[i] > 0 && b->args[i] < v->f->nvalues) v->state[b->args[i]] = 2;
+    for (int i = 0; i < b->nops; i++)
+        for (int k = 0; k < b->ops[i]->nres; k++) v->state[b->ops[i]->res[k]] = 2;
+    return true;
+}
+
+int ir_verify(const IrFunc *f, char *err, size_t errlen)
+{
+    Verifier v = {f, xcalloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), 1), err, errlen, false};
+    if (!f->body) bad(&v, NULL, "has no body");
+    else if (f->body->nargs) bad(&v, NULL, "the function body takes no arguments");
+    else check_block(&v, f->body, 0, NULL);
+    free(v.state);
+    return v.failed;
+}
