@@ -1,0 +1,336 @@
+/* test_ir.c: the IR's text form (print -> parse -> print is the identity),
+ * the verifier (each kind of malformed IR refused with a message naming
+ * the op), the fold and dce passes and the pass driver, on IR text. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+#include "testutil.h"
+
+static IrModule *parse_ok(const char *text)
+{
+    char err[512] = "";
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert(m, "parse failed: %s", err);
+    return m;
+}
+
+static char *func_text(const IrFunc *f)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    ir_print_func(out, f);
+    fclose(out);
+    return buf;
+}
+
+static void round_trip_file(const char *path)
+{
+    char *text = tu_read_file(path);
+    cr_assert(text, "missing %s", path);
+    IrModule *m = parse_ok(text);
+    char err[512];
+    for (int i = 0; i < m->nfuncs; i++)
+        cr_assert_eq(ir_verify(m->funcs[i], err, sizeof err), 0, "%s: %s", path, err);
+    char *once = tu_ir_text(m);
+    IrModule *m2 = parse_ok(once);
+    char *twice = tu_ir_text(m2);
+    cr_assert_str_eq(once, twice);
+    ir_module_free(m);
+    ir_module_free(m2);
+    free(once);
+    free(twice);
+    free(text);
+}
+
+Test(ir_text, round_trip_attention) { round_trip_file("tests/ir/attn_fwd.ir"); }
+Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
+Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
+
+Test(ir_text, file_is_already_in_printed_form)
+{
+    char *text = tu_read_file("tests/ir/attn_fwd.ir");
+    IrModule *m = parse_ok(text);
+    char *printed = tu_ir_text(m);
+    /* the file is the printer's output after one comment line */
+    cr_assert_str_eq(strchr(text, '\n') + 1, printed);
+    ir_module_free(m);
+    free(printed);
+    free(text);
+}
+
+Test(ir_text, header_and_attributes_survive)
+{
+    char *text = tu_read_file("tests/ir/attn_fwd.ir");
+    IrModule *m = parse_ok(text);
+    IrFunc *f = m->funcs[0];
+    cr_assert_str_eq(f->kernel, "attn_fwd");
+    cr_assert_str_eq(f->name, "attn_fwd__D_16__BR_16__BC_16");
+    cr_assert_eq(f->threads, 128);
+    cr_assert(f->tensorcore);
+    cr_assert_eq(f->nmeta, 3);
+    cr_assert_eq(f->meta[1].value, 16);
+    cr_assert_eq(f->naligned, 1);
+    cr_assert_str_eq(f->aligned[0].meta, "BR");
+    cr_assert_eq(f->nparams, 8);
+    cr_assert_str_eq(f->params[4].dim_name[0], "R");
+    cr_assert_null(f->params[4].dim_name[1]);
+    cr_assert_eq(f->params[4].dim_value[1], 1);
+    cr_assert_eq(f->params[6].dt, DT_F32);
+    cr_assert(!f->params[6].is_tensor);
+    ir_module_free(m);
+    free(text);
+}
+
+Test(ir_text, floats_print_exactly)
+{
+    const char *text =
+        "func f kernel f threads 32\n    params() {\n"
+        "  %1 = const 0.1 : f32\n  %2 = const -1e+30 : f32\n  %3 = const inf : f32\n"
+        "  %4 = const 3.0 : f16\n  return\n}\n";
+    IrModule *m = parse_ok(text);
+    char *printed = tu_ir_text(m);
+    cr_assert_str_eq(printed, text);
+    cr_assert_eq(m->funcs[0]->body->ops[0]->fval, 0.1);
+    ir_module_free(m);
+    free(printed);
+}
+
+static void parse_fails(const char *text, const char *want)
+{
+    char err[512] = "";
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert_null(m, "parsed: %s", text);
+    cr_assert(strstr(err, want), "message '%s' lacks '%s'", err, want);
+}
+
+Test(ir_text, parse_errors_name_line_and_column)
+{
+    const char *head = "func f kernel f threads 32\n    params(n: i32) {\n";
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s  %%1 = add %%2, %%2 : i32\n  return\n}\n", head);
+    parse_fails(buf, "3:12: value %2 is used before it is defined");
+    snprintf(buf, sizeof buf, "%s  %%1 = const 1 : i32\n  %%1 = const 2 : i32\n  return\n}\n", head);
+    parse_fails(buf, "4:3: value %1 is defined twice");
+    snprintf(buf, sizeof buf, "%s  %%1 = frob : i32\n  return\n}\n", head);
+    parse_fails(buf, "3:8: expected an op name");
+    snprintf(buf, sizeof buf, "%s  %%1 = const 1 : i64\n  return\n}\n", head);
+    parse_fails(buf, "expected a dtype");
+    snprintf(buf, sizeof buf, "%s  %%1 = param m : i32\n  return\n}\n", head);
+    parse_fails(buf, "unknown parameter");
+    snprintf(buf, sizeof buf, "%s  %%1 = const 1 : i32\n", head);
+    parse_fails(buf, "expected '}'");
+    parse_fails("func f kernel f threads 32 params() { return", "expected '}'");
+    parse_fails("garbage", "1:1: expected 'func'");
+}
+
+Test(ir_text, deep_nesting_is_refused_not_crashed)
+{
+    size_t cap = 400000, n = 0;
+    char *text = malloc(cap);
+    n += (size_t)snprintf(text + n, cap - n, "func f kernel f threads 32 params() {\n %%1 = const 1 : bool\n");
+    for (int i = 0; i < 1000; i++) n += (size_t)snprintf(text + n, cap - n, "if %%1 {\n");
+    char err[256];
+    cr_assert_null(ir_parse(text, err, sizeof err));
+    cr_assert(strstr(err, "nested too deeply"), "%s", err);
+    free(text);
+}
+
+/* ---- the verifier ---- */
+
+static void verify_fails(const char *params, const char *body, const char *want)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "func f kernel f threads 32\n    params(%s) {\n%s}\n", params, body);
+    IrModule *m = parse_ok(text);
+    char err[512] = "";
+    cr_assert_eq(ir_verify(m->funcs[0], err, sizeof err), 1, "accepted:\n%s", text);
+    cr_assert(strstr(err, want), "message '%s' lacks '%s'", err, want);
+    ir_module_free(m);
+}
+
+Test(ir_verify, accepts_the_test_files)
+{
+    /* covered by the round trips; one more small one with every scalar op */
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params(x: f32) {\n"
+                           "  %1 = param x : f32\n  %2 = exp %1 : f32\n  %3 = convert %2 : i32\n  return\n}\n");
+    char err[256];
+    cr_assert_eq(ir_verify(m->funcs[0], err, sizeof err), 0, "%s", err);
+    ir_module_free(m);
+}
+
+Test(ir_verify, rejects_malformed_ir)
+{
+    const char *c = "  %1 = const 1 : i32\n  %2 = const 1.0 : f32\n";
+    char b[1024];
+#define BODY(...) (snprintf(b, sizeof b, __VA_ARGS__), b)
+    verify_fails("", BODY("%s  %%3 = add %%1, %%2 : i32\n  return\n", c), "op 'add' (%3): operands have different types i32 and f32");
+    verify_fails("", BODY("%s  %%3 = lt %%1, %%1 : i32\n  return\n", c), "op 'lt' (%3): result must be bool");
+    verify_fails("", BODY("%s  %%3 = div %%1, %%1 : i32\n  return\n", c), "divides floats only");
+    verify_fails("", BODY("%s  %%3 = exp %%1 : i32\n  return\n", c), "op 'exp' (%3): needs a float operand");
+    verify_fails("", BODY("%s  %%3 = splat %%1 : f32[4]\n  return\n", c), "op 'splat' (%3)");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4]\n  %%4 = broadcast %%3 : f32[4, 8]\n  return\n", c), "cannot broadcast f32[4] to f32[4, 8]");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = convert %%3 : f16[2, 4]\n  return\n", c), "changes shape");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = transpose %%3 : f32[4, 2]\n  return\n", c), "cannot transpose");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = reduce_sum %%3, 1 : f32[1, 2]\n  return\n", c), "result must be f32[4, 1]");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = dot %%3, %%3, %%3 : f32[4, 2]\n  return\n", c), "inner dimensions differ");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 4]\n  %%4 = splat %%1 : i32[4, 4]\n  %%5 = dot %%4, %%4, %%3 : f32[4, 4]\n  return\n", c), "needs two float operands");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4]\n  %%4 = select %%1, %%3, %%3 : f32[4]\n  return\n", c), "condition must be bool");
+    verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%1] : f16[4, 4]\n  return\n", c), "tensor 'X' has rank 2 but the window has 1 starts");
+    verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%1, %%1] : f32[4, 4]\n  return\n", c), "does not match tensor 'X'");
+    verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%2, %%1] : f16[4, 4]\n  return\n", c), "window start 1 must be an i32 scalar");
+    verify_fails("X: f16[N]", BODY("%s  %%3 = splat %%2 : f32[4]\n  store X[%%1], %%3\n  return\n", c), "op 'store'");
+    verify_fails("", BODY("%s  %%3 = for %%4 = %%1 to %%1 step 1 iter(%%5 = %%1) : i32 {\n    yield %%2\n  }\n  return\n", c), "body yields f32 for result 1 of type i32");
+    verify_fails("", BODY("%s  %%3 = for %%4 = %%1 to %%1 step 0 iter(%%5 = %%1) : i32 {\n    yield %%5\n  }\n  return\n", c), "step 0 must be positive");
+    verify_fails("", BODY("%s  for %%3 = %%1 to %%1 step 1 {\n    %%4 = add %%3, %%1 : i32\n  }\n  return\n", c), "must end with yield");
+    verify_fails("", BODY("%s  %%3 = eq %%1, %%1 : bool\n  %%4 = if %%3 : i32 {\n    yield %%1\n  }\n  return\n", c), "has results but no else branch");
+    verify_fails("", BODY("%s  %%3 = eq %%1, %%1 : bool\n  %%4 = if %%3 : i32 {\n    yield %%1\n  } else {\n    yield\n  }\n  return\n", c), "else branch yields 0 values");
+    verify_fails("", BODY("%s  if %%1 {\n    yield\n  }\n  return\n", c), "condition must be a bool scalar");
+    verify_fails("", BODY("%s  yield\n  return\n", c), "op 'yield': outside a for body");
+    verify_fails("", BODY("%s", c), "must end with return");
+    verify_fails("", BODY("%s  %%3 = eq %%1, %%1 : bool\n  if %%3 {\n    %%4 = add %%1, %%1 : i32\n    yield\n  }\n  %%5 = add %%4, %%1 : i32\n  return\n", c),
+                 "operand %4 is used outside the region that defines it");
+    verify_fails("n: i32", BODY("%s  %%3 = param n : f32\n  return\n", c), "differs from parameter 'n'");
+    verify_fails("", BODY("%s  %%3 = add %%1, %%1 : i32 @12:5\n  %%4 = add %%3, %%2 : i32\n  return\n", c), "op 'add' (%4)");
+    verify_fails("", BODY("%s  %%3 = add %%1, %%2 : i32 @12:5\n  return\n", c), "op 'add' (%3) at 12:5");
+#undef BODY
+}
+
+Test(ir_verify, use_before_definition_in_built_ir)
+{
+    IrFunc *f = ir_func_new("k");
+    IrType i32 = ir_scalar(DT_I32);
+    IrOp *c = ir_emit(f, NULL, OP_CONST, 0, NULL, 1, &i32);
+    ValueId later = c->res[0];
+    ir_emit(f, f->body, OP_BINARY, 2, (ValueId[]){later, later}, 1, &i32);
+    ir_emit(f, f->body, OP_RETURN, 0, NULL, 0, NULL);
+    char err[256];
+    cr_assert_eq(ir_verify(f, err, sizeof err), 1);
+    cr_assert(strstr(err, "operand %1 is used before it is defined"), "%s", err);
+    ir_func_free(f);
+}
+
+/* ---- passes ---- */
+
+static const char *const folded =
+    "func folds kernel folds threads 128\n"
+    "    params(X: i32[N]) {\n"
+    "  %1 = const 7 : i32\n"
+    "  %2 = const -2147483648 : i32\n"
+    "  %3 = const 0 : i32\n"
+    "  %4 = floordiv %1, %3 : i32\n"
+    "  %5 = block_id x : i32\n"
+    "  %6 = const -5 : i32\n"
+    "  %7 = splat %6 : i32[4]\n"
+    "  store X[%5], %7\n"
+    "  %8 = splat %2 : i32[4]\n"
+    "  store X[%4], %8\n"
+    "  return\n"
+    "}\n";
+
+Test(ir_passes, fold_and_dce_on_printed_text)
+{
+    /* 7 // -2 = -4 and 7 % -2 = -1 as in Python; 2^31-1 + 1 wraps; x // 0
+     * stays; the if on a constant inlines; the empty for gives its init;
+     * block_id*1 + 0 is block_id; the unused dim goes. */
+    char *text = tu_read_file("tests/ir/fold.ir");
+    IrModule *m = parse_ok(text);
+    char err[512];
+    cr_assert_eq(ir_run_passes(m->funcs[0], true, NULL, NULL, err, sizeof err), 0, "%s", err);
+    char *out = func_text(m->funcs[0]);
+    cr_assert_str_eq(out, folded);
+    ir_module_free(m);
+    free(out);
+    free(text);
+}
+
+Test(ir_passes, fold_keeps_float_plus_zero)
+{
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params(x: f32, X: f32[N]) {\n"
+                           "  %1 = param x : f32\n  %2 = const 0.0 : f32\n  %3 = add %1, %2 : f32\n"
+                           "  %4 = const 1.0 : f32\n  %5 = mul %3, %4 : f32\n  %6 = const 0 : i32\n"
+                           "  %7 = splat %5 : f32[2]\n  store X[%6], %7\n  return\n}\n");
+    ir_fold(m->funcs[0]);
+    ir_dce(m->funcs[0]);
+    char *out = func_text(m->funcs[0]);
+    /* -0.0 + 0.0 is +0.0, so the add stays; the multiply by one goes */
+    cr_assert(strstr(out, "= add %1, %2 : f32"), "%s", out);
+    cr_assert_null(strstr(out, "mul"), "%s", out);
+    cr_assert(strstr(out, "splat %3 : f32[2]"), "%s", out);
+    ir_module_free(m);
+    free(out);
+}
+
+Test(ir_passes, fold_scalar_floats_and_compares)
+{
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params(X: f16[N]) {\n"
+                           "  %1 = const 1.0 : f16\n  %2 = const 0.00048828125 : f16\n  %3 = add %1, %2 : f16\n"
+                           "  %4 = const -7.5 : f32\n  %5 = convert %4 : i32\n  %6 = const 3 : i32\n"
+                           "  %7 = lt %5, %6 : bool\n  %8 = select %7, %3, %1 : f16\n  %9 = const 0 : i32\n"
+                           "  %10 = splat %8 : f16[2]\n  store X[%9], %10\n  return\n}\n");
+    ir_fold(m->funcs[0]);
+    ir_dce(m->funcs[0]);
+    char *out = func_text(m->funcs[0]);
+    /* 1 + 2^-11 in f16 is a tie and rounds to even: 1.0 */
+    cr_assert(strstr(out, "%1 = const 1.0 : f16\n  %2 = const 0 : i32\n  %3 = splat %1 : f16[2]"), "%s", out);
+    ir_module_free(m);
+    free(out);
+}
+
+Test(ir_passes, dce_keeps_stores_and_loops_that_store)
+{
+    char *text = tu_read_file("tests/ir/control.ir");
+    IrModule *m = parse_ok(text);
+    char *before = func_text(m->funcs[0]);
+    ir_dce(m->funcs[0]);
+    char *after = func_text(m->funcs[0]);
+    cr_assert_str_eq(before, after);
+    ir_module_free(m);
+    free(before);
+    free(after);
+    free(text);
+}
+
+Test(ir_passes, dce_removes_a_pure_loop)
+{
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params(n: i32) {\n"
+                           "  %1 = const 0 : i32\n  %2 = param n : i32\n"
+                           "  %3 = for %4 = %1 to %2 step 1 iter(%5 = %1) : i32 {\n"
+                           "    %6 = add %5, %4 : i32\n    yield %6\n  }\n  return\n}\n");
+    ir_dce(m->funcs[0]);
+    char *out = func_text(m->funcs[0]);
+    cr_assert_str_eq(out, "func f kernel f threads 32\n    params(n: i32) {\n  return\n}\n");
+    ir_module_free(m);
+    free(out);
+}
+
+Test(ir_passes, table_and_driver)
+{
+    cr_assert_str_eq(ir_passes[0].name, "fold");
+    cr_assert_str_eq(ir_passes[1].name, "dce");
+    cr_assert_null(ir_passes[2].name);
+    char *text = tu_read_file("tests/ir/fold.ir");
+    IrModule *m = parse_ok(text);
+    char err[512] = "";
+    cr_assert_eq(ir_run_passes(m->funcs[0], true, "layout", NULL, err, sizeof err), 1);
+    cr_assert_str_eq(err, "unknown pass 'layout' for dump-after; the passes are: fold dce");
+    size_t len = 0;
+    char *dump = NULL;
+    FILE *out = open_memstream(&dump, &len);
+    cr_assert_eq(ir_run_passes(m->funcs[0], true, "dce", out, err, sizeof err), 0);
+    fclose(out);
+    cr_assert_str_eq(dump, folded);
+    free(dump);
+    ir_module_free(m);
+    free(text);
+}
+
+Test(ir_passes, driver_verifies_first)
+{
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params() {\n  %1 = const 1 : i32\n}\n");
+    char err[512] = "";
+    cr_assert_eq(ir_run_passes(m->funcs[0], true, NULL, NULL, err, sizeof err), 1);
+    cr_assert(strstr(err, "before the first pass") && strstr(err, "must end with return"), "%s", err);
+    ir_module_free(m);
+}
