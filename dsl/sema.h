@@ -1,0 +1,122 @@
+/* sema.h: what the two halves of semantic analysis share. sema.c walks the
+ * module, the kernels, their configs and statements; sema_expr.c types and
+ * lowers expressions. Every expression is visited twice per statement: a
+ * typing pass (emit false) that reports errors and resolves the extents of
+ * ph.iota calls through broadcasting, then, only when that pass found no
+ * error, an emitting pass that builds IR with every shape known. */
+#ifndef PHC_SEMA_H
+#define PHC_SEMA_H
+
+#include "dsl.h"
+
+enum {
+    MAX_META = 16,          /* meta-parameters of one kernel */
+    MAX_CONFIGS = 4096,     /* elements of one kernel's autotune product */
+    MAX_DIM = 65536,        /* largest tile extent */
+    MAX_NUMEL = 1 << 22,    /* largest tile */
+    MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
+    MAX_DEPTH = 256,        /* nesting of expressions and blocks */
+};
+
+/* A typed value. dim[i] > 0 is a known extent; dim[i] < 0 names an iota
+ * extent still unknown in the typing pass (symbol -dim[i] - 1). */
+typedef struct {
+    DType dt;          /* DT_VOID: erroneous (already reported) */
+    int rank;
+    int dim[2];
+    bool weak;         /* a literal or meta-parameter: takes the dtype it meets */
+    bool wfloat;       /* weak: a float (else an integer) */
+    int64_t ival;
+    double fval;
+    ValueId v;         /* emitting pass: the IR value; 0 for weak values */
+} Val;
+
+typedef enum {
+    SYM_SCALAR,   /* scalar parameter */
+    SYM_TENSOR,   /* tensor parameter */
+    SYM_META,     /* meta-parameter (also a specialized dimension) */
+    SYM_DIM,      /* run-time dimension name */
+    SYM_ALIAS,    /* the namespace */
+    SYM_LET,
+    SYM_VAR,
+    SYM_LOOP,     /* loop variable */
+} SymKind;
+
+typedef struct {
+    const char *name;
+    SymKind kind;
+    int param;         /* tensors and scalars: index into the kernel's params; dims: tensor */
+    int axis;          /* dims */
+    Val val;           /* lets, vars, loops, scalars: type and current value; metas: the value */
+} Sym;
+
+/* A kernel's header, checked once for all configs. */
+typedef struct {
+    const FuncDef *def;
+    bool ok;                     /* false: no usable header, skip the body */
+    bool tensorcore;
+    const Expr *launch;          /* NULL: 128 */
+    int nparams; IrParam *params;  /* strings point into the AST */
+    const Expr **param_annot;
+    int nmeta;
+    const char *meta_name[MAX_META];
+    Loc meta_loc[MAX_META];
+    int nvalues[MAX_META];
+    int64_t *values[MAX_META];
+    int naligned; IrAligned *aligned;
+    Loc *aligned_loc;
+} Kernel;
+
+typedef struct {
+    Diag *d;
+    const char *alias;
+    const Kernel *k;
+    const int64_t *config;       /* this config's value per meta-parameter */
+    IrFunc *f;
+    IrBlock *blk;                /* where ops go */
+    bool emit;                   /* false: the typing pass */
+    bool dead;                   /* after a return in this block: check, do not emit */
+    int bad;                     /* errors reported or met (erroneous values used) */
+    int depth;
+    VEC(Sym) syms;
+    int nscope_base;             /* syms below this are the kernel's (params, metas, dims, alias) */
+    /* iota extents of the current statement: a union-find of symbols */
+    int nsym;
+    int sym_parent[MAX_IOTA];
+    int sym_value[MAX_IOTA];     /* 0: unknown */
+    const Expr *sym_expr[MAX_IOTA];
+    int sym_axis[MAX_IOTA];
+} Sema;
+
+/* sema_expr.c */
+void sema_err(Sema *s, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+Sym *sema_lookup(Sema *s, const char *name);
+Val val_error(void);
+bool val_bad(Val v);
+IrType val_irtype(Val v);
+void val_str(Sema *s, Val v, char *buf, size_t n);
+Val sema_expr(Sema *s, const Expr *e);
+/* Checks that x broadcasts to the shape (rank, dim) and converts to dt;
+ * emitting, returns the value of exactly that type. what names the target
+ * in messages ("var 'x'", "the window of 'O'"). */
+Val sema_coerce_to(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc, const char *what);
+Val sema_binary(Sema *s, TokKind op, Val a, Val b, Loc loc);
+/* Compile-time integers: literals, metas, specialized dims, + - * // of those.
+ * False with a reason in why (for "expected ... for WHAT, got WHY"). */
+bool sema_const_int(Sema *s, const Expr *e, int64_t *out, char *why, size_t n);
+bool sema_const_dim(Sema *s, const Expr *e, const char *what, int *out);
+/* "ph.NAME" for attr(alias, NAME), else NULL */
+const char *sema_ns_attr(Sema *s, const Expr *e);
+const char *ns_attr_of(const char *alias, const Expr *e);
+/* dtype from ph.f16 / ph.bf16 / ph.f32 / ph.i32 / bool; DT_VOID if not one */
+DType sema_dtype(const char *alias, const Expr *e);
+ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrType t, Loc loc, IrOp **opp);
+ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc);
+bool sema_resolve_iotas(Sema *s);
+void sema_online_softmax(Sema *s, const Expr *call);
+/* A window X[...]: the tensor's index, start values and extents; false on error. */
+typedef struct { int param; int rank; Val start[2]; int ext[2]; DType dt; } Window;
+bool sema_window(Sema *s, const Expr *index, Window *w);
+Val sema_load(Sema *s, const Window *w, Loc loc);
+
+#endif
