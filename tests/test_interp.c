@@ -1,0 +1,381 @@
+/* test_interp.c: the interpreter against hand-computed values and plain C
+ * references: every op, broadcasting, ragged edges (poisoned buffers),
+ * loops with run-time bounds, nested ifs, early return, f16/bf16 rounding,
+ * dot and dot_t, attention forward, and the argument checks. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ir.h"
+#include "half.h"
+#include "testutil.h"
+
+static const int one_block[3] = {1, 1, 1};
+
+static IrModule *parse_ok(const char *text)
+{
+    char err[512] = "";
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert(m, "parse failed: %s", err);
+    return m;
+}
+
+static void run_ok(const IrFunc *f, const IrArg *args, int nargs, const int grid[3])
+{
+    char err[512] = "";
+    cr_assert_eq(ir_interp(f, args, nargs, grid, err, sizeof err), 0, "%s", err);
+}
+
+static IrArg tensor1(void *data, int64_t n) { return (IrArg){.data = data, .dims = {n, 0}}; }
+static IrArg tensor2(void *data, int64_t r, int64_t c) { return (IrArg){.data = data, .dims = {r, c}}; }
+
+/* Every scalar and elementwise op, results stored into Y (f32) and I (i32). */
+static const char *const ops_ir =
+    "func ops kernel ops threads 32\n    params(Y: f32[16], I: i32[16], a: f32, k: i32) {\n"
+    "  %1 = param a : f32\n  %2 = param k : i32\n  %3 = const 0 : i32\n  %4 = const -7 : i32\n"
+    "  %5 = floordiv %4, %2 : i32\n  %6 = mod %4, %2 : i32\n  %7 = mul %4, %2 : i32\n"
+    "  %8 = const 2147483647 : i32\n  %9 = add %8, %2 : i32\n  %10 = neg %4 : i32\n  %11 = abs %4 : i32\n"
+    "  %12 = max %4, %2 : i32\n  %13 = min %4, %2 : i32\n  %14 = lt %4, %2 : bool\n  %15 = convert %14 : i32\n"
+    "  %16 = const -2.5 : f32\n  %17 = convert %16 : i32\n  %18 = sub %4, %2 : i32\n"
+    "  %19 = iota 0 : i32[8]\n  %20 = splat %5 : i32[8]\n  %21 = add %19, %20 : i32[8]\n"
+    "  %22 = const 8 : i32\n  store I[%22], %21\n"
+    "  %23 = exp %1 : f32\n  %24 = log %1 : f32\n  %25 = sqrt %1 : f32\n  %26 = rsqrt %1 : f32\n"
+    "  %27 = exp2 %1 : f32\n  %28 = log2 %1 : f32\n  %29 = div %16, %1 : f32\n  %30 = floordiv %16, %1 : f32\n"
+    "  %31 = mod %16, %1 : f32\n  %32 = abs %16 : f32\n  %33 = neg %1 : f32\n  %34 = max %16, %1 : f32\n"
+    "  %35 = convert %2 : f32\n  %36 = ge %16, %1 : bool\n  %37 = select %36, %16, %1 : f32\n"
+    "  %38 = not %36 : bool\n  %39 = and %38, %14 : bool\n  %40 = convert %39 : f32\n"
+    "  %41 = splat %23 : f32[1]\n  store Y[%3], %41\n"
+    "  %42 = const 1 : i32\n  %43 = splat %24 : f32[1]\n  store Y[%42], %43\n"
+    "  %44 = const 2 : i32\n  %45 = splat %25 : f32[1]\n  store Y[%44], %45\n"
+    "  %46 = const 3 : i32\n  %47 = splat %26 : f32[1]\n  store Y[%46], %47\n"
+    "  %48 = const 4 : i32\n  %49 = splat %27 : f32[1]\n  store Y[%48], %49\n"
+    "  %50 = const 5 : i32\n  %51 = splat %28 : f32[1]\n  store Y[%50], %51\n"
+    "  %52 = const 6 : i32\n  %53 = splat %29 : f32[1]\n  store Y[%52], %53\n"
+    "  %54 = const 7 : i32\n  %55 = splat %30 : f32[1]\n  store Y[%54], %55\n"
+    "  %56 = splat %31 : f32[1]\n  store Y[%22], %56\n"
+    "  %57 = const 9 : i32\n  %58 = splat %32 : f32[1]\n  store Y[%57], %58\n"
+    "  %59 = const 10 : i32\n  %60 = splat %33 : f32[1]\n  store Y[%59], %60\n"
+    "  %61 = const 11 : i32\n  %62 = splat %34 : f32[1]\n  store Y[%61], %62\n"
+    "  %63 = const 12 : i32\n  %64 = splat %35 : f32[1]\n  store Y[%63], %64\n"
+    "  %65 = const 13 : i32\n  %66 = splat %37 : f32[1]\n  store Y[%65], %66\n"
+    "  %67 = const 14 : i32\n  %68 = splat %40 : f32[1]\n  store Y[%67], %68\n"
+    "  %69 = splat %5 : i32[1]\n  store I[%3], %69\n  %70 = splat %6 : i32[1]\n  store I[%42], %70\n"
+    "  %71 = splat %7 : i32[1]\n  store I[%44], %71\n  %72 = splat %9 : i32[1]\n  store I[%46], %72\n"
+    "  %73 = splat %10 : i32[1]\n  store I[%48], %73\n  %74 = splat %12 : i32[1]\n  store I[%50], %74\n"
+    "  %75 = splat %15 : i32[1]\n  store I[%52], %75\n  %76 = splat %17 : i32[1]\n  store I[%54], %76\n"
+    "  return\n}\n";
+
+Test(interp, every_scalar_op)
+{
+    IrModule *m = parse_ok(ops_ir);
+    float y[16];
+    int32_t iv[16];
+    for (int i = 0; i < 16; i++) { y[i] = -999; iv[i] = -999; }
+    IrArg args[4] = {tensor1(y, 16), tensor1(iv, 16), {.f = 2.0f}, {.i = 2}};
+    run_ok(m->funcs[0], args, 4, one_block);
+    cr_assert_eq(iv[0], -4);          /* -7 // 2 floors */
+    cr_assert_eq(iv[1], 1);           /* -7 % 2 takes the divisor's sign */
+    cr_assert_eq(iv[2], -14);
+    cr_assert_eq(iv[3], INT32_MIN + 1); /* wraps */
+    cr_assert_eq(iv[4], 7);
+    cr_assert_eq(iv[5], 2);
+    cr_assert_eq(iv[6], 1);
+    cr_assert_eq(iv[7], -2);          /* -2.5 truncates toward zero */
+    for (int i = 0; i < 8; i++) cr_assert_eq(iv[8 + i], i - 4);
+    cr_assert_eq(y[0], expf(2.0f));
+    cr_assert_eq(y[1], logf(2.0f));
+    cr_assert_eq(y[2], sqrtf(2.0f));
+    cr_assert_eq(y[3], 1.0f / sqrtf(2.0f));
+    cr_assert_eq(y[4], 4.0f);
+    cr_assert_eq(y[5], 1.0f);
+    cr_assert_eq(y[6], -1.25f);
+    cr_assert_eq(y[7], -2.0f);        /* floor(-1.25) */
+    cr_assert_eq(y[8], 1.5f);         /* -2.5 mod 2 = 1.5, like Python */
+    cr_assert_eq(y[9], 2.5f);
+    cr_assert_eq(y[10], -2.0f);
+    cr_assert_eq(y[11], 2.0f);
+    cr_assert_eq(y[12], 2.0f);
+    cr_assert_eq(y[13], 2.0f);        /* -2.5 >= 2 is false */
+    cr_assert_eq(y[14], 1.0f);        /* not false and (-7 < 2) */
+    cr_assert_eq(y[15], -999);
+    ir_module_free(m);
+}
+
+Test(interp, division_by_zero_stops_with_a_message)
+{
+    IrModule *m = parse_ok(ops_ir);
+    float y[16];
+    int32_t iv[16];
+    IrArg args[4] = {tensor1(y, 16), tensor1(iv, 16), {.f = 2.0f}, {.i = 0}};
+    char err[512] = "";
+    cr_assert_neq(ir_interp(m->funcs[0], args, 4, one_block, err, sizeof err), 0);
+    cr_assert_str_eq(err, "kernel 'ops', block (0, 0, 0): integer division by zero in 'floordiv'");
+    ir_module_free(m);
+}
+
+/* Broadcasting, transpose, reductions on 2-D tiles; a ragged 2-D window. */
+static const char *const tiles_ir =
+    "func tiles kernel tiles threads 32\n    params(X: f32[R, C], Y: f32[C, R], S: f32[R, 1], T: f32[1, C]) {\n"
+    "  %1 = const 0 : i32\n  %2 = load X[%1, %1] : f32[4, 4]\n"
+    "  %3 = iota 0 : i32[4, 1]\n  %4 = convert %3 : f32[4, 1]\n  %5 = broadcast %4 : f32[4, 4]\n"
+    "  %6 = iota 0 : i32[4]\n  %7 = convert %6 : f32[4]\n  %8 = broadcast %7 : f32[4, 4]\n"
+    "  %9 = const 10.0 : f32\n  %10 = splat %9 : f32[4, 4]\n  %11 = mul %5, %10 : f32[4, 4]\n"
+    "  %12 = add %11, %8 : f32[4, 4]\n  %13 = add %12, %2 : f32[4, 4]\n  %14 = transpose %13 : f32[4, 4]\n"
+    "  store Y[%1, %1], %14\n  %15 = reduce_sum %13, 1 : f32[4, 1]\n  store S[%1, %1], %15\n"
+    "  %16 = reduce_max %13, 0 : f32[1, 4]\n  store T[%1, %1], %16\n  return\n}\n";
+
+Test(interp, broadcast_transpose_reduce_and_ragged_windows)
+{
+    IrModule *m = parse_ok(tiles_ir);
+    enum { R = 3, C = 2 };
+    float x[R * C], y[C * R + 4], s[R + 4], t[C + 4];
+    for (int i = 0; i < R * C; i++) x[i] = 0.5f * (float)i;
+    for (int i = 0; i < C * R + 4; i++) y[i] = NAN;
+    for (int i = 0; i < R + 4; i++) s[i] = NAN;
+    for (int i = 0; i < C + 4; i++) t[i] = NAN;
+    IrArg args[4] = {tensor2(x, R, C), tensor2(y, C, R), tensor2(s, R, 1), tensor2(t, 1, C)};
+    run_ok(m->funcs[0], args, 4, one_block);
+    /* v[i][j] = 10 i + j + x[i][j], x reading 0 outside the 3 x 2 tensor */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            float v = 10.0f * (float)i + (float)j + (i < R && j < C ? x[i * C + j] : 0.0f);
+            if (j < C && i < R) cr_assert_eq(y[j * R + i], v, "y[%d][%d]", j, i);
+        }
+    for (int i = R * C; i < C * R + 4; i++) cr_assert(isnan(y[i]), "wrote past Y's end");
+    for (int i = 0; i < R; i++) {
+        float sum = 0;
+        for (int j = 0; j < 4; j++) sum += 10.0f * (float)i + (float)j + (j < C ? x[i * C + j] : 0.0f);
+        cr_assert_eq(s[i], sum);
+    }
+    cr_assert(isnan(s[R]));
+    for (int j = 0; j < C; j++) cr_assert_eq(t[j], 30.0f + (float)j, "t[%d] = %g", j, t[j]);
+    cr_assert(isnan(t[C]));
+    ir_module_free(m);
+}
+
+Test(interp, loops_ifs_and_early_return)
+{
+    char *text = tu_read_file("tests/ir/control.ir");
+    IrModule *m = parse_ok(text);
+    float x[10];
+    int32_t y[10];
+    for (int n = 0; n <= 7; n++) {
+        for (int i = 0; i < 10; i++) { x[i] = (float)i; y[i] = -1; }
+        IrArg args[3] = {tensor1(x, 5), tensor1(y, 5), {.i = n}};
+        run_ok(m->funcs[0], args, 3, one_block);
+        if (n > 5) {    /* returned before any store */
+            for (int i = 0; i < 10; i++) cr_assert(x[i] == (float)i && y[i] == -1);
+            continue;
+        }
+        for (int i = 0; i < 5; i++) {
+            cr_assert_eq(y[i], n * (n - 1) / 2, "n %d: y[%d] = %d", n, i, y[i]);
+            cr_assert_eq(x[i], -(float)i);
+        }
+        for (int i = 5; i < 10; i++) cr_assert(x[i] == (float)i && y[i] == -1, "stored past the end");
+    }
+    ir_module_free(m);
+    free(text);
+}
+
+Test(interp, nested_if_elif_else)
+{
+    /* y = 1 if k < 0 elif k == 0: 2 else 3, with the elif as an if in the else */
+    IrModule *m = parse_ok(
+        "func sel kernel sel threads 32\n    params(Y: i32[1], k: i32) {\n"
+        "  %1 = param k : i32\n  %2 = const 0 : i32\n  %3 = lt %1, %2 : bool\n"
+        "  %4 = if %3 : i32 {\n    %5 = const 1 : i32\n    yield %5\n  } else {\n"
+        "    %6 = eq %1, %2 : bool\n    %7 = if %6 : i32 {\n      %8 = const 2 : i32\n      yield %8\n"
+        "    } else {\n      %9 = const 3 : i32\n      yield %9\n    }\n    yield %7\n  }\n"
+        "  %10 = splat %4 : i32[1]\n  store Y[%2], %10\n  return\n}\n");
+    int32_t y;
+    int want[3] = {1, 2, 3};
+    for (int k = -1; k <= 1; k++) {
+        IrArg args[2] = {tensor1(&y, 1), {.i = k}};
+        run_ok(m->funcs[0], args, 2, one_block);
+        cr_assert_eq(y, want[k + 1]);
+    }
+    ir_module_free(m);
+}
+
+Test(interp, swapping_yield_and_grid)
+{
+    /* a, b = b, a + b per iteration: Fibonacci, checking yields that swap; one element per block */
+    IrModule *m = parse_ok(
+        "func fib kernel fib threads 32\n    params(Y: i32[N]) {\n"
+        "  %1 = block_id x : i32\n  %2 = block_id y : i32\n  %3 = grid_dim x : i32\n  %4 = mul %2, %3 : i32\n"
+        "  %5 = add %4, %1 : i32\n  %6 = const 0 : i32\n  %7 = const 1 : i32\n"
+        "  %8, %9 = for %10 = %6 to %5 step 1 iter(%11 = %6, %12 = %7) : i32, i32 {\n"
+        "    %13 = add %11, %12 : i32\n    yield %12, %13\n  }\n"
+        "  %14 = splat %8 : i32[1]\n  store Y[%5], %14\n  return\n}\n");
+    int32_t y[12];
+    IrArg args[1] = {tensor1(y, 12)};
+    run_ok(m->funcs[0], args, 1, (int[3]){4, 3, 1});
+    int32_t a = 0, b = 1;
+    for (int i = 0; i < 12; i++) {
+        cr_assert_eq(y[i], a, "fib(%d)", i);
+        int32_t c = a + b;
+        a = b;
+        b = c;
+    }
+    ir_module_free(m);
+}
+
+Test(interp, f16_and_bf16_rounding)
+{
+    IrModule *m = parse_ok(
+        "func rnd kernel rnd threads 32\n    params(X: f32[4], H: f16[4], B: bf16[4], G: f16[4]) {\n"
+        "  %1 = const 0 : i32\n  %2 = load X[%1] : f32[4]\n  %3 = convert %2 : f16[4]\n  store H[%1], %3\n"
+        "  %4 = convert %2 : bf16[4]\n  store B[%1], %4\n  %5 = load H[%1] : f16[4]\n"
+        "  %6 = add %5, %5 : f16[4]\n  store G[%1], %6\n  return\n}\n");
+    float x[4] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f, 65520.0f};
+    uint16_t h[4], b[4], g[4];
+    IrArg args[4] = {tensor1(x, 4), tensor1(h, 4), tensor1(b, 4), tensor1(g, 4)};
+    run_ok(m->funcs[0], args, 4, one_block);
+    cr_assert_eq(h[0], 0x3c00);       /* 1 + 2^-11 is a tie: to even, 1.0 */
+    cr_assert_eq(h[1], 0x3c02);       /* 1 + 3 * 2^-11: to even, up */
+    cr_assert_eq(h[2], 0x3c04);
+    cr_assert_eq(h[3], 0x7c00);       /* past the largest f16: inf */
+    cr_assert_eq(b[0], 0x3f80);
+    cr_assert_eq(b[2], 0x3f80);       /* 1 + 2^-8 is a bf16 tie: to even */
+    cr_assert_eq(g[1], 0x4002);       /* f16 + f16 computed in f32, rounded to f16 */
+    ir_module_free(m);
+}
+
+static const char *const dot_ir =
+    "func d kernel d threads 32\n    params(A: f16[M, K], B: f16[K, N], BT: f16[N, K], C: f32[M, N], CT: f32[M, N]) {\n"
+    "  %1 = const 0 : i32\n  %2 = load A[%1, %1] : f16[24, 40]\n  %3 = load B[%1, %1] : f16[40, 16]\n"
+    "  %4 = load BT[%1, %1] : f16[16, 40]\n  %5 = const 0.5 : f32\n  %6 = splat %5 : f32[24, 16]\n"
+    "  %7 = dot %2, %3, %6 : f32[24, 16]\n  store C[%1, %1], %7\n"
+    "  %8 = dot_t %2, %4, %6 : f32[24, 16]\n  store CT[%1, %1], %8\n  return\n}\n";
+
+Test(interp, dot_and_dot_t_match_a_plain_loop)
+{
+    enum { M = 24, K = 40, N = 16 };
+    IrModule *m = parse_ok(dot_ir);
+    static uint16_t a[M * K], b[K * N], bt[N * K];
+    static float c[M * N], ct[M * N];
+    srand(7);
+    for (int i = 0; i < M * K; i++) a[i] = ph_f32_to_f16((float)rand() / RAND_MAX - 0.5f);
+    for (int i = 0; i < K * N; i++) b[i] = ph_f32_to_f16((float)rand() / RAND_MAX - 0.5f);
+    for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) bt[j * K + k] = b[k * N + j];
+    IrArg args[5] = {tensor2(a, M, K), tensor2(b, K, N), tensor2(bt, N, K), tensor2(c, M, N), tensor2(ct, M, N)};
+    run_ok(m->funcs[0], args, 5, one_block);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float want = 0.5f;
+            for (int k = 0; k < K; k++) want += ph_f16_to_f32(a[i * K + k]) * ph_f16_to_f32(b[k * N + j]);
+            cr_assert_eq(c[i * N + j], want, "c[%d][%d]", i, j);
+            cr_assert_eq(ct[i * N + j], want, "ct[%d][%d]", i, j);
+        }
+    ir_module_free(m);
+}
+
+/* The attention forward kernel of tests/ir/attn_fwd.ir against a double-precision reference. */
+static void attention_reference(const uint16_t *q, const uint16_t *k, const uint16_t *v, int heads, int n, int d,
+                                float scale, bool causal, double *o)
+{
+    double *s = malloc(sizeof *s * (size_t)n);
+    for (int h = 0; h < heads; h++)
+        for (int i = 0; i < n; i++) {
+            const uint16_t *qi = q + ((size_t)h * n + i) * d;
+            double mx = -1e300, sum = 0;
+            int end = causal ? i + 1 : n;
+            for (int j = 0; j < end; j++) {
+                const uint16_t *kj = k + ((size_t)h * n + j) * d;
+                double dotv = 0;
+                for (int e = 0; e < d; e++) dotv += (double)ph_f16_to_f32(qi[e]) * ph_f16_to_f32(kj[e]);
+                s[j] = dotv * scale;
+                if (s[j] > mx) mx = s[j];
+            }
+            for (int e = 0; e < d; e++) o[((size_t)h * n + i) * d + e] = 0;
+            for (int j = 0; j < end; j++) {
+                double p = exp(s[j] - mx);
+                sum += p;
+                for (int e = 0; e < d; e++) o[((size_t)h * n + i) * d + e] += p * ph_f16_to_f32(v[((size_t)h * n + j) * d + e]);
+            }
+            for (int e = 0; e < d; e++) o[((size_t)h * n + i) * d + e] /= sum;
+        }
+    free(s);
+}
+
+Test(interp, attention_forward_matches_reference)
+{
+    enum { H = 2, NCTX = 64, D = 16, ROWS = H * NCTX };
+    char *text = tu_read_file("tests/ir/attn_fwd.ir");
+    IrModule *m = parse_ok(text);
+    static uint16_t q[ROWS * D], k[ROWS * D], v[ROWS * D], o[ROWS * D];
+    static float l[ROWS];
+    static double want[ROWS * D];
+    srand(3);
+    for (int i = 0; i < ROWS * D; i++) {
+        q[i] = ph_f32_to_f16(2.0f * (float)rand() / RAND_MAX - 1.0f);
+        k[i] = ph_f32_to_f16(2.0f * (float)rand() / RAND_MAX - 1.0f);
+        v[i] = ph_f32_to_f16(2.0f * (float)rand() / RAND_MAX - 1.0f);
+    }
+    for (int causal = 0; causal <= 1; causal++) {
+        IrArg args[8] = {tensor2(q, ROWS, D), tensor2(k, ROWS, D), tensor2(v, ROWS, D), tensor2(o, ROWS, D),
+                         tensor2(l, ROWS, 1), {.i = NCTX}, {.f = 0.5f}, {.i = causal}};
+        run_ok(m->funcs[0], args, 8, (int[3]){NCTX / 16, H, 1});
+        attention_reference(q, k, v, H, NCTX, D, 0.5f, causal, want);
+        for (int i = 0; i < ROWS * D; i++)
+            cr_assert(fabs(ph_f16_to_f32(o[i]) - want[i]) < 1e-2, "causal %d: o[%d] = %g, want %g",
+                      causal, i, ph_f16_to_f32(o[i]), want[i]);
+    }
+    ir_module_free(m);
+    free(text);
+}
+
+/* ---- argument checks ---- */
+
+static void refused(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], const char *want)
+{
+    char err[512] = "";
+    cr_assert_neq(ir_interp(f, args, nargs, grid, err, sizeof err), 0, "ran; wanted: %s", want);
+    cr_assert_str_eq(err, want);
+}
+
+Test(interp, argument_checks)
+{
+    char *text = tu_read_file("tests/ir/attn_fwd.ir");
+    IrModule *m = parse_ok(text);
+    const IrFunc *f = m->funcs[0];
+    static uint16_t buf[64 * 16 * 2];
+    static float lb[128];
+    IrArg good[8] = {tensor2(buf, 64, 16), tensor2(buf, 64, 16), tensor2(buf, 64, 16), tensor2(buf, 64, 16),
+                     tensor2(lb, 64, 1), {.i = 64}, {.f = 1}, {.i = 0}};
+    IrArg a[8];
+    refused(f, good, 7, one_block, "kernel 'attn_fwd' takes 8 arguments, got 7");
+    memcpy(a, good, sizeof a);
+    a[1].data = NULL;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': tensor argument 'K' has no data (a null pointer)");
+    memcpy(a, good, sizeof a);
+    a[0].dims[0] = 0;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': argument 'Q' has dim 0 = 0; dims must be between 1 and 2147483647");
+    memcpy(a, good, sizeof a);
+    a[2].dims[0] = 48;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': dim 'R' is 64 in 'Q' but 48 in 'V'; tensors sharing a dim name must agree");
+    memcpy(a, good, sizeof a);
+    a[4].dims[1] = 2;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': argument 'L' must have dim 1 = 1, has 2");
+    memcpy(a, good, sizeof a);
+    for (int i = 0; i < 4; i++) a[i].dims[1] = 32;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': config 'attn_fwd__D_16__BR_16__BC_16' specializes dim 'D' = 16 "
+                                "but 'Q' has 32; this config is not eligible for these arguments");
+    memcpy(a, good, sizeof a);
+    for (int i = 0; i < 5; i++) a[i].dims[0] = 60;
+    refused(f, a, 8, one_block, "kernel 'attn_fwd': dim 'R' = 60 is not a multiple of 16 (BR), as @ph.aligned promises");
+    refused(f, good, 8, (int[3]){1, 0, 1}, "kernel 'attn_fwd': grid (1, 0, 1) must have every entry >= 1");
+    run_ok(f, good, 8, one_block);
+    ir_module_free(m);
+    free(text);
+}
+
+Test(interp, refuses_malformed_ir)
+{
+    IrModule *m = parse_ok("func f kernel f threads 32\n    params() {\n  %1 = const 1 : i32\n}\n");
+    char err[512] = "";
+    cr_assert_neq(ir_interp(m->funcs[0], NULL, 0, one_block, err, sizeof err), 0);
+    cr_assert(strstr(err, "malformed IR") && strstr(err, "must end with return"), "%s", err);
+    ir_module_free(m);
+}
