@@ -338,7 +338,7 @@ Test(lexer, nul_bytes)
     assert_error_bytes("\0", 1, "t.ph:1:1: error: NUL byte in source");
     /* A NUL is not the end of the text: what follows is still lexed. */
     Lexed L;
-    lex_bytes(&L, "a\0b\0\0c = 1\n", 12);
+    lex_bytes(&L, "a\0b\0\0c = 1\n", 11);
     char *got = kinds(&L);
     cr_assert_str_eq(got, "NAME NAME NAME '=' INT NEWLINE EOF");
     cr_assert_eq(L.d.nerrors, 3);
