@@ -50,8 +50,8 @@ static RunStatus run_error(Interp *in, const IrOp *op, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(in->err, in->errlen, "kernel '%s', block (%d, %d, %d): %s in '%s'%s", in->f->kernel,
-             in->block[0], in->block[1], in->block[2], msg, ir_op_name(op), "");
+    snprintf(in->err, in->errlen, "kernel '%s', block (%d, %d, %d): %s in '%s'", in->f->kernel,
+             in->block[0], in->block[1], in->block[2], msg, ir_op_name(op));
     if (op->loc.line > 0) {
         size_t n = strlen(in->err);
         snprintf(in->err + n, in->errlen > n ? in->errlen - n : 0, " at %d:%d", op->loc.line, op->loc.col);
