@@ -164,9 +164,7 @@ static void check_params(Diag *d, const char *alias, const FuncDef *fd, Kernel *
                        p->name, alias, alias, alias);
             k->ok = false;
         } else if (!check_param_type(d, alias, p, ip)) {
-            ip->dt = DT_VOID;
-            ip->rank = 0;
-            k->ok = false;
+            k->ok = false;   /* dims that were valid stay known, for @ph.aligned */
         }
     }
     for (int i = 0; i < k->nparams; i++)
@@ -284,9 +282,9 @@ static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kern
                        alias, alias, alias, alias);
             continue;
         }
+        if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
         if (seen[which]) {
-            diag_error(d, e->loc, which == 0 ? "@%s.%s must be given once, as the first decorator"
-                                             : "@%s.%s is given twice", alias, names[which]);
+            diag_error(d, e->loc, "@%s.%s is given twice", alias, names[which]);
             continue;
         }
         seen[which] = true;

@@ -646,6 +646,18 @@ static bool window_start(Sema *s, const Expr *e, Loc loc, Val *out)
     return !val_bad(*out);
 }
 
+/* 'r:+n - 1' parses as r : ((+n) - 1): the '+' that marks a length is on
+ * the leftmost operand of the expression after ':'. */
+static bool leading_plus(const Expr *e)
+{
+    for (int i = 0; e && i < MAX_DEPTH; i++) {
+        if (e->kind == EX_UNARY && e->op == T_PLUS) return true;
+        if (e->kind != EX_BINARY) return false;
+        e = e->lhs;
+    }
+    return false;
+}
+
 static bool window_item(Sema *s, const IrParam *p, int axis, const Expr *it, Val *start, int *ext)
 {
     if (it->kind != EX_SLICE) {
@@ -668,13 +680,13 @@ static bool window_item(Sema *s, const IrParam *p, int axis, const Expr *it, Val
         *ext = (int)y->val.ival;
         return window_start(s, NULL, it->loc, start);
     }
-    if (!it->rhs || it->rhs->kind != EX_UNARY || it->rhs->op != T_PLUS) {
+    if (!leading_plus(it->rhs)) {
         sema_err(s, it->loc, "expected a window 'start:+length' (or ':' for the whole dimension); "
                  "'start:stop' slices are not supported");
         return false;
     }
     bool ok = window_start(s, it->lhs, it->loc, start);
-    return sema_const_dim(s, it->rhs->lhs, "the window length", ext) && ok;
+    return sema_const_dim(s, it->rhs, "the window length", ext) && ok;
 }
 
 bool sema_window(Sema *s, const Expr *index, Window *w)
@@ -886,8 +898,9 @@ static Val iota_call(Sema *s, const Expr *e)
 {
     int64_t axis;
     char why[200];
-    if (!sema_const_int(s, e->items[0], &axis, why, sizeof why) || (axis != 0 && axis != 1)) {
-        if (axis != 0 && axis != 1) snprintf(why, sizeof why, "%lld", (long long)axis);
+    bool known = sema_const_int(s, e->items[0], &axis, why, sizeof why);
+    if (!known || (axis != 0 && axis != 1)) {
+        if (known) snprintf(why, sizeof why, "%lld", (long long)axis);
         sema_err(s, e->items[0]->loc, "expected 0 or 1 for the axis of ph.iota, got %s", why);
         return val_error();
     }
