@@ -10,7 +10,7 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -I$(BUILD)/gen $(CFLAGS)
+ALL_CFLAGS = -std=c11 -Wall -Wextra -fPIC -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime/include -I$(BUILD)/gen $(CFLAGS)
 LDFLAGS ?=
 LDLIBS  = -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -24,7 +24,7 @@ LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
 LLVM_INC  = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-static --libs nvptx passes 2>/dev/null) -lstdc++ -lz -lzstd -lpthread -ldl
 
-CODEGEN_SRCS = compiler/codegen.c
+CODEGEN_SRCS = compiler/codegen.c runtime/runtime.c
 LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
@@ -35,10 +35,10 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: all deps demo check test examples-check attention-check sanitize bench clean
+.PHONY: all deps demo check test examples-check attention-check gpucheck sanitize bench clean
 .DELETE_ON_ERROR:
 
-all: $(PHC) $(BUILD)/libphc.a
+all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
 
 # Installs the Debian packages that are missing; does nothing when all are there.
 deps:
@@ -67,30 +67,36 @@ $(CODEGEN_OBJS): $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -I$(LLVM_INC) -c $< -o $@
 
-$(BUILD)/libphc_codegen.a: $(CODEGEN_OBJS)
-	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
-
 $(BUILD)/libphc.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a
+# The runtime library a host links: front end, code generator, runtime and
+# LLVM in one shared object; the CUDA driver is loaded at run time.
+$(BUILD)/libphobos.so: $(CODEGEN_OBJS) $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $^ -o $@ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+	$(CC) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
 
-# Suites that lower to PTX link the code generator and LLVM.
-$(BUILD)/tests/test_codegen: tests/test_codegen.c tests/testutil.h $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a
+# Programs that lower to PTX link libphobos.so, found next to them by rpath.
+LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
+
+$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc_codegen.a $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LLVM_LIBS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+
+# Suites that lower to PTX or use the runtime link libphobos.so.
+PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu
+$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 
-$(BUILD)/examples/%: $(BUILD)/libphc.a $(wildcard examples/*/*.c examples/*/*.h)
+$(BUILD)/examples/%: $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/*.h examples/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 test: $(TESTS) $(PHC)
 	@status=0; for t in $(TESTS); do \
@@ -105,6 +111,13 @@ examples-check: $(EXAMPLES)
 	    name=$$(basename $$e _check); \
 	    echo "== $$name"; $$e examples/$$name/$$name.ph || status=1; \
 	done; exit $$status
+
+# Everything on the GPU (a driver and a device are required): the example
+# checks, the tutorial at the seed's size and at H 4, N_CTX 4096, the GPU suites.
+gpucheck: all $(EXAMPLES) $(PHOBOS_TESTS)
+	PHOBOS_TARGET=gpu $(MAKE) --no-print-directory examples-check
+	PHOBOS_TARGET=gpu $(BUILD)/examples/attention_check examples/attention/attention.ph --size 1 4 4096 64
+	@status=0; for t in $(PHOBOS_TESTS); do echo "== $$t"; PHOBOS_REQUIRE_GPU=1 $$t --jobs 1 || status=1; done; exit $$status
 
 check: deps
 	$(MAKE) all

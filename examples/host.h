@@ -17,6 +17,7 @@
 
 #include "dsl.h"
 #include "half.h"
+#include "phobos.h"
 
 /* ---- random numbers: splitmix64 seeds xoshiro256**; Box-Muller for normals ---- */
 
@@ -275,6 +276,102 @@ static inline int host_interp_launch(const HostLauncher *l, const IrFunc *f, con
 }
 
 static const HostLauncher host_interpreter = {"interpreter", host_interp_launch, NULL};
+
+/* The GPU launcher: copies every tensor (inputs and poisoned outputs) to
+ * the device, launches f's config through the runtime, copies every tensor
+ * back. ctx is the ph_module compiled from the same file. */
+static inline void host_fixed_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    const int *grid = user;
+    for (int i = 0; i < 3; i++) g[i] = (unsigned)grid[i];
+}
+
+static inline int host_gpu_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args,
+                                  int nargs, const int grid[3], char *err, size_t errlen)
+{
+    ph_kernel *k;
+    if (ph_kernel_get(l->ctx, f->name, &k)) {
+        snprintf(err, errlen, "%s", ph_last_error());
+        return 1;
+    }
+    if (nargs != f->nparams || nargs > 64) {
+        snprintf(err, errlen, "%s takes %d arguments, got %d", f->name, f->nparams, nargs);
+        return 1;
+    }
+    ph_arg dargs[64];
+    size_t bytes[64];
+    int status = 0;
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) {
+            dargs[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+            continue;
+        }
+        int64_t d1 = p->rank == 2 ? args[i].dims[1] : 1;
+        bytes[i] = (size_t)(args[i].dims[0] * d1) * host_dtype_size(p->dt);
+        dargs[i] = ph_tensor2(0, args[i].dims[0], d1);
+        if (ph_malloc(&dargs[i].ptr, bytes[i]) || ph_memcpy_htod(dargs[i].ptr, args[i].data, bytes[i])) {
+            status = 1;
+            break;
+        }
+    }
+    if (!status && ph_launch(k, host_fixed_grid, (void *)grid, dargs, nargs)) status = 1;
+    if (!status && ph_synchronize()) status = 1;
+    for (int i = 0; i < nargs && !status; i++)
+        if (f->params[i].is_tensor && ph_memcpy_dtoh(args[i].data, dargs[i].ptr, bytes[i])) status = 1;
+    if (status) snprintf(err, errlen, "%s", ph_last_error());
+    for (int i = 0; i < nargs; i++)
+        if (f->params[i].is_tensor && dargs[i].ptr) ph_free(dargs[i].ptr);
+    return status;
+}
+
+/* Chooses where the kernels run: PHOBOS_TARGET=gpu (a GPU is required),
+ * interp, or auto (the default: the GPU when a driver and device are there,
+ * else the interpreter, saying why). */
+static inline const HostLauncher *host_launcher(const char *path)
+{
+    static HostLauncher gpu = {"gpu", host_gpu_launch, NULL};
+    const char *target = getenv("PHOBOS_TARGET");
+    if (!target || !*target) target = "auto";
+    if (!strcmp(target, "interp")) return &host_interpreter;
+    if (ph_init(0) != PH_OK) {
+        if (!strcmp(target, "gpu")) {
+            fprintf(stderr, "PHOBOS_TARGET=gpu but %s\n", ph_last_error());
+            return NULL;
+        }
+        printf("(no GPU: %s; running on the interpreter)\n", ph_last_error());
+        return &host_interpreter;
+    }
+    ph_module *m;
+    if (ph_module_load_file(path, &m)) {
+        fprintf(stderr, "%s\n", ph_last_error());
+        return NULL;
+    }
+    gpu.ctx = m;
+    printf("(running on the GPU: %s)\n", ph_device_name());
+    return &gpu;
+}
+
+/* The launcher the checks use, chosen once in main by host_use. */
+static const HostLauncher *host_active_launcher;
+static inline const HostLauncher *host_current(void)
+{
+    return host_active_launcher ? host_active_launcher : &host_interpreter;
+}
+static inline bool host_use(const char *path)
+{
+    host_active_launcher = host_launcher(path);
+    return host_active_launcher != NULL;
+}
+
+static inline void host_launcher_free(const HostLauncher *l)
+{
+    if (l && l->launch == host_gpu_launch) {
+        ph_module_free(l->ctx);
+        ph_shutdown();
+    }
+}
 
 /* Launches and prints any error as "kernel: message"; returns 0 on success. */
 static inline int host_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs,

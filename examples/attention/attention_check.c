@@ -263,7 +263,8 @@ int main(int argc, char **argv)
         xmalloc(total * sizeof(double)), xmalloc(total * sizeof(double)),
         xmalloc(total * sizeof(double)), xmalloc(total * sizeof(double)),
     };
-    const HostLauncher *l = &host_interpreter;
+    const HostLauncher *l = host_launcher(argv[1]);
+    if (!l) return 1;
     int failed = 0, checks = 0;
     for (int causal = 0; causal <= 1 && failed >= 0; causal++) {
         int f = attn_check_one(l, &k, &s, causal, &b, &r);
@@ -278,6 +279,7 @@ int main(int argc, char **argv)
     void *bufs[] = {b.q, b.k, b.v, b.dout, b.o, b.dq, b.dk, b.dv, b.lse, b.delta,
                     r.o, r.dq, r.dk, r.dv};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    host_launcher_free(l);
     ir_module_free(m);
     return failed != 0;
 }

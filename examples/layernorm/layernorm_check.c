@@ -47,7 +47,7 @@ static bool check_shape(const IrModule *mod, int64_t m, int64_t n, HostRng *r)
     IrArg args[] = {host_tensor2(x, m, n), host_tensor1(w, n), host_tensor1(b, n),
                     host_tensor2(y, m, n), host_f32(EPS)};
     bool ok = false;
-    if (!host_launch(&host_interpreter, f, args, 5, host_cdiv(m, host_meta(f, "BM")), 1, 1)) {
+    if (!host_launch(host_current(), f, args, 5, host_cdiv(m, host_meta(f, "BM")), 1, 1)) {
         char name[96];
         snprintf(name, sizeof name, "%s M %lld N %lld y", f->name, (long long)m, (long long)n);
         ok = host_check(name, DT_BF16, y, ref, total, ATOL, RTOL);
@@ -68,12 +68,17 @@ int main(int argc, char **argv)
     }
     IrModule *m = host_compile(argv[1]);
     if (!m) return 1;
+    if (!host_use(argv[1])) {
+        ir_module_free(m);
+        return 1;
+    }
     static const int64_t shapes[][2] = {{50, 256}, {3, 256}, {1000, 256}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0;
     HostRng r;
     host_rng_seed(&r, 4);
     for (int i = 0; i < nshapes; i++) failed += !check_shape(m, shapes[i][0], shapes[i][1], &r);
     printf("layernorm: %d of %d shapes ok (atol %g, rtol %g)\n", nshapes - failed, nshapes, ATOL, RTOL);
+    host_launcher_free(host_current());
     ir_module_free(m);
     return failed != 0;
 }

@@ -36,7 +36,7 @@ static bool check_config(const IrFunc *f, int64_t m, int64_t n, int64_t k, HostR
     reference(a, b, ref, m, n, k);
     IrArg args[] = {host_tensor2(a, m, k), host_tensor2(b, k, n), host_tensor2(c, m, n)};
     bool ok = false;
-    if (!host_launch(&host_interpreter, f, args, 3, host_cdiv(m, bm), host_cdiv(n, bn), 1)) {
+    if (!host_launch(host_current(), f, args, 3, host_cdiv(m, bm), host_cdiv(n, bn), 1)) {
         char name[128];
         snprintf(name, sizeof name, "%s M %lld N %lld K %lld c", f->name, (long long)m,
                  (long long)n, (long long)k);
@@ -57,6 +57,10 @@ int main(int argc, char **argv)
     }
     IrModule *m = host_compile(argv[1]);
     if (!m) return 1;
+    if (!host_use(argv[1])) {
+        ir_module_free(m);
+        return 1;
+    }
     static const int64_t shapes[][3] = {{100, 72, 200}, {64, 32, 32}, {1, 1, 1}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0, runs = 0;
     HostRng r;
@@ -68,6 +72,7 @@ int main(int argc, char **argv)
     }
     if (!runs) fprintf(stderr, "matmul: no config of kernel matmul\n");
     printf("matmul: %d of %d runs ok (atol %g, rtol %g)\n", runs - failed, runs, ATOL, RTOL);
+    host_launcher_free(host_current());
     ir_module_free(m);
     return failed || !runs;
 }

@@ -32,7 +32,7 @@ static bool check_shape(const IrModule *m, int64_t rows, int64_t cols, HostRng *
     reference(x, ref, rows, cols);
     IrArg args[] = {host_tensor2(x, rows, cols), host_tensor2(y, rows, cols)};
     bool ok = false;
-    if (!host_launch(&host_interpreter, f, args, 2, host_cdiv(rows, host_meta(f, "BM")), 1, 1)) {
+    if (!host_launch(host_current(), f, args, 2, host_cdiv(rows, host_meta(f, "BM")), 1, 1)) {
         char name[96];
         snprintf(name, sizeof name, "%s M %lld N %lld y", f->name, (long long)rows, (long long)cols);
         ok = host_check(name, DT_F32, y, ref, total, 1e-6, 1e-4);
@@ -51,12 +51,17 @@ int main(int argc, char **argv)
     }
     IrModule *m = host_compile(argv[1]);
     if (!m) return 1;
+    if (!host_use(argv[1])) {
+        ir_module_free(m);
+        return 1;
+    }
     static const int64_t shapes[][2] = {{1000, 256}, {37, 128}, {1, 128}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0;
     HostRng r;
     host_rng_seed(&r, 2);
     for (int i = 0; i < nshapes; i++) failed += !check_shape(m, shapes[i][0], shapes[i][1], &r);
     printf("softmax: %d of %d shapes ok (atol 1e-6, rtol 1e-4)\n", nshapes - failed, nshapes);
+    host_launcher_free(host_current());
     ir_module_free(m);
     return failed != 0;
 }

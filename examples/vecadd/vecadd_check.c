@@ -45,6 +45,10 @@ int main(int argc, char **argv)
     }
     IrModule *m = host_compile(argv[1]);
     if (!m) return 1;
+    if (!host_use(argv[1])) {
+        ir_module_free(m);
+        return 1;
+    }
     static const int64_t lengths[] = {1000, 1, 128, 4097};
     HostRng r;
     host_rng_seed(&r, 1);
@@ -58,10 +62,11 @@ int main(int argc, char **argv)
             continue;
         }
         for (size_t j = 0; j < sizeof lengths / sizeof *lengths; j++, runs++)
-            failed += !check_length(&host_interpreter, f, lengths[j], &r);
+            failed += !check_length(host_current(), f, lengths[j], &r);
     }
     if (!runs) fprintf(stderr, "vecadd: no config of kernel vecadd\n");
     printf("vecadd: %d of %d runs ok (exact)\n", runs - failed, runs);
+    host_launcher_free(host_current());
     ir_module_free(m);
     return failed || !runs;
 }

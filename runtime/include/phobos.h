@@ -1,0 +1,103 @@
+/* phobos.h: the Phobos runtime, the one header a host program includes.
+ *
+ * It loads the CUDA driver with dlopen (so a program starts, and says so
+ * plainly, on a machine without one), compiles .ph modules to PTX on first
+ * use, checks every launch against the kernel's signature, picks a config
+ * (autotuning across the eligible ones, timed with CUDA events on the real
+ * arguments, the winner remembered per kernel and dims), and launches.
+ * Every call returns a status; ph_last_error() says what went wrong. */
+#ifndef PHOBOS_H
+#define PHOBOS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    PH_OK = 0,
+    PH_ERR_NO_DRIVER,      /* no libcuda.so.1 on this machine */
+    PH_ERR_NO_DEVICE,      /* the driver found no usable GPU */
+    PH_ERR_CUDA,           /* a driver call failed (message has the driver's words) */
+    PH_ERR_COMPILE,        /* the .ph source has errors (message has the diagnostics) */
+    PH_ERR_MODULE,         /* the driver refused the PTX (message has its JIT log) */
+    PH_ERR_NOT_FOUND,      /* no kernel of that name, or a file that cannot be read */
+    PH_ERR_ARGS,           /* arguments do not match the kernel's parameters */
+    PH_ERR_NOT_ELIGIBLE,   /* no config accepts these dims (specialized dims, aligned promises) */
+    PH_ERR_GRID,           /* a grid of zero blocks or over the device's limits */
+    PH_ERR_STATE,          /* the runtime was shut down, or not initialized */
+    PH_ERR_INVALID,        /* a null pointer or bad value passed to the API */
+} ph_status;
+
+typedef struct ph_module ph_module;
+typedef struct ph_kernel ph_kernel;
+typedef uint64_t ph_devptr;
+
+typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32 } ph_arg_kind;
+
+/* One kernel argument: a tensor is a device pointer plus its dims. */
+typedef struct {
+    ph_arg_kind kind;
+    ph_devptr ptr;
+    int64_t dims[2];
+    int32_t i32;
+    float f32;
+} ph_arg;
+
+static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0}; return a; }
+static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0}; return a; }
+static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0}; return a; }
+static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v}; return a; }
+
+/* The chosen config's meta-parameters, passed to the grid callback (the
+ * tutorial's `lambda meta:`). */
+typedef struct {
+    int n;
+    const char *const *names;
+    const int64_t *values;
+} ph_meta;
+
+/* Returns the meta-parameter's value, or `dflt` when the config has none. */
+int64_t ph_meta_get(const ph_meta *meta, const char *name, int64_t dflt);
+
+/* Fills grid[0..2] (unset entries are 1) for a config. */
+typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
+
+/* ---- the runtime: one per process ---- */
+ph_status ph_init(int device);
+void ph_shutdown(void);
+const char *ph_last_error(void);
+const char *ph_status_name(ph_status s);
+/* "NVIDIA H200, sm_90, 132 SMs" */
+const char *ph_device_name(void);
+
+/* ---- modules and kernels ---- */
+ph_status ph_module_load_file(const char *path, ph_module **out);
+ph_status ph_module_load_string(const char *name, const char *source, ph_module **out);
+void ph_module_free(ph_module *m);
+/* name is a kernel's name (launches autotune across its configs) or an
+ * entry name such as attn_fwd__D_64__BR_32__BC_32 (that config only). */
+ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out);
+
+/* Launches kernel on the current stream. With several eligible configs the
+ * first launch for a (kernel, dims) pair times each one (with the real
+ * arguments: outputs are written more than once) and keeps the fastest. */
+ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs);
+
+/* The config the last launch of k used (its entry name), or NULL. */
+const char *ph_kernel_last_config(const ph_kernel *k);
+
+/* ---- device memory ---- */
+ph_status ph_malloc(ph_devptr *p, size_t bytes);
+ph_status ph_free(ph_devptr p);
+ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes);
+ph_status ph_memcpy_dtoh(void *dst, ph_devptr src, size_t bytes);
+ph_status ph_memset8(ph_devptr dst, unsigned char value, size_t bytes);
+ph_status ph_synchronize(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,560 @@
+/* runtime.c: the Phobos runtime (runtime/include/phobos.h): the CUDA
+ * driver through dlopen, modules compiled from .ph source to PTX when a
+ * kernel is first used, checked launches, and autotuning across configs. */
+#define _GNU_SOURCE
+#include "phobos.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen.h"
+#include "dsl.h"
+
+/* ---- the driver API, declared here so no CUDA header is needed ---- */
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+    ATTR_MAX_THREADS_PER_BLOCK = 1, ATTR_MAX_GRID_X = 5, ATTR_MAX_GRID_Y = 6, ATTR_MAX_GRID_Z = 7,
+    ATTR_SM_COUNT = 16, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76,
+    JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6,
+};
+
+static struct {
+    void *lib;
+    CUresult (*Init)(unsigned);
+    CUresult (*DeviceGetCount)(int *);
+    CUresult (*DeviceGet)(CUdevice *, int);
+    CUresult (*DeviceGetName)(char *, int, CUdevice);
+    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
+    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+    CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxSynchronize)(void);
+    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
+    CUresult (*ModuleUnload)(CUmodule);
+    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, CUstream, void **, void **);
+    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+    CUresult (*MemFree)(CUdeviceptr);
+    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*EventCreate)(CUevent *, unsigned);
+    CUresult (*EventRecord)(CUevent, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
+    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+    CUresult (*EventDestroy)(CUevent);
+    CUresult (*GetErrorString)(CUresult, const char **);
+} cu;
+
+static struct {
+    bool ready;
+    CUdevice dev;
+    CUcontext ctx;
+    char arch[16];
+    char name[256];
+    int max_grid[3];
+    int max_threads;
+} rt;
+
+static _Thread_local char last_error[8192];
+
+const char *ph_last_error(void) { return last_error; }
+
+static ph_status fail(ph_status s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+static ph_status cu_fail(CUresult r, const char *what)
+{
+    const char *msg = NULL;
+    if (cu.GetErrorString) cu.GetErrorString(r, &msg);
+    return fail(PH_ERR_CUDA, "%s failed: CUDA error %d (%s)", what, r, msg ? msg : "unknown");
+}
+
+const char *ph_status_name(ph_status s)
+{
+    static const char *const names[] = {"ok", "no CUDA driver", "no device", "CUDA error", "compile error",
+        "module refused", "not found", "bad arguments", "no eligible config", "bad grid", "bad state", "invalid value"};
+    return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
+}
+
+static bool load_driver(void)
+{
+    if (cu.lib) return true;
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return false;
+#define SYM(field, name) if (!(*(void **)&cu.field = dlsym(lib, name))) { dlclose(lib); memset(&cu, 0, sizeof cu); return false; }
+    SYM(Init, "cuInit") SYM(DeviceGetCount, "cuDeviceGetCount") SYM(DeviceGet, "cuDeviceGet")
+    SYM(DeviceGetName, "cuDeviceGetName") SYM(DeviceGetAttribute, "cuDeviceGetAttribute")
+    SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
+    SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
+    SYM(ModuleLoadDataEx, "cuModuleLoadDataEx") SYM(ModuleUnload, "cuModuleUnload")
+    SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(LaunchKernel, "cuLaunchKernel")
+    SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
+    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemsetD8, "cuMemsetD8_v2") SYM(EventCreate, "cuEventCreate")
+    SYM(EventRecord, "cuEventRecord") SYM(EventSynchronize, "cuEventSynchronize")
+    SYM(EventDestroy, "cuEventDestroy_v2") SYM(GetErrorString, "cuGetErrorString")
+#undef SYM
+    *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime_v2");
+    if (!cu.EventElapsedTime) *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime");
+    if (!cu.EventElapsedTime) { dlclose(lib); memset(&cu, 0, sizeof cu); return false; }
+    cu.lib = lib;
+    return true;
+}
+
+ph_status ph_init(int device)
+{
+    if (rt.ready) return PH_OK;
+    if (!load_driver())
+        return fail(PH_ERR_NO_DRIVER, "no CUDA driver on this machine (libcuda.so.1 could not be loaded: %s)", dlerror());
+    CUresult r = cu.Init(0);
+    if (r) return r == 100 ? fail(PH_ERR_NO_DEVICE, "the CUDA driver found no GPU (CUDA error 100)") : cu_fail(r, "cuInit");
+    int count = 0;
+    if ((r = cu.DeviceGetCount(&count))) return cu_fail(r, "cuDeviceGetCount");
+    if (device < 0 || device >= count)
+        return fail(PH_ERR_NO_DEVICE, "device %d does not exist (this machine has %d)", device, count);
+    if ((r = cu.DeviceGet(&rt.dev, device))) return cu_fail(r, "cuDeviceGet");
+    if ((r = cu.DevicePrimaryCtxRetain(&rt.ctx, rt.dev))) return cu_fail(r, "cuDevicePrimaryCtxRetain");
+    if ((r = cu.CtxSetCurrent(rt.ctx))) return cu_fail(r, "cuCtxSetCurrent");
+    int major = 0, minor = 0, sms = 0;
+    cu.DeviceGetAttribute(&major, ATTR_CC_MAJOR, rt.dev);
+    cu.DeviceGetAttribute(&minor, ATTR_CC_MINOR, rt.dev);
+    cu.DeviceGetAttribute(&sms, ATTR_SM_COUNT, rt.dev);
+    cu.DeviceGetAttribute(&rt.max_grid[0], ATTR_MAX_GRID_X, rt.dev);
+    cu.DeviceGetAttribute(&rt.max_grid[1], ATTR_MAX_GRID_Y, rt.dev);
+    cu.DeviceGetAttribute(&rt.max_grid[2], ATTR_MAX_GRID_Z, rt.dev);
+    cu.DeviceGetAttribute(&rt.max_threads, ATTR_MAX_THREADS_PER_BLOCK, rt.dev);
+    if (major < 8) {
+        cu.DevicePrimaryCtxRelease(rt.dev);
+        return fail(PH_ERR_NO_DEVICE, "device %d has compute capability %d.%d; phc needs 8.0 or later", device, major, minor);
+    }
+    /* sm_80 code runs on every later chip; sm_90 where it is one */
+    snprintf(rt.arch, sizeof rt.arch, major == 9 ? "sm_90" : "sm_80");
+    char name[200] = "";
+    cu.DeviceGetName(name, sizeof name, rt.dev);
+    snprintf(rt.name, sizeof rt.name, "%s, sm_%d%d, %d SMs", name, major, minor, sms);
+    rt.ready = true;
+    return PH_OK;
+}
+
+const char *ph_device_name(void) { return rt.ready ? rt.name : "no device"; }
+
+void ph_shutdown(void)
+{
+    if (!rt.ready) return;
+    cu.CtxSynchronize();
+    cu.DevicePrimaryCtxRelease(rt.dev);
+    rt.ready = false;
+}
+
+/* ---- modules ---- */
+
+typedef struct Tuned {
+    struct Tuned *next;
+    int64_t dims[16][2];
+    int ndims;
+    int config;
+} Tuned;
+
+struct ph_kernel {
+    ph_module *module;
+    char *name;
+    int first, count;          /* its configs: module->ir->funcs[first .. first+count) */
+    CUfunction *fn;            /* per config, once loaded */
+    Tuned *tuned;
+    int last;
+};
+
+struct ph_module {
+    IrModule *ir;
+    CUmodule cumod;
+    bool loaded;
+    int nkernels;
+    ph_kernel *kernels;    /* one per kernel, all its configs */
+    ph_kernel *configs;    /* one per config (IrFunc), by entry name */
+};
+
+static ph_status module_from_ir(IrModule *ir, ph_module **out)
+{
+    ph_module *m = xcalloc(1, sizeof *m);
+    m->ir = ir;
+    m->kernels = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->kernels);
+    for (int i = 0; i < ir->nfuncs; i++) {
+        if (i && !strcmp(ir->funcs[i]->kernel, ir->funcs[i - 1]->kernel)) {
+            m->kernels[m->nkernels - 1].count++;
+            continue;
+        }
+        ph_kernel *k = &m->kernels[m->nkernels++];
+        k->module = m;
+        k->name = xstrdup(ir->funcs[i]->kernel);
+        k->first = i;
+        k->count = 1;
+        k->last = -1;
+    }
+    m->configs = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->configs);
+    for (int i = 0; i < ir->nfuncs; i++)
+        m->configs[i] = (ph_kernel){m, xstrdup(ir->funcs[i]->name), i, 1, NULL, NULL, -1};
+    *out = m;
+    return PH_OK;
+}
+
+static ph_status compile_source(const char *name, const char *source, const char *path, ph_module **out)
+{
+    if (!out) return fail(PH_ERR_INVALID, "null module pointer");
+    *out = NULL;
+    char *diags = NULL;
+    size_t len = 0;
+    FILE *msgs = open_memstream(&diags, &len);
+    IrModule *ir = path ? ph_compile_file(path, NULL, msgs) : ph_compile_string(name, source, NULL, msgs);
+    fclose(msgs);
+    ph_status s = PH_OK;
+    if (!ir) {
+        bool unreadable = path && strstr(diags, "cannot open");
+        s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
+    } else {
+        s = module_from_ir(ir, out);
+    }
+    free(diags);
+    return s;
+}
+
+ph_status ph_module_load_file(const char *path, ph_module **out)
+{
+    if (!path) return fail(PH_ERR_INVALID, "null path");
+    return compile_source(NULL, NULL, path, out);
+}
+
+ph_status ph_module_load_string(const char *name, const char *source, ph_module **out)
+{
+    if (!source) return fail(PH_ERR_INVALID, "null source");
+    return compile_source(name ? name : "<string>", source, NULL, out);
+}
+
+void ph_module_free(ph_module *m)
+{
+    if (!m) return;
+    if (m->loaded && rt.ready) cu.ModuleUnload(m->cumod);
+    int nconfigs = m->ir->nfuncs;
+    for (int i = 0; i < m->nkernels + nconfigs; i++) {
+        ph_kernel *k = i < m->nkernels ? &m->kernels[i] : &m->configs[i - m->nkernels];
+        for (Tuned *t = k->tuned, *n; t; t = n) { n = t->next; free(t); }
+        free(k->name);
+        free(k->fn);
+    }
+    free(m->kernels);
+    free(m->configs);
+    ir_module_free(m->ir);
+    free(m);
+}
+
+ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
+{
+    if (!m || !name || !out) return fail(PH_ERR_INVALID, "null argument to ph_kernel_get");
+    for (int i = 0; i < m->nkernels; i++)
+        if (!strcmp(m->kernels[i].name, name)) { *out = &m->kernels[i]; return PH_OK; }
+    /* an entry name picks one config, with no autotuning */
+    for (int i = 0; i < m->ir->nfuncs; i++)
+        if (!strcmp(m->configs[i].name, name)) { *out = &m->configs[i]; return PH_OK; }
+    return fail(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
+}
+
+/* The PTX of the whole module goes to the driver once, at the first launch. */
+static ph_status module_load(ph_module *m)
+{
+    if (m->loaded) return PH_OK;
+    char *ptx = NULL, err[2048];
+    CodegenOptions o = {rt.arch, 3};
+    if (codegen_emit(m->ir, &o, CG_EMIT_PTX, &ptx, err, sizeof err))
+        return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
+    static char info[8192], elog[8192];
+    info[0] = elog[0] = 0;
+    int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
+    void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
+    CUresult r = cu.ModuleLoadDataEx(&m->cumod, ptx, 4, opts, vals);
+    free(ptx);
+    if (r) return fail(PH_ERR_MODULE, "the CUDA driver refused the module (error %d): %s", r, elog[0] ? elog : "no log");
+    for (int i = 0; i < m->nkernels + m->ir->nfuncs; i++) {
+        ph_kernel *k = i < m->nkernels ? &m->kernels[i] : &m->configs[i - m->nkernels];
+        k->fn = xcalloc((size_t)k->count, sizeof *k->fn);
+        for (int j = 0; j < k->count; j++)
+            if ((r = cu.ModuleGetFunction(&k->fn[j], m->cumod, m->ir->funcs[k->first + j]->name))) {
+                cu.ModuleUnload(m->cumod);
+                return cu_fail(r, "cuModuleGetFunction");
+            }
+    }
+    m->loaded = true;
+    return PH_OK;
+}
+
+/* ---- launching ---- */
+
+int64_t ph_meta_get(const ph_meta *meta, const char *name, int64_t dflt)
+{
+    for (int i = 0; meta && i < meta->n; i++)
+        if (!strcmp(meta->names[i], name)) return meta->values[i];
+    return dflt;
+}
+
+static const char *arg_kind_name(ph_arg_kind k)
+{
+    return k == PH_ARG_TENSOR ? "a tensor" : k == PH_ARG_I32 ? "an i32" : k == PH_ARG_F32 ? "an f32" : "an unknown kind";
+}
+
+/* Checks what every config shares: count, kinds, non-null pointers, dims
+ * that must agree between tensors and literal dims. */
+static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
+{
+    if (nargs != f->nparams)
+        return fail(PH_ERR_ARGS, "%s takes %d arguments, got %d", f->kernel, f->nparams, nargs);
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        ph_arg_kind want = p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32;
+        if (args[i].kind != want)
+            return fail(PH_ERR_ARGS, "%s: argument %d (%s) must be %s, got %s", f->kernel, i + 1, p->name,
+                        arg_kind_name(want), arg_kind_name(args[i].kind));
+        if (!p->is_tensor) continue;
+        if (!args[i].ptr) return fail(PH_ERR_ARGS, "%s: tensor %s is a null pointer", f->kernel, p->name);
+        for (int a = 0; a < p->rank; a++) {
+            int64_t d = args[i].dims[a];
+            if (d < 1 || d > INT32_MAX)
+                return fail(PH_ERR_ARGS, "%s: tensor %s has dim %d = %lld (must be 1 .. 2^31-1)", f->kernel, p->name, a, (long long)d);
+            if (!p->dim_name[a] && d != p->dim_value[a])
+                return fail(PH_ERR_ARGS, "%s: tensor %s's dim %d must be %lld, got %lld", f->kernel, p->name, a,
+                            (long long)p->dim_value[a], (long long)d);
+            for (int j = 0; j < i && p->dim_name[a]; j++) {
+                const IrParam *q = &f->params[j];
+                for (int b = 0; q->is_tensor && b < q->rank; b++)
+                    if (q->dim_name[b] && !strcmp(q->dim_name[b], p->dim_name[a]) && args[j].dims[b] != d)
+                        return fail(PH_ERR_ARGS, "%s: dim %s is %lld in %s but %lld in %s", f->kernel, p->dim_name[a],
+                                    (long long)args[j].dims[b], q->name, (long long)d, p->name);
+            }
+        }
+    }
+    return PH_OK;
+}
+
+static int64_t dim_value(const IrFunc *f, const ph_arg *args, const char *dim)
+{
+    for (int i = 0; i < f->nparams; i++)
+        for (int a = 0; f->params[i].is_tensor && a < f->params[i].rank; a++)
+            if (f->params[i].dim_name[a] && !strcmp(f->params[i].dim_name[a], dim)) return args[i].dims[a];
+    return -1;
+}
+
+/* Why config f cannot take these arguments, or NULL when it can. */
+static const char *ineligible(const IrFunc *f, const ph_arg *args, char *why, size_t n)
+{
+    for (int i = 0; i < f->nmeta; i++) {
+        int64_t d = dim_value(f, args, f->meta[i].name);
+        if (d >= 0 && d != f->meta[i].value) {
+            snprintf(why, n, "%s needs %s = %lld, got %lld", f->name, f->meta[i].name, (long long)f->meta[i].value, (long long)d);
+            return why;
+        }
+    }
+    for (int i = 0; i < f->naligned; i++) {
+        int64_t d = dim_value(f, args, f->aligned[i].dim);
+        if (d >= 0 && f->aligned[i].value > 0 && d % f->aligned[i].value) {
+            snprintf(why, n, "%s promises %s %% %s == 0, but %s = %lld is not a multiple of %lld", f->name, f->aligned[i].dim,
+                     f->aligned[i].meta, f->aligned[i].dim, (long long)d, (long long)f->aligned[i].value);
+            return why;
+        }
+    }
+    return NULL;
+}
+
+typedef struct { void **params; void *storage; } Packed;
+
+static Packed pack_args(const IrFunc *f, const ph_arg *args)
+{
+    Packed p;
+    int n = 0;
+    for (int i = 0; i < f->nparams; i++) n += f->params[i].is_tensor ? 3 : 1;
+    p.params = xcalloc((size_t)n + 1, sizeof *p.params);
+    uint64_t *store = xcalloc((size_t)n + 1, sizeof *store);
+    p.storage = store;
+    for (int i = 0, k = 0; i < f->nparams; i++) {
+        if (f->params[i].is_tensor) {
+            store[k] = args[i].ptr; p.params[k] = &store[k]; k++;
+            memcpy(&store[k], &args[i].dims[0], 8); p.params[k] = &store[k]; k++;
+            int64_t d1 = f->params[i].rank == 2 ? args[i].dims[1] : 1;
+            memcpy(&store[k], &d1, 8); p.params[k] = &store[k]; k++;
+        } else if (f->params[i].dt == DT_I32) {
+            memcpy(&store[k], &args[i].i32, 4); p.params[k] = &store[k]; k++;
+        } else {
+            memcpy(&store[k], &args[i].f32, 4); p.params[k] = &store[k]; k++;
+        }
+    }
+    return p;
+}
+
+static ph_status grid_for(const IrFunc *f, ph_grid_fn grid, void *user, unsigned g[3])
+{
+    const char *names[64];
+    int64_t values[64];
+    int n = f->nmeta < 64 ? f->nmeta : 64;
+    for (int i = 0; i < n; i++) { names[i] = f->meta[i].name; values[i] = f->meta[i].value; }
+    ph_meta meta = {n, names, values};
+    g[0] = g[1] = g[2] = 1;
+    grid(&meta, user, g);
+    for (int i = 0; i < 3; i++)
+        if (g[i] == 0 || g[i] > (unsigned)rt.max_grid[i])
+            return fail(PH_ERR_GRID, "%s: grid %u x %u x %u is empty or over the device's limits (%d x %d x %d)", f->name,
+                        g[0], g[1], g[2], rt.max_grid[0], rt.max_grid[1], rt.max_grid[2]);
+    return PH_OK;
+}
+
+static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args)
+{
+    const IrFunc *f = k->module->ir->funcs[k->first + cfg];
+    Packed p = pack_args(f, args);
+    CUresult r = cu.LaunchKernel(k->fn[cfg], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, NULL, p.params, NULL);
+    free(p.params);
+    free(p.storage);
+    return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
+}
+
+static float time_config(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, ph_status *s)
+{
+    CUevent a, b;
+    cu.EventCreate(&a, 0);
+    cu.EventCreate(&b, 0);
+    *s = launch_one(k, cfg, g, args);   /* warm-up */
+    float best = 1e30f;
+    for (int rep = 0; rep < 5 && *s == PH_OK; rep++) {
+        cu.EventRecord(a, NULL);
+        *s = launch_one(k, cfg, g, args);
+        cu.EventRecord(b, NULL);
+        cu.EventSynchronize(b);
+        float ms = 0;
+        cu.EventElapsedTime(&ms, a, b);
+        if (ms < best) best = ms;
+    }
+    cu.EventDestroy(a);
+    cu.EventDestroy(b);
+    return best;
+}
+
+ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
+{
+    if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
+    const IrFunc *f0 = k->module->ir->funcs[k->first];
+    ph_status s = check_args(f0, args, nargs);
+    if (s) return s;
+    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    char why[512] = "";
+    int eligible[256], ne = 0;
+    for (int i = 0; i < k->count && ne < 256; i++) {
+        char w[512];
+        if (ineligible(k->module->ir->funcs[k->first + i], args, w, sizeof w)) snprintf(why, sizeof why, "%s", w);
+        else eligible[ne++] = i;
+    }
+    if (!ne) return fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
+    unsigned g[3];
+    for (int i = 0; i < ne; i++)
+        if ((s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, g))) return s;
+    if ((s = module_load(k->module))) return s;
+
+    int choice = eligible[0];
+    if (ne > 1) {
+        /* the winner is remembered per (kernel, dims) */
+        Tuned key = {0};
+        for (int i = 0; i < nargs && key.ndims < 16; i++)
+            if (args[i].kind == PH_ARG_TENSOR) { key.dims[key.ndims][0] = args[i].dims[0]; key.dims[key.ndims++][1] = args[i].dims[1]; }
+        Tuned *t;
+        for (t = k->tuned; t; t = t->next)
+            if (t->ndims == key.ndims && !memcmp(t->dims, key.dims, sizeof key.dims)) break;
+        if (t) choice = t->config;
+        else {
+            float best = 1e30f;
+            for (int i = 0; i < ne; i++) {
+                grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, g);
+                float ms = time_config(k, eligible[i], g, args, &s);
+                if (s) return s;
+                if (ms < best) { best = ms; choice = eligible[i]; }
+            }
+            t = xmalloc(sizeof *t);
+            *t = key;
+            t->config = choice;
+            t->next = k->tuned;
+            k->tuned = t;
+        }
+    }
+    grid_for(k->module->ir->funcs[k->first + choice], grid, user, g);
+    k->last = choice;
+    return launch_one(k, choice, g, args);
+}
+
+const char *ph_kernel_last_config(const ph_kernel *k)
+{
+    return k && k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
+}
+
+/* ---- memory ---- */
+
+#define NEED_RT() if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down")
+
+ph_status ph_malloc(ph_devptr *p, size_t bytes)
+{
+    NEED_RT();
+    if (!p) return fail(PH_ERR_INVALID, "null pointer to ph_malloc");
+    CUdeviceptr d = 0;
+    CUresult r = cu.MemAlloc(&d, bytes ? bytes : 1);
+    if (r) return cu_fail(r, "cuMemAlloc");
+    *p = d;
+    return PH_OK;
+}
+
+ph_status ph_free(ph_devptr p)
+{
+    NEED_RT();
+    CUresult r = p ? cu.MemFree(p) : 0;
+    return r ? cu_fail(r, "cuMemFree") : PH_OK;
+}
+
+ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes)
+{
+    NEED_RT();
+    if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_htod");
+    CUresult r = cu.MemcpyHtoD(dst, src, bytes);
+    return r ? cu_fail(r, "cuMemcpyHtoD") : PH_OK;
+}
+
+ph_status ph_memcpy_dtoh(void *dst, ph_devptr src, size_t bytes)
+{
+    NEED_RT();
+    if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_dtoh");
+    CUresult r = cu.MemcpyDtoH(dst, src, bytes);
+    return r ? cu_fail(r, "cuMemcpyDtoH") : PH_OK;
+}
+
+ph_status ph_memset8(ph_devptr dst, unsigned char value, size_t bytes)
+{
+    NEED_RT();
+    if (!dst) return fail(PH_ERR_INVALID, "null pointer to ph_memset8");
+    CUresult r = cu.MemsetD8(dst, value, bytes);
+    return r ? cu_fail(r, "cuMemsetD8") : PH_OK;
+}
+
+ph_status ph_synchronize(void)
+{
+    NEED_RT();
+    CUresult r = cu.CtxSynchronize();
+    return r ? cu_fail(r, "the kernel (cuCtxSynchronize)") : PH_OK;
+}

@@ -1,0 +1,166 @@
+/* test_codegen.c: lowering to PTX, checked without a GPU. Every config of
+ * every example goes through ptxas for sm_90 and sm_80; tensor-core
+ * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
+ * memory (ptxas -v: no stack frame, no spills). Skips, saying why, where
+ * ptxas is not installed. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include "codegen.h"
+#include "testutil.h"
+
+static const char *ptxas_path(void)
+{
+    static const char *const candidates[] = {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"};
+    for (size_t i = 0; i < sizeof candidates / sizeof *candidates; i++)
+        if (access(candidates[i], X_OK) == 0) return candidates[i];
+    return NULL;
+}
+
+static char *emit(const IrModule *m, const char *arch, CgEmit what)
+{
+    CodegenOptions o = {arch, 3};
+    char *out = NULL, err[2048];
+    int rc = codegen_emit(m, &o, what, &out, err, sizeof err);
+    cr_assert_eq(rc, 0, "codegen failed: %s", err);
+    return out;
+}
+
+/* Runs ptxas -v on ptx; returns its exit status and its report in *log. */
+static int run_ptxas(const char *ptx, const char *arch, char **log)
+{
+    char dir[] = "/tmp/phc-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128], cmd[512];
+    snprintf(path, sizeof path, "%s/k.ptx", dir);
+    FILE *f = fopen(path, "w");
+    fputs(ptx, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s -v -arch=%s -o %s/k.cubin %s 2>&1", ptxas_path(), arch, dir, path);
+    FILE *p = popen(cmd, "r");
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    char line[1024];
+    while (fgets(line, sizeof line, p)) fputs(line, out);
+    int rc = pclose(p);
+    fclose(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {}
+    *log = buf;
+    return rc;
+}
+
+static void check_examples_with_ptxas(const char *arch)
+{
+    if (!ptxas_path()) cr_skip_test("ptxas not found in /usr/local/cuda/bin or /usr/bin: PTX not assembled");
+    glob_t g;
+    cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
+    cr_assert_geq(g.gl_pathc, 5);
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
+        char *ptx = emit(m, arch, CG_EMIT_PTX), *log = NULL;
+        int rc = run_ptxas(ptx, arch, &log);
+        cr_expect_eq(rc, 0, "ptxas -arch=%s rejects %s:\n%s", arch, g.gl_pathv[i], log);
+        /* one entry per config */
+        for (int j = 0; j < m->nfuncs; j++) {
+            char entry[512];
+            snprintf(entry, sizeof entry, ".entry %s(", m->funcs[j]->name);
+            cr_expect(strstr(ptx, entry) != NULL, "%s: no entry %s in the PTX", g.gl_pathv[i], m->funcs[j]->name);
+        }
+        free(log);
+        free(ptx);
+        ir_module_free(m);
+    }
+    globfree(&g);
+}
+
+Test(codegen, every_example_assembles_for_sm90, .timeout = 120) { check_examples_with_ptxas("sm_90"); }
+Test(codegen, every_example_assembles_for_sm80, .timeout = 120) { check_examples_with_ptxas("sm_80"); }
+
+/* The PTX of one kernel's entry: from ".entry NAME(" to the next ".entry". */
+static char *entry_text(const char *ptx, const char *name)
+{
+    char key[512];
+    snprintf(key, sizeof key, ".entry %s(", name);
+    const char *s = strstr(ptx, key);
+    if (!s) return NULL;
+    const char *e = strstr(s + 1, ".entry ");
+    return xstrndup(s, e ? (size_t)(e - s) : strlen(s));
+}
+
+Test(codegen, tensorcore_dots_use_mma_and_ldmatrix)
+{
+    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    int tensorcore = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        char *text = entry_text(ptx, m->funcs[i]->name);
+        cr_assert_not_null(text, "no entry for %s", m->funcs[i]->name);
+        if (m->funcs[i]->tensorcore) {
+            tensorcore++;
+            cr_expect(strstr(text, "mma.sync.aligned.m16n8k16") != NULL, "%s: no mma.sync", m->funcs[i]->name);
+            cr_expect(strstr(text, "ldmatrix.sync.aligned") != NULL, "%s: no ldmatrix", m->funcs[i]->name);
+        } else {
+            cr_expect(strstr(text, "mma.sync") == NULL, "%s: mma.sync without @ph.tensorcore", m->funcs[i]->name);
+        }
+        free(text);
+    }
+    cr_expect_eq(tensorcore, 3);
+    free(ptx);
+    ir_module_free(m);
+}
+
+Test(codegen, dots_without_tensorcore_use_fma)
+{
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "def mm(A: ph.tensor[ph.f16][M, 32], B: ph.tensor[ph.f16][32, 32], C: ph.tensor[ph.f32][M, 32]):\n"
+        "    C[0:+32, :] = ph.dot(A[0:+32, :], B[:, :])\n";
+    IrModule *m = tu_compile("mm.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    cr_expect(strstr(ptx, "mma.sync") == NULL);
+    cr_expect(strstr(ptx, "fma.rn.f32") != NULL);
+    free(ptx);
+    ir_module_free(m);
+}
+
+Test(codegen, attention_kernels_use_no_local_memory, .timeout = 120)
+{
+    if (!ptxas_path()) cr_skip_test("ptxas not found: resource usage not read");
+    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX), *log = NULL;
+    cr_assert_eq(run_ptxas(ptx, "sm_90", &log), 0, "%s", log);
+    int reports = 0;
+    for (const char *p = log; (p = strstr(p, "bytes stack frame")); p++) {
+        const char *line = p;
+        while (line > log && line[-1] != '\n') line--;
+        int frame = -1, stores = -1, loads = -1;
+        cr_assert_eq(sscanf(line, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &stores, &loads), 3,
+                     "unexpected ptxas report: %.100s", line);
+        cr_expect_eq(frame, 0, "a kernel has a %d-byte stack frame:\n%s", frame, log);
+        cr_expect_eq(stores + loads, 0, "a kernel spills:\n%s", log);
+        reports++;
+    }
+    cr_expect_eq(reports, m->nfuncs, "ptxas -v reported %d kernels, expected %d:\n%s", reports, m->nfuncs, log);
+    free(log);
+    free(ptx);
+    ir_module_free(m);
+}
+
+Test(codegen, llvm_ir_names_kernels_and_uses_ptx_kernel_convention)
+{
+    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *ll = emit(m, "sm_90", CG_EMIT_LLVM);
+    cr_expect(strstr(ll, "define ptx_kernel void @attn_fwd__D_64__BR_32__BC_32(") != NULL, "%.2000s", ll);
+    cr_expect(strstr(ll, "target triple = \"nvptx64-nvidia-cuda\"") != NULL);
+    free(ll);
+    ir_module_free(m);
+}
