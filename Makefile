@@ -35,7 +35,7 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: all deps demo check test examples-check attention-check gpucheck sanitize bench clean
+.PHONY: build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -98,9 +98,13 @@ $(BUILD)/examples/%: $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
+build-tests: $(TESTS) $(EXAMPLES) $(PHC)
+
+# Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)
 	@status=0; for t in $(TESTS); do \
-	    echo "== $$t"; $$t --jobs 2 || status=1; \
+	    echo "== $$t"; $$t --jobs 2 --verbose > $$t.log 2>&1 || status=1; \
+	    grep -v '^\[RUN \]\|^\[PASS\]\|^\[----\]\|^\[====\] Running' $$t.log; \
 	done; exit $$status
 
 attention-check: $(BUILD)/examples/attention_check
@@ -114,7 +118,10 @@ examples-check: $(EXAMPLES)
 
 # Everything on the GPU (a driver and a device are required): the example
 # checks, the tutorial at the seed's size and at H 4, N_CTX 4096, the GPU suites.
-gpucheck: all $(EXAMPLES) $(PHOBOS_TESTS)
+# It runs what the build made and builds nothing, so a build folder made
+# where LLVM is installed runs as it is on the GPU machine (make all
+# build-tests first).
+gpucheck:
 	PHOBOS_TARGET=gpu $(MAKE) --no-print-directory examples-check
 	PHOBOS_TARGET=gpu $(BUILD)/examples/attention_check examples/attention/attention.ph --size 1 4 4096 64
 	@status=0; for t in $(PHOBOS_TESTS); do echo "== $$t"; PHOBOS_REQUIRE_GPU=1 $$t --jobs 1 || status=1; done; exit $$status

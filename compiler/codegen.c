@@ -644,7 +644,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
             LLVMValueRef ac = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildMul(B, LLVMBuildUDiv(B, lane, i32c(c, 16), ""), i32c(c, 8), ""), "");
             LLVMValueRef aidx = LLVMBuildAdd(B, LLVMBuildMul(B, ar, i32c(c, K), ""), ac, "");
             LLVMValueRef aptr = LLVMBuildGEP2(B, th, smem16, &aidx, 1, "");
-            LLVMValueRef afr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16", tvec4, 1, &c->tptr3, &aptr);
+            LLVMValueRef afr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &aptr);
             LLVMValueRef bfr, bptr, bidx;
             if (tb) {
                 /* B is [N,K]: rows n0 + l%8, column k0 + ((l/8)%2)*8; non-transposed */
@@ -652,13 +652,13 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
                 LLVMValueRef bc = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildMul(B, LLVMBuildURem(B, LLVMBuildUDiv(B, lane, i32c(c, 8), ""), i32c(c, 2), ""), i32c(c, 8), ""), "");
                 bidx = LLVMBuildAdd(B, LLVMBuildAdd(B, LLVMBuildMul(B, br, i32c(c, K), ""), bc, ""), i32c(c, na), "");
                 bptr = LLVMBuildGEP2(B, th, smem16, &bidx, 1, "");
-                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16", tvec2, 1, &c->tptr3, &bptr);
+                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &bptr);
             } else {
                 /* B is [K,N]: rows k0 + l%16, column n0; transposed on load */
                 LLVMValueRef br = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildURem(B, lane, i32c(c, 16), ""), "");
                 bidx = LLVMBuildAdd(B, LLVMBuildAdd(B, LLVMBuildMul(B, br, i32c(c, N), ""), n0, ""), i32c(c, na), "");
                 bptr = LLVMBuildGEP2(B, th, smem16, &bidx, 1, "");
-                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16", tvec2, 1, &c->tptr3, &bptr);
+                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &bptr);
             }
             LLVMValueRef args[10];
             LLVMTypeRef targs[10];

@@ -414,7 +414,7 @@ static ph_status grid_for(const IrFunc *f, ph_grid_fn grid, void *user, unsigned
     g[0] = g[1] = g[2] = 1;
     grid(&meta, user, g);
     for (int i = 0; i < 3; i++)
-        if (g[i] == 0 || g[i] > (unsigned)rt.max_grid[i])
+        if (g[i] == 0 || (rt.ready && g[i] > (unsigned)rt.max_grid[i]))
             return fail(PH_ERR_GRID, "%s: grid %u x %u x %u is empty or over the device's limits (%d x %d x %d)", f->name,
                         g[0], g[1], g[2], rt.max_grid[0], rt.max_grid[1], rt.max_grid[2]);
     return PH_OK;
@@ -457,7 +457,6 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     const IrFunc *f0 = k->module->ir->funcs[k->first];
     ph_status s = check_args(f0, args, nargs);
     if (s) return s;
-    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
     char why[512] = "";
     int eligible[256], ne = 0;
     for (int i = 0; i < k->count && ne < 256; i++) {
@@ -469,6 +468,7 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     unsigned g[3];
     for (int i = 0; i < ne; i++)
         if ((s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, g))) return s;
+    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
     if ((s = module_load(k->module))) return s;
 
     int choice = eligible[0];

@@ -1,0 +1,129 @@
+/* test_gpu.c: the runtime on a real GPU: autotuned launches compute the
+ * right numbers, and every guard (grid over the device's limits, a module
+ * the driver refuses, a launch after shutdown) gives a status and a message
+ * and launches nothing. Skips without a driver, unless PHOBOS_REQUIRE_GPU
+ * is set (make gpucheck), where a missing GPU is a failure. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "phobos.h"
+#include "testutil.h"
+
+static void need_gpu(void)
+{
+    if (ph_init(0) == PH_OK) return;
+    if (getenv("PHOBOS_REQUIRE_GPU")) cr_assert_fail("no GPU: %s", ph_last_error());
+    cr_skip_test("no GPU: %s", ph_last_error());
+}
+
+static const char *saxpy_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256, 512])\n"
+    "def saxpy(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n";
+
+typedef struct { int64_t n; } Len;
+
+static void saxpy_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    int64_t block = ph_meta_get(meta, "BLOCK", 1), n = ((Len *)user)->n;
+    g[0] = (unsigned)((n + block - 1) / block);
+}
+
+Test(gpu, autotuned_saxpy_is_right)
+{
+    need_gpu();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("saxpy.ph", saxpy_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "saxpy", &k), PH_OK);
+    Len len = {100003};
+    size_t bytes = (size_t)len.n * 4;
+    float *x = malloc(bytes), *y = malloc(bytes), *z = malloc(bytes);
+    for (int64_t i = 0; i < len.n; i++) { x[i] = (float)(i % 97) * 0.25f; y[i] = (float)(i % 13) - 6.0f; }
+    ph_devptr dx, dy, dz;
+    cr_assert_eq(ph_malloc(&dx, bytes), PH_OK);
+    cr_assert_eq(ph_malloc(&dy, bytes), PH_OK);
+    cr_assert_eq(ph_malloc(&dz, bytes), PH_OK);
+    ph_memcpy_htod(dx, x, bytes);
+    ph_memcpy_htod(dy, y, bytes);
+    ph_memset8(dz, 0xff, bytes);   /* NaN poison */
+    ph_arg args[4] = {ph_tensor1(dx, len.n), ph_tensor1(dy, len.n), ph_tensor1(dz, len.n), ph_f32(3.0f)};
+    cr_assert_eq(ph_launch(k, saxpy_grid, &len, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_synchronize(), PH_OK, "%s", ph_last_error());
+    cr_assert_not_null(ph_kernel_last_config(k));
+    cr_assert_eq(ph_memcpy_dtoh(z, dz, bytes), PH_OK);
+    for (int64_t i = 0; i < len.n; i++)
+        cr_assert_float_eq(z[i], 3.0f * x[i] + y[i], 1e-5, "z[%lld] = %g", (long long)i, z[i]);
+    ph_free(dx); ph_free(dy); ph_free(dz);
+    free(x); free(y); free(z);
+    ph_module_free(m);
+}
+
+static void huge_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta; (void)user;
+    g[0] = 1; g[1] = 1u << 20;   /* over the 65535 limit of y */
+}
+
+Test(gpu, grid_over_the_limits_is_refused)
+{
+    need_gpu();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("saxpy.ph", saxpy_src, &m), PH_OK);
+    ph_kernel_get(m, "saxpy__BLOCK_128", &k);
+    ph_devptr d;
+    ph_malloc(&d, 4096);
+    ph_arg args[4] = {ph_tensor1(d, 1024), ph_tensor1(d, 1024), ph_tensor1(d, 1024), ph_f32(1)};
+    cr_assert_eq(ph_launch(k, huge_grid, NULL, args, 4), PH_ERR_GRID);
+    cr_assert(strstr(ph_last_error(), "over the device's limits") != NULL, "%s", ph_last_error());
+    ph_free(d);
+    ph_module_free(m);
+}
+
+static void one_block(const ph_meta *meta, void *user, unsigned g[3]) { (void)meta; (void)user; g[0] = 1; }
+
+Test(gpu, module_the_driver_refuses)
+{
+    need_gpu();
+    /* two 256x256 f32 operands need 512 KiB of shared memory: no GPU has it */
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "def big(A: ph.tensor[ph.f32][256, 256], C: ph.tensor[ph.f32][256, 256]):\n"
+        "    a: ph.let = A[0:+256, :]\n"
+        "    C[0:+256, :] = ph.dot(a, a)\n";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("big.ph", src, &m), PH_OK, "%s", ph_last_error());
+    ph_kernel_get(m, "big", &k);
+    ph_devptr d;
+    ph_malloc(&d, 256 * 256 * 4);
+    ph_arg args[2] = {ph_tensor2(d, 256, 256), ph_tensor2(d, 256, 256)};
+    ph_status s = ph_launch(k, one_block, NULL, args, 2);
+    cr_assert_eq(s, PH_ERR_MODULE, "status %s: %s", ph_status_name(s), ph_last_error());
+    cr_assert(strstr(ph_last_error(), "refused") != NULL, "%s", ph_last_error());
+    ph_free(d);
+    ph_module_free(m);
+}
+
+Test(gpu, launch_after_shutdown_is_refused)
+{
+    need_gpu();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("saxpy.ph", saxpy_src, &m), PH_OK);
+    ph_kernel_get(m, "saxpy", &k);
+    ph_devptr d;
+    ph_malloc(&d, 4096);
+    ph_free(d);
+    ph_shutdown();
+    ph_arg args[4] = {ph_tensor1(d, 1024), ph_tensor1(d, 1024), ph_tensor1(d, 1024), ph_f32(1)};
+    Len len = {1024};
+    cr_assert_eq(ph_launch(k, saxpy_grid, &len, args, 4), PH_ERR_STATE);
+    cr_assert(strstr(ph_last_error(), "shut down") != NULL, "%s", ph_last_error());
+    ph_module_free(m);
+}

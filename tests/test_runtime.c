@@ -1,0 +1,135 @@
+/* test_runtime.c: the runtime's checks that need no GPU: a missing driver
+ * said plainly, compile errors and unknown kernels reported, and every
+ * argument check refusing a bad launch before anything reaches a device. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+
+#include "phobos.h"
+#include "testutil.h"
+
+static const char *vecadd_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256])\n"
+    "@ph.aligned(N=\"BLOCK\")\n"
+    "def vadd(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n"
+    "@ph.kernel\n"
+    "def twod(A: ph.tensor[ph.f16][M, 64], B: ph.tensor[ph.f16][M, 64]):\n"
+    "    B[0:+16, :] = A[0:+16, :]\n";
+
+static void grid1(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)user;
+    g[0] = (unsigned)(1024 / ph_meta_get(meta, "BLOCK", 1));
+}
+
+static ph_kernel *get(ph_module **m, const char *name)
+{
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, m), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = NULL;
+    cr_assert_eq(ph_kernel_get(*m, name, &k), PH_OK, "%s", ph_last_error());
+    return k;
+}
+
+static bool driver_present(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h) dlclose(h);
+    return h != NULL;
+}
+
+Test(runtime, no_driver_is_said_plainly)
+{
+    if (driver_present()) cr_skip_test("a CUDA driver is installed here: the no-driver path is not reachable");
+    cr_assert_eq(ph_init(0), PH_ERR_NO_DRIVER);
+    cr_assert(strstr(ph_last_error(), "no CUDA driver on this machine") != NULL, "%s", ph_last_error());
+    cr_assert_eq(ph_malloc(&(ph_devptr){0}, 16), PH_ERR_STATE);
+}
+
+Test(runtime, compile_errors_carry_the_diagnostics)
+{
+    ph_module *m = NULL;
+    cr_assert_eq(ph_module_load_string("bad.ph", "import phobos.lang as ph\n@ph.kernel\ndef k(n: ph.i32):\n    x: ph.let = n / 2\n", &m), PH_ERR_COMPILE);
+    cr_assert_null(m);
+    cr_assert(strstr(ph_last_error(), "bad.ph:4:") != NULL, "%s", ph_last_error());
+    cr_assert_eq(ph_module_load_file("/nonexistent/k.ph", &m), PH_ERR_NOT_FOUND, "%s", ph_last_error());
+}
+
+Test(runtime, unknown_kernel)
+{
+    ph_module *m;
+    get(&m, "vadd");
+    ph_kernel *k;
+    cr_assert_eq(ph_kernel_get(m, "nope", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'nope' in this module");
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &k), PH_OK, "entry names pick one config");
+    ph_module_free(m);
+}
+
+Test(runtime, argument_checks)
+{
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    ph_devptr p = 0x10000;
+    ph_arg good[4] = {ph_tensor1(p, 1024), ph_tensor1(p, 1024), ph_tensor1(p, 1024), ph_f32(2)};
+
+    cr_assert_eq(ph_launch(k, grid1, NULL, good, 3), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd takes 4 arguments, got 3");
+
+    ph_arg kind[4] = {good[0], good[1], good[2], ph_i32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, kind, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: argument 4 (a) must be an f32, got an i32");
+
+    ph_arg dims[4] = {good[0], ph_tensor1(p, 1000), good[2], good[3]};
+    cr_assert_eq(ph_launch(k, grid1, NULL, dims, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: dim N is 1024 in X but 1000 in Y");
+
+    ph_arg null[4] = {good[0], good[1], ph_tensor1(0, 1024), good[3]};
+    cr_assert_eq(ph_launch(k, grid1, NULL, null, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: tensor Z is a null pointer");
+
+    ph_arg aligned[4] = {ph_tensor1(p, 1000), ph_tensor1(p, 1000), ph_tensor1(p, 1000), good[3]};
+    cr_assert_eq(ph_launch(k, grid1, NULL, aligned, 4), PH_ERR_NOT_ELIGIBLE);
+    cr_assert(strstr(ph_last_error(), "promises N % BLOCK == 0") != NULL, "%s", ph_last_error());
+    ph_module_free(m);
+}
+
+Test(runtime, literal_dims_are_checked)
+{
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    ph_arg args[2] = {ph_tensor2(0x10000, 16, 64), ph_tensor2(0x20000, 16, 32)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: tensor B's dim 1 must be 64, got 32");
+    ph_module_free(m);
+}
+
+static void zero_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    (void)user;
+    g[0] = 0;
+}
+
+Test(runtime, empty_grid_is_refused)
+{
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x10000, 1024), ph_tensor1(0x10000, 1024), ph_f32(1)};
+    cr_assert_eq(ph_launch(k, zero_grid, NULL, args, 4), PH_ERR_GRID);
+    cr_assert(strstr(ph_last_error(), "grid 0 x 1 x 1") != NULL, "%s", ph_last_error());
+    ph_module_free(m);
+}
+
+Test(runtime, launch_without_init_is_refused)
+{
+    ph_shutdown();
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x10000, 1024), ph_tensor1(0x10000, 1024), ph_f32(1)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_STATE);
+    cr_assert(strstr(ph_last_error(), "not initialized") != NULL);
+    ph_module_free(m);
+}
