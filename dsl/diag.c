@@ -123,6 +123,11 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...)
         fprintf(d->out, "%s: too many errors; no more are shown\n", d->file ? d->file->path : "phc");
         return;
     }
-    fprintf(d->out, "%s:%d:%d: error: %s\n", d->file ? d->file->path : "<input>", loc.line, loc.col, msg);
+    const char *path = d->file ? d->file->path : "<input>";
+    if (loc.line < 1) {   /* about the whole file (a -D or --kernel that selects nothing) */
+        fprintf(d->out, "%s: error: %s\n", path, msg);
+        return;
+    }
+    fprintf(d->out, "%s:%d:%d: error: %s\n", path, loc.line, loc.col, msg);
     show_line(d->out, d->file, loc);
 }

@@ -1,0 +1,21 @@
+#!/bin/sh
+# gpucheck.sh: every GPU test, run from a build folder made elsewhere (the GPU
+# machine has no LLVM): the example checks on the GPU, the tutorial at the
+# seed's size and at H 4, N_CTX 4096, and the GPU suites. Builds nothing.
+BUILD=${BUILD:-build}
+export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
+status=0
+for e in "$BUILD"/examples/*_check; do
+    name=$(basename "$e" _check)
+    echo "== $name"
+    "$e" "examples/$name/$name.ph" || status=1
+done
+echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
+"$BUILD/examples/attention_check" examples/attention/attention.ph --size 1 4 4096 64 || status=1
+for t in test_gpu test_runtime test_codegen; do
+    echo "== $t"
+    "$BUILD/tests/$t" --jobs 1 || status=1
+done
+[ $status = 0 ] && echo "gpucheck: all passed" || echo "gpucheck: FAILED"
+exit $status

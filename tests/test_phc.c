@@ -1,0 +1,169 @@
+/* test_phc.c: the command line, run as a user runs it: outputs compared
+ * with golden files (the IR of every example, --list, diagnostics), exit
+ * statuses, and no output file when there are errors. */
+#include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#define PHC "build/bin/phc"
+
+/* Runs phc with args; returns the exit status, stdout and stderr in *out, *err. */
+static int phc(const char *args, char **out, char **err)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, PHC " %s > /tmp/phc_test_out.%d 2> /tmp/phc_test_err.%d", args, getpid(), getpid());
+    int st = system(cmd);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/phc_test_out.%d", getpid());
+    if (out) *out = tu_read_file(path);
+    unlink(path);
+    snprintf(path, sizeof path, "/tmp/phc_test_err.%d", getpid());
+    if (err) *err = tu_read_file(path);
+    unlink(path);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void expect_golden(const char *args, const char *golden)
+{
+    char *out, *err;
+    int rc = phc(args, &out, &err);
+    cr_assert_eq(rc, 0, "phc %s: status %d\n%s", args, rc, err);
+    char *want = tu_read_file(golden);
+    cr_assert_not_null(want, "missing golden file %s", golden);
+    cr_expect_str_eq(out, want, "phc %s differs from %s", args, golden);
+    free(out); free(err); free(want);
+}
+
+Test(phc, ir_of_every_example_matches_golden)
+{
+    static const char *const names[] = {"attention", "vecadd", "softmax", "matmul", "layernorm"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        char args[256], golden[256];
+        snprintf(args, sizeof args, "--emit=ir examples/%s/%s.ph", names[i], names[i]);
+        snprintf(golden, sizeof golden, "tests/golden/%s.ir", names[i]);
+        expect_golden(args, golden);
+    }
+}
+
+Test(phc, list_matches_golden) { expect_golden("--list examples/attention/attention.ph", "tests/golden/attention.list"); }
+
+static void expect_errors(const char *file, const char *golden)
+{
+    char args[512], *out, *err;
+    snprintf(args, sizeof args, "--check %s", file);
+    cr_assert_eq(phc(args, &out, &err), 1);
+    char *want = tu_read_file(golden);
+    cr_assert_not_null(want);
+    cr_expect_str_eq(err, want);
+    cr_expect_str_eq(out, "");
+    free(out); free(err); free(want);
+}
+
+Test(phc, syntax_error_is_reported_with_a_caret) { expect_errors("tests/golden/syntax_error.ph", "tests/golden/syntax_error.err"); }
+Test(phc, several_type_errors_in_one_run) { expect_errors("tests/golden/type_errors.ph", "tests/golden/type_errors.err"); }
+
+Test(phc, no_output_file_on_error)
+{
+    char args[512], path[128];
+    snprintf(path, sizeof path, "/tmp/phc_test_o.%d.ir", getpid());
+    unlink(path);
+    snprintf(args, sizeof args, "--emit=ir -o %s tests/golden/type_errors.ph", path);
+    cr_assert_eq(phc(args, NULL, NULL), 1);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "phc wrote %s despite errors", path);
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", path);
+    cr_assert_eq(phc(args, NULL, NULL), 0);
+    char *got = tu_read_file(path), *want = tu_read_file("tests/golden/vecadd.ir");
+    cr_expect_str_eq(got, want);
+    free(got); free(want);
+    unlink(path);
+}
+
+Test(phc, usage_errors_exit_2)
+{
+    char *out, *err;
+    cr_expect_eq(phc("--emit=bogus examples/vecadd/vecadd.ph", &out, &err), 2);
+    cr_expect(strstr(err, "unknown --emit kind 'bogus'") != NULL, "%s", err);
+    free(out); free(err);
+    cr_expect_eq(phc("", &out, &err), 2);
+    cr_expect(strstr(err, "no input file") != NULL, "%s", err);
+    free(out); free(err);
+    cr_expect_eq(phc("/nonexistent.ph", &out, &err), 2);
+    cr_expect(strstr(err, "cannot open /nonexistent.ph") != NULL, "%s", err);
+    free(out); free(err);
+    cr_expect_eq(phc("-D BR examples/vecadd/vecadd.ph", &out, &err), 2);
+    free(out); free(err);
+    cr_expect_eq(phc("--dump-after=nosuchpass examples/vecadd/vecadd.ph", &out, &err), 2);
+    cr_expect(strstr(err, "unknown pass 'nosuchpass'") != NULL, "%s", err);
+    free(out); free(err);
+}
+
+Test(phc, help_and_version)
+{
+    char *out, *err;
+    cr_assert_eq(phc("--help", &out, &err), 0);
+    static const char *const options[] = {"--check", "--emit=", "-o FILE", "--kernel", "-D NAME=VALUE", "--list",
+                                          "--dump-after", "--arch", "-O0", "exit status"};
+    for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+        cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
+    free(out); free(err);
+    cr_assert_eq(phc("--version", &out, &err), 0);
+    cr_expect(!strncmp(out, "phc ", 4));
+    free(out); free(err);
+}
+
+Test(phc, kernel_and_define_restrict_what_is_emitted)
+{
+    char *out, *err;
+    cr_assert_eq(phc("--list -D BLOCK=256 examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "vecadd__BLOCK_256") != NULL && strstr(out, "vecadd__BLOCK_128") == NULL, "%s", out);
+    free(out); free(err);
+    cr_assert_eq(phc("--emit=ir --kernel attn_bwd_delta examples/attention/attention.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "func attn_bwd_delta__D_64__BR_64") != NULL);
+    cr_expect(strstr(out, "attn_fwd") == NULL);
+    free(out); free(err);
+    cr_assert_eq(phc("--list -D BLOCK=64 examples/vecadd/vecadd.ph", &out, &err), 1);
+    cr_expect(strstr(err, "select no config") != NULL, "%s", err);
+    free(out); free(err);
+}
+
+Test(phc, tokens_ast_and_dump_after)
+{
+    char *out, *err;
+    cr_assert_eq(phc("--emit=tokens examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "INDENT") != NULL && strstr(out, "NAME vecadd") != NULL, "%.400s", out);
+    free(out); free(err);
+    cr_assert_eq(phc("--emit=ast examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "vecadd") != NULL);
+    free(out); free(err);
+    cr_assert_eq(phc("--dump-after=fold examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "func vecadd__BLOCK_128") != NULL);
+    free(out); free(err);
+}
+
+Test(phc, ptx_llvm_and_readable_O0)
+{
+    char *out, *err;
+    cr_assert_eq(phc("--emit=ptx examples/attention/attention.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, ".entry attn_fwd__D_64__BR_32__BC_32(") != NULL);
+    cr_expect(strstr(out, ".target sm_90") != NULL);
+    free(out); free(err);
+    cr_assert_eq(phc("--arch=sm_80 -O0 --emit=ptx examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, ".target sm_80") != NULL);
+    free(out); free(err);
+    cr_assert_eq(phc("-O0 --emit=llvm examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, "define ptx_kernel void @vecadd__BLOCK_128(") != NULL, "%.300s", out);
+    free(out); free(err);
+}
+
+Test(phc, cubin_through_ptxas)
+{
+    if (access("/usr/local/cuda/bin/ptxas", X_OK)) cr_skip_test("ptxas not in /usr/local/cuda/bin: no cubin");
+    char *out, *err;
+    cr_assert_eq(phc("--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect(!memcmp(out, "\177ELF", 4), "a cubin is an ELF file");
+    free(out); free(err);
+}
