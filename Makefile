@@ -35,7 +35,7 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
+.PHONY: docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -98,7 +98,16 @@ $(BUILD)/examples/%: $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
-build-tests: $(TESTS) $(EXAMPLES) $(PHC)
+# The embedding example of docs/runtime.md, extracted, compiled and run.
+$(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos.so
+	@mkdir -p $(dir $@)
+	sed -n '/^```c$$/,/^```$$/p' $< | sed '1d;$$d' > $@.c
+	$(CC) -std=c11 -Wall -Wextra -Werror -Iruntime/include $@.c -o $@ $(LDFLAGS) $(LINK_PHOBOS) -lm
+
+docs-check: $(BUILD)/docs/embed
+	$(BUILD)/docs/embed
+
+build-tests: $(TESTS) $(EXAMPLES) $(PHC) $(BUILD)/docs/embed
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
@@ -133,6 +142,7 @@ check: deps
 	$(MAKE) all
 	$(MAKE) test
 	$(MAKE) examples-check
+	$(MAKE) docs-check
 	$(MAKE) sanitize
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,

@@ -13,6 +13,8 @@ for e in "$BUILD"/examples/*_check; do
 done
 echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 "$BUILD/examples/attention_check" examples/attention/attention.ph --size 1 4 4096 64 || status=1
+echo "== docs/runtime.md embedding example"
+"$BUILD/docs/embed" || status=1
 for t in test_gpu test_runtime test_codegen; do
     echo "== $t"
     "$BUILD/tests/$t" --jobs 1 || status=1

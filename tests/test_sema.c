@@ -226,7 +226,7 @@ Test(configs, defines_errors)
     SemaOptions opt = {.ndefines = 1, .define_names = dn, .define_values = dv};
     char *diags;
     cr_assert_null(lower(TUNED, &opt, &diags));
-    cr_assert_str_eq(diags, "t.ph:0:0: error: -D Z=4: no selected kernel has a meta-parameter named 'Z'\n");
+    cr_assert_str_eq(diags, "t.ph: error: -D Z=4: no selected kernel has a meta-parameter named 'Z'\n");
     free(diags);
     dn[0] = "B";
     dv[0] = 7;
@@ -235,7 +235,7 @@ Test(configs, defines_errors)
     free(diags);
     SemaOptions o2 = {.kernel = "nope"};
     cr_assert_null(lower(TUNED, &o2, &diags));
-    cr_assert_str_eq(diags, "t.ph:0:0: error: no kernel named 'nope'\n");
+    cr_assert_str_eq(diags, "t.ph: error: no kernel named 'nope'\n");
     free(diags);
 }
 
