@@ -35,7 +35,7 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
+.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -107,7 +107,7 @@ $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos
 docs-check: $(BUILD)/docs/embed
 	$(BUILD)/docs/embed
 
-build-tests: $(TESTS) $(EXAMPLES) $(PHC) $(BUILD)/docs/embed
+build-tests: $(TESTS) $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
@@ -144,11 +144,94 @@ check: deps
 	$(MAKE) examples-check
 	$(MAKE) docs-check
 	$(MAKE) sanitize
+	$(MAKE) fuzz-regress
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.
 sanitize:
 	$(MAKE) BUILD=build/san CFLAGS="-O1 -g $(SAN_FLAGS)" LDFLAGS="$(SAN_FLAGS)" all test examples-check
+
+# ---- fuzzing (tests/fuzz/) ----
+# Two libFuzzer targets built with clang's fuzzer, AddressSanitizer and
+# UndefinedBehaviorSanitizer: fuzz_frontend (lex, parse, sema, passes with
+# the verifier, IR round trip) and fuzz_codegen (the same, then LLVM IR).
+#   make fuzz FUZZ_SECONDS=N   fuzz both at once for N seconds each; new
+#                              inputs go to build/fuzz/corpus-*, findings to
+#                              build/fuzz/artifacts/ (then: fix, and add the
+#                              input to tests/fuzz/regressions/)
+#   make fuzz-regress          run both once over the seed corpus and the
+#                              regressions, without fuzzing (part of make check)
+FUZZ_CC       ?= clang
+FUZZ_PACKAGES  = clang libclang-rt-14-dev
+FUZZ_SECONDS  ?= 60
+FUZZ_DIR       = build/fuzz
+FUZZ_SAN       = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS    = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime/include -Itests/fuzz \
+                 -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)
+FUZZ_OBJS      = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(LIB_SRCS)) $(FUZZ_DIR)/obj/gen/lexer.o
+FUZZ_TARGETS   = $(FUZZ_DIR)/fuzz_frontend $(FUZZ_DIR)/fuzz_codegen
+# Each input gets 5 s and 2 GB; real programs fit in 8 kB.
+FUZZ_OPTS      = -timeout=5 -rss_limit_mb=2048 -max_len=8192 -dict=tests/fuzz/phobos.dict -print_final_stats=1
+export UBSAN_OPTIONS
+
+fuzz-deps:
+	@missing=""; for p in $(FUZZ_PACKAGES); do \
+	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+$(FUZZ_DIR)/gen/lexer.c: dsl/lexer.re
+	@mkdir -p $(dir $@)
+	re2c -W --no-generation-date -o $@ $<
+
+$(FUZZ_DIR)/obj/gen/lexer.o: $(FUZZ_DIR)/gen/lexer.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_DIR)/obj/compiler/codegen.o: compiler/codegen.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LLVM_INC) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_frontend: tests/fuzz/fuzz_frontend.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ -lm
+
+$(FUZZ_DIR)/fuzz_codegen: tests/fuzz/fuzz_codegen.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS) $(FUZZ_DIR)/obj/compiler/codegen.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) $(FUZZ_DIR)/obj/compiler/codegen.o -o $@ $(LLVM_LIBS) -lm
+
+fuzz-build: fuzz-deps
+	$(MAKE) $(FUZZ_TARGETS)
+
+fuzz: fuzz-build
+	@mkdir -p $(FUZZ_DIR)/artifacts
+	@status=0; pids=""; for t in frontend codegen; do \
+	    mkdir -p $(FUZZ_DIR)/corpus-$$t; \
+	    $(FUZZ_DIR)/fuzz_$$t $(FUZZ_OPTS) -max_total_time=$(FUZZ_SECONDS) \
+	        -artifact_prefix=$(FUZZ_DIR)/artifacts/$$t- \
+	        $(FUZZ_DIR)/corpus-$$t tests/fuzz/corpus tests/fuzz/regressions > $(FUZZ_DIR)/$$t.log 2>&1 & \
+	    pids="$$pids $$!"; \
+	done; \
+	for p in $$pids; do wait $$p || status=1; done; \
+	for t in frontend codegen; do \
+	    echo "== fuzz_$$t ($(FUZZ_DIR)/$$t.log)"; \
+	    grep -E '^#[0-9]+.*(DONE|INITED)|ERROR|SUMMARY|^stat::' $(FUZZ_DIR)/$$t.log | tail -12; \
+	done; exit $$status
+
+# Every seed and every past finding, once through each target.
+fuzz-regress: fuzz-build
+	@status=0; for t in frontend codegen; do \
+	    echo "== fuzz_$$t over tests/fuzz/corpus and tests/fuzz/regressions"; \
+	    $(FUZZ_DIR)/fuzz_$$t -timeout=5 -rss_limit_mb=2048 $$(find tests/fuzz/corpus tests/fuzz/regressions -type f | sort) \
+	        > $(FUZZ_DIR)/regress-$$t.log 2>&1 || { status=1; tail -40 $(FUZZ_DIR)/regress-$$t.log; }; \
+	    grep -c '^Executed' $(FUZZ_DIR)/regress-$$t.log | sed 's/$$/ inputs/'; \
+	done; exit $$status
 
 demo: deps
 	$(MAKE) all
@@ -156,8 +239,13 @@ demo: deps
 	$(PHC) --list examples/attention/attention.ph
 	$(MAKE) attention-check
 
-bench: $(BUILD)/bench/frontend_bench
-	$(BUILD)/bench/frontend_bench examples/attention/attention.ph
+# Runs what the build made (so it also runs on the GPU machine): make all build-tests first.
+bench:
+	BUILD=$(BUILD) sh bench/run.sh
+
+$(BUILD)/bench/attention_bench: bench/attention_bench.c $(BUILD)/libphobos.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
