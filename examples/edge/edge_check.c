@@ -12,7 +12,7 @@
  *
  * Attention cases, each causal and not, at N_CTX 64 and 128 (the causal
  * tutorial inputs also at 1024): rows whose only unmasked key is key 0,
- * one-hot rows (every score but one 512 below it), scores of +-1e3 that
+ * one-hot rows (every score but one at least 512 below it), scores of ~1e3 that
  * overflow a naive exp, exact ties at +-512, a running max that jumps by
  * ~1e3 from key block to key block (and falls), and a NaN or inf in q, an
  * inf in k (scores of +inf in some rows and -inf in others) and +-inf in v.
