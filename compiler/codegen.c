@@ -5,16 +5,21 @@
  * threads agree on every scalar and every branch (scalars are computed
  * redundantly by every thread), so barriers are always reached by all.
  *
- * Layout: a tile of E elements in a block of T threads is spread
- * round-robin: element e (row-major) lives in thread e % T, register slot
- * e / T. Ops on equal shapes (elementwise, convert, select) are therefore
- * local to a thread. Ops that move elements between threads (broadcast,
- * transpose, reduce, dot) go through one shared-memory scratch area:
- * barrier, write, barrier, read. Dots under @ph.tensorcore whose shapes
- * the m16n8k16 instruction tiles run on the tensor cores (operands in
- * shared memory as f16/bf16, ldmatrix, mma.sync, f32 accumulate); the rest
- * use FMA. */
+ * Each tile value lives in the layout the layout pass (layout.c) chose: a
+ * thread holds its slots as LLVM values, named by compile-time slot
+ * numbers, so no register array is indexed at run time. Values without a
+ * layout (splat, iota, broadcast and elementwise ops over those) are
+ * materialized in the layout of their user. Where a value is wanted in
+ * another layout it is converted through shared memory (barrier, write,
+ * barrier, read), except that broadcasting a SLICE back over its parent
+ * and reloading a tensor the kernel never writes need no exchange.
+ * Reductions run in registers, then across lanes with shfl.sync.bfly, then
+ * across warps through shared memory. Tensor-core dots write their
+ * operands to shared memory as 16-bit elements (rows padded by 16 bytes so
+ * ldmatrix has no bank conflicts), load fragments with ldmatrix and leave
+ * their result in the MMA layout's registers. */
 #include "codegen.h"
+#include "layout.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -25,23 +30,30 @@
 #include <string.h>
 
 typedef struct {
-    LLVMValueRef *v;   /* nslots values; scalars have one */
+    LLVMValueRef *v;     /* one value per slot; scalars have one */
     int n;
+    const Layout *lay;   /* NULL for scalars */
 } Slots;
+
+typedef struct { ValueId v; Slots s; } Cached;
 
 typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
     LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tptr1, tptr3;
-    LLVMTypeRef tv2f16, tv2bf16;
+    LLVMTypeRef tv2f16;
     const IrFunc *f;
     LLVMValueRef fn;
     int T;                       /* threads */
-    LLVMValueRef tid;
-    Slots *vals;                 /* by ValueId */
+    LLVMValueRef tid, warp, lane;
+    Slots *vals;                 /* by ValueId: the value in its own layout */
+    VEC(Cached) cache;           /* the value in other layouts, innermost block last */
+    LayoutTable *layouts;
+    LayoutPlan plan;
+    bool *stored;                /* by param: the kernel stores to this tensor */
     LLVMValueRef *tensor_ptr, *tensor_dim0, *tensor_dim1, *scalar;   /* by param */
-    LLVMValueRef smem;           /* [smem_words x i32] addrspace(3) */
+    LLVMValueRef smem;           /* placeholder for the scratch area, sized at the end */
     int64_t smem_words;
     LLVMBasicBlockRef exit_bb;
     char *err; size_t errlen;
@@ -93,6 +105,12 @@ static void barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
 
 static LLVMBasicBlockRef new_bb(Cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 
+static LLVMValueRef add(Cg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(c->b, a, b, ""); }
+static LLVMValueRef mul(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildMul(c->b, a, i32c(c, k), ""); }
+static LLVMValueRef udiv(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildUDiv(c->b, a, i32c(c, k), ""); }
+static LLVMValueRef urem(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildURem(c->b, a, i32c(c, k), ""); }
+static LLVMValueRef and1(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : LLVMBuildAnd(c->b, a, b, ""); }
+
 /* float view of a value for arithmetic: f16/bf16 widen to f32 */
 static LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
 {
@@ -109,7 +127,7 @@ static LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
     return v;
 }
 
-/* 32-bit word for shared memory: every dtype is held as one i32 word */
+/* every dtype travels through shared memory as one 32-bit word */
 static LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt)
 {
     switch (dt) {
@@ -128,50 +146,23 @@ static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
     }
 }
 
-static LLVMValueRef smem_addr(Cg *c, LLVMValueRef word_index)
+/* The scratch area: words, or 16-bit halves for tensor-core operands. */
+static void smem_need(Cg *c, int64_t words) { if (words > c->smem_words) c->smem_words = words; }
+
+static LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
 {
-    LLVMValueRef idx[2] = {i32c(c, 0), word_index};
-    return LLVMBuildInBoundsGEP2(c->b, LLVMArrayType2(c->ti32, (uint64_t)c->smem_words), c->smem, idx, 2, "");
+    return LLVMBuildInBoundsGEP2(c->b, c->ti32, c->smem, &index, 1, "");
 }
 
-static void smem_store(Cg *c, LLVMValueRef word_index, LLVMValueRef w)
+static void smem_store(Cg *c, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, index)); }
+static LLVMValueRef smem_load(Cg *c, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, index), ""); }
+
+static LLVMValueRef smem_half_ptr(Cg *c, LLVMValueRef index)
 {
-    LLVMBuildStore(c->b, w, smem_addr(c, word_index));
+    return LLVMBuildInBoundsGEP2(c->b, c->ti16, c->smem, &index, 1, "");
 }
 
-static LLVMValueRef smem_load(Cg *c, LLVMValueRef word_index)
-{
-    return LLVMBuildLoad2(c->b, c->ti32, smem_addr(c, word_index), "");
-}
-
-/* ---- the round-robin layout ---- */
-
-static int nslots(Cg *c, IrType t)
-{
-    if (t.rank == 0) return 1;
-    int64_t e = ir_numel(t);
-    return (int)((e + c->T - 1) / c->T);
-}
-
-static LLVMValueRef elem_of_slot(Cg *c, int s) { return LLVMBuildAdd(c->b, i32c(c, (int64_t)s * c->T), c->tid, ""); }
-
-/* Whether slot s holds an element in this thread: constant true unless the
- * tile's last slot is partly filled. */
-static LLVMValueRef slot_valid(Cg *c, IrType t, int s)
-{
-    int64_t e = ir_numel(t);
-    if ((int64_t)(s + 1) * c->T <= e) return NULL;   /* always valid */
-    return LLVMBuildICmp(c->b, LLVMIntULT, elem_of_slot(c, s), i32c(c, e), "");
-}
-
-static void elem_rc(Cg *c, IrType t, LLVMValueRef e, LLVMValueRef *row, LLVMValueRef *col)
-{
-    int cols = ir_cols(t);
-    *row = LLVMBuildUDiv(c->b, e, i32c(c, cols), "");
-    *col = LLVMBuildURem(c->b, e, i32c(c, cols), "");
-}
-
-/* Runs body only where cond holds (cond NULL: always). */
+/* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;
 static Guard guard_begin(Cg *c, LLVMValueRef cond)
 {
@@ -191,77 +182,661 @@ static void guard_end(Cg *c, Guard g)
     LLVMPositionBuilderAtEnd(c->b, g.done);
 }
 
-/* Writes every element of tile v to the scratch area at base + its
- * row-major index (preceded by a barrier, so earlier readers are done). */
-static void tile_to_smem(Cg *c, ValueId v, int64_t base)
+static Slots new_slots(int n, const Layout *lay)
 {
-    IrType t = ir_vtype(c->f, v);
-    Slots *sl = &c->vals[v];
+    Slots s = {xcalloc((size_t)(n ? n : 1), sizeof(LLVMValueRef)), n, lay};
+    return s;
+}
+
+/* ---- where a slot lives ---- */
+
+typedef struct {
+    LLVMValueRef row, col;   /* i32 */
+    LLVMValueRef valid;      /* i1, or NULL: always */
+    LLVMValueRef owner;      /* i1, or NULL: this slot is the one copy that writes */
+} SlotPos;
+
+static SlotPos slot_pos(Cg *c, const Layout *l, int s)
+{
+    SlotPos p = {NULL, NULL, NULL, NULL};
+    switch (l->kind) {
+    case LAY_BLOCKED: {
+        int lanes_r = 32 / l->tc, ctar = lanes_r * l->wr, ctac = l->v * l->tc * l->wc;
+        int reps_c = (l->cols + ctac - 1) / ctac;
+        int j = s % l->v, rc = (s / l->v) % reps_c, rr = s / l->v / reps_c;
+        LLVMValueRef wr_i = udiv(c, c->warp, l->wc), wc_i = urem(c, c->warp, l->wc);
+        LLVMValueRef lr = udiv(c, c->lane, l->tc), lc = urem(c, c->lane, l->tc);
+        p.row = add(c, i32c(c, (int64_t)rr * ctar), add(c, mul(c, wr_i, lanes_r), lr));
+        p.col = add(c, i32c(c, (int64_t)rc * ctac + j), add(c, mul(c, wc_i, (int64_t)l->v * l->tc), mul(c, lc, l->v)));
+        if ((int64_t)(rr + 1) * ctar > l->rows) p.valid = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
+        if ((int64_t)(rc + 1) * ctac > l->cols)
+            p.valid = and1(c, p.valid, LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), ""));
+        break;
+    }
+    case LAY_MMA: {
+        int i = s % 4, in = (s / 4) % l->tn, im = s / 4 / l->tn;
+        LLVMValueRef active = l->wm * l->wn < c->T / 32 ? LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, l->wm * l->wn), "") : NULL;
+        /* idle warps compute a copy of warp 0's slots and never write */
+        LLVMValueRef w = active ? LLVMBuildSelect(c->b, active, c->warp, i32c(c, 0), "") : c->warp;
+        LLVMValueRef wm_i = udiv(c, w, l->wn), wn_i = urem(c, w, l->wn);
+        LLVMValueRef g = udiv(c, c->lane, 4), t4 = urem(c, c->lane, 4);
+        p.row = add(c, add(c, mul(c, wm_i, (int64_t)l->tm * 16), i32c(c, (int64_t)im * 16 + 8 * (i >> 1))), g);
+        p.col = add(c, add(c, mul(c, wn_i, (int64_t)l->tn * 8), i32c(c, (int64_t)in * 8 + (i & 1))), mul(c, t4, 2));
+        p.valid = active;
+        break;
+    }
+    case LAY_SLICE: {
+        SlotPos q = slot_pos(c, l->parent, s);
+        const Layout *pl = l->parent;
+        p.valid = q.valid;
+        LLVMValueRef own = q.owner;
+        /* of the copies of an element, the one in the first lane, warp and slot along the reduced axis */
+        if (pl->kind == LAY_MMA) {
+            int i = s % 4, in = (s / 4) % pl->tn, im = s / 4 / pl->tn;
+            if (l->axis == 1) {
+                if (in != 0 || (i & 1)) own = LLVMConstInt(c->ti1, 0, 0);
+                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), ""),
+                                          LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->warp, pl->wn), i32c(c, 0), "")));
+            } else {
+                if (im != 0 || (i >> 1)) own = LLVMConstInt(c->ti1, 0, 0);
+                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), ""),
+                                          LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wn), "")));
+            }
+        } else if (pl->kind == LAY_BLOCKED) {
+            int lanes_r = 32 / pl->tc, ctac = pl->v * pl->tc * pl->wc, reps_c = (pl->cols + ctac - 1) / ctac;
+            int j = s % pl->v, rc = (s / pl->v) % reps_c, rr = s / pl->v / reps_c;
+            if (l->axis == 1) {
+                if (j != 0 || rc != 0) own = LLVMConstInt(c->ti1, 0, 0);
+                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, pl->tc), i32c(c, 0), ""),
+                                          LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->warp, pl->wc), i32c(c, 0), "")));
+            } else {
+                (void)lanes_r;
+                if (rr != 0) own = LLVMConstInt(c->ti1, 0, 0);
+                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, pl->tc), ""),
+                                          LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wc), "")));
+            }
+        } else {
+            own = LLVMConstInt(c->ti1, s == 0, 0);   /* slices of slices: not produced by the layout pass */
+        }
+        p.owner = own;
+        p.row = l->axis == 1 ? q.row : i32c(c, 0);
+        p.col = l->axis == 1 ? i32c(c, 0) : q.col;
+        break;
+    }
+    }
+    return p;
+}
+
+/* Writes every element of s to the scratch area at base + row * cols + col
+ * (after a barrier, so earlier readers are done). */
+static void slots_to_smem(Cg *c, const Slots *s, DType dt, int64_t base)
+{
+    const Layout *l = s->lay;
+    smem_need(c, base + (int64_t)l->rows * l->cols);
     barrier(c);
-    for (int s = 0; s < sl->n; s++) {
-        Guard g = guard_begin(c, slot_valid(c, t, s));
-        LLVMValueRef w = t.rank == 0 ? to_word(c, sl->v[0], t.dt) : to_word(c, sl->v[s], t.dt);
-        LLVMValueRef e = t.rank == 0 ? i32c(c, 0) : elem_of_slot(c, s);
-        smem_store(c, LLVMBuildAdd(c->b, e, i32c(c, base), ""), w);
+    for (int k = 0; k < s->n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        smem_store(c, add(c, add(c, mul(c, p.row, l->cols), p.col), i32c(c, base)), to_word(c, s->v[k], dt));
         guard_end(c, g);
     }
 }
 
-static Slots new_slots(Cg *c, int n)
+/* Reads a tile in layout l from the scratch area; index(row, col) gives the
+ * word. Slots that hold nothing read word base (in bounds, ignored). */
+typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
+
+static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, const void *ctx)
 {
-    Slots s = {xcalloc((size_t)n, sizeof(LLVMValueRef)), n};
-    (void)c;
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef w = index(c, p.row, p.col, ctx);
+        if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
+        out.v[k] = from_word(c, smem_load(c, w), dt);
+    }
+    return out;
+}
+
+typedef struct { int64_t cols, base; } RowMajor;
+
+static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    const RowMajor *m = ctx;
+    return add(c, add(c, mul(c, row, m->cols), col), i32c(c, m->base));
+}
+
+/* ---- values in layouts ---- */
+
+static IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
+static bool is_tile(Cg *c, ValueId v) { return vtype(c, v).rank > 0; }
+
+static const Layout *default_layout(Cg *c, IrType t)
+{
+    int bytes = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
+    return layout_blocked(c->layouts, ir_rows(t), ir_cols(t), c->T, bytes);
+}
+
+/* The layout a value is emitted in: its planned one, else (values
+ * materialized where used) the default for its shape. */
+static const Layout *home_layout(Cg *c, ValueId v)
+{
+    return c->plan.of[v] ? c->plan.of[v] : default_layout(c, vtype(c, v));
+}
+
+static Slots get(Cg *c, ValueId v, const Layout *l);
+
+static bool never_stored(Cg *c, int param) { return !c->stored[param]; }
+
+static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
+
+/* Converts s (value v) to layout l. */
+static Slots convert_layout(Cg *c, ValueId v, const Slots *s, const Layout *l)
+{
+    const IrOp *def = c->f->values[v].def;
+    /* a tensor the kernel never writes can be read again in the new layout */
+    if (def && def->kind == OP_LOAD && never_stored(c, def->param)) return emit_load_in(c, def, l);
+    DType dt = vtype(c, v).dt;
+    slots_to_smem(c, s, dt, 0);
+    barrier(c);
+    RowMajor m = {l->cols, 0};
+    return slots_from_smem(c, l, dt, row_major_index, &m);
+}
+
+static Slots materialize(Cg *c, ValueId v, const Layout *l);
+
+static Slots cache_find(Cg *c, ValueId v, const Layout *l)
+{
+    for (int i = c->cache.len - 1; i >= 0; i--)
+        if (c->cache.data[i].v == v && c->cache.data[i].s.lay == l) return c->cache.data[i].s;
+    return (Slots){NULL, 0, NULL};
+}
+
+static Slots get(Cg *c, ValueId v, const Layout *l)
+{
+    Slots *own = &c->vals[v];
+    if (!is_tile(c, v) || (own->v && own->lay == l)) return *own;
+    Slots s = cache_find(c, v, l);
+    if (s.v) return s;
+    s = own->v ? convert_layout(c, v, own, l) : materialize(c, v, l);
+    vec_push(&c->cache, ((Cached){v, s}));
     return s;
 }
 
-/* ---- shared memory need, computed before code is emitted ---- */
-
-static bool dot_on_tensorcores(const IrFunc *f, const IrOp *op)
+/* Forgets conversions made inside a block when the block ends: they do
+ * not dominate what follows. */
+static void cache_truncate(Cg *c, int len)
 {
-    if (!f->tensorcore) return false;
-    IrType a = ir_vtype(f, op->args[0]), b = ir_vtype(f, op->args[1]);
-    if (a.dt != b.dt || (a.dt != DT_F16 && a.dt != DT_BF16)) return false;
-    int M = a.shape[0], K = a.shape[1];
-    int N = op->flags & DOT_TRANS_B ? b.shape[0] : b.shape[1];
-    return M % 16 == 0 && N % 8 == 0 && K % 16 == 0;
+    while (c->cache.len > len) free(c->cache.data[--c->cache.len].s.v);
 }
 
-static int64_t op_smem_words(const IrFunc *f, const IrOp *op)
+static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b);
+static LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a);
+static LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b);
+static LLVMValueRef convert(Cg *c, LLVMValueRef v, DType from, DType to);
+
+static LLVMValueRef elementwise(Cg *c, const IrOp *op, DType in, DType out, LLVMValueRef *a)
 {
     switch (op->kind) {
-    case OP_BROADCAST: case OP_TRANSPOSE: case OP_REDUCE:
-        return ir_numel(ir_vtype(f, op->args[0]));
-    case OP_DOT: {
-        int64_t na = ir_numel(ir_vtype(f, op->args[0])), nb = ir_numel(ir_vtype(f, op->args[1]));
-        int64_t nc = ir_numel(ir_vtype(f, op->res[0]));
-        if (dot_on_tensorcores(f, op)) return (na + nb + 1) / 2 + 8 + nc;
-        return na + nb;
-    }
-    default: return 0;
+    case OP_UNARY: return scalar_unop(c, op->sub, in, a[0]);
+    case OP_BINARY: return scalar_binop(c, op->sub, in, a[0], a[1]);
+    case OP_CMP: return scalar_cmp(c, op->sub, in, a[0], a[1]);
+    case OP_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
+    case OP_CONVERT: return convert(c, a[0], in, out);
+    default: return a[0];
     }
 }
 
-static int64_t block_smem_words(const IrFunc *f, const IrBlock *blk)
+static DType operand_dtype(Cg *c, const IrOp *op)
 {
-    int64_t need = 0;
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *op = blk->ops[i];
-        int64_t n = op_smem_words(f, op);
-        if (op->body) { int64_t m = block_smem_words(f, op->body); if (m > n) n = m; }
-        if (op->els) { int64_t m = block_smem_words(f, op->els); if (m > n) n = m; }
-        if (n > need) need = n;
-    }
-    return need;
+    return vtype(c, op->args[op->kind == OP_SELECT ? 1 : 0]).dt;
 }
 
-/* ---- ops ---- */
-
-static LLVMValueRef sreg(Cg *c, const char *what, int axis)
+/* Builds value v (an op without a layout of its own) in layout l. */
+static Slots materialize(Cg *c, ValueId v, const Layout *l)
 {
-    char name[64];
-    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", what, "xyz"[axis]);
-    return call0(c, name, c->ti32);
+    const IrOp *op = c->f->values[v].def;
+    IrType t = vtype(c, v);
+    int n = layout_nslots(l);
+    Slots out = new_slots(n, l);
+    switch (op->kind) {
+    case OP_SPLAT:
+        for (int k = 0; k < n; k++) out.v[k] = c->vals[op->args[0]].v[0];
+        break;
+    case OP_IOTA:
+        for (int k = 0; k < n; k++) {
+            SlotPos p = slot_pos(c, l, k);
+            out.v[k] = t.rank == 2 && op->axis == 0 ? p.row : p.col;
+        }
+        break;
+    case OP_BROADCAST: {
+        ValueId src = op->args[0];
+        IrType st = vtype(c, src);
+        int r0 = ir_rows(st), c0 = ir_cols(st);
+        Slots s;
+        if (r0 == l->rows && c0 == l->cols) s = get(c, src, l);
+        else if (r0 == l->rows && c0 == 1 && l->kind != LAY_SLICE) s = get(c, src, layout_slice(c->layouts, l, 1));
+        else if (r0 == 1 && c0 == l->cols && l->kind != LAY_SLICE) s = get(c, src, layout_slice(c->layouts, l, 0));
+        else {
+            /* anything else: through shared memory, reading the stretched element */
+            Slots home = get(c, src, home_layout(c, src));
+            slots_to_smem(c, &home, st.dt, 0);
+            barrier(c);
+            Slots g = new_slots(n, l);
+            for (int k = 0; k < n; k++) {
+                SlotPos p = slot_pos(c, l, k);
+                LLVMValueRef r = r0 == 1 ? i32c(c, 0) : p.row, cl = c0 == 1 ? i32c(c, 0) : p.col;
+                LLVMValueRef w = add(c, mul(c, r, c0), cl);
+                if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
+                g.v[k] = from_word(c, smem_load(c, w), st.dt);
+            }
+            free(out.v);
+            return g;
+        }
+        for (int k = 0; k < n; k++) out.v[k] = s.v[k];
+        break;
+    }
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
+        Slots args[3];
+        for (int i = 0; i < op->nargs && i < 3; i++) args[i] = get(c, op->args[i], l);
+        DType in = operand_dtype(c, op);
+        for (int k = 0; k < n; k++) {
+            LLVMValueRef a[3];
+            for (int i = 0; i < op->nargs && i < 3; i++) a[i] = args[i].n == 1 && !args[i].lay ? args[i].v[0] : args[i].v[k];
+            out.v[k] = elementwise(c, op, in, t.dt, a);
+        }
+        break;
+    }
+    default:
+        cg_fail(c, op, "internal error: no way to build this value in another layout");
+        for (int k = 0; k < n; k++) out.v[k] = LLVMGetUndef(dtype_ty(c, t.dt));
+        break;
+    }
+    return out;
 }
+
+/* ---- memory ---- */
+
+/* The element (row, col) of the window at slot position p: its offset in
+ * the tensor (i64) and whether it lies inside. */
+static void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb)
+{
+    const IrParam *prm = &c->f->params[op->param];
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef ok;
+    if (prm->rank == 1) {
+        LLVMValueRef cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.col, c->ti64, ""), "");
+        ok = LLVMBuildICmp(B, LLVMIntULT, cl, d0, "");   /* unsigned: negative is out */
+        *offset = cl;
+    } else {
+        LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.row, c->ti64, ""), "");
+        LLVMValueRef cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.col, c->ti64, ""), "");
+        ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, r, d0, ""), LLVMBuildICmp(B, LLVMIntULT, cl, d1, ""), "");
+        *offset = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), cl, "");
+    }
+    *inb = p.valid ? LLVMBuildAnd(B, ok, p.valid, "") : ok;
+}
+
+/* Loads without branches: an element outside the tensor reads element 0
+ * (which exists: dims are at least 1) and is replaced by zero. */
+static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+{
+    IrType t = vtype(c, op->res[0]);
+    LLVMTypeRef et = dtype_ty(c, t.dt);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        LLVMValueRef off, inb;
+        window_elem(c, op, slot_pos(c, l, k), &off, &inb);
+        off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, et, ptr, "");
+        out.v[k] = LLVMBuildSelect(c->b, inb, v, LLVMConstNull(et), "");
+    }
+    return out;
+}
+
+static void emit_store(Cg *c, const IrOp *op)
+{
+    const IrParam *prm = &c->f->params[op->param];
+    ValueId val = op->args[op->nargs - 1];
+    LLVMTypeRef et = dtype_ty(c, prm->dt);
+    const Layout *l = is_tile(c, val) ? home_layout(c, val) : NULL;
+    if (!l) {
+        /* a scalar stored to a one-element window (sema broadcasts tiles) */
+        cg_fail(c, op, "internal error: scalar store");
+        return;
+    }
+    Slots s = get(c, val, l);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef off, inb;
+        window_elem(c, op, p, &off, &inb);
+        Guard g = guard_begin(c, and1(c, inb, p.owner));
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMBuildStore(c->b, s.v[k], ptr);
+        guard_end(c, g);
+    }
+}
+
+/* ---- reductions ---- */
+
+static LLVMValueRef shfl_xor(Cg *c, LLVMValueRef v, int mask, bool isint)
+{
+    LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
+    LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
+    LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, mask), i32c(c, 31)};
+    return call(c, isint ? "llvm.nvvm.shfl.sync.bfly.i32" : "llvm.nvvm.shfl.sync.bfly.f32", ty, 4, pts, args);
+}
+
+static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
+{
+    if (isint) return i32c(c, r == RED_SUM ? 0 : r == RED_MAX ? INT32_MIN : INT32_MAX);
+    return f32c(c, r == RED_SUM ? 0.0 : r == RED_MAX ? -__builtin_inf() : __builtin_inf());
+}
+
+static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a, LLVMValueRef b)
+{
+    IrBinop op = r == RED_SUM ? BIN_ADD : r == RED_MAX ? BIN_MAX : BIN_MIN;
+    return scalar_binop(c, op, isint ? DT_I32 : DT_F32, a, b);
+}
+
+/* Which group of a thread's slots shares one output element, and the
+ * lanes and warps that share it, for reducing layout l along axis. */
+typedef struct { int ngroups; int *group; int lane_masks[5], nmasks; int nwarps; LLVMValueRef warp_index; } ReducePlan;
+
+static ReducePlan reduce_plan(Cg *c, const Layout *l, int axis)
+{
+    ReducePlan rp = {0, xcalloc((size_t)layout_nslots(l), sizeof(int)), {0}, 0, 1, NULL};
+    int n = layout_nslots(l);
+    if (l->kind == LAY_MMA) {
+        for (int s = 0; s < n; s++) {
+            int i = s % 4, in = (s / 4) % l->tn, im = s / 4 / l->tn;
+            rp.group[s] = axis == 1 ? im * 2 + (i >> 1) : in * 2 + (i & 1);
+        }
+        rp.ngroups = axis == 1 ? l->tm * 2 : l->tn * 2;
+        if (axis == 1) { rp.lane_masks[0] = 1; rp.lane_masks[1] = 2; rp.nmasks = 2; rp.nwarps = l->wn; rp.warp_index = urem(c, c->warp, l->wn); }
+        else { rp.lane_masks[0] = 4; rp.lane_masks[1] = 8; rp.lane_masks[2] = 16; rp.nmasks = 3; rp.nwarps = l->wm; rp.warp_index = udiv(c, c->warp, l->wn); }
+    } else {
+        int ctac = l->v * l->tc * l->wc, reps_c = (l->cols + ctac - 1) / ctac;
+        for (int s = 0; s < n; s++) {
+            int j = s % l->v, rc = (s / l->v) % reps_c, rr = s / l->v / reps_c;
+            rp.group[s] = axis == 1 ? rr : rc * l->v + j;
+        }
+        rp.ngroups = axis == 1 ? n / (l->v * reps_c) : reps_c * l->v;
+        if (axis == 1) {
+            for (int m = 1; m < l->tc; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+            rp.nwarps = l->wc;
+            rp.warp_index = urem(c, c->warp, l->wc);
+        } else {
+            for (int m = l->tc; m < 32; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+            rp.nwarps = l->wr;
+            rp.warp_index = udiv(c, c->warp, l->wc);
+        }
+    }
+    return rp;
+}
+
+static void emit_reduce(Cg *c, const IrOp *op)
+{
+    ValueId src = op->args[0];
+    IrType st = vtype(c, src), t = vtype(c, op->res[0]);
+    const Layout *out_l = c->plan.of[op->res[0]];
+    bool isint = st.dt == DT_I32;
+    IrReduce r = op->sub;
+    if (!out_l || out_l->kind != LAY_SLICE) {
+        /* a reduction the layout pass left to shared memory: a thread per output element */
+        Slots home = get(c, src, home_layout(c, src));
+        slots_to_smem(c, &home, st.dt, 0);
+        barrier(c);
+        const Layout *l = home_layout(c, op->res[0]);
+        Slots out = new_slots(layout_nslots(l), l);
+        int R = ir_rows(st), C = ir_cols(st), len = op->axis == 1 ? C : R;
+        for (int k = 0; k < out.n; k++) {
+            SlotPos p = slot_pos(c, l, k);
+            LLVMValueRef acc = reduce_identity(c, r, isint);
+            LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
+            if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
+            for (int i = 0; i < len; i++) {
+                LLVMValueRef w = smem_load(c, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
+                acc = reduce_combine(c, r, isint, acc, isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""));
+            }
+            out.v[k] = isint ? acc : from_f32(c, acc, t.dt);
+        }
+        c->vals[op->res[0]] = out;
+        return;
+    }
+    const Layout *l = out_l->parent;
+    Slots s = get(c, src, l);
+    ReducePlan rp = reduce_plan(c, l, op->axis);
+    LLVMValueRef *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
+    for (int g = 0; g < rp.ngroups; g++) part[g] = reduce_identity(c, r, isint);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef x = isint ? s.v[k] : to_f32(c, s.v[k], st.dt);
+        if (p.valid) x = LLVMBuildSelect(c->b, p.valid, x, reduce_identity(c, r, isint), "");
+        part[rp.group[k]] = reduce_combine(c, r, isint, part[rp.group[k]], x);
+    }
+    for (int g = 0; g < rp.ngroups; g++)
+        for (int m = 0; m < rp.nmasks; m++)
+            part[g] = reduce_combine(c, r, isint, part[g], shfl_xor(c, part[g], rp.lane_masks[m], isint));
+    if (rp.nwarps > 1) {
+        /* partials of the warps that share an output element meet in shared memory */
+        int len = op->axis == 1 ? l->rows : l->cols;
+        smem_need(c, (int64_t)rp.nwarps * len);
+        barrier(c);
+        int *first = xmalloc(sizeof *first * (size_t)rp.ngroups);
+        for (int g = 0; g < rp.ngroups; g++) first[g] = -1;
+        for (int k = 0; k < s.n; k++)
+            if (first[rp.group[k]] < 0) first[rp.group[k]] = k;
+        LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp.ngroups);
+        for (int g = 0; g < rp.ngroups; g++) {
+            SlotPos p = slot_pos(c, l, first[g]);
+            pos[g] = op->axis == 1 ? p.row : p.col;
+            LLVMValueRef lead = op->axis == 1
+                ? (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), "")
+                                      : LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, l->tc), i32c(c, 0), ""))
+                : (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), "")
+                                      : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
+            Guard gd = guard_begin(c, and1(c, p.valid, lead));
+            LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
+            smem_store(c, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            guard_end(c, gd);
+        }
+        barrier(c);
+        for (int g = 0; g < rp.ngroups; g++) {
+            SlotPos p = slot_pos(c, l, first[g]);
+            LLVMValueRef at = p.valid ? LLVMBuildSelect(c->b, p.valid, pos[g], i32c(c, 0), "") : pos[g];
+            LLVMValueRef acc = reduce_identity(c, r, isint);
+            for (int w = 0; w < rp.nwarps; w++) {
+                LLVMValueRef x = smem_load(c, add(c, at, i32c(c, (int64_t)w * len)));
+                acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
+            }
+            part[g] = acc;
+        }
+        free(first);
+        free(pos);
+    }
+    Slots out = new_slots(s.n, out_l);
+    for (int k = 0; k < s.n; k++) out.v[k] = isint ? part[rp.group[k]] : from_f32(c, part[rp.group[k]], t.dt);
+    c->vals[op->res[0]] = out;
+    free(part);
+    free(rp.group);
+}
+
+/* ---- dots ---- */
+
+/* The value whose elements a dot operand is, and whether it is read
+ * transposed: transposes and converts absorbed by the layout pass are
+ * applied as the operand is written to shared memory. */
+static ValueId operand_root(Cg *c, ValueId v, bool *transposed)
+{
+    *transposed = false;
+    for (;;) {
+        const IrOp *d = c->f->values[v].def;
+        if (!d || !c->plan.absorbed[v]) return v;
+        if (d->kind == OP_TRANSPOSE) *transposed = !*transposed;
+        v = d->args[0];
+    }
+}
+
+/* Writes dot operand v to shared memory as dtype dt, element (r, c) at
+ * base + r * stride + c, in units of elem (2: halves, 4: words). */
+static void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem)
+{
+    bool tr;
+    ValueId root = operand_root(c, v, &tr);
+    IrType rt = vtype(c, root);
+    const Layout *l = home_layout(c, root);
+    Slots s = get(c, root, l);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef row = tr ? p.col : p.row, col = tr ? p.row : p.col;
+        LLVMValueRef idx = add(c, add(c, mul(c, row, stride), col), i32c(c, base));
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        LLVMValueRef x = convert(c, s.v[k], rt.dt, dt);
+        if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
+        else smem_store(c, idx, to_word(c, x, dt));
+        guard_end(c, g);
+    }
+}
+
+typedef struct { int64_t K, bbase, N; bool trans_b; } FmaCtx;
+
+static void emit_dot_fma(Cg *c, const IrOp *op)
+{
+    const IrFunc *f = c->f;
+    IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
+    bool tb = op->flags & DOT_TRANS_B;
+    int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    (void)f;
+    smem_need(c, (int64_t)M * K + (int64_t)K * N);
+    barrier(c);
+    operand_to_smem(c, op->args[0], DT_F32, 0, K, 4);
+    operand_to_smem(c, op->args[1], DT_F32, (int64_t)M * K, tb ? K : N, 4);
+    barrier(c);
+    const Layout *l = home_layout(c, op->res[0]);
+    Slots acc = get(c, op->args[2], l);
+    int n = layout_nslots(l);
+    Slots out = new_slots(n, l);
+    LLVMValueRef *arow = xmalloc(sizeof *arow * (size_t)n), *bcol = xmalloc(sizeof *bcol * (size_t)n);
+    LLVMValueRef *phis = xmalloc(sizeof *phis * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        arow[k] = p.valid ? LLVMBuildSelect(c->b, p.valid, p.row, i32c(c, 0), "") : p.row;
+        bcol[k] = p.valid ? LLVMBuildSelect(c->b, p.valid, p.col, i32c(c, 0), "") : p.col;
+    }
+    /* a loop over K carrying one accumulator per slot */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "k"), done = new_bb(c, "kd");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef kk = LLVMBuildPhi(c->b, c->ti32, "k"), zero = i32c(c, 0);
+    LLVMAddIncoming(kk, &zero, &pre, 1);
+    for (int k = 0; k < n; k++) {
+        phis[k] = LLVMBuildPhi(c->b, c->tf32, "");
+        LLVMAddIncoming(phis[k], &acc.v[k], &pre, 1);
+    }
+    LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef ai = add(c, mul(c, arow[k], K), kk);
+        LLVMValueRef bi = tb ? add(c, mul(c, bcol[k], K), kk) : add(c, mul(c, kk, N), bcol[k]);
+        bi = add(c, bi, i32c(c, (int64_t)M * K));
+        LLVMValueRef a = LLVMBuildBitCast(c->b, smem_load(c, ai), c->tf32, "");
+        LLVMValueRef b = LLVMBuildBitCast(c->b, smem_load(c, bi), c->tf32, "");
+        LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};
+        LLVMValueRef abc[3] = {a, b, phis[k]};
+        next[k] = call(c, "llvm.fma.f32", c->tf32, 3, t3, abc);
+    }
+    LLVMValueRef k1 = add(c, kk, i32c(c, 1));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(kk, &k1, &latch, 1);
+    for (int k = 0; k < n; k++) LLVMAddIncoming(phis[k], &next[k], &latch, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, k1, i32c(c, K), ""), head, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    for (int k = 0; k < n; k++) out.v[k] = phis[k];
+    c->vals[op->res[0]] = out;
+    free(arow); free(bcol); free(phis); free(next);
+}
+
+static void emit_dot_mma(Cg *c, const IrOp *op)
+{
+    IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
+    const Layout *l = c->plan.of[op->res[0]];
+    bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
+    int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    LLVMBuilderRef B = c->b;
+    /* rows padded by 8 halves (16 bytes): ldmatrix's eight row addresses fall in different banks */
+    int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
+    int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
+    smem_need(c, (halves + 1) / 2);
+    barrier(c);
+    operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
+    operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
+    barrier(c);
+
+    Slots acc = get(c, op->args[2], l);
+    Slots out = new_slots(layout_nslots(l), l);
+    LLVMValueRef active = l->wm * l->wn < c->T / 32 ? LLVMBuildICmp(B, LLVMIntULT, c->warp, i32c(c, l->wm * l->wn), "") : NULL;
+    LLVMValueRef w = active ? LLVMBuildSelect(B, active, c->warp, i32c(c, 0), "") : c->warp;
+    LLVMValueRef m_base = mul(c, udiv(c, w, l->wn), (int64_t)l->tm * 16), n_base = mul(c, urem(c, w, l->wn), (int64_t)l->tn * 8);
+    LLVMTypeRef tv2 = bf ? c->ti32 : c->tv2f16;   /* bf16 pairs travel as i32 */
+    LLVMTypeRef tvec4 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->ti32, c->ti32, c->ti32, c->ti32}, 4, 0);
+    LLVMTypeRef tvec2 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->ti32, c->ti32}, 2, 0);
+    LLVMTypeRef tf4 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->tf32, c->tf32, c->tf32, c->tf32}, 4, 0);
+    int tm = l->tm, tn = l->tn;
+    LLVMValueRef *d = xmalloc(sizeof *d * (size_t)(tm * tn * 4));
+    for (int i = 0; i < tm * tn * 4; i++) d[i] = acc.v[i];
+    LLVMValueRef *afr = xmalloc(sizeof *afr * (size_t)tm * 4), *bfr = xmalloc(sizeof *bfr * (size_t)tn * 2);
+    LLVMValueRef l16 = urem(c, c->lane, 16), l8 = urem(c, c->lane, 8);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        for (int im = 0; im < tm; im++) {
+            /* lanes 0-15 give rows m..m+15 at column k0, lanes 16-31 the same rows at k0 + 8 */
+            LLVMValueRef row = add(c, add(c, m_base, i32c(c, im * 16)), l16);
+            LLVMValueRef col = add(c, i32c(c, k0), mul(c, udiv(c, c->lane, 16), 8));
+            LLVMValueRef p = smem_half_ptr(c, add(c, add(c, mul(c, row, sa), col), i32c(c, abase)));
+            LLVMValueRef fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p);
+            for (int i = 0; i < 4; i++) {
+                LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
+                afr[im * 4 + i] = bf ? x : LLVMBuildBitCast(B, x, tv2, "");
+            }
+        }
+        for (int in = 0; in < tn; in++) {
+            LLVMValueRef nb = add(c, n_base, i32c(c, in * 8)), p, fr;
+            if (tb) {
+                /* B is [N, K]: lanes 0-7 rows n..n+7 at k0, lanes 8-15 at k0 + 8 */
+                LLVMValueRef row = add(c, nb, l8);
+                LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, udiv(c, c->lane, 8), 2), 8));
+                p = smem_half_ptr(c, add(c, add(c, mul(c, row, sb), col), i32c(c, bbase)));
+                fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
+            } else {
+                /* B is [K, N]: lanes 0-15 rows k0..k0+15 at column n, transposed on load */
+                LLVMValueRef row = add(c, i32c(c, k0), l16);
+                p = smem_half_ptr(c, add(c, add(c, mul(c, row, sb), nb), i32c(c, bbase)));
+                fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
+            }
+            for (int i = 0; i < 2; i++) {
+                LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
+                bfr[in * 2 + i] = bf ? x : LLVMBuildBitCast(B, x, tv2, "");
+            }
+        }
+        for (int im = 0; im < tm; im++)
+            for (int in = 0; in < tn; in++) {
+                LLVMValueRef args[10];
+                LLVMTypeRef targs[10];
+                for (int i = 0; i < 4; i++) { args[i] = afr[im * 4 + i]; targs[i] = tv2; }
+                for (int i = 0; i < 2; i++) { args[4 + i] = bfr[in * 2 + i]; targs[4 + i] = tv2; }
+                LLVMValueRef *acc4 = &d[(im * tn + in) * 4];
+                for (int i = 0; i < 4; i++) { args[6 + i] = acc4[i]; targs[6 + i] = c->tf32; }
+                LLVMValueRef r = call(c, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+                                      tf4, 10, targs, args);
+                for (int i = 0; i < 4; i++) acc4[i] = LLVMBuildExtractValue(B, r, (unsigned)i, "");
+            }
+    }
+    for (int i = 0; i < tm * tn * 4; i++) out.v[i] = d[i];
+    c->vals[op->res[0]] = out;
+    free(d); free(afr); free(bfr);
+}
+/* ---- scalar arithmetic: one element, any dtype ---- */
 
 static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
@@ -363,378 +938,52 @@ static LLVMValueRef convert(Cg *c, LLVMValueRef v, DType from, DType to)
     return to == DT_F32 ? x : LLVMBuildFPTrunc(c->b, x, dtype_ty(c, to), "");
 }
 
-/* The element (row, col) of a window, as i64 offsets, with its bounds test. */
-static void window_elem(Cg *c, const IrOp *op, IrType t, int s, LLVMValueRef *offset, LLVMValueRef *inb)
-{
-    const IrParam *p = &c->f->params[op->param];
-    LLVMBuilderRef B = c->b;
-    LLVMValueRef e = elem_of_slot(c, s), row, col;
-    elem_rc(c, t, e, &row, &col);
-    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
-    LLVMValueRef r, cl, ok;
-    if (p->rank == 1) {
-        cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, col, c->ti64, ""), "");
-        ok = LLVMBuildICmp(B, LLVMIntULT, cl, d0, "");   /* unsigned: negative is out */
-        *offset = cl;
-    } else {
-        r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, row, c->ti64, ""), "");
-        cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, col, c->ti64, ""), "");
-        ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, r, d0, ""), LLVMBuildICmp(B, LLVMIntULT, cl, d1, ""), "");
-        *offset = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), cl, "");
-    }
-    LLVMValueRef valid = slot_valid(c, t, s);
-    *inb = valid ? LLVMBuildAnd(B, ok, valid, "") : ok;
-}
-
-static void emit_load(Cg *c, const IrOp *op)
-{
-    IrType t = ir_vtype(c->f, op->res[0]);
-    LLVMTypeRef et = dtype_ty(c, t.dt);
-    Slots out = new_slots(c, nslots(c, t));
-    for (int s = 0; s < out.n; s++) {
-        LLVMValueRef off, inb;
-        window_elem(c, op, t, s, &off, &inb);
-        LLVMBasicBlockRef from = LLVMGetInsertBlock(c->b);
-        LLVMBasicBlockRef ld = new_bb(c, "ld"), done = new_bb(c, "ldd");
-        LLVMBuildCondBr(c->b, inb, ld, done);
-        LLVMPositionBuilderAtEnd(c->b, ld);
-        LLVMValueRef p = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMValueRef v = LLVMBuildLoad2(c->b, et, p, "");
-        LLVMBuildBr(c->b, done);
-        LLVMPositionBuilderAtEnd(c->b, done);
-        LLVMValueRef phi = LLVMBuildPhi(c->b, et, "");
-        LLVMValueRef vals[2] = {v, LLVMConstNull(et)};
-        LLVMBasicBlockRef bbs[2] = {ld, from};
-        LLVMAddIncoming(phi, vals, bbs, 2);
-        out.v[s] = phi;
-    }
-    c->vals[op->res[0]] = out;
-}
-
-static void emit_store(Cg *c, const IrOp *op)
-{
-    const IrParam *p = &c->f->params[op->param];
-    ValueId val = op->args[op->nargs - 1];
-    IrType t = ir_vtype(c->f, val);
-    LLVMTypeRef et = dtype_ty(c, p->dt);
-    Slots *sl = &c->vals[val];
-    int n = nslots(c, t);
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef off, inb;
-        window_elem(c, op, t, s, &off, &inb);
-        Guard g = guard_begin(c, inb);
-        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMBuildStore(c->b, t.rank == 0 ? sl->v[0] : sl->v[s], ptr);
-        guard_end(c, g);
-    }
-}
-
-/* Reads dst's elements from the scratch area, where src_index maps a
- * destination (row, col) to the word to read. */
-typedef LLVMValueRef (*IndexMap)(Cg *c, const IrOp *op, LLVMValueRef row, LLVMValueRef col);
-
-static void smem_gather(Cg *c, const IrOp *op, IndexMap map)
-{
-    IrType t = ir_vtype(c->f, op->res[0]), st = ir_vtype(c->f, op->args[0]);
-    tile_to_smem(c, op->args[0], 0);
-    barrier(c);
-    Slots out = new_slots(c, nslots(c, t));
-    for (int s = 0; s < out.n; s++) {
-        LLVMValueRef row, col;
-        LLVMValueRef e = elem_of_slot(c, s);
-        LLVMValueRef valid = slot_valid(c, t, s);
-        /* clamp invalid slots to element 0 so the read stays in bounds */
-        if (valid) e = LLVMBuildSelect(c->b, valid, e, i32c(c, 0), "");
-        elem_rc(c, t, e, &row, &col);
-        out.v[s] = from_word(c, smem_load(c, map(c, op, row, col)), st.dt);
-    }
-    c->vals[op->res[0]] = out;
-}
-
-static LLVMValueRef map_broadcast(Cg *c, const IrOp *op, LLVMValueRef row, LLVMValueRef col)
-{
-    IrType st = ir_vtype(c->f, op->args[0]);
-    int sr = ir_rows(st), sc = ir_cols(st);
-    LLVMValueRef r = sr == 1 ? i32c(c, 0) : row, cl = sc == 1 ? i32c(c, 0) : col;
-    return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, r, i32c(c, sc), ""), cl, "");
-}
-
-static LLVMValueRef map_transpose(Cg *c, const IrOp *op, LLVMValueRef row, LLVMValueRef col)
-{
-    int sc = ir_cols(ir_vtype(c->f, op->args[0]));
-    return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, col, i32c(c, sc), ""), row, "");
-}
-
-/* A counted loop over k in [0, n) carrying one accumulator per slot; body
- * returns the new accumulators. */
-typedef void (*LoopBody)(Cg *c, const IrOp *op, LLVMValueRef k, LLVMValueRef *acc, int n, void *ctx);
-
-static void counted_loop(Cg *c, const IrOp *op, int trip, LLVMValueRef *acc, int nacc, LLVMTypeRef accty, LoopBody body, void *ctx)
-{
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "k"), done = new_bb(c, "kd");
-    LLVMBuildBr(c->b, head);
-    LLVMPositionBuilderAtEnd(c->b, head);
-    LLVMValueRef k = LLVMBuildPhi(c->b, c->ti32, "k");
-    LLVMValueRef *phis = xmalloc(sizeof *phis * (size_t)(nacc ? nacc : 1));
-    for (int i = 0; i < nacc; i++) {
-        phis[i] = LLVMBuildPhi(c->b, accty, "");
-        LLVMAddIncoming(phis[i], &acc[i], &pre, 1);
-        acc[i] = phis[i];
-    }
-    LLVMValueRef zero = i32c(c, 0);
-    LLVMAddIncoming(k, &zero, &pre, 1);
-    body(c, op, k, acc, nacc, ctx);
-    LLVMValueRef k1 = LLVMBuildAdd(c->b, k, i32c(c, 1), "");
-    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
-    LLVMAddIncoming(k, &k1, &latch, 1);
-    for (int i = 0; i < nacc; i++) LLVMAddIncoming(phis[i], &acc[i], &latch, 1);
-    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, k1, i32c(c, trip), ""), head, done);
-    LLVMPositionBuilderAtEnd(c->b, done);
-    free(phis);
-}
-
-typedef struct { LLVMValueRef *base; int stride; } ReduceCtx;
-
-static void reduce_step(Cg *c, const IrOp *op, LLVMValueRef k, LLVMValueRef *acc, int n, void *vctx)
-{
-    ReduceCtx *rc = vctx;
-    DType dt = ir_vtype(c->f, op->args[0]).dt;
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef idx = LLVMBuildAdd(c->b, rc->base[s], LLVMBuildMul(c->b, k, i32c(c, rc->stride), ""), "");
-        LLVMValueRef w = smem_load(c, idx);
-        LLVMValueRef x = dt == DT_I32 ? w : LLVMBuildBitCast(c->b, w, c->tf32, "");
-        DType adt = dt == DT_I32 ? DT_I32 : DT_F32;
-        IrBinop bop = op->sub == RED_SUM ? BIN_ADD : op->sub == RED_MAX ? BIN_MAX : BIN_MIN;
-        acc[s] = scalar_binop(c, bop, adt, acc[s], x);
-    }
-}
-
-static void emit_reduce(Cg *c, const IrOp *op)
-{
-    IrType st = ir_vtype(c->f, op->args[0]), t = ir_vtype(c->f, op->res[0]);
-    int R = ir_rows(st), C = ir_cols(st);
-    tile_to_smem(c, op->args[0], 0);
-    barrier(c);
-    int n = nslots(c, t);
-    Slots out = new_slots(c, n);
-    LLVMValueRef *base = xmalloc(sizeof *base * (size_t)n), *acc = xmalloc(sizeof *acc * (size_t)n);
-    bool isint = st.dt == DT_I32;
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef e = elem_of_slot(c, s), valid = slot_valid(c, t, s);
-        if (valid) e = LLVMBuildSelect(c->b, valid, e, i32c(c, 0), "");
-        /* axis 1: output element e is row e, words e*C + k; axis 0: column e, words k*C + e */
-        base[s] = op->axis == 1 ? LLVMBuildMul(c->b, e, i32c(c, C), "") : e;
-        double init = op->sub == RED_SUM ? 0.0 : op->sub == RED_MAX ? -__builtin_inf() : __builtin_inf();
-        acc[s] = isint ? i32c(c, op->sub == RED_SUM ? 0 : op->sub == RED_MAX ? INT32_MIN : INT32_MAX) : f32c(c, init);
-    }
-    ReduceCtx rc = {base, op->axis == 1 ? 1 : C};
-    counted_loop(c, op, op->axis == 1 ? C : R, acc, n, isint ? c->ti32 : c->tf32, reduce_step, &rc);
-    for (int s = 0; s < n; s++) out.v[s] = isint ? acc[s] : from_f32(c, acc[s], t.dt);
-    c->vals[op->res[0]] = out;
-    free(base);
-    free(acc);
-}
-
-/* ---- dot ---- */
-
-typedef struct { LLVMValueRef *arow, *bcol; int K, N; bool trans_b; int64_t bbase; } DotCtx;
-
-static void dot_step(Cg *c, const IrOp *op, LLVMValueRef k, LLVMValueRef *acc, int n, void *vctx)
-{
-    (void)op;
-    DotCtx *d = vctx;
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef ai = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, d->arow[s], i32c(c, d->K), ""), k, "");
-        LLVMValueRef bi = d->trans_b
-            ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, d->bcol[s], i32c(c, d->K), ""), k, "")
-            : LLVMBuildAdd(c->b, LLVMBuildMul(c->b, k, i32c(c, d->N), ""), d->bcol[s], "");
-        bi = LLVMBuildAdd(c->b, bi, i32c(c, d->bbase), "");
-        LLVMValueRef a = LLVMBuildBitCast(c->b, smem_load(c, ai), c->tf32, "");
-        LLVMValueRef b = LLVMBuildBitCast(c->b, smem_load(c, bi), c->tf32, "");
-        LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};
-        LLVMValueRef abc[3] = {a, b, acc[s]};
-        acc[s] = call(c, "llvm.fma.f32", c->tf32, 3, t3, abc);
-    }
-}
-
-static void emit_dot_fma(Cg *c, const IrOp *op)
-{
-    IrType at = ir_vtype(c->f, op->args[0]), t = ir_vtype(c->f, op->res[0]);
-    bool tb = op->flags & DOT_TRANS_B;
-    int K = at.shape[1], N = t.shape[1];
-    tile_to_smem(c, op->args[0], 0);
-    /* second operand after the first, without a barrier between: disjoint words */
-    {
-        ValueId bv = op->args[1];
-        IrType bt = ir_vtype(c->f, bv);
-        for (int s = 0; s < c->vals[bv].n; s++) {
-            Guard g = guard_begin(c, slot_valid(c, bt, s));
-            smem_store(c, LLVMBuildAdd(c->b, elem_of_slot(c, s), i32c(c, ir_numel(at)), ""), to_word(c, c->vals[bv].v[s], bt.dt));
-            guard_end(c, g);
-        }
-    }
-    barrier(c);
-    int n = nslots(c, t);
-    LLVMValueRef *arow = xmalloc(sizeof *arow * (size_t)n), *bcol = xmalloc(sizeof *bcol * (size_t)n);
-    LLVMValueRef *acc = xmalloc(sizeof *acc * (size_t)n);
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef e = elem_of_slot(c, s), valid = slot_valid(c, t, s);
-        if (valid) e = LLVMBuildSelect(c->b, valid, e, i32c(c, 0), "");
-        elem_rc(c, t, e, &arow[s], &bcol[s]);
-        acc[s] = c->vals[op->args[2]].v[s];
-    }
-    DotCtx d = {arow, bcol, K, N, tb, ir_numel(at)};
-    counted_loop(c, op, K, acc, n, c->tf32, dot_step, &d);
-    Slots out = new_slots(c, n);
-    for (int s = 0; s < n; s++) out.v[s] = acc[s];
-    c->vals[op->res[0]] = out;
-    free(arow); free(bcol); free(acc);
-}
-
-/* Tensor cores: A [M,K] and B as 16-bit halves in shared memory (rows of
- * K or N elements), ldmatrix into mma.m16n8k16 fragments, each warp taking
- * 16x8 output tiles round-robin; the f32 results go back through shared
- * memory into the round-robin layout. */
-static void emit_dot_mma(Cg *c, const IrOp *op)
-{
-    const IrFunc *f = c->f;
-    IrType at = ir_vtype(f, op->args[0]), bt = ir_vtype(f, op->args[1]), t = ir_vtype(f, op->res[0]);
-    bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
-    int M = at.shape[0], K = at.shape[1], N = t.shape[1];
-    int64_t na = ir_numel(at), nb = ir_numel(bt);
-    int64_t half_words = (na + nb + 1) / 2 + 8;   /* A and B as 16-bit halves */
-    LLVMBuilderRef B = c->b;
-    LLVMTypeRef th = dtype_ty(c, at.dt);
-
-    barrier(c);
-    /* store A then B as 16-bit elements: address in halves */
-    LLVMValueRef smem16 = LLVMBuildPointerCast(B, c->smem, c->tptr3, "");
-    for (int which = 0; which < 2; which++) {
-        ValueId v = op->args[which];
-        IrType vt = which ? bt : at;
-        int64_t base = which ? na : 0;
-        for (int s = 0; s < c->vals[v].n; s++) {
-            Guard g = guard_begin(c, slot_valid(c, vt, s));
-            LLVMValueRef idx = LLVMBuildAdd(B, elem_of_slot(c, s), i32c(c, base), "");
-            LLVMValueRef p = LLVMBuildGEP2(B, th, smem16, &idx, 1, "");
-            LLVMBuildStore(B, c->vals[v].v[s], p);
-            guard_end(c, g);
-        }
-    }
-    barrier(c);
-
-    int warps = c->T / 32, tiles_m = M / 16, tiles_n = N / 8, tiles = tiles_m * tiles_n;
-    LLVMValueRef lane = LLVMBuildURem(B, c->tid, i32c(c, 32), ""), warp = LLVMBuildUDiv(B, c->tid, i32c(c, 32), "");
-    LLVMValueRef cbase = i32c(c, half_words);     /* f32 results, in words */
-    LLVMTypeRef tv2 = bf ? c->ti32 : c->tv2f16;  /* fragments: bf16 pairs travel as i32 */
-    LLVMTypeRef tvec4 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->ti32, c->ti32, c->ti32, c->ti32}, 4, 0);
-    LLVMTypeRef tvec2 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->ti32, c->ti32}, 2, 0);
-    LLVMTypeRef tf4 = LLVMStructTypeInContext(c->ctx, (LLVMTypeRef[]){c->tf32, c->tf32, c->tf32, c->tf32}, 4, 0);
-
-    for (int tile0 = 0; tile0 < tiles; tile0 += warps) {
-        /* this warp's tile: tile0 + warp, when in range */
-        LLVMValueRef tile = LLVMBuildAdd(B, warp, i32c(c, tile0), "");
-        Guard g = guard_begin(c, tile0 + warps <= tiles ? NULL : LLVMBuildICmp(B, LLVMIntULT, tile, i32c(c, tiles), ""));
-        LLVMValueRef m0 = LLVMBuildMul(B, LLVMBuildUDiv(B, tile, i32c(c, tiles_n), ""), i32c(c, 16), "");
-        LLVMValueRef n0 = LLVMBuildMul(B, LLVMBuildURem(B, tile, i32c(c, tiles_n), ""), i32c(c, 8), "");
-        LLVMValueRef d[4] = {f32c(c, 0), f32c(c, 0), f32c(c, 0), f32c(c, 0)};
-        for (int k0 = 0; k0 < K; k0 += 16) {
-            /* A: ldmatrix.x4, lane l gives row m0 + l%16, column k0 + (l/16)*8 */
-            LLVMValueRef ar = LLVMBuildAdd(B, m0, LLVMBuildURem(B, lane, i32c(c, 16), ""), "");
-            LLVMValueRef ac = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildMul(B, LLVMBuildUDiv(B, lane, i32c(c, 16), ""), i32c(c, 8), ""), "");
-            LLVMValueRef aidx = LLVMBuildAdd(B, LLVMBuildMul(B, ar, i32c(c, K), ""), ac, "");
-            LLVMValueRef aptr = LLVMBuildGEP2(B, th, smem16, &aidx, 1, "");
-            LLVMValueRef afr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &aptr);
-            LLVMValueRef bfr, bptr, bidx;
-            if (tb) {
-                /* B is [N,K]: rows n0 + l%8, column k0 + ((l/8)%2)*8; non-transposed */
-                LLVMValueRef br = LLVMBuildAdd(B, n0, LLVMBuildURem(B, lane, i32c(c, 8), ""), "");
-                LLVMValueRef bc = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildMul(B, LLVMBuildURem(B, LLVMBuildUDiv(B, lane, i32c(c, 8), ""), i32c(c, 2), ""), i32c(c, 8), ""), "");
-                bidx = LLVMBuildAdd(B, LLVMBuildAdd(B, LLVMBuildMul(B, br, i32c(c, K), ""), bc, ""), i32c(c, na), "");
-                bptr = LLVMBuildGEP2(B, th, smem16, &bidx, 1, "");
-                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &bptr);
-            } else {
-                /* B is [K,N]: rows k0 + l%16, column n0; transposed on load */
-                LLVMValueRef br = LLVMBuildAdd(B, i32c(c, k0), LLVMBuildURem(B, lane, i32c(c, 16), ""), "");
-                bidx = LLVMBuildAdd(B, LLVMBuildAdd(B, LLVMBuildMul(B, br, i32c(c, N), ""), n0, ""), i32c(c, na), "");
-                bptr = LLVMBuildGEP2(B, th, smem16, &bidx, 1, "");
-                bfr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &bptr);
-            }
-            LLVMValueRef args[10];
-            LLVMTypeRef targs[10];
-            for (int i = 0; i < 4; i++) {
-                LLVMValueRef w = LLVMBuildExtractValue(B, afr, (unsigned)i, "");
-                args[i] = bf ? w : LLVMBuildBitCast(B, w, tv2, "");
-                targs[i] = tv2;
-            }
-            for (int i = 0; i < 2; i++) {
-                LLVMValueRef w = LLVMBuildExtractValue(B, bfr, (unsigned)i, "");
-                args[4 + i] = bf ? w : LLVMBuildBitCast(B, w, tv2, "");
-                targs[4 + i] = tv2;
-            }
-            for (int i = 0; i < 4; i++) { args[6 + i] = d[i]; targs[6 + i] = c->tf32; }
-            LLVMValueRef r = call(c, bf ? "llvm.nvvm.mma.m16n8k16.row.col.bf16" : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-                                  tf4, 10, targs, args);
-            for (int i = 0; i < 4; i++) d[i] = LLVMBuildExtractValue(B, r, (unsigned)i, "");
-        }
-        /* lane l holds rows g = l/4 and g+8, columns 2*(l%4) + {0,1} */
-        LLVMValueRef gr = LLVMBuildAdd(B, m0, LLVMBuildUDiv(B, lane, i32c(c, 4), ""), "");
-        LLVMValueRef gc = LLVMBuildAdd(B, n0, LLVMBuildMul(B, LLVMBuildURem(B, lane, i32c(c, 4), ""), i32c(c, 2), ""), "");
-        for (int i = 0; i < 4; i++) {
-            LLVMValueRef r = i < 2 ? gr : LLVMBuildAdd(B, gr, i32c(c, 8), "");
-            LLVMValueRef cl = LLVMBuildAdd(B, gc, i32c(c, i & 1), "");
-            LLVMValueRef idx = LLVMBuildAdd(B, LLVMBuildAdd(B, LLVMBuildMul(B, r, i32c(c, N), ""), cl, ""), cbase, "");
-            smem_store(c, idx, LLVMBuildBitCast(B, d[i], c->ti32, ""));
-        }
-        guard_end(c, g);
-    }
-    barrier(c);
-    int n = nslots(c, t);
-    Slots out = new_slots(c, n);
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef e = elem_of_slot(c, s), valid = slot_valid(c, t, s);
-        if (valid) e = LLVMBuildSelect(B, valid, e, i32c(c, 0), "");
-        LLVMValueRef w = smem_load(c, LLVMBuildAdd(B, e, cbase, ""));
-        out.v[s] = LLVMBuildFAdd(B, c->vals[op->args[2]].v[s], LLVMBuildBitCast(B, w, c->tf32, ""), "");
-    }
-    c->vals[op->res[0]] = out;
-}
 
 /* ---- blocks and control flow ---- */
 
-static void emit_block(Cg *c, const IrBlock *blk, Slots *yielded);
+static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded);
 
-static LLVMTypeRef value_ty(Cg *c, ValueId v) { return dtype_ty(c, ir_vtype(c->f, v).dt); }
+static LLVMTypeRef value_ty(Cg *c, ValueId v) { return dtype_ty(c, vtype(c, v).dt); }
+
+/* The layout a block argument or op result carried through control flow has. */
+static const Layout *carried_layout(Cg *c, ValueId v) { return is_tile(c, v) ? home_layout(c, v) : NULL; }
 
 static void emit_for(Cg *c, const IrOp *op)
 {
     const IrBlock *body = op->body;
     int ncar = op->nargs - 2;
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "for"), bodybb = new_bb(c, "body"), done = new_bb(c, "endfor");
     LLVMValueRef lb = c->vals[op->args[0]].v[0], ub = c->vals[op->args[1]].v[0];
+    Slots *init = xcalloc((size_t)(ncar ? ncar : 1), sizeof *init);
+    for (int i = 0; i < ncar; i++) {
+        const Layout *l = carried_layout(c, body->args[1 + i]);
+        init[i] = l ? get(c, op->args[2 + i], l) : c->vals[op->args[2 + i]];
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "for"), bodybb = new_bb(c, "body"), done = new_bb(c, "endfor");
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, head);
     LLVMValueRef iv = LLVMBuildPhi(c->b, c->ti32, "iv");
     LLVMAddIncoming(iv, &lb, &pre, 1);
-    c->vals[body->args[0]] = new_slots(c, 1);
+    c->vals[body->args[0]] = new_slots(1, NULL);
     c->vals[body->args[0]].v[0] = iv;
     for (int i = 0; i < ncar; i++) {
-        Slots *init = &c->vals[op->args[2 + i]];
-        Slots ph = new_slots(c, init->n);
-        for (int s = 0; s < init->n; s++) {
-            ph.v[s] = LLVMBuildPhi(c->b, value_ty(c, op->args[2 + i]), "");
-            LLVMAddIncoming(ph.v[s], &init->v[s], &pre, 1);
+        ValueId arg = body->args[1 + i];
+        Slots ph = new_slots(init[i].n, carried_layout(c, arg));
+        for (int s = 0; s < init[i].n; s++) {
+            ph.v[s] = LLVMBuildPhi(c->b, value_ty(c, arg), "");
+            LLVMAddIncoming(ph.v[s], &init[i].v[s], &pre, 1);
         }
-        c->vals[body->args[1 + i]] = ph;
+        c->vals[arg] = ph;
         /* the loop's results are the carried values when the test fails */
-        Slots res = new_slots(c, init->n);
-        memcpy(res.v, ph.v, sizeof *res.v * (size_t)init->n);
+        Slots res = new_slots(ph.n, ph.lay);
+        memcpy(res.v, ph.v, sizeof *res.v * (size_t)ph.n);
         c->vals[op->res[i]] = res;
     }
+    free(init);
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, iv, ub, ""), bodybb, done);
     LLVMPositionBuilderAtEnd(c->b, bodybb);
     Slots *y = xcalloc((size_t)(ncar ? ncar : 1), sizeof *y);
-    emit_block(c, body, y);
+    int mark = c->cache.len;
+    emit_block(c, body, op, y);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef next = LLVMBuildAdd(c->b, iv, i32c(c, op->ival), "");
     LLVMAddIncoming(iv, &next, &latch, 1);
@@ -742,8 +991,9 @@ static void emit_for(Cg *c, const IrOp *op)
         for (int s = 0; s < y[i].n; s++)
             LLVMAddIncoming(c->vals[body->args[1 + i]].v[s], &y[i].v[s], &latch, 1);
     LLVMBuildBr(c->b, head);
-    LLVMPositionBuilderAtEnd(c->b, done);
+    cache_truncate(c, mark);
     free(y);
+    LLVMPositionBuilderAtEnd(c->b, done);
 }
 
 static void emit_if(Cg *c, const IrOp *op)
@@ -752,17 +1002,20 @@ static void emit_if(Cg *c, const IrOp *op)
     LLVMBuildCondBr(c->b, c->vals[op->args[0]].v[0], thenbb, elsebb);
     int nres = op->nres;
     Slots *yt = xcalloc((size_t)(nres ? nres : 1), sizeof *yt), *ye = xcalloc((size_t)(nres ? nres : 1), sizeof *ye);
+    int mark = c->cache.len;
     LLVMPositionBuilderAtEnd(c->b, thenbb);
-    emit_block(c, op->body, yt);
+    emit_block(c, op->body, op, yt);
     LLVMBasicBlockRef tend = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, done);
+    cache_truncate(c, mark);
     LLVMPositionBuilderAtEnd(c->b, elsebb);
-    if (op->els) emit_block(c, op->els, ye);
+    if (op->els) emit_block(c, op->els, op, ye);
     LLVMBasicBlockRef eend = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, done);
+    cache_truncate(c, mark);
     LLVMPositionBuilderAtEnd(c->b, done);
     for (int i = 0; i < nres; i++) {
-        Slots r = new_slots(c, yt[i].n);
+        Slots r = new_slots(yt[i].n, carried_layout(c, op->res[i]));
         for (int s = 0; s < r.n; s++) {
             r.v[s] = LLVMBuildPhi(c->b, value_ty(c, op->res[i]), "");
             LLVMValueRef vs[2] = {yt[i].v[s], ye[i].v[s]};
@@ -775,80 +1028,99 @@ static void emit_if(Cg *c, const IrOp *op)
     free(ye);
 }
 
+/* Yielded values in the layouts of what they flow into (the loop's block
+ * arguments, the if's results), converted here, before the branch. */
+static void emit_yield(Cg *c, const IrOp *op, const IrOp *parent, Slots *yielded)
+{
+    for (int j = 0; j < op->nargs; j++) {
+        ValueId target = parent->kind == OP_FOR ? parent->body->args[1 + j] : parent->res[j];
+        const Layout *l = carried_layout(c, target);
+        yielded[j] = l ? get(c, op->args[j], l) : c->vals[op->args[j]];
+    }
+}
+
 static void emit_elementwise(Cg *c, const IrOp *op)
 {
-    IrType t = ir_vtype(c->f, op->res[0]);
-    int n = nslots(c, t);
-    Slots out = new_slots(c, n);
-    DType dt = ir_vtype(c->f, op->args[0]).dt;
-    for (int s = 0; s < n; s++) {
-        LLVMValueRef a = c->vals[op->args[0]].v[s];
-        switch (op->kind) {
-        case OP_UNARY: out.v[s] = scalar_unop(c, op->sub, dt, a); break;
-        case OP_BINARY: out.v[s] = scalar_binop(c, op->sub, dt, a, c->vals[op->args[1]].v[s]); break;
-        case OP_CMP: out.v[s] = scalar_cmp(c, op->sub, dt, a, c->vals[op->args[1]].v[s]); break;
-        case OP_SELECT: out.v[s] = LLVMBuildSelect(c->b, a, c->vals[op->args[1]].v[s], c->vals[op->args[2]].v[s], ""); break;
-        case OP_CONVERT: out.v[s] = convert(c, a, dt, t.dt); break;
-        default: break;
-        }
+    ValueId r = op->res[0];
+    IrType t = vtype(c, r);
+    if (t.rank == 0) {
+        LLVMValueRef a[3];
+        for (int i = 0; i < op->nargs && i < 3; i++) a[i] = c->vals[op->args[i]].v[0];
+        Slots out = new_slots(1, NULL);
+        out.v[0] = elementwise(c, op, operand_dtype(c, op), t.dt, a);
+        c->vals[r] = out;
+        return;
     }
-    c->vals[op->res[0]] = out;
+    if (!c->plan.of[r]) return;   /* built where it is used */
+    c->vals[r] = materialize(c, r, c->plan.of[r]);
 }
 
 static void emit_op(Cg *c, const IrOp *op)
 {
-    IrType t = op->nres ? ir_vtype(c->f, op->res[0]) : ir_scalar(DT_VOID);
+    IrType t = op->nres ? vtype(c, op->res[0]) : ir_scalar(DT_VOID);
     Slots one;
     switch (op->kind) {
     case OP_CONST:
-        one = new_slots(c, 1);
+        one = new_slots(1, NULL);
         if (t.dt == DT_BOOL) one.v[0] = LLVMConstInt(c->ti1, op->ival != 0, 0);
         else if (t.dt == DT_I32) one.v[0] = i32c(c, op->ival);
         else one.v[0] = LLVMConstReal(dtype_ty(c, t.dt), op->fval);
         c->vals[op->res[0]] = one;
         break;
     case OP_PARAM:
-        one = new_slots(c, 1);
+        one = new_slots(1, NULL);
         one.v[0] = c->scalar[op->param];
         c->vals[op->res[0]] = one;
         break;
     case OP_DIM:
-        one = new_slots(c, 1);
+        one = new_slots(1, NULL);
         one.v[0] = LLVMBuildTrunc(c->b, op->axis == 0 ? c->tensor_dim0[op->param] : c->tensor_dim1[op->param], c->ti32, "");
         c->vals[op->res[0]] = one;
         break;
-    case OP_BLOCK_ID: case OP_GRID_DIM:
-        one = new_slots(c, 1);
-        one.v[0] = sreg(c, op->kind == OP_BLOCK_ID ? "ctaid" : "nctaid", op->axis);
+    case OP_BLOCK_ID: case OP_GRID_DIM: {
+        char name[64];
+        snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", op->kind == OP_BLOCK_ID ? "ctaid" : "nctaid", "xyz"[op->axis]);
+        one = new_slots(1, NULL);
+        one.v[0] = call0(c, name, c->ti32);
         c->vals[op->res[0]] = one;
         break;
-    case OP_IOTA: {
-        Slots out = new_slots(c, nslots(c, t));
-        for (int s = 0; s < out.n; s++) {
-            LLVMValueRef row, col;
-            elem_rc(c, t, elem_of_slot(c, s), &row, &col);
-            out.v[s] = t.rank == 2 && op->axis == 0 ? row : col;
+    }
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+        break;   /* built where used */
+    case OP_TRANSPOSE: {
+        if (c->plan.absorbed[op->res[0]]) break;
+        ValueId src = op->args[0];
+        Slots home = get(c, src, home_layout(c, src));
+        slots_to_smem(c, &home, vtype(c, src).dt, 0);
+        barrier(c);
+        const Layout *l = home_layout(c, op->res[0]);
+        RowMajor m = {1, 0};
+        /* element (r, c) of the result is (c, r) of the source: word c * cols(src) + r */
+        Slots out = new_slots(layout_nslots(l), l);
+        int scols = ir_cols(vtype(c, src));
+        for (int k = 0; k < out.n; k++) {
+            SlotPos p = slot_pos(c, l, k);
+            LLVMValueRef w = add(c, mul(c, p.col, scols), p.row);
+            if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
+            out.v[k] = from_word(c, smem_load(c, w), t.dt);
         }
+        (void)m;
         c->vals[op->res[0]] = out;
         break;
     }
-    case OP_SPLAT: {
-        Slots out = new_slots(c, nslots(c, t));
-        for (int s = 0; s < out.n; s++) out.v[s] = c->vals[op->args[0]].v[0];
-        c->vals[op->res[0]] = out;
+    case OP_CONVERT:
+        if (c->plan.absorbed[op->res[0]]) break;
+        emit_elementwise(c, op);
         break;
-    }
-    case OP_BROADCAST: smem_gather(c, op, map_broadcast); break;
-    case OP_TRANSPOSE: smem_gather(c, op, map_transpose); break;
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT:
         emit_elementwise(c, op);
         break;
     case OP_REDUCE: emit_reduce(c, op); break;
     case OP_DOT:
-        if (dot_on_tensorcores(c->f, op)) emit_dot_mma(c, op);
+        if (c->plan.mma_dot[op->res[0]]) emit_dot_mma(c, op);
         else emit_dot_fma(c, op);
         break;
-    case OP_LOAD: emit_load(c, op); break;
+    case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
     case OP_STORE: emit_store(c, op); break;
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;
@@ -862,17 +1134,26 @@ static void emit_op(Cg *c, const IrOp *op)
     }
 }
 
-static void emit_block(Cg *c, const IrBlock *blk, Slots *yielded)
+static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded)
 {
     for (int i = 0; i < blk->nops && !c->failed; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->kind == OP_YIELD && yielded)
-            for (int j = 0; j < op->nargs; j++) yielded[j] = c->vals[op->args[j]];
-        emit_op(c, op);
+        if (op->kind == OP_YIELD && parent) emit_yield(c, op, parent, yielded);
+        else emit_op(c, op);
     }
 }
 
 /* ---- functions and the module ---- */
+
+static void mark_stores(const IrBlock *blk, bool *stored)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_STORE) stored[op->param] = true;
+        if (op->body) mark_stores(op->body, stored);
+        if (op->els) mark_stores(op->els, stored);
+    }
+}
 
 static void emit_func(Cg *c, const IrFunc *f)
 {
@@ -887,10 +1168,13 @@ static void emit_func(Cg *c, const IrFunc *f)
     }
     c->fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->tvoid, pts, (unsigned)np, 0));
     LLVMSetFunctionCallConv(c->fn, 71 /* PTX_Kernel */);
-    c->tensor_ptr = xcalloc((size_t)f->nparams + 1, sizeof(LLVMValueRef));
-    c->tensor_dim0 = xcalloc((size_t)f->nparams + 1, sizeof(LLVMValueRef));
-    c->tensor_dim1 = xcalloc((size_t)f->nparams + 1, sizeof(LLVMValueRef));
-    c->scalar = xcalloc((size_t)f->nparams + 1, sizeof(LLVMValueRef));
+    size_t np1 = (size_t)f->nparams + 1;
+    c->tensor_ptr = xcalloc(np1, sizeof(LLVMValueRef));
+    c->tensor_dim0 = xcalloc(np1, sizeof(LLVMValueRef));
+    c->tensor_dim1 = xcalloc(np1, sizeof(LLVMValueRef));
+    c->scalar = xcalloc(np1, sizeof(LLVMValueRef));
+    c->stored = xcalloc(np1, sizeof(bool));
+    mark_stores(f->body, c->stored);
     for (int i = 0, k = 0; i < f->nparams; i++) {
         if (f->params[i].is_tensor) {
             c->tensor_ptr[i] = LLVMGetParam(c->fn, (unsigned)k++);
@@ -907,30 +1191,48 @@ static void emit_func(Cg *c, const IrFunc *f)
                               LLVMValueAsMetadata(i32c(c, c->T))};
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
 
-    c->smem_words = block_smem_words(f, f->body);
-    c->smem = NULL;
-    if (c->smem_words) {
-        char name[300];
-        snprintf(name, sizeof name, "%s_scratch", f->name);
-        LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)c->smem_words);
-        c->smem = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-        LLVMSetInitializer(c->smem, LLVMGetUndef(at));
-        LLVMSetLinkage(c->smem, LLVMInternalLinkage);
-        LLVMSetAlignment(c->smem, 16);
-    }
+    c->layouts = layout_table_new();
+    c->plan = layout_plan(f, c->layouts);
+    /* the scratch area's size is known only at the end: a placeholder stands in for it */
+    char name[300];
+    snprintf(name, sizeof name, "%s_scratch_placeholder", f->name);
+    c->smem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
+    c->smem_words = 0;
+
     LLVMBasicBlockRef entry = new_bb(c, "entry");
     c->exit_bb = new_bb(c, "exit");
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);
     c->tid = call0(c, "llvm.nvvm.read.ptx.sreg.tid.x", c->ti32);
-    c->vals = xcalloc((size_t)f->nvalues, sizeof *c->vals);
-    emit_block(c, f->body, NULL);
+    c->warp = udiv(c, c->tid, 32);
+    c->lane = urem(c, c->tid, 32);
+    c->vals = xcalloc((size_t)f->nvalues + 1, sizeof *c->vals);
+    emit_block(c, f->body, NULL, NULL);
     /* the body ends with a return, so the insert point is a dead block */
     LLVMBuildUnreachable(c->b);
-    for (int i = 0; i < f->nvalues; i++) free(c->vals[i].v);
+
+    LLVMValueRef placeholder = c->smem;
+    if (c->smem_words) {
+        snprintf(name, sizeof name, "%s_scratch", f->name);
+        LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)c->smem_words);
+        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+        LLVMSetInitializer(g, LLVMGetUndef(at));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetAlignment(g, 16);
+        LLVMReplaceAllUsesWith(placeholder, g);
+    }
+    LLVMDeleteGlobal(placeholder);
+
+    cache_truncate(c, 0);
+    free(c->cache.data);
+    c->cache.data = NULL;
+    c->cache.cap = 0;
+    for (int i = 0; i <= f->nvalues; i++) free(c->vals[i].v);
     free(c->vals);
-    free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->scalar);
+    layout_plan_free(&c->plan);
+    layout_table_free(c->layouts);
+    free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->scalar); free(c->stored);
 }
 
 static int init_targets(void)
@@ -972,7 +1274,6 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     c.tptr1 = LLVMPointerTypeInContext(c.ctx, 1);
     c.tptr3 = LLVMPointerTypeInContext(c.ctx, 3);
     c.tv2f16 = LLVMVectorType(c.tf16, 2);
-    c.tv2bf16 = LLVMVectorType(c.tbf16, 2);
     int status = 0;
     for (int i = 0; i < m->nfuncs && !c.failed; i++) emit_func(&c, m->funcs[i]);
     char *msg = NULL;

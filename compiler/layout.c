@@ -1,0 +1,333 @@
+/* layout.c: layouts (layout.h) and the layout pass, which gives each tile
+ * value of a function the distribution the code generator emits it in.
+ *
+ * Anchors: a tensor-core dot's result takes the MMA layout, a load the
+ * BLOCKED layout of its shape (16-byte chunks), a reduction the SLICE of
+ * its operand's layout. Elementwise ops take the layout of their operands,
+ * preferring MMA, then SLICE, then BLOCKED, so the softmax arithmetic of
+ * attention stays in the accumulator layout of the dot that feeds it.
+ * Values that are cheap to compute anywhere (splat, iota, broadcast, and
+ * elementwise ops over only those) get no layout: the code generator
+ * materializes them in whatever layout their user has. */
+#include "layout.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct LayoutTable { Layout **items; int n, cap; };
+
+LayoutTable *layout_table_new(void) { return xcalloc(1, sizeof(LayoutTable)); }
+
+void layout_table_free(LayoutTable *t)
+{
+    if (!t) return;
+    for (int i = 0; i < t->n; i++) free(t->items[i]);
+    free(t->items);
+    free(t);
+}
+
+static const Layout *intern(LayoutTable *t, const Layout *l)
+{
+    for (int i = 0; i < t->n; i++)
+        if (!memcmp(t->items[i], l, sizeof *l)) return t->items[i];
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 16;
+        t->items = xrealloc(t->items, sizeof *t->items * (size_t)t->cap);
+    }
+    Layout *copy = xmalloc(sizeof *copy);
+    *copy = *l;
+    t->items[t->n++] = copy;
+    return copy;
+}
+
+static int largest_divisor_at_most(int n, int limit)
+{
+    for (int d = limit < n ? limit : n; d > 1; d--)
+        if (n % d == 0) return d;
+    return 1;
+}
+
+const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, int elem_bytes)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_BLOCKED;
+    l.rows = rows;
+    l.cols = cols;
+    l.threads = threads;
+    l.v = 1;
+    for (int v = 16 / (elem_bytes > 0 ? elem_bytes : 4); v > 1; v /= 2)
+        if (cols % v == 0) { l.v = v; break; }
+    int chunks = cols / l.v;
+    l.tc = 1;
+    while (l.tc * 2 <= 32 && l.tc * 2 <= chunks) l.tc *= 2;
+    int warps = threads / 32;
+    int per_row_warps = chunks / l.tc;   /* warps that fit along one row of chunks */
+    l.wc = largest_divisor_at_most(warps, per_row_warps > 0 ? per_row_warps : 1);
+    l.wr = warps / l.wc;
+    return intern(t, &l);
+}
+
+const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads)
+{
+    if (rows % 16 || cols % 8) return NULL;
+    int tiles_m = rows / 16, tiles_n = cols / 8, warps = threads / 32;
+    int best_m = 1, best_n = 1;
+    for (int wm = 1; wm <= warps; wm++) {
+        if (tiles_m % wm) continue;
+        for (int wn = 1; wm * wn <= warps; wn++) {
+            if (tiles_n % wn) continue;
+            /* most warps in use; among equals, more warps along rows */
+            if (wm * wn > best_m * best_n || (wm * wn == best_m * best_n && wm > best_m)) {
+                best_m = wm;
+                best_n = wn;
+            }
+        }
+    }
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_MMA;
+    l.rows = rows;
+    l.cols = cols;
+    l.threads = threads;
+    l.wm = best_m;
+    l.wn = best_n;
+    l.tm = tiles_m / best_m;
+    l.tn = tiles_n / best_n;
+    return intern(t, &l);
+}
+
+const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_SLICE;
+    l.rows = axis == 1 ? parent->rows : 1;
+    l.cols = axis == 1 ? 1 : parent->cols;
+    l.threads = parent->threads;
+    l.parent = parent;
+    l.axis = axis;
+    return intern(t, &l);
+}
+
+int layout_nslots(const Layout *l)
+{
+    switch (l->kind) {
+    case LAY_BLOCKED: {
+        int ctar = (32 / l->tc) * l->wr, ctac = l->v * l->tc * l->wc;
+        return ((l->rows + ctar - 1) / ctar) * ((l->cols + ctac - 1) / ctac) * l->v;
+    }
+    case LAY_MMA: return l->tm * l->tn * 4;
+    case LAY_SLICE: return layout_nslots(l->parent);
+    }
+    return 0;
+}
+
+void layout_str(const Layout *l, char *buf, size_t n)
+{
+    char p[200];
+    switch (l->kind) {
+    case LAY_BLOCKED:
+        snprintf(buf, n, "blocked[%dx%d: v%d lanes %dx%d warps %dx%d]", l->rows, l->cols, l->v, 32 / l->tc, l->tc, l->wr, l->wc);
+        break;
+    case LAY_MMA:
+        snprintf(buf, n, "mma[%dx%d: warps %dx%d, %dx%d pieces each]", l->rows, l->cols, l->wm, l->wn, l->tm, l->tn);
+        break;
+    case LAY_SLICE:
+        layout_str(l->parent, p, sizeof p);
+        snprintf(buf, n, "slice(%s, axis %d)", p, l->axis);
+        break;
+    }
+}
+
+bool layout_dot_on_tensorcores(const IrFunc *f, const IrOp *op)
+{
+    if (!f->tensorcore) return false;
+    IrType a = ir_vtype(f, op->args[0]), b = ir_vtype(f, op->args[1]);
+    if (a.dt != b.dt || (a.dt != DT_F16 && a.dt != DT_BF16)) return false;
+    int M = a.shape[0], K = a.shape[1];
+    int N = op->flags & DOT_TRANS_B ? b.shape[0] : b.shape[1];
+    return M % 16 == 0 && N % 8 == 0 && K % 16 == 0 && K <= 512;
+}
+
+/* ---- the pass ---- */
+
+typedef struct {
+    const IrFunc *f;
+    LayoutTable *t;
+    LayoutPlan p;
+    bool *lazy;          /* by ValueId: materialized where used */
+} Pass;
+
+static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+
+static const Layout *default_layout(Pass *ps, ValueId v)
+{
+    IrType t = ir_vtype(ps->f, v);
+    return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, elem_bytes(t.dt));
+}
+
+static int rank_of(const Layout *l) { return !l ? 0 : l->kind == LAY_MMA ? 3 : l->kind == LAY_SLICE ? 2 : 1; }
+
+static void plan_block(Pass *ps, const IrBlock *blk);
+
+static bool is_tile(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
+
+static void plan_op(Pass *ps, const IrOp *op)
+{
+    const IrFunc *f = ps->f;
+    const Layout **of = ps->p.of;
+    ValueId r = op->nres ? op->res[0] : 0;
+    if (r && !is_tile(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
+    switch (op->kind) {
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+        ps->lazy[r] = true;
+        break;
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
+        const Layout *best = NULL;
+        bool all_lazy = true;
+        for (int i = 0; i < op->nargs; i++) {
+            ValueId a = op->args[i];
+            if (!is_tile(ps, a)) continue;
+            if (!ps->lazy[a]) all_lazy = false;
+            if (rank_of(of[a]) > rank_of(best)) best = of[a];
+        }
+        if (all_lazy) ps->lazy[r] = true;
+        else of[r] = best ? best : default_layout(ps, r);
+        break;
+    }
+    case OP_LOAD: case OP_TRANSPOSE:
+        of[r] = default_layout(ps, r);
+        break;
+    case OP_DOT: {
+        IrType t = ir_vtype(f, r);
+        const Layout *m = layout_dot_on_tensorcores(f, op) ? layout_mma(ps->t, t.shape[0], t.shape[1], f->threads) : NULL;
+        ps->p.mma_dot[r] = m != NULL;
+        of[r] = m ? m : default_layout(ps, r);
+        break;
+    }
+    case OP_REDUCE: {
+        const Layout *src = ps->lazy[op->args[0]] || !of[op->args[0]] ? default_layout(ps, op->args[0]) : of[op->args[0]];
+        of[r] = src->kind == LAY_SLICE ? default_layout(ps, r) : layout_slice(ps->t, src, op->axis);
+        break;
+    }
+    case OP_FOR: {
+        const IrBlock *body = op->body;
+        int n = op->nargs - 2;
+        for (int i = 0; i < n; i++) {
+            ValueId init = op->args[2 + i], arg = body->args[1 + i];
+            if (!is_tile(ps, arg)) continue;
+            of[arg] = ps->lazy[init] || !of[init] ? default_layout(ps, arg) : of[init];
+        }
+        /* twice: the carried values settle in the layout the body gives them */
+        for (int round = 0; round < 2; round++) {
+            plan_block(ps, body);
+            const IrOp *y = body->ops[body->nops - 1];
+            for (int i = 0; i < n && y->kind == OP_YIELD; i++) {
+                ValueId arg = body->args[1 + i], yv = y->args[i];
+                if (is_tile(ps, arg) && !ps->lazy[yv] && of[yv]) of[arg] = of[yv];
+            }
+        }
+        for (int i = 0; i < op->nres; i++) of[op->res[i]] = of[body->args[1 + i]];
+        break;
+    }
+    case OP_IF: {
+        plan_block(ps, op->body);
+        if (op->els) plan_block(ps, op->els);
+        const IrOp *yt = op->body->nops ? op->body->ops[op->body->nops - 1] : NULL;
+        const IrOp *ye = op->els && op->els->nops ? op->els->ops[op->els->nops - 1] : NULL;
+        for (int i = 0; i < op->nres; i++) {
+            ValueId res = op->res[i];
+            if (!is_tile(ps, res)) continue;
+            const Layout *l = NULL;
+            if (yt && yt->kind == OP_YIELD && !ps->lazy[yt->args[i]]) l = of[yt->args[i]];
+            if (!l && ye && ye->kind == OP_YIELD && !ps->lazy[ye->args[i]]) l = of[ye->args[i]];
+            of[res] = l ? l : default_layout(ps, res);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void plan_block(Pass *ps, const IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) plan_op(ps, blk->ops[i]);
+}
+
+/* A transpose, or a convert of one, used only as a dot's operand is never
+ * materialized: the dot writes its operand to shared memory transposed. */
+static void count_uses(const IrBlock *blk, int *uses, int *dot_uses)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        for (int j = 0; j < op->nargs; j++) {
+            uses[op->args[j]]++;
+            if (op->kind == OP_DOT && j < 2) dot_uses[op->args[j]]++;
+        }
+        if (op->body) count_uses(op->body, uses, dot_uses);
+        if (op->els) count_uses(op->els, uses, dot_uses);
+    }
+}
+
+static void mark_absorbed(const IrFunc *f, const IrBlock *blk, const int *uses, const int *dot_uses, bool *absorbed)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->body) mark_absorbed(f, op->body, uses, dot_uses, absorbed);
+        if (op->els) mark_absorbed(f, op->els, uses, dot_uses, absorbed);
+        if (op->kind == OP_CONVERT) {
+            const IrOp *src = f->values[op->args[0]].def;
+            ValueId r = op->res[0];
+            if (src && src->kind == OP_TRANSPOSE && uses[r] == dot_uses[r] && uses[r] > 0) absorbed[r] = true;
+        }
+    }
+}
+
+static void mark_absorbed_transposes(const IrFunc *f, const IrBlock *blk, const int *uses, const int *dot_uses, bool *absorbed)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->body) mark_absorbed_transposes(f, op->body, uses, dot_uses, absorbed);
+        if (op->els) mark_absorbed_transposes(f, op->els, uses, dot_uses, absorbed);
+        if (op->kind != OP_TRANSPOSE) continue;
+        ValueId r = op->res[0];
+        int absorbed_uses = dot_uses[r];
+        for (int v = 1; v < f->nvalues; v++) {
+            const IrOp *d = f->values[v].def;
+            if (d && d->kind == OP_CONVERT && d->args[0] == r && absorbed[v]) absorbed_uses++;
+        }
+        if (uses[r] > 0 && absorbed_uses == uses[r]) absorbed[r] = true;
+    }
+}
+
+LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t)
+{
+    Pass ps = {f, t, {0}, NULL};
+    size_t n = (size_t)f->nvalues + 1;
+    ps.p.of = xcalloc(n, sizeof *ps.p.of);
+    ps.p.absorbed = xcalloc(n, sizeof *ps.p.absorbed);
+    ps.p.mma_dot = xcalloc(n, sizeof *ps.p.mma_dot);
+    ps.lazy = xcalloc(n, sizeof *ps.lazy);
+    plan_block(&ps, f->body);
+    int *uses = xcalloc(n, sizeof *uses), *dot_uses = xcalloc(n, sizeof *dot_uses);
+    count_uses(f->body, uses, dot_uses);
+    mark_absorbed(f, f->body, uses, dot_uses, ps.p.absorbed);
+    mark_absorbed_transposes(f, f->body, uses, dot_uses, ps.p.absorbed);
+    /* lazy values have no layout of their own */
+    for (size_t v = 0; v < n; v++)
+        if (ps.lazy[v]) ps.p.of[v] = NULL;
+    free(uses);
+    free(dot_uses);
+    free(ps.lazy);
+    return ps.p;
+}
+
+void layout_plan_free(LayoutPlan *p)
+{
+    free(p->of);
+    free(p->absorbed);
+    free(p->mma_dot);
+    memset(p, 0, sizeof *p);
+}
