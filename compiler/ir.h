@@ -172,6 +172,8 @@ typedef struct { const char *name; void (*run)(IrFunc *f); const char *what; } I
 extern const IrPass ir_passes[];     /* the pipeline, in order; ends with {NULL} */
 void ir_fold(IrFunc *f);             /* constant folding of scalar ops */
 void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that store nothing */
+void ir_licm(IrFunc *f);             /* moves loop-invariant ops out of loops (licm.c) */
+void ir_pipeline(IrFunc *f);         /* issues loop loads one iteration ahead (pipeline.c) */
 /* Runs every pass (verifying after each when verify is set); prints the IR
  * after the pass named dump_after (may be NULL) to dump. 0 on success;
  * 1 with err filled when the verifier rejects a pass's output. */

@@ -1,0 +1,100 @@
+/* irutil.c: editing IR in place (irutil.h). */
+#include "irutil.h"
+
+#include <string.h>
+
+void ir_block_insert(IrFunc *f, IrBlock *b, int index, IrOp *op)
+{
+    if (b->nops == b->cap) {
+        int cap = b->cap ? 2 * b->cap : 16;
+        IrOp **ops = arena_alloc(f->arena, sizeof *ops * (size_t)cap);
+        if (b->nops) memcpy(ops, b->ops, sizeof *ops * (size_t)b->nops);
+        b->ops = ops;
+        b->cap = cap;
+    }
+    memmove(&b->ops[index + 1], &b->ops[index], sizeof *b->ops * (size_t)(b->nops - index));
+    b->ops[index] = op;
+    b->nops++;
+}
+
+void ir_block_remove(IrBlock *b, int index)
+{
+    memmove(&b->ops[index], &b->ops[index + 1], sizeof *b->ops * (size_t)(b->nops - index - 1));
+    b->nops--;
+}
+
+IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args)
+{
+    IrType types[8];
+    int nres = op->nres < 8 ? op->nres : 8;
+    for (int i = 0; i < nres; i++) types[i] = ir_vtype(f, op->res[i]);
+    IrOp *c = ir_emit(f, NULL, op->kind, op->nargs, args, nres, types);
+    c->sub = op->sub;
+    c->axis = op->axis;
+    c->param = op->param;
+    c->flags = op->flags;
+    c->ival = op->ival;
+    c->fval = op->fval;
+    c->loc = op->loc;
+    for (int i = 0; i < nres; i++) f->values[c->res[i]].name = f->values[op->res[i]].name;
+    return c;
+}
+
+void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        for (int j = 0; j < op->nargs; j++)
+            if (op->args[j] == from) op->args[j] = to;
+        if (op->body) ir_replace_uses(op->body, from, to);
+        if (op->els) ir_replace_uses(op->els, from, to);
+    }
+}
+
+static ValueId *grow(IrFunc *f, const ValueId *old, int n, ValueId extra)
+{
+    ValueId *a = arena_alloc(f->arena, sizeof *a * (size_t)(n + 1));
+    if (n) memcpy(a, old, sizeof *a * (size_t)n);
+    a[n] = extra;
+    return a;
+}
+
+ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next)
+{
+    IrType t = ir_vtype(f, init);
+    loop->args = grow(f, loop->args, loop->nargs, init);
+    loop->nargs++;
+    ValueId res = ir_value_new(f, t, f->values[init].name);
+    f->values[res].def = loop;
+    loop->res = grow(f, loop->res, loop->nres, res);
+    loop->nres++;
+    ValueId arg = ir_block_arg(f, loop->body, t, f->values[init].name);
+    IrOp *y = loop->body->ops[loop->body->nops - 1];
+    y->args = grow(f, y->args, y->nargs, next);
+    y->nargs++;
+    return arg;
+}
+
+void ir_mark_defined(const IrBlock *blk, bool *inside)
+{
+    for (int i = 0; i < blk->nargs; i++) inside[blk->args[i]] = true;
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        for (int j = 0; j < op->nres; j++) inside[op->res[j]] = true;
+        if (op->body) ir_mark_defined(op->body, inside);
+        if (op->els) ir_mark_defined(op->els, inside);
+    }
+}
+
+static bool stored_in(const IrBlock *blk, int param)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_STORE && op->param == param) return true;
+        if (op->body && stored_in(op->body, param)) return true;
+        if (op->els && stored_in(op->els, param)) return true;
+    }
+    return false;
+}
+
+bool ir_param_stored(const IrFunc *f, int param) { return stored_in(f->body, param); }

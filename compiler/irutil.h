@@ -1,0 +1,23 @@
+/* irutil.h: editing IR in place, for the passes that move and copy ops
+ * (licm.c, pipeline.c): inserting and removing ops, copying an op,
+ * rewriting uses, growing a loop's carried values. */
+#ifndef PHC_IRUTIL_H
+#define PHC_IRUTIL_H
+
+#include "ir.h"
+
+void ir_block_insert(IrFunc *f, IrBlock *b, int index, IrOp *op);
+void ir_block_remove(IrBlock *b, int index);
+/* A copy of op (not of regions) reading args instead of its own, with new results. */
+IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args);
+/* Every use of from inside blk (nested blocks too) reads to instead. */
+void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to);
+/* Adds a carried value to loop op: init before the loop; returns the new
+ * block argument; the body's yield gets next appended. */
+ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next_placeholder);
+/* Marks in inside[] every value defined in blk: block arguments and op results, nested too. */
+void ir_mark_defined(const IrBlock *blk, bool *inside);
+/* Whether the kernel stores to tensor parameter param anywhere. */
+bool ir_param_stored(const IrFunc *f, int param);
+
+#endif

@@ -1,0 +1,71 @@
+/* licm.c: loop-invariant code motion. An op in a loop body whose operands
+ * are all defined outside the loop moves before the loop, so it runs once:
+ * the tutorial's `L[base + q0:+BR, 0:+1]` inside attn_bwd_dq's loop, the
+ * splat of `scale`, index arithmetic.
+ *
+ * Expects: verified IR. Guarantees: the same results. Only ops without
+ * effects move; a load moves only when the kernel never stores to its
+ * tensor (so no store in the loop can change what it reads); integer // and
+ * % move only with a non-zero constant divisor, since a hoisted op runs
+ * even when the loop runs zero times. Inner loops are done first, so an
+ * op can move out of several loops. */
+#include "irutil.h"
+
+#include <stdlib.h>
+
+static bool nonzero_constant(const IrFunc *f, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    return d && d->kind == OP_CONST && (ir_is_float(ir_vtype(f, v).dt) ? d->fval != 0 : d->ival != 0);
+}
+
+static bool movable(const IrFunc *f, const IrOp *op)
+{
+    switch (op->kind) {
+    case OP_CONST: case OP_PARAM: case OP_DIM: case OP_BLOCK_ID: case OP_GRID_DIM: case OP_IOTA:
+    case OP_SPLAT: case OP_BROADCAST: case OP_CONVERT: case OP_TRANSPOSE: case OP_UNARY:
+    case OP_CMP: case OP_SELECT: case OP_REDUCE: case OP_DOT:
+        return true;
+    case OP_BINARY:
+        if ((op->sub == BIN_FLOORDIV || op->sub == BIN_MOD) && !ir_is_float(ir_vtype(f, op->args[1]).dt))
+            return nonzero_constant(f, op->args[1]);
+        return true;
+    case OP_LOAD:
+        return !ir_param_stored(f, op->param);
+    default:
+        return false;
+    }
+}
+
+static void licm_block(IrFunc *f, IrBlock *blk);
+
+/* Moves what it can out of loop op (at index *pos of parent). */
+static void hoist(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
+{
+    bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
+    ir_mark_defined(loop->body, inside);
+    IrBlock *body = loop->body;
+    for (int i = 0; i < body->nops;) {
+        IrOp *op = body->ops[i];
+        bool invariant = movable(f, op);
+        for (int j = 0; j < op->nargs && invariant; j++)
+            if (inside[op->args[j]]) invariant = false;
+        if (!invariant) { i++; continue; }
+        ir_block_remove(body, i);
+        ir_block_insert(f, parent, (*pos)++, op);
+        for (int j = 0; j < op->nres; j++) inside[op->res[j]] = false;
+    }
+    free(inside);
+}
+
+static void licm_block(IrFunc *f, IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) licm_block(f, op->body);
+        if (op->els) licm_block(f, op->els);
+        if (op->kind == OP_FOR) hoist(f, blk, &i, op);
+    }
+}
+
+void ir_licm(IrFunc *f) { licm_block(f, f->body); }

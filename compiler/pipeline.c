@@ -1,0 +1,119 @@
+/* pipeline.c: software pipelining of loads in loops. A load in a loop body
+ * whose window depends only on the induction variable (and on values from
+ * outside the loop) is issued one iteration ahead: the first before the
+ * loop, each next one at the end of the body, carried to the next
+ * iteration as a loop value. The GPU then waits for a load while it works
+ * on the previous tile, instead of stalling on it (attn_fwd's k and v).
+ *
+ * Expects: verified IR, after licm (invariant loads are already out).
+ * Guarantees: the same results. The extra load of the last iteration reads
+ * a window past the loop's range; loads are bounds-checked, so it reads
+ * zeros or in-bounds data nobody uses. Only loads of tensors the kernel
+ * never stores move, and at most PIPELINE_BUDGET elements per loop are
+ * carried, to bound the registers this costs. */
+#include "irutil.h"
+
+#include <stdlib.h>
+
+enum { PIPELINE_BUDGET = 8192 };
+
+/* Whether v can be recomputed from the induction variable and values from
+ * outside the loop through scalar ops of the body; marks those ops. */
+static bool computable(const IrFunc *f, ValueId v, ValueId iv, const bool *inside, bool *need, int depth)
+{
+    if (v == iv || !inside[v]) return true;
+    const IrOp *d = f->values[v].def;
+    if (!d || depth > 32 || ir_vtype(f, v).rank != 0) return false;
+    switch (d->kind) {
+    case OP_CONST: case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
+        break;
+    default:
+        return false;
+    }
+    if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD)) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!computable(f, d->args[i], iv, inside, need, depth + 1)) return false;
+    need[v] = true;
+    return true;
+}
+
+/* Copies the marked scalar ops of body (in order) and then the load, with
+ * iv replaced by at, inserting them into blk from index *pos; returns the
+ * new load's value. */
+static ValueId copy_window(IrFunc *f, IrBlock *body, const IrOp *load, const bool *need, int nneed, ValueId iv,
+                           ValueId at, IrBlock *blk, int *pos)
+{
+    ValueId *map = xcalloc((size_t)f->nvalues + 1, sizeof *map);
+    int nvalues = nneed < f->nvalues ? nneed : f->nvalues;
+    map[iv] = at;
+    for (int i = 0; i < body->nops; i++) {
+        const IrOp *op = body->ops[i];
+        if (op->nres != 1 || op->res[0] >= nvalues || !need[op->res[0]]) continue;
+        ValueId args[4];
+        for (int j = 0; j < op->nargs && j < 4; j++) args[j] = map[op->args[j]] ? map[op->args[j]] : op->args[j];
+        IrOp *c = ir_clone_op(f, op, args);
+        ir_block_insert(f, blk, (*pos)++, c);
+        map[op->res[0]] = c->res[0];
+    }
+    ValueId args[2];
+    for (int j = 0; j < load->nargs && j < 2; j++) args[j] = map[load->args[j]] ? map[load->args[j]] : load->args[j];
+    IrOp *c = ir_clone_op(f, load, args);
+    ir_block_insert(f, blk, (*pos)++, c);
+    free(map);
+    return c->res[0];
+}
+
+static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
+{
+    IrBlock *body = loop->body;
+    ValueId iv = body->args[0];
+    int64_t carried = 0;
+    int original = f->nvalues;   /* the loads this pass adds are not pipelined again */
+    for (int i = 0; i < body->nops; i++) {
+        IrOp *load = body->ops[i];
+        if (load->kind != OP_LOAD || load->res[0] >= original || ir_param_stored(f, load->param)) continue;
+        int64_t n = ir_numel(ir_vtype(f, load->res[0]));
+        if (carried + n > PIPELINE_BUDGET) continue;
+        int nneed = f->nvalues;
+        bool *inside = xcalloc((size_t)nneed + 1, sizeof *inside);
+        bool *need = xcalloc((size_t)nneed + 1, sizeof *need);
+        ir_mark_defined(body, inside);
+        bool ok = true;
+        for (int j = 0; j < load->nargs && ok; j++) ok = computable(f, load->args[j], iv, inside, need, 0);
+        if (ok) {
+            carried += n;
+            /* the first window, before the loop */
+            ValueId first = copy_window(f, body, load, need, nneed, iv, loop->args[0], parent, pos);
+            ValueId cur = ir_for_add_carried(f, loop, first, 0);
+            ir_replace_uses(body, load->res[0], cur);
+            /* the next window, at the end of the body */
+            int at = body->nops - 1;
+            IrType i32 = ir_scalar(DT_I32);
+            IrOp *step = ir_emit(f, NULL, OP_CONST, 0, NULL, 1, &i32);
+            step->ival = loop->ival;
+            ir_block_insert(f, body, at++, step);
+            ValueId ab[2] = {iv, step->res[0]};
+            IrOp *next_iv = ir_emit(f, NULL, OP_BINARY, 2, ab, 1, &i32);
+            next_iv->sub = BIN_ADD;
+            ir_block_insert(f, body, at++, next_iv);
+            /* need[] marks values of the body; the copies depend on next_iv */
+            ValueId next = copy_window(f, body, load, need, nneed, iv, next_iv->res[0], body, &at);
+            IrOp *y = body->ops[body->nops - 1];
+            y->args[y->nargs - 1] = next;
+        }
+        free(inside);
+        free(need);
+    }
+}
+
+static void pipeline_block(IrFunc *f, IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) pipeline_block(f, op->body);
+        if (op->els) pipeline_block(f, op->els);
+        if (op->kind == OP_FOR) pipeline_loop(f, blk, &i, op);
+    }
+}
+
+void ir_pipeline(IrFunc *f) { pipeline_block(f, f->body); }
