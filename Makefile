@@ -169,6 +169,8 @@ FUZZ_SAN       = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omi
 FUZZ_CFLAGS    = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime/include -Itests/fuzz \
                  -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)
 FUZZ_OBJS      = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(LIB_SRCS)) $(FUZZ_DIR)/obj/gen/lexer.o
+# the code generator's own files (the runtime is not needed)
+FUZZ_CG_OBJS   = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter compiler/%,$(CODEGEN_SRCS)))
 FUZZ_TARGETS   = $(FUZZ_DIR)/fuzz_frontend $(FUZZ_DIR)/fuzz_codegen
 # Each input gets 5 s and 2 GB; real programs fit in 8 kB.
 FUZZ_OPTS      = -timeout=5 -rss_limit_mb=2048 -max_len=8192 -dict=tests/fuzz/phobos.dict -print_final_stats=1
@@ -196,15 +198,15 @@ $(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(FUZZ_DIR)/obj/compiler/codegen.o: compiler/codegen.c $(HEADERS)
+$(FUZZ_CG_OBJS): $(FUZZ_DIR)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -I$(LLVM_INC) -c $< -o $@
 
 $(FUZZ_DIR)/fuzz_frontend: tests/fuzz/fuzz_frontend.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) -o $@ -lm
 
-$(FUZZ_DIR)/fuzz_codegen: tests/fuzz/fuzz_codegen.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS) $(FUZZ_DIR)/obj/compiler/codegen.o
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) $(FUZZ_DIR)/obj/compiler/codegen.o -o $@ $(LLVM_LIBS) -lm
+$(FUZZ_DIR)/fuzz_codegen: tests/fuzz/fuzz_codegen.c tests/fuzz/fuzz_common.h $(FUZZ_OBJS) $(FUZZ_CG_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJS) $(FUZZ_CG_OBJS) -o $@ $(LLVM_LIBS) -lm
 
 fuzz-build: fuzz-deps
 	$(MAKE) $(FUZZ_TARGETS)

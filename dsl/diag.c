@@ -55,11 +55,61 @@ void src_free(SrcFile *f)
     memset(f, 0, sizeof *f);
 }
 
-typedef struct Seen {
-    struct Seen *next;
+/* The messages printed so far, in an open-addressing hash set: a file
+ * with an error on each of 100,000 lines must not compare each new
+ * message with all the earlier ones. */
+typedef struct {
+    uint64_t hash;
     Loc loc;
     char msg[];
 } Seen;
+
+typedef struct {
+    Seen **slots;
+    size_t cap, n;        /* cap: a power of two, at most half full */
+} SeenSet;
+
+static uint64_t seen_hash(Loc loc, const char *msg)
+{
+    uint64_t h = 14695981039346656037u;   /* FNV-1a */
+    h = (h ^ (uint32_t)loc.line) * 1099511628211u;
+    h = (h ^ (uint32_t)loc.col) * 1099511628211u;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) h = (h ^ *p) * 1099511628211u;
+    return h;
+}
+
+static void seen_place(SeenSet *set, Seen *s)
+{
+    size_t i = (size_t)s->hash & (set->cap - 1);
+    while (set->slots[i]) i = (i + 1) & (set->cap - 1);
+    set->slots[i] = s;
+}
+
+/* Adds (loc, msg); false when it was there already. */
+static bool seen_add(Diag *d, Loc loc, const char *msg)
+{
+    SeenSet *set = d->seen;
+    if (!set) set = d->seen = xcalloc(1, sizeof *set);
+    uint64_t h = seen_hash(loc, msg);
+    for (size_t i = set->cap ? (size_t)h & (set->cap - 1) : 0; set->cap && set->slots[i]; i = (i + 1) & (set->cap - 1)) {
+        const Seen *s = set->slots[i];
+        if (s->hash == h && s->loc.line == loc.line && s->loc.col == loc.col && !strcmp(s->msg, msg)) return false;
+    }
+    if (2 * (set->n + 1) > set->cap) {
+        SeenSet grown = {xcalloc(set->cap ? 2 * set->cap : 64, sizeof(Seen *)), set->cap ? 2 * set->cap : 64, set->n};
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slots[i]) seen_place(&grown, set->slots[i]);
+        free(set->slots);
+        *set = grown;
+    }
+    Seen *s = xmalloc(sizeof *s + strlen(msg) + 1);
+    s->hash = h;
+    s->loc = loc;
+    strcpy(s->msg, msg);
+    seen_place(set, s);
+    set->n++;
+    return true;
+}
 
 void diag_init(Diag *d, const SrcFile *f, FILE *out)
 {
@@ -70,10 +120,11 @@ void diag_init(Diag *d, const SrcFile *f, FILE *out)
 
 void diag_free(Diag *d)
 {
-    for (Seen *s = d->seen, *next; s; s = next) {
-        next = s->next;
-        free(s);
-    }
+    SeenSet *set = d->seen;
+    if (!set) return;
+    for (size_t i = 0; i < set->cap; i++) free(set->slots[i]);
+    free(set->slots);
+    free(set);
     d->seen = NULL;
 }
 
@@ -109,13 +160,7 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (Seen *s = d->seen; s; s = s->next)
-        if (s->loc.line == loc.line && s->loc.col == loc.col && !strcmp(s->msg, msg)) return;
-    Seen *s = xmalloc(sizeof *s + strlen(msg) + 1);
-    s->loc = loc;
-    strcpy(s->msg, msg);
-    s->next = d->seen;
-    d->seen = s;
+    if (!seen_add(d, loc, msg)) return;
     d->nerrors++;
     int max = d->max_errors ? d->max_errors : 50;
     if (!d->out || d->nerrors > max + 1) return;

@@ -53,15 +53,19 @@ typedef enum {
     T_COUNT
 } TokKind;
 
+/* 32 bytes: a 10 MB file holds millions of tokens, so the kind is a byte
+ * and the literal values share one slot. */
 typedef struct {
-    TokKind kind;
+    uint8_t kind;       /* a TokKind */
+    bool overflow;      /* T_INT past INT64_MAX, T_FLOAT past DBL_MAX */
+    int len;
     Loc loc;
     const char *start;  /* into the source text */
-    int len;
-    int64_t ival;       /* T_INT; saturated, with overflow set, past INT64_MAX */
-    double fval;        /* T_FLOAT (inf when it overflows) */
-    bool overflow;
-    const char *str;    /* T_STRING: the decoded value (arena) */
+    union {
+        int64_t ival;   /* T_INT; saturated, with overflow set, past INT64_MAX */
+        double fval;    /* T_FLOAT (inf when it overflows) */
+        const char *str;/* T_STRING: the decoded value (arena) */
+    };
 } Token;
 
 /* Tokenizes the whole file (Python's rules: INDENT/DEDENT, implicit joining

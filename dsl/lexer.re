@@ -7,7 +7,12 @@
  * before its end, so the scanner uses re2c's sentinel with bounds checks:
  * the NUL that SrcFile guarantees at text[len] ends the input only when the
  * cursor has reached len. Every path through the loop consumes at least one
- * byte or ends the input, so any input is tokenized in linear time. */
+ * byte or ends the input, so any input is tokenized in linear time.
+ *
+ * The file is scanned twice: once to count the tokens, silently, and once
+ * to write them into an array of exactly that size in the arena. A 10 MB
+ * file holds millions of tokens; growing an array and copying it into the
+ * arena would hold it twice, with half the growth unused. */
 #include "dsl.h"
 
 #include <errno.h>
@@ -35,7 +40,9 @@ typedef struct {
     bool line_has_tokens; /* the logical line so far holds a token */
     bool deep_reported;
     int nerrors;
-    Token *toks;
+    bool counting;        /* the first pass: count tokens, report nothing */
+    Token scratch;        /* what push() fills while counting */
+    Token *toks;          /* the second pass: exactly cap tokens, in the arena */
     int ntoks, cap;
     int *indents, *alt_indents;  /* indentation with tab size 8 and tab size 1 */
     int nindents, indent_cap;
@@ -51,6 +58,7 @@ static Loc loc_at(Lexer *L, const unsigned char *p)
 /* A file of ten million '$' must not produce ten million messages. */
 static void lex_error_loc(Lexer *L, Loc loc, const char *msg, const char *arg)
 {
+    if (L->counting) return;
     if (L->nerrors++ >= MAX_LEX_ERRORS) {
         if (!L->d->nerrors) L->d->nerrors = 1;
         return;
@@ -65,11 +73,21 @@ static void lex_error(Lexer *L, const unsigned char *p, const char *msg, const c
 
 static Token *push(Lexer *L, TokKind kind, const unsigned char *start, size_t len, Loc loc)
 {
-    if (L->ntoks == L->cap) {
-        L->cap = L->cap ? 2 * L->cap : 1024;
-        L->toks = xrealloc(L->toks, sizeof *L->toks * (size_t)L->cap);
+    Token *t;
+    if (L->counting) {
+        if (L->ntoks == INT32_MAX) {   /* only a file of gigabytes; the int count must not wrap */
+            fprintf(stderr, "phc: %s: too many tokens\n", L->f->path);
+            exit(3);
+        }
+        L->ntoks++;
+        t = &L->scratch;
+    } else {
+        if (L->ntoks == L->cap) {      /* both passes see the same bytes */
+            fprintf(stderr, "phc: internal error: the lexer's passes disagree\n");
+            abort();
+        }
+        t = &L->toks[L->ntoks++];
     }
-    Token *t = &L->toks[L->ntoks++];
     memset(t, 0, sizeof *t);
     t->kind = kind;
     t->loc = loc;
@@ -355,7 +373,7 @@ static void lex_string(Lexer *L, const unsigned char *start, const unsigned char
         }
     }
     Token *t = push(L, T_STRING, start, (size_t)(p - start), loc);
-    t->str = arena_strndup(L->a, L->buf ? L->buf : "", L->buflen);
+    if (!L->counting) t->str = arena_strndup(L->a, L->buf ? L->buf : "", L->buflen);
     L->cur = p;
 }
 
@@ -567,27 +585,34 @@ static void lex_loop(Lexer *L)
     }
 }
 
+static void lex_pass(Lexer *L)
+{
+    const SrcFile *f = L->f;
+    L->line = 1;
+    L->cur = (const unsigned char *)f->text;
+    L->end = L->cur + f->len;
+    if (f->len >= 3 && !memcmp(L->cur, "\xef\xbb\xbf", 3)) L->cur += 3;  /* a BOM */
+    L->line_start = L->cur;
+    push_indent(L, 0, 0);
+    lex_loop(L);
+    Loc eof = loc_at(L, L->end);
+    if (L->line_has_tokens) push(L, T_NEWLINE, L->end, 0, eof);
+    for (; L->nindents > 1; L->nindents--) push(L, T_DEDENT, L->end, 0, eof);
+    push(L, T_EOF, L->end, 0, eof);
+    free(L->indents);
+    free(L->alt_indents);
+    free(L->buf);
+}
+
 Token *lex(const SrcFile *f, Diag *d, Arena *a, int *ntokens)
 {
-    Lexer L = {.f = f, .d = d, .a = a, .line = 1};
-    L.cur = (const unsigned char *)f->text;
-    L.end = L.cur + f->len;
-    if (f->len >= 3 && !memcmp(L.cur, "\xef\xbb\xbf", 3)) L.cur += 3;  /* a BOM */
-    L.line_start = L.cur;
-    push_indent(&L, 0, 0);
-    lex_loop(&L);
-    Loc eof = loc_at(&L, L.end);
-    if (L.line_has_tokens) push(&L, T_NEWLINE, L.end, 0, eof);
-    for (; L.nindents > 1; L.nindents--) push(&L, T_DEDENT, L.end, 0, eof);
-    push(&L, T_EOF, L.end, 0, eof);
-    Token *toks = arena_alloc(a, sizeof *toks * (size_t)L.ntoks);
-    memcpy(toks, L.toks, sizeof *toks * (size_t)L.ntoks);
+    Lexer count = {.f = f, .d = d, .a = a, .counting = true};
+    lex_pass(&count);
+    Lexer L = {.f = f, .d = d, .a = a, .cap = count.ntoks};
+    L.toks = arena_alloc(a, sizeof *L.toks * (size_t)L.cap);
+    lex_pass(&L);
     *ntokens = L.ntoks;
-    free(L.toks);
-    free(L.indents);
-    free(L.alt_indents);
-    free(L.buf);
-    return toks;
+    return L.toks;
 }
 
 const char *tok_kind_name(TokKind k)

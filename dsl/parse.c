@@ -217,8 +217,8 @@ static Expr *parse_atom(Parser *P)
     case T_INT: case T_FLOAT:
         advance(P);
         e = new_expr(P, t->kind == T_INT ? EX_INT : EX_FLOAT, t->loc);
-        e->ival = t->ival;
-        e->fval = t->fval;
+        if (t->kind == T_INT) e->ival = t->ival;   /* the token holds one of the two */
+        else e->fval = t->fval;
         e->overflow = t->overflow;
         return e;
     case T_STRING:

@@ -1,0 +1,2 @@
+def f():
+    class A: pass

@@ -1,0 +1,1 @@
+a == b and c != d or e

@@ -1,0 +1,2 @@
+@ph.kernel
+x = 1

@@ -1,0 +1,2 @@
+for i range(3):
+    pass

@@ -1,0 +1,2 @@
+'doc' 'string'
+x = 1

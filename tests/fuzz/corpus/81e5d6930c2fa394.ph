@@ -1,0 +1,1 @@
+from a imp x

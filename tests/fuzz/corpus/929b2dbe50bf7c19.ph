@@ -1,0 +1,1 @@
+not a and not b

@@ -1,0 +1,3 @@
+@ph.kernel
+def k():
+    pass
