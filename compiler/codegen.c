@@ -480,7 +480,7 @@ static void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, 
 
 /* Loads without branches: an element outside the tensor reads element 0
  * (which exists: dims are at least 1) and is replaced by zero. */
-static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+static Slots load_scalar(Cg *c, const IrOp *op, const Layout *l)
 {
     IrType t = vtype(c, op->res[0]);
     LLVMTypeRef et = dtype_ty(c, t.dt);
@@ -494,6 +494,64 @@ static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
         out.v[k] = LLVMBuildSelect(c->b, inb, v, LLVMConstNull(et), "");
     }
     return out;
+}
+
+/* A BLOCKED layout's chunks of v columns as vector loads, when the rows,
+ * the window's start and the address are aligned to a chunk: then a chunk
+ * is wholly inside the tensor or wholly outside. */
+static Slots load_vector(Cg *c, const IrOp *op, const Layout *l)
+{
+    IrType t = vtype(c, op->res[0]);
+    LLVMTypeRef et = dtype_ty(c, t.dt), vt = LLVMVectorType(et, (unsigned)l->v);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k += l->v) {
+        LLVMValueRef off, inb;
+        window_elem(c, op, slot_pos(c, l, k), &off, &inb);
+        off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, vt, ptr, "");
+        LLVMSetAlignment(v, (unsigned)(l->v * (t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4)));
+        for (int j = 0; j < l->v; j++)
+            out.v[k + j] = LLVMBuildSelect(c->b, inb, LLVMBuildExtractElement(c->b, v, i32c(c, j), ""), LLVMConstNull(et), "");
+    }
+    return out;
+}
+
+static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+{
+    if (l->kind != LAY_BLOCKED || l->v < 2) return load_scalar(c, op, l);
+    const IrParam *prm = &c->f->params[op->param];
+    LLVMBuilderRef B = c->b;
+    int64_t bytes = (int64_t)l->v * (prm->dt == DT_F16 || prm->dt == DT_BF16 ? 2 : 4);
+    LLVMValueRef row_len = prm->rank == 2 ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
+    LLVMValueRef start = c->vals[op->args[prm->rank - 1]].v[0];
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    LLVMValueRef aligned = LLVMBuildAnd(B,
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, row_len, LLVMConstInt(c->ti64, (unsigned long long)l->v, 0), ""), LLVMConstInt(c->ti64, 0, 0), ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, start, i32c(c, l->v - 1), ""), i32c(c, 0), ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, (unsigned long long)bytes - 1, 0), ""),
+                                   LLVMConstInt(c->ti64, 0, 0), ""), ""), "");
+    LLVMBasicBlockRef vec = new_bb(c, "ldv"), scal = new_bb(c, "lds"), done = new_bb(c, "ldd");
+    LLVMBuildCondBr(B, aligned, vec, scal);
+    LLVMPositionBuilderAtEnd(B, vec);
+    Slots a = load_vector(c, op, l);
+    LLVMBasicBlockRef vec_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, scal);
+    Slots s = load_scalar(c, op, l);
+    LLVMBasicBlockRef scal_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
+    for (int k = 0; k < a.n; k++) {
+        LLVMValueRef phi = LLVMBuildPhi(B, et, "");
+        LLVMValueRef vs[2] = {a.v[k], s.v[k]};
+        LLVMBasicBlockRef bs[2] = {vec_end, scal_end};
+        LLVMAddIncoming(phi, vs, bs, 2);
+        a.v[k] = phi;
+    }
+    free(s.v);
+    return a;
 }
 
 static void emit_store(Cg *c, const IrOp *op)
@@ -689,14 +747,25 @@ static void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t st
     IrType rt = vtype(c, root);
     const Layout *l = home_layout(c, root);
     Slots s = get(c, root, l);
-    for (int k = 0; k < s.n; k++) {
+    /* chunks of consecutive halves go out as one 16-byte store */
+    int vec = !tr && elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && stride % l->v == 0 && base % l->v == 0 ? l->v : 1;
+    for (int k = 0; k < s.n; k += vec) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef row = tr ? p.col : p.row, col = tr ? p.row : p.col;
         LLVMValueRef idx = add(c, add(c, mul(c, row, stride), col), i32c(c, base));
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        LLVMValueRef x = convert(c, s.v[k], rt.dt, dt);
-        if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
-        else smem_store(c, idx, to_word(c, x, dt));
+        if (vec > 1) {
+            LLVMTypeRef vt = LLVMVectorType(dtype_ty(c, dt), (unsigned)vec);
+            LLVMValueRef x = LLVMGetUndef(vt);
+            for (int j = 0; j < vec; j++)
+                x = LLVMBuildInsertElement(c->b, x, convert(c, s.v[k + j], rt.dt, dt), i32c(c, j), "");
+            LLVMValueRef st = LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
+            LLVMSetAlignment(st, (unsigned)(vec * 2));
+        } else {
+            LLVMValueRef x = convert(c, s.v[k], rt.dt, dt);
+            if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
+            else smem_store(c, idx, to_word(c, x, dt));
+        }
         guard_end(c, g);
     }
 }
