@@ -926,13 +926,19 @@ static bool config_selected(const Kernel *k, const int64_t *config, const SemaOp
 
 static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const SemaOptions *opt, IrModule *out)
 {
+    /* The whole product is counted first (saturating), so the message
+     * says how far over the limit it is; nothing is lowered then. */
     int64_t total = 1;
-    for (int i = 0; i < k->nmeta; i++) {
-        total *= k->nvalues[i];
-        if (total > MAX_CONFIGS) {
-            diag_error(d, k->def->loc, "kernel '%s' has more than %d configs", k->def->name, MAX_CONFIGS);
-            return;
-        }
+    bool huge = false;
+    for (int i = 0; i < k->nmeta; i++)
+        if (__builtin_mul_overflow(total, (int64_t)k->nvalues[i], &total)) huge = true, total = INT64_MAX;
+    if (huge || total > MAX_CONFIGS) {
+        char count[32];
+        if (huge) snprintf(count, sizeof count, "more than %lld", (long long)INT64_MAX);
+        else snprintf(count, sizeof count, "%lld", (long long)total);
+        diag_error(d, k->def->loc, "kernel '%s' has %s configs, more than the %d phc compiles; "
+                   "give @%s.autotune fewer values", k->def->name, count, MAX_CONFIGS, alias);
+        return;
     }
     int idx[MAX_META] = {0};
     int64_t config[MAX_META + 1] = {0};

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 void sema_err(Sema *s, Loc loc, const char *fmt, ...)
@@ -1118,6 +1119,31 @@ void sema_online_softmax(Sema *s, const Expr *e)
 }
 
 /* ---- the dispatcher ---- */
+static bool arith_op(TokKind op)
+{
+    return op == T_PLUS || op == T_MINUS || op == T_STAR || op == T_SLASH || op == T_DSLASH
+        || op == T_PERCENT || op == T_AND || op == T_OR;
+}
+
+/* a + b + c + ... parses left-nested, as deep as the chain is long: a
+ * 100 kB line of terms is a flat sum to its author, not deep nesting, so
+ * the left spine is walked with a loop, in the same order as the
+ * recursion (leftmost operand first, then each right operand and its
+ * operator). Right operands recurse as usual, their depth bounded. */
+static Val binary_chain(Sema *s, const Expr *e)
+{
+    VEC(const Expr *) spine = {0};
+    for (const Expr *x = e; x && x->kind == EX_BINARY && arith_op(x->op); x = x->lhs) vec_push(&spine, x);
+    Val acc = sema_expr(s, spine.data[spine.len - 1]->lhs);
+    for (int i = spine.len - 1; i >= 0; i--) {
+        const Expr *x = spine.data[i];
+        Val b = sema_expr(s, x->rhs);
+        acc = sema_binary(s, x->op, acc, b, x->loc);
+    }
+    free(spine.data);
+    return acc;
+}
+
 Val sema_expr(Sema *s, const Expr *e)
 {
     if (!e) return val_error();
@@ -1152,10 +1178,8 @@ Val sema_expr(Sema *s, const Expr *e)
     }
     case EX_UNARY: r = unary(s, e); break;
     case EX_BINARY:
-        if (e->op == T_PLUS || e->op == T_MINUS || e->op == T_STAR || e->op == T_SLASH || e->op == T_DSLASH
-            || e->op == T_PERCENT || e->op == T_AND || e->op == T_OR) {
-            Val a = sema_expr(s, e->lhs), b = sema_expr(s, e->rhs);
-            r = sema_binary(s, e->op, a, b, e->loc);
+        if (arith_op(e->op)) {
+            r = binary_chain(s, e);
         } else {
             sema_err(s, e->loc, "operator '%s' is not supported", op_text(e->op));
             r = val_error();
