@@ -94,6 +94,7 @@ static double time_ms(Attn *a, Size s, int causal, int bwd)
 int main(int argc, char **argv)
 {
     const char *path = argc > 1 ? argv[1] : "examples/attention/attention.ph";
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (ph_init(0) != PH_OK) {
         printf("attention bench skipped: %s\n", ph_last_error());
         return 0;
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
     CHECK(ph_kernel_get(m, "attn_bwd_dkdv", &a.dkdv));
     CHECK(ph_kernel_get(m, "attn_bwd_dq", &a.dq));
     Size sizes[] = {{4, 16, 1024, 64}, {4, 16, 4096, 64}};
-    printf("phobos attention on %s\n", ph_device_name());
+    printf("phobos attention (%s) on %s\n", path, ph_device_name());
     printf("%-6s %-5s %6s %4s %4s %-8s %10s %9s\n", "causal", "pass", "N_CTX", "Z", "H", "", "ms", "TFLOP/s");
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         Size s = sizes[i];

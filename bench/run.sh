@@ -6,6 +6,7 @@ BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$BUILD/bench/frontend_bench" examples/attention/attention.ph || exit 1
 "$BUILD/bench/attention_bench" examples/attention/attention.ph || exit 1
+"$BUILD/bench/attention_bench" bench/attention_tuned.ph || exit 1
 if command -v python3 >/dev/null && python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     python3 bench/torch_attention.py || exit 1
 else

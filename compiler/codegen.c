@@ -37,6 +37,11 @@ typedef struct {
 
 typedef struct { ValueId v; Slots s; } Cached;
 
+/* A dot operand defined outside the loop that reads it: written to its own
+ * shared-memory region once, where it is defined, instead of every
+ * iteration (attn_fwd's q). */
+typedef struct { ValueId root; bool tr; DType dt; int64_t base, stride; int depth; } Region;
+
 typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -55,6 +60,9 @@ typedef struct {
     LLVMValueRef *tensor_ptr, *tensor_dim0, *tensor_dim1, *scalar;   /* by param */
     LLVMValueRef smem;           /* placeholder for the scratch area, sized at the end */
     int64_t smem_words;
+    LLVMValueRef opsmem;         /* placeholder for the regions of loop-invariant dot operands */
+    int64_t opsmem_halves;
+    VEC(Region) regions;
     LLVMBasicBlockRef exit_bb;
     char *err; size_t errlen;
     bool failed;
@@ -157,10 +165,11 @@ static LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
 static void smem_store(Cg *c, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, index)); }
 static LLVMValueRef smem_load(Cg *c, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, index), ""); }
 
-static LLVMValueRef smem_half_ptr(Cg *c, LLVMValueRef index)
+static LLVMValueRef smem_half_ptr_in(Cg *c, LLVMValueRef area, LLVMValueRef index)
 {
-    return LLVMBuildInBoundsGEP2(c->b, c->ti16, c->smem, &index, 1, "");
+    return LLVMBuildInBoundsGEP2(c->b, c->ti16, area, &index, 1, "");
 }
+
 
 /* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;
@@ -740,10 +749,17 @@ static ValueId operand_root(Cg *c, ValueId v, bool *transposed)
 
 /* Writes dot operand v to shared memory as dtype dt, element (r, c) at
  * base + r * stride + c, in units of elem (2: halves, 4: words). */
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem);
+
 static void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
+    root_to_smem(c, root, tr, dt, c->smem, base, stride, elem);
+}
+
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem)
+{
     IrType rt = vtype(c, root);
     const Layout *l = home_layout(c, root);
     Slots s = get(c, root, l);
@@ -759,11 +775,11 @@ static void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t st
             LLVMValueRef x = LLVMGetUndef(vt);
             for (int j = 0; j < vec; j++)
                 x = LLVMBuildInsertElement(c->b, x, convert(c, s.v[k + j], rt.dt, dt), i32c(c, j), "");
-            LLVMValueRef st = LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
+            LLVMValueRef st = LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
             LLVMSetAlignment(st, (unsigned)(vec * 2));
         } else {
             LLVMValueRef x = convert(c, s.v[k], rt.dt, dt);
-            if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr(c, idx));
+            if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
             else smem_store(c, idx, to_word(c, x, dt));
         }
         guard_end(c, g);
@@ -827,6 +843,52 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     free(arow); free(bcol); free(phis); free(next);
 }
 
+static const Region *find_region(Cg *c, ValueId operand, DType dt)
+{
+    bool tr;
+    ValueId root = operand_root(c, operand, &tr);
+    for (int i = 0; i < c->regions.len; i++)
+        if (c->regions.data[i].root == root && c->regions.data[i].tr == tr && c->regions.data[i].dt == dt) return &c->regions.data[i];
+    return NULL;
+}
+
+/* Finds the tensor-core dot operands defined outside the loop that reads
+ * them and gives each its region. */
+static void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        for (int j = 0; j < op->nres; j++) def_depth[op->res[j]] = depth;
+        if (op->kind == OP_DOT && c->plan.mma_dot[op->res[0]]) {
+            DType dt = vtype(c, op->args[0]).dt;
+            for (int a = 0; a < 2; a++) {
+                bool tr;
+                ValueId root = operand_root(c, op->args[a], &tr);
+                if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
+                IrType t = vtype(c, op->args[a]);
+                int64_t stride = t.shape[1] + 8, halves = (int64_t)t.shape[0] * stride;
+                Region r = {root, tr, dt, c->opsmem_halves, stride, def_depth[root]};
+                c->opsmem_halves += (halves + 7) / 8 * 8;
+                vec_push(&c->regions, r);
+            }
+        }
+        if (op->body) plan_regions(c, op->body, op->kind == OP_FOR ? depth + 1 : depth, def_depth);
+        if (op->els) plan_regions(c, op->els, depth, def_depth);
+    }
+}
+
+/* Writes the regions of a value just defined. */
+static void write_regions(Cg *c, ValueId v)
+{
+    for (int i = 0; i < c->regions.len; i++) {
+        const Region *r = &c->regions.data[i];
+        if (r->root != v) continue;
+        /* inside a loop, the previous iteration's readers must be done first */
+        if (r->depth > 0) barrier(c);
+        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base, r->stride, 2);
+    }
+}
+
 static void emit_dot_mma(Cg *c, const IrOp *op)
 {
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
@@ -837,10 +899,14 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     /* rows padded by 8 halves (16 bytes): ldmatrix's eight row addresses fall in different banks */
     int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
     int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
+    const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
+    LLVMValueRef aarea = c->smem, barea = c->smem;
+    if (ra) { aarea = c->opsmem; abase = ra->base; }
+    if (rb) { barea = c->opsmem; bbase = rb->base; }
     smem_need(c, (halves + 1) / 2);
     barrier(c);
-    operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
-    operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
+    if (!ra) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
+    if (!rb) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
     barrier(c);
 
     Slots acc = get(c, op->args[2], l);
@@ -862,7 +928,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
             /* lanes 0-15 give rows m..m+15 at column k0, lanes 16-31 the same rows at k0 + 8 */
             LLVMValueRef row = add(c, add(c, m_base, i32c(c, im * 16)), l16);
             LLVMValueRef col = add(c, i32c(c, k0), mul(c, udiv(c, c->lane, 16), 8));
-            LLVMValueRef p = smem_half_ptr(c, add(c, add(c, mul(c, row, sa), col), i32c(c, abase)));
+            LLVMValueRef p = smem_half_ptr_in(c, aarea, add(c, add(c, mul(c, row, sa), col), i32c(c, abase)));
             LLVMValueRef fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p);
             for (int i = 0; i < 4; i++) {
                 LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
@@ -875,12 +941,12 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
                 /* B is [N, K]: lanes 0-7 rows n..n+7 at k0, lanes 8-15 at k0 + 8 */
                 LLVMValueRef row = add(c, nb, l8);
                 LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, udiv(c, c->lane, 8), 2), 8));
-                p = smem_half_ptr(c, add(c, add(c, mul(c, row, sb), col), i32c(c, bbase)));
+                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), i32c(c, bbase)));
                 fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
             } else {
                 /* B is [K, N]: lanes 0-15 rows k0..k0+15 at column n, transposed on load */
                 LLVMValueRef row = add(c, i32c(c, k0), l16);
-                p = smem_half_ptr(c, add(c, add(c, mul(c, row, sb), nb), i32c(c, bbase)));
+                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), nb), i32c(c, bbase)));
                 fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
             }
             for (int i = 0; i < 2; i++) {
@@ -1209,6 +1275,8 @@ static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yie
         const IrOp *op = blk->ops[i];
         if (op->kind == OP_YIELD && parent) emit_yield(c, op, parent, yielded);
         else emit_op(c, op);
+        if (c->regions.len)
+            for (int j = 0; j < op->nres; j++) write_regions(c, op->res[j]);
     }
 }
 
@@ -1259,6 +1327,10 @@ static void emit_func(Cg *c, const IrFunc *f)
     LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxntidx", 8),
                               LLVMValueAsMetadata(i32c(c, c->T))};
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
+    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
+    LLVMMetadataRef reg[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxnreg", 7),
+                              LLVMValueAsMetadata(i32c(c, 255))};
+    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, reg, 3)));
 
     c->layouts = layout_table_new();
     c->plan = layout_plan(f, c->layouts);
@@ -1267,6 +1339,15 @@ static void emit_func(Cg *c, const IrFunc *f)
     snprintf(name, sizeof name, "%s_scratch_placeholder", f->name);
     c->smem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
     c->smem_words = 0;
+    snprintf(name, sizeof name, "%s_operands_placeholder", f->name);
+    c->opsmem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
+    c->opsmem_halves = 0;
+    c->regions.len = 0;
+    {
+        int *def_depth = xcalloc((size_t)f->nvalues + 1, sizeof *def_depth);
+        plan_regions(c, f->body, 0, def_depth);
+        free(def_depth);
+    }
 
     LLVMBasicBlockRef entry = new_bb(c, "entry");
     c->exit_bb = new_bb(c, "exit");
@@ -1292,6 +1373,20 @@ static void emit_func(Cg *c, const IrFunc *f)
         LLVMReplaceAllUsesWith(placeholder, g);
     }
     LLVMDeleteGlobal(placeholder);
+    placeholder = c->opsmem;
+    if (c->opsmem_halves) {
+        snprintf(name, sizeof name, "%s_operands", f->name);
+        LLVMTypeRef at = LLVMArrayType2(c->ti16, (uint64_t)c->opsmem_halves);
+        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+        LLVMSetInitializer(g, LLVMGetUndef(at));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetAlignment(g, 16);
+        LLVMReplaceAllUsesWith(placeholder, g);
+    }
+    LLVMDeleteGlobal(placeholder);
+    free(c->regions.data);
+    c->regions.data = NULL;
+    c->regions.cap = c->regions.len = 0;
 
     cache_truncate(c, 0);
     free(c->cache.data);

@@ -201,13 +201,20 @@ static inline int64_t host_meta(const IrFunc *f, const char *name)
     return -1;
 }
 
-/* The first config of kernel that fits, as fits(f, ctx) decides (NULL: any). */
+/* The first config of kernel that fits, as fits(f, ctx) decides (NULL: any).
+ * PHOBOS_CONFIG_INDEX=i picks the i-th fitting config instead (counting
+ * modulo how many fit), so a test can walk every config of a file. */
 static inline IrFunc *host_pick(const IrModule *m, const char *kernel,
                                 bool (*fits)(const IrFunc *f, const void *ctx), const void *ctx)
 {
+    const char *env = getenv("PHOBOS_CONFIG_INDEX");
+    int want = env ? atoi(env) : 0, nfit = 0;
+    for (int i = 0; m && i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->kernel, kernel) && (!fits || fits(m->funcs[i], ctx))) nfit++;
+    if (nfit) want = (want % nfit + nfit) % nfit;
     for (int i = 0; m && i < m->nfuncs; i++) {
         IrFunc *f = m->funcs[i];
-        if (!strcmp(f->kernel, kernel) && (!fits || fits(f, ctx))) return f;
+        if (!strcmp(f->kernel, kernel) && (!fits || fits(f, ctx)) && want-- == 0) return f;
     }
     fprintf(stderr, "no config of kernel %s fits this launch\n", kernel);
     return NULL;

@@ -13,6 +13,11 @@ for e in "$BUILD"/examples/*_check; do
 done
 echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 "$BUILD/examples/attention_check" examples/attention/attention.ph --size 1 4 4096 64 || status=1
+echo "== every config of bench/attention_tuned.ph"
+for i in 0 1 2 3 4 5 6 7; do
+    out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" bench/attention_tuned.ph 2>&1) || status=1
+    echo "config index $i: $(echo "$out" | tail -1)"
+done
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 for t in test_gpu test_runtime test_codegen; do
