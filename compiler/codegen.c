@@ -900,12 +900,18 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
     int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
+    /* An A operand held in an MMA layout whose warps own whole rows, split
+     * like the result's, is already in fragments: FlashAttention-2 keeps P
+     * in registers this way. */
+    const Layout *al = c->plan.of[op->args[0]];
+    bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm &&
+                  al->rows == M && al->cols == K && !c->plan.absorbed[op->args[0]];
     LLVMValueRef aarea = c->smem, barea = c->smem;
     if (ra) { aarea = c->opsmem; abase = ra->base; }
     if (rb) { barea = c->opsmem; bbase = rb->base; }
     smem_need(c, (halves + 1) / 2);
     barrier(c);
-    if (!ra) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
+    if (!ra && !a_regs) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
     if (!rb) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
     barrier(c);
 
@@ -923,8 +929,21 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     for (int i = 0; i < tm * tn * 4; i++) d[i] = acc.v[i];
     LLVMValueRef *afr = xmalloc(sizeof *afr * (size_t)tm * 4), *bfr = xmalloc(sizeof *bfr * (size_t)tn * 2);
     LLVMValueRef l16 = urem(c, c->lane, 16), l8 = urem(c, c->lane, 8);
+    Slots aval = a_regs ? get(c, op->args[0], al) : (Slots){NULL, 0, NULL};
     for (int k0 = 0; k0 < K; k0 += 16) {
-        for (int im = 0; im < tm; im++) {
+        for (int im = 0; a_regs && im < tm; im++) {
+            /* fragment registers: rows g and g+8 of pieces 2kk and 2kk+1, two columns each */
+            int tna = K / 8, kk = k0 / 16;
+            for (int r = 0; r < 4; r++) {
+                int piece = 2 * kk + (r >> 1), i0 = (r & 1) * 2;
+                LLVMValueRef lo = aval.v[(im * tna + piece) * 4 + i0], hi = aval.v[(im * tna + piece) * 4 + i0 + 1];
+                LLVMTypeRef pair = LLVMVectorType(dtype_ty(c, at.dt), 2);
+                LLVMValueRef x = LLVMBuildInsertElement(B, LLVMGetUndef(pair), lo, i32c(c, 0), "");
+                x = LLVMBuildInsertElement(B, x, hi, i32c(c, 1), "");
+                afr[im * 4 + r] = bf ? LLVMBuildBitCast(B, x, c->ti32, "") : x;
+            }
+        }
+        for (int im = 0; !a_regs && im < tm; im++) {
             /* lanes 0-15 give rows m..m+15 at column k0, lanes 16-31 the same rows at k0 + 8 */
             LLVMValueRef row = add(c, add(c, m_base, i32c(c, im * 16)), l16);
             LLVMValueRef col = add(c, i32c(c, k0), mul(c, udiv(c, c->lane, 16), 8));
