@@ -1,0 +1,132 @@
+/* test_passes.c: the loop passes, licm and pipeline, on IR in its text form
+ * (tests/ir/loops.ir): what moves and what stays, and that the interpreter
+ * computes the same results before and after. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "testutil.h"
+
+static IrModule *load_ir(const char *path)
+{
+    char *text = tu_read_file(path), err[512];
+    cr_assert_not_null(text);
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    free(text);
+    return m;
+}
+
+static char *func_text(const IrFunc *f)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    ir_print_func(out, f);
+    fclose(out);
+    return buf;
+}
+
+static const IrOp *find_loop(const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->kind == OP_FOR) return b->ops[i];
+    return NULL;
+}
+
+static int count_loads(const IrBlock *b, int param)
+{
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        n += b->ops[i]->kind == OP_LOAD && b->ops[i]->param == param;
+    return n;
+}
+
+/* Runs f on fixed inputs; returns Y (16 * 4 floats, caller frees). */
+static float *run(const IrFunc *f, int n)
+{
+    static float x[64 * 16], w[16];
+    for (int i = 0; i < 64 * 16; i++) x[i] = (float)((i * 7) % 13) - 6.0f;
+    for (int i = 0; i < 16; i++) w[i] = 0.5f + (float)i;
+    float *y = malloc(4 * 16 * sizeof *y);
+    for (int i = 0; i < 64; i++) y[i] = (float)i * 0.25f;
+    IrArg args[4] = {{x, {64, 16}, 0, 0}, {w, {1, 16}, 0, 0}, {y, {4, 16}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 4, grid, err, sizeof err), 0, "%s", err);
+    return y;
+}
+
+Test(passes, licm_moves_invariant_loads_of_read_only_tensors)
+{
+    IrModule *m = load_ir("tests/ir/loops.ir");
+    IrFunc *f = m->funcs[0];
+    ir_licm(f);
+    char err[512];
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    const IrOp *loop = find_loop(f->body);
+    cr_assert_eq(count_loads(f->body, 1), 1, "W's load moved before the loop:\n%s", func_text(f));
+    cr_assert_eq(count_loads(loop->body, 1), 0);
+    cr_assert_eq(count_loads(loop->body, 2), 1, "Y is stored: its load stays in the loop");
+    cr_assert_eq(count_loads(loop->body, 0), 1, "X's window depends on the counter");
+    ir_module_free(m);
+}
+
+Test(passes, pipeline_issues_loads_one_iteration_ahead)
+{
+    IrModule *m = load_ir("tests/ir/loops.ir");
+    IrFunc *f = m->funcs[0];
+    ir_licm(f);
+    ir_pipeline(f);
+    ir_dce(f);
+    char err[512];
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    const IrOp *loop = find_loop(f->body);
+    cr_assert_eq(loop->nargs, 4, "X's tile is carried: lower, upper, acc, x\n%s", func_text(f));
+    cr_assert_eq(count_loads(f->body, 0), 1, "the first window is loaded before the loop");
+    cr_assert_eq(count_loads(loop->body, 0), 1, "the next window is loaded in the body");
+    const IrOp *y = loop->body->ops[loop->body->nops - 1];
+    const IrOp *next = f->values[y->args[1]].def;
+    cr_assert(next && next->kind == OP_LOAD && next->param == 0, "the yield carries the next window");
+    ir_module_free(m);
+}
+
+Test(passes, loop_passes_keep_the_results)
+{
+    for (int n = 0; n <= 20; n += 5) {
+        IrModule *a = load_ir("tests/ir/loops.ir"), *b = load_ir("tests/ir/loops.ir");
+        char err[512];
+        cr_assert_eq(ir_run_passes(b->funcs[0], true, NULL, NULL, err, sizeof err), 0, "%s", err);
+        float *ya = run(a->funcs[0], n), *yb = run(b->funcs[0], n);
+        for (int i = 0; i < 64; i++) cr_assert_eq(ya[i], yb[i], "n %d, Y[%d]: %g before the passes, %g after", n, i, ya[i], yb[i]);
+        free(ya);
+        free(yb);
+        ir_module_free(a);
+        ir_module_free(b);
+    }
+}
+
+Test(passes, licm_keeps_a_floordiv_by_a_variable_in_the_loop)
+{
+    const char *text =
+        "func f kernel f threads 32\n"
+        "    params(Y: i32[4], n: i32, d: i32) {\n"
+        "  %1.n = param n : i32\n"
+        "  %2.d = param d : i32\n"
+        "  %3 = const 0 : i32\n"
+        "  %4.s = for %5.i = %3 to %1.n step 1 iter(%6.s = %3) : i32 {\n"
+        "    %7 = floordiv %1.n, %2.d : i32\n"
+        "    %8 = add %6.s, %7 : i32\n"
+        "    yield %8\n"
+        "  }\n"
+        "  %9 = splat %4.s : i32[4]\n"
+        "  store Y[%3], %9\n"
+        "  return\n"
+        "}\n";
+    char err[512];
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    ir_licm(m->funcs[0]);
+    const IrOp *loop = find_loop(m->funcs[0]->body);
+    cr_assert_eq(loop->body->nops, 3, "the division stays: with n = 0 and d = 0 the loop never divides");
+    ir_module_free(m);
+}
