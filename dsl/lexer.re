@@ -15,6 +15,10 @@
  * arena would hold it twice, with half the growth unused. */
 #include "dsl.h"
 
+/* Tokens cost 32 bytes each; a file of more is refused before they are
+ * built (10 MB of statements is about 5 million tokens). */
+enum { MAX_TOKENS = 2000000 };
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +45,7 @@ typedef struct {
     bool deep_reported;
     int nerrors;
     bool counting;        /* the first pass: count tokens, report nothing */
+    Loc limit_loc;        /* where the count passed MAX_TOKENS */
     Token scratch;        /* what push() fills while counting */
     Token *toks;          /* the second pass: exactly cap tokens, in the arena */
     int ntoks, cap;
@@ -79,7 +84,7 @@ static Token *push(Lexer *L, TokKind kind, const unsigned char *start, size_t le
             fprintf(stderr, "phc: %s: too many tokens\n", L->f->path);
             exit(3);
         }
-        L->ntoks++;
+        if (++L->ntoks == MAX_TOKENS + 1) L->limit_loc = loc;
         t = &L->scratch;
     } else {
         if (L->ntoks == L->cap) {      /* both passes see the same bytes */
@@ -608,6 +613,15 @@ Token *lex(const SrcFile *f, Diag *d, Arena *a, int *ntokens)
 {
     Lexer count = {.f = f, .d = d, .a = a, .counting = true};
     lex_pass(&count);
+    if (count.ntoks > MAX_TOKENS) {
+        /* bounded memory: the tokens are never built; the parser sees an empty file */
+        diag_error(d, count.limit_loc, "more than %d tokens in this file; phc reads at most %d", MAX_TOKENS, MAX_TOKENS);
+        Token *eof = arena_alloc(a, sizeof *eof);
+        eof->kind = T_EOF;
+        eof->loc = count.limit_loc;
+        *ntokens = 1;
+        return eof;
+    }
     Lexer L = {.f = f, .d = d, .a = a, .cap = count.ntoks};
     L.toks = arena_alloc(a, sizeof *L.toks * (size_t)L.cap);
     lex_pass(&L);

@@ -26,7 +26,12 @@ typedef struct {
     bool failed;      /* the current statement had an error */
     bool too_deep;
     int nerrors;
+    int nstmts;       /* statements parsed so far in the file */
 } Parser;
+
+/* A kernel is unrolled code for one block: a file of more statements than
+ * this is refused, so a huge file costs bounded time and memory. */
+enum { MAX_STATEMENTS = 100000 };
 
 typedef VEC(Expr *) ExprVec;
 typedef VEC(Stmt *) StmtVec;
@@ -70,7 +75,7 @@ static const char *found_name(Parser *P, Token *t, char *buf, size_t n)
 /* The first error of a statement is reported; the rest follow from it. */
 static void error_at(Parser *P, Loc loc, const char *msg)
 {
-    if (P->failed) return;
+    if (P->failed || P->nstmts > MAX_STATEMENTS) return;   /* past the limit, the cut-off file says nothing more */
     P->failed = true;
     if (P->nerrors++ < MAX_PARSE_ERRORS) diag_error(P->d, loc, "%s", msg);
     else if (!P->d->nerrors) P->d->nerrors = 1;
@@ -460,6 +465,11 @@ static Expr *parse_exprlist(Parser *P)
 
 static Stmt *new_stmt(Parser *P, StmtKind kind, Loc loc)
 {
+    if (++P->nstmts == MAX_STATEMENTS + 1) {
+        diag_error(P->d, loc, "more than %d statements in this file; phc compiles at most %d", MAX_STATEMENTS, MAX_STATEMENTS);
+        P->nerrors++;
+        P->pos = P->n - 1;   /* the rest of the file is not parsed: EOF */
+    }
     Stmt *s = arena_alloc(P->a, sizeof *s);
     s->kind = kind;
     s->loc = loc;

@@ -924,6 +924,14 @@ static bool config_selected(const Kernel *k, const int64_t *config, const SemaOp
     return true;
 }
 
+/* Statements in a body, nested ones too (the parser bounds the depth). */
+static int64_t count_stmts(Stmt *const *body, int n)
+{
+    int64_t total = n;
+    for (int i = 0; i < n; i++) total += count_stmts(body[i]->body, body[i]->nbody) + count_stmts(body[i]->orelse, body[i]->norelse);
+    return total;
+}
+
 static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const SemaOptions *opt, IrModule *out)
 {
     /* The whole product is counted first (saturating), so the message
@@ -943,6 +951,23 @@ static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const Sema
     int idx[MAX_META] = {0};
     int64_t config[MAX_META + 1] = {0};
     int nselected = 0;
+    /* Lowering costs configs x statements: bound it before starting. */
+    int64_t selected = 0;
+    for (int64_t c = 0; c < total; c++) {
+        for (int i = 0; i < k->nmeta; i++) config[i] = k->values[i][idx[i]];
+        selected += config_selected(k, config, opt);
+        for (int i = k->nmeta - 1; i >= 0; i--) {
+            if (++idx[i] < k->nvalues[i]) break;
+            idx[i] = 0;
+        }
+    }
+    int64_t stmts = count_stmts(k->def->body, k->def->nbody);
+    if (selected * stmts > MAX_LOWERED) {
+        diag_error(d, k->def->loc, "kernel '%s' has %lld configs of %lld statements: %lld statements to lower, more than the %d "
+                   "phc lowers for one kernel; select fewer configs with -D or give @%s.autotune fewer values",
+                   k->def->name, (long long)selected, (long long)stmts, (long long)(selected * stmts), MAX_LOWERED, alias);
+        return;
+    }
     for (int64_t c = 0; c < total; c++) {
         for (int i = 0; i < k->nmeta; i++) config[i] = k->values[i][idx[i]];
         if (config_selected(k, config, opt)) {

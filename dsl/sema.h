@@ -12,6 +12,7 @@
 enum {
     MAX_META = 16,          /* meta-parameters of one kernel */
     MAX_CONFIGS = 4096,     /* elements of one kernel's autotune product */
+    MAX_LOWERED = 4000000,  /* statements lowered for one kernel: selected configs x statements */
     MAX_DIM = 65536,        /* largest tile extent */
     MAX_NUMEL = 1 << 22,    /* largest tile */
     MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
