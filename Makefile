@@ -40,9 +40,9 @@ PHC       = $(BUILD)/bin/phc
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
 
-# Installs the Debian packages that are missing; does nothing when all are there.
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# $(call install_missing,PACKAGES): installs those of the Debian packages that are missing.
+define install_missing
+	@missing=""; for p in $(1); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -50,6 +50,11 @@ deps:
 	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
 	fi
+endef
+
+# Installs the Debian packages that are missing; does nothing when all are there.
+deps:
+	$(call install_missing,$(DEB_PACKAGES))
 
 $(BUILD)/gen/lexer.c: dsl/lexer.re
 	@mkdir -p $(dir $@)
@@ -180,14 +185,7 @@ FUZZ_OPTS      = -timeout=5 -rss_limit_mb=2048 -max_len=8192 -dict=tests/fuzz/ph
 export UBSAN_OPTIONS
 
 fuzz-deps:
-	@missing=""; for p in $(FUZZ_PACKAGES); do \
-	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	    echo "installing Debian packages:$$missing"; \
-	    SUDO=; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	    $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null || exit 1; \
-	fi
+	$(call install_missing,$(FUZZ_PACKAGES))
 
 $(FUZZ_DIR)/gen/lexer.c: dsl/lexer.re
 	@mkdir -p $(dir $@)

@@ -1311,6 +1311,23 @@ static void mark_stores(const IrBlock *blk, bool *stored)
     }
 }
 
+/* Replaces a shared-memory placeholder by the area it stands for, now
+ * that its size is known (an unused area disappears). */
+static void size_shared_area(Cg *c, LLVMValueRef placeholder, const char *what, LLVMTypeRef elem, int64_t n)
+{
+    if (n) {
+        char name[300];
+        snprintf(name, sizeof name, "%s_%s", c->f->name, what);
+        LLVMTypeRef at = LLVMArrayType2(elem, (uint64_t)n);
+        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+        LLVMSetInitializer(g, LLVMGetUndef(at));
+        LLVMSetLinkage(g, LLVMInternalLinkage);
+        LLVMSetAlignment(g, 16);
+        LLVMReplaceAllUsesWith(placeholder, g);
+    }
+    LLVMDeleteGlobal(placeholder);
+}
+
 static void emit_func(Cg *c, const IrFunc *f)
 {
     c->f = f;
@@ -1381,28 +1398,8 @@ static void emit_func(Cg *c, const IrFunc *f)
     /* the body ends with a return, so the insert point is a dead block */
     LLVMBuildUnreachable(c->b);
 
-    LLVMValueRef placeholder = c->smem;
-    if (c->smem_words) {
-        snprintf(name, sizeof name, "%s_scratch", f->name);
-        LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)c->smem_words);
-        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-        LLVMSetInitializer(g, LLVMGetUndef(at));
-        LLVMSetLinkage(g, LLVMInternalLinkage);
-        LLVMSetAlignment(g, 16);
-        LLVMReplaceAllUsesWith(placeholder, g);
-    }
-    LLVMDeleteGlobal(placeholder);
-    placeholder = c->opsmem;
-    if (c->opsmem_halves) {
-        snprintf(name, sizeof name, "%s_operands", f->name);
-        LLVMTypeRef at = LLVMArrayType2(c->ti16, (uint64_t)c->opsmem_halves);
-        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-        LLVMSetInitializer(g, LLVMGetUndef(at));
-        LLVMSetLinkage(g, LLVMInternalLinkage);
-        LLVMSetAlignment(g, 16);
-        LLVMReplaceAllUsesWith(placeholder, g);
-    }
-    LLVMDeleteGlobal(placeholder);
+    size_shared_area(c, c->smem, "scratch", c->ti32, c->smem_words);
+    size_shared_area(c, c->opsmem, "operands", c->ti16, c->opsmem_halves);
     free(c->regions.data);
     c->regions.data = NULL;
     c->regions.cap = c->regions.len = 0;
