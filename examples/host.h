@@ -372,6 +372,35 @@ static inline bool host_use(const char *path)
     return host_active_launcher != NULL;
 }
 
+static inline void host_launcher_free(const HostLauncher *l);
+
+/* The start of a check's main: the one argument is the .ph file, compiled
+ * here, and the launcher is chosen. NULL on failure, with *status the exit
+ * status to return (2: usage). */
+static inline IrModule *host_start(int argc, char **argv, const char *file, int *status)
+{
+    *status = 1;
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s %s\n", argv[0], file);
+        *status = 2;
+        return NULL;
+    }
+    IrModule *m = host_compile(argv[1]);
+    if (m && !host_use(argv[1])) {
+        ir_module_free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+/* The end of a check's main: releases what host_start made; the exit status. */
+static inline int host_finish(IrModule *m, int failed)
+{
+    host_launcher_free(host_current());
+    ir_module_free(m);
+    return failed != 0;
+}
+
 static inline void host_launcher_free(const HostLauncher *l)
 {
     if (l && l->launch == host_gpu_launch) {

@@ -62,23 +62,14 @@ static bool check_shape(const IrModule *mod, int64_t m, int64_t n, HostRng *r)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s layernorm.ph\n", argv[0]);
-        return 2;
-    }
-    IrModule *m = host_compile(argv[1]);
-    if (!m) return 1;
-    if (!host_use(argv[1])) {
-        ir_module_free(m);
-        return 1;
-    }
+    int status;
+    IrModule *m = host_start(argc, argv, "layernorm.ph", &status);
+    if (!m) return status;
     static const int64_t shapes[][2] = {{50, 256}, {3, 256}, {1000, 256}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0;
     HostRng r;
     host_rng_seed(&r, 4);
     for (int i = 0; i < nshapes; i++) failed += !check_shape(m, shapes[i][0], shapes[i][1], &r);
     printf("layernorm: %d of %d shapes ok (atol %g, rtol %g)\n", nshapes - failed, nshapes, ATOL, RTOL);
-    host_launcher_free(host_current());
-    ir_module_free(m);
-    return failed != 0;
+    return host_finish(m, failed);
 }

@@ -51,16 +51,9 @@ static bool check_config(const IrFunc *f, int64_t m, int64_t n, int64_t k, HostR
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s matmul.ph\n", argv[0]);
-        return 2;
-    }
-    IrModule *m = host_compile(argv[1]);
-    if (!m) return 1;
-    if (!host_use(argv[1])) {
-        ir_module_free(m);
-        return 1;
-    }
+    int status;
+    IrModule *m = host_start(argc, argv, "matmul.ph", &status);
+    if (!m) return status;
     static const int64_t shapes[][3] = {{100, 72, 200}, {64, 32, 32}, {1, 1, 1}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0, runs = 0;
     HostRng r;
@@ -72,7 +65,5 @@ int main(int argc, char **argv)
     }
     if (!runs) fprintf(stderr, "matmul: no config of kernel matmul\n");
     printf("matmul: %d of %d runs ok (atol %g, rtol %g)\n", runs - failed, runs, ATOL, RTOL);
-    host_launcher_free(host_current());
-    ir_module_free(m);
-    return failed || !runs;
+    return host_finish(m, failed || !runs);
 }

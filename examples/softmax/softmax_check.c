@@ -45,23 +45,14 @@ static bool check_shape(const IrModule *m, int64_t rows, int64_t cols, HostRng *
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s softmax.ph\n", argv[0]);
-        return 2;
-    }
-    IrModule *m = host_compile(argv[1]);
-    if (!m) return 1;
-    if (!host_use(argv[1])) {
-        ir_module_free(m);
-        return 1;
-    }
+    int status;
+    IrModule *m = host_start(argc, argv, "softmax.ph", &status);
+    if (!m) return status;
     static const int64_t shapes[][2] = {{1000, 256}, {37, 128}, {1, 128}};
     int nshapes = sizeof shapes / sizeof *shapes, failed = 0;
     HostRng r;
     host_rng_seed(&r, 2);
     for (int i = 0; i < nshapes; i++) failed += !check_shape(m, shapes[i][0], shapes[i][1], &r);
     printf("softmax: %d of %d shapes ok (atol 1e-6, rtol 1e-4)\n", nshapes - failed, nshapes);
-    host_launcher_free(host_current());
-    ir_module_free(m);
-    return failed != 0;
+    return host_finish(m, failed);
 }

@@ -39,16 +39,9 @@ static bool check_length(const HostLauncher *l, const IrFunc *f, int64_t n, Host
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s vecadd.ph\n", argv[0]);
-        return 2;
-    }
-    IrModule *m = host_compile(argv[1]);
-    if (!m) return 1;
-    if (!host_use(argv[1])) {
-        ir_module_free(m);
-        return 1;
-    }
+    int status;
+    IrModule *m = host_start(argc, argv, "vecadd.ph", &status);
+    if (!m) return status;
     static const int64_t lengths[] = {1000, 1, 128, 4097};
     HostRng r;
     host_rng_seed(&r, 1);
@@ -66,7 +59,5 @@ int main(int argc, char **argv)
     }
     if (!runs) fprintf(stderr, "vecadd: no config of kernel vecadd\n");
     printf("vecadd: %d of %d runs ok (exact)\n", runs - failed, runs);
-    host_launcher_free(host_current());
-    ir_module_free(m);
-    return failed || !runs;
+    return host_finish(m, failed || !runs);
 }
