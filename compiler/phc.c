@@ -2,6 +2,7 @@
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
 #include "dsl.h"
 #include "codegen.h"
+#include "layout.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -11,7 +12,7 @@
 #define PHC_VERSION "0.1.0"
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
-typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
+typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct {
     const char *input, *output, *dump_after;
@@ -31,7 +32,8 @@ static const char usage[] =
     "\n"
     "options:\n"
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
-    "  --emit=KIND        tokens | ast | ir | llvm | ptx | cubin: what to write (default ptx;\n"
+    "  --emit=KIND        tokens | ast | ir | layouts | llvm | ptx | cubin: what to write\n"
+    "                     (default ptx; layouts: where each tile value lives on the GPU;\n"
     "                     cubin runs ptxas, which must be on PATH or in /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
     "  -O0                no LLVM optimization: readable LLVM IR and PTX\n"
@@ -90,7 +92,8 @@ static int parse_args(Options *o, int argc, char **argv)
             else if (!strcmp(k, "llvm")) o->emit = EMIT_LLVM;
             else if (!strcmp(k, "ptx")) o->emit = EMIT_PTX;
             else if (!strcmp(k, "cubin")) o->emit = EMIT_CUBIN;
-            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir, llvm, ptx, cubin)", k);
+            else if (!strcmp(k, "layouts")) o->emit = EMIT_LAYOUTS;
+            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir, layouts, llvm, ptx, cubin)", k);
         }
         else if (!strncmp(a, "--arch=", 7)) {
             if (strcmp(a + 7, "sm_80") && strcmp(a + 7, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", a + 7);
@@ -235,6 +238,53 @@ static int emit_code(const Options *o, const IrModule *ir, FILE *out)
     return status;
 }
 
+/* --emit=layouts: each tile value with the layout the code generator emits
+ * it in, in program order and numbered as --emit=ir numbers values; values
+ * built where they are used, and dot operands folded into their dot, say so. */
+typedef struct { FILE *out; const IrFunc *f; LayoutPlan *p; int *num; int next; } LayoutPrinter;
+
+static void print_value_layout(LayoutPrinter *lp, ValueId v, const IrOp *def, int depth)
+{
+    lp->num[v] = ++lp->next;
+    IrType ty = ir_vtype(lp->f, v);
+    if (ty.rank == 0) return;
+    char type[64], lay[256];
+    ir_type_str(ty, type, sizeof type);
+    if (lp->p->absorbed[v]) snprintf(lay, sizeof lay, "folded into the dot that reads it");
+    else if (!lp->p->of[v]) snprintf(lay, sizeof lay, "built where used");
+    else layout_str(lp->p->of[v], lay, sizeof lay);
+    const char *name = lp->f->values[v].name;
+    fprintf(lp->out, "%*s%%%d%s%s = %s : %s  %s%s\n", 2 * depth, "", lp->num[v], name ? "." : "", name ? name : "",
+            def ? ir_op_name(def) : "loop value", type, lay, def && def->kind == OP_DOT && lp->p->mma_dot[v] ? " (tensor cores)" : "");
+}
+
+static void print_block_layouts(LayoutPrinter *lp, const IrBlock *b, int depth)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int j = 0; j < op->nres; j++) print_value_layout(lp, op->res[j], op, depth);
+        if (op->kind == OP_FOR && op->body)
+            for (int j = 0; j < op->body->nargs; j++) print_value_layout(lp, op->body->args[j], NULL, depth + 1);
+        if (op->body) print_block_layouts(lp, op->body, depth + 1);
+        if (op->els) print_block_layouts(lp, op->els, depth + 1);
+    }
+}
+
+static void print_layouts(FILE *out, const IrModule *m)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        LayoutTable *t = layout_table_new();
+        LayoutPlan p = layout_plan(f, t);
+        LayoutPrinter lp = {out, f, &p, xcalloc((size_t)f->nvalues + 1, sizeof(int)), 0};
+        fprintf(out, "func %s (%d threads)\n", f->name, f->threads);
+        print_block_layouts(&lp, f->body, 1);
+        free(lp.num);
+        layout_plan_free(&p);
+        layout_table_free(t);
+    }
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
@@ -264,6 +314,7 @@ static int compile(const Options *o, FILE *out)
     if ((status = run_passes(o, ir, out))) goto done;
     if (o->check_only || o->dump_after) goto done;
     if (o->emit == EMIT_IR) ir_print_module(out, ir);
+    else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
     else status = emit_code(o, ir, out);
 
 done:
