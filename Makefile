@@ -238,8 +238,10 @@ fuzz-regress: fuzz-build
 
 demo: deps
 	$(MAKE) all
-	$(PHC) --check examples/attention/attention.ph
 	$(PHC) --list examples/attention/attention.ph
+	$(PHC) examples/attention/attention.ph -o $(BUILD)/attention.ptx
+	@echo "wrote $(BUILD)/attention.ptx: $$(grep -c '.entry ' $(BUILD)/attention.ptx) entries, $$(grep -c mma.sync $(BUILD)/attention.ptx) mma.sync"
+
 	$(MAKE) attention-check
 
 # Runs what the build made (so it also runs on the GPU machine): make all build-tests first.

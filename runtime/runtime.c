@@ -283,8 +283,7 @@ static ph_status module_load(ph_module *m)
     CodegenOptions o = {rt.arch, 3};
     if (codegen_emit(m->ir, &o, CG_EMIT_PTX, &ptx, err, sizeof err))
         return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
-    static char info[8192], elog[8192];
-    info[0] = elog[0] = 0;
+    char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
     int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
     void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
     CUresult r = cu.ModuleLoadDataEx(&m->cumod, ptx, 4, opts, vals);
