@@ -24,7 +24,7 @@ enum { MAX_TOKENS = 2000000 };
 #include <stdlib.h>
 #include <string.h>
 
-enum { MAX_BRACKETS = 200, MAX_LEX_ERRORS = 200 };
+enum { MAX_LEX_ERRORS = 200 };
 
 /* What one call of scan() found, beyond the token kinds themselves. */
 enum {
@@ -42,7 +42,6 @@ typedef struct {
     int line;
     int depth;            /* open brackets */
     bool line_has_tokens; /* the logical line so far holds a token */
-    bool deep_reported;
     int nerrors;
     bool counting;        /* the first pass: count tokens, report nothing */
     Loc limit_loc;        /* where the count passed MAX_TOKENS */
@@ -507,11 +506,10 @@ static void begin_line(Lexer *L)
 
 static void lex_bracket(Lexer *L, TokKind k, const unsigned char *start)
 {
+    /* only a count: the parser refuses nesting too deep for it, once */
+    (void)start;
     if (k == T_LPAREN || k == T_LBRACKET || k == T_LBRACE) {
-        if (++L->depth > MAX_BRACKETS && !L->deep_reported) {
-            L->deep_reported = true;
-            lex_error(L, start, "too many nested brackets", NULL);
-        }
+        if (L->depth < INT32_MAX) L->depth++;
     } else if (L->depth > 0) {
         L->depth--;
     }
