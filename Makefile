@@ -90,7 +90,7 @@ $(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphobos.so
 	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 # Suites that lower to PTX or use the runtime link libphobos.so.
-PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu
+PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
 $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)

@@ -20,7 +20,7 @@ for i in 0 1 2 3 4 5 6 7; do
 done
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
-for t in test_gpu test_runtime test_codegen; do
+for t in test_gpu test_gpu_ops test_runtime test_codegen; do
     echo "== $t"
     "$BUILD/tests/$t" --jobs 1 || status=1
 done

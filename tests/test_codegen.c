@@ -58,6 +58,7 @@ static void check_examples_with_ptxas(const char *arch)
     glob_t g;
     cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
     cr_assert_geq(g.gl_pathc, 5);
+    cr_assert_eq(glob("tests/gpu/*.ph", GLOB_APPEND, NULL, &g), 0, "no tests/gpu programs");
     for (size_t i = 0; i < g.gl_pathc; i++) {
         IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);

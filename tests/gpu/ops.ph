@@ -1,0 +1,92 @@
+"""Kernels that exercise the code generator's paths one at a time, for
+tests/test_gpu_ops.c: each runs on the GPU and in the interpreter on the
+same random inputs, and every tensor must come back the same. The dims are
+chosen by the test so that windows run past the tensors' edges."""
+
+import phobos.lang as ph
+
+
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 48], BN=[32, 40], NT=[96, 128])
+def colred(X: ph.tensor[ph.f32][M, N], S: ph.tensor[ph.f32][G, N], Mx: ph.tensor[ph.f32][G, N], Mn: ph.tensor[ph.f32][G, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    x: ph.let = X[r0:+BM, c0:+BN]
+    S[ph.ctx.block.x, c0:+BN] = ph.colsum(x)
+    Mx[ph.ctx.block.x, c0:+BN] = ph.colmax(x)
+    Mn[ph.ctx.block.x, c0:+BN] = ph.colmin(x)
+
+
+@ph.kernel
+@ph.launch(256)
+@ph.autotune(BN=[1024, 1000])
+def widerow(X: ph.tensor[ph.f32][M, N], S: ph.tensor[ph.f32][M, 1], Mn: ph.tensor[ph.f32][M, 1]):
+    r0: ph.let = ph.ctx.block.x * 2
+    x: ph.let = X[r0:+2, 0:+BN]
+    S[r0:+2, 0:+1] = ph.rowsum(x)
+    Mn[r0:+2, 0:+1] = ph.rowmin(x * 2.0 - 1.0)
+
+
+@ph.kernel
+@ph.autotune(BM=[16, 32], BN=[16, 24])
+def transp(X: ph.tensor[ph.f16][M, N], Y: ph.tensor[ph.f16][N, M]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    Y[c0:+BN, r0:+BM] = ph.transpose(X[r0:+BM, c0:+BN])
+
+
+@ph.kernel
+@ph.autotune(BM=[8], BN=[64])
+def masks(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], I: ph.tensor[ph.i32][M, N], n: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    x: ph.let = X[r0:+BM, 0:+BN]
+    idx: ph.let = (r0 + ph.iota(0, BM)) * BN + ph.iota(1, BN)
+    Y[r0:+BM, 0:+BN] = ph.where(idx < n, x, -x) + ph.f32(idx // 7 - idx % 5)
+    I[r0:+BM, 0:+BN] = ph.i32(x * 10.0) // 3 + (idx - n) % 4
+
+
+@ph.kernel
+@ph.tensorcore
+@ph.autotune(BM=[32, 64], BN=[32], BK=[16, 32])
+def bdot(A: ph.tensor[ph.bf16][M, K], B: ph.tensor[ph.bf16][K, N], C: ph.tensor[ph.f32][M, N], k_len: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, k_len, BK):
+        acc += ph.dot(A[r0:+BM, k:+BK], B[k:+BK, c0:+BN])
+    C[r0:+BM, c0:+BN] = acc
+
+
+@ph.kernel
+@ph.autotune(BM=[16], BN=[24])
+def fdot(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][N, K], C: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    C[r0:+BM, c0:+BN] = ph.dot_t(A[r0:+BM, 0:+32], B[c0:+BN, 0:+32])
+
+
+@ph.kernel
+@ph.autotune(BN=[64, 100])
+def vec1(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][M, N], Z: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = ph.ctx.block.x * 4
+    x: ph.let = X[0:+BN]
+    y: ph.let = Y[r0:+4, 0:+BN]
+    Z[r0:+4, 0:+BN] = ph.exp(y - x) * ph.sqrt(ph.abs(x)) + ph.max(x, y) / (1.0 + ph.abs(y))
+
+
+@ph.kernel
+def ctrl(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], n: ph.i32):
+    b: ph.let = ph.ctx.block.x
+    if b % 3 == 2:
+        return
+    s: ph.var[ph.tile[ph.f32][32]] = 0.0
+    for i in range(b, n, 2):
+        x: ph.let = X[i * 4:+32]
+        if i % 4 == 0:
+            s += x
+        elif i % 4 == 1:
+            s = ph.max(s, x)
+        else:
+            s -= x * 0.5
+    Y[b * 32:+32] = s
