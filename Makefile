@@ -24,7 +24,7 @@ LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
 LLVM_INC  = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-static --libs nvptx passes 2>/dev/null) -lstdc++ -lz -lzstd -lpthread -ldl
 
-CODEGEN_SRCS = compiler/codegen.c compiler/layout.c runtime/runtime.c
+CODEGEN_SRCS = compiler/codegen.c runtime/runtime.c
 LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
