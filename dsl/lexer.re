@@ -515,24 +515,42 @@ static void lex_bracket(Lexer *L, TokKind k, const unsigned char *start)
     }
 }
 
+/* Whether an error here would be printed: past the first MAX_LEX_ERRORS
+ * (and while counting) only the count matters, so a file of ten million
+ * bad bytes costs no message formatting. */
+static bool reporting(Lexer *L)
+{
+    if (L->counting) return false;
+    if (L->nerrors >= MAX_LEX_ERRORS) {
+        L->nerrors++;
+        if (!L->d->nerrors) L->d->nerrors = 1;
+        return false;
+    }
+    return true;
+}
+
 static void bad_character(Lexer *L, int r, const unsigned char *start)
 {
     char name[32];
+    if (r == R_NONASCII) {
+        unsigned cp;
+        int n = utf8_decode(start, L->end, &cp);
+        if (!n) {
+            L->cur = start + utf8_bad_len(start, L->end);
+            if (reporting(L)) lex_error(L, start, "invalid UTF-8", NULL);
+            return;
+        }
+        L->cur = start + n;
+        if (!reporting(L)) return;
+        snprintf(name, sizeof name, "U+%04X", cp);
+        lex_error(L, start, "unexpected character ", name);
+        return;
+    }
+    if (!reporting(L)) return;
     if (r == R_NUL) {
         lex_error(L, start, "NUL byte in source", NULL);
     } else if (r == R_BADCONT) {
         lex_error(L, start, "unexpected character after line continuation character", NULL);
-    } else if (r == R_NONASCII) {
-        unsigned cp;
-        int n = utf8_decode(start, L->end, &cp);
-        if (!n) {
-            lex_error(L, start, "invalid UTF-8", NULL);
-            L->cur = start + utf8_bad_len(start, L->end);
-            return;
-        }
-        L->cur = start + n;
-        snprintf(name, sizeof name, "U+%04X", cp);
-        lex_error(L, start, "unexpected character ", name);
     } else if (*start >= 32 && *start < 127) {
         snprintf(name, sizeof name, "'%c'", *start);
         lex_error(L, start, "unexpected character ", name);
