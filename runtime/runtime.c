@@ -5,6 +5,8 @@
 #include "phobos.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 
 #include "codegen.h"
 #include "dsl.h"
+#include "runtime_internal.h"
 
 /* ---- the driver API, declared here so no CUDA header is needed ---- */
 typedef int CUresult;
@@ -184,6 +187,7 @@ struct ph_kernel {
 
 struct ph_module {
     IrModule *ir;
+    uint64_t key;          /* of the source text: names the module's PTX in the disk cache */
     CUmodule cumod;
     bool loaded;
     int nkernels;
@@ -215,6 +219,100 @@ static ph_status module_from_ir(IrModule *ir, ph_module **out)
     return PH_OK;
 }
 
+/* ---- the disk cache of PTX ----
+ * A module's PTX is kept in a file named by a hash of its source text, the
+ * target, and this build of the library, so a second run of a program
+ * skips code generation; a rebuilt library never reads an older one's
+ * PTX. The folder is $PHOBOS_CACHE_DIR (empty or "off": no cache), else
+ * $XDG_CACHE_HOME/phobos, else ~/.cache/phobos. Any failure to read or
+ * write it only means compiling again. */
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static const char build_id[] = "phobos " __DATE__ " " __TIME__;
+
+static uint64_t source_key(const char *path, const char *source)
+{
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, build_id, sizeof build_id);
+    if (source) return fnv1a(h, source, strlen(source));
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f) return 0;
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = fnv1a(h, buf, n);
+    fclose(f);
+    return h ? h : 1;
+}
+
+static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
+{
+    const char *dir = getenv("PHOBOS_CACHE_DIR"), *sub = "";
+    char base[1024];
+    if (dir && (!*dir || !strcmp(dir, "off"))) return false;
+    if (!dir) {
+        const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+        if (xdg && *xdg) snprintf(base, sizeof base, "%s", xdg);
+        else if (home && *home) snprintf(base, sizeof base, "%s/.cache", home);
+        else return false;
+        mkdir(base, 0755);
+        dir = base;
+        sub = "/phobos";
+    }
+    char folder[1100];
+    snprintf(folder, sizeof folder, "%s%s", dir, sub);
+    mkdir(folder, 0755);
+    return key && (size_t)snprintf(path, n, "%s/%016llx-%s.ptx", folder, (unsigned long long)key, arch) < n;
+}
+
+static char *cache_read(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, len = 0, got;
+    char *buf = xmalloc(cap + 1);
+    while ((got = fread(buf + len, 1, cap - len, f)) > 0)
+        if ((len += got) == cap) buf = xrealloc(buf, (cap *= 2) + 1);
+    fclose(f);
+    buf[len] = 0;
+    if (len < 16 || strncmp(buf, "//", 2)) {   /* not PTX as the code generator writes it */
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static void cache_write(const char *path, const char *ptx)
+{
+    char tmp[1240];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return;
+    bool ok = fputs(ptx, f) >= 0;
+    ok = !fclose(f) && ok;
+    if (!ok || rename(tmp, path)) remove(tmp);   /* written whole, or not at all */
+}
+
+/* The module's PTX for arch: from the disk cache, or generated (and cached). */
+int ph_internal_module_ptx(ph_module *m, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+{
+    char path[1200];
+    bool cached = cache_path(m->key, arch, path, sizeof path);
+    *from_cache = false;
+    if (cached && (*ptx = cache_read(path))) {
+        *from_cache = true;
+        return 0;
+    }
+    CodegenOptions o = {arch, 3};
+    if (codegen_emit(m->ir, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
+    if (cached) cache_write(path, *ptx);
+    return 0;
+}
+
 static ph_status compile_source(const char *name, const char *source, const char *path, ph_module **out)
 {
     if (!out) return fail(PH_ERR_INVALID, "null module pointer");
@@ -230,6 +328,7 @@ static ph_status compile_source(const char *name, const char *source, const char
         s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
     } else {
         s = module_from_ir(ir, out);
+        (*out)->key = source_key(path, source);
     }
     free(diags);
     return s;
@@ -280,8 +379,8 @@ static ph_status module_load(ph_module *m)
 {
     if (m->loaded) return PH_OK;
     char *ptx = NULL, err[2048];
-    CodegenOptions o = {rt.arch, 3};
-    if (codegen_emit(m->ir, &o, CG_EMIT_PTX, &ptx, err, sizeof err))
+    bool from_cache;
+    if (ph_internal_module_ptx(m, rt.arch, &ptx, &from_cache, err, sizeof err))
         return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
     char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
     int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};

@@ -133,3 +133,53 @@ Test(runtime, launch_without_init_is_refused)
     cr_assert(strstr(ph_last_error(), "not initialized") != NULL);
     ph_module_free(m);
 }
+
+/* The disk cache: a module's PTX is generated once, then read back; a
+ * changed source is another entry; "off" turns the cache off. */
+#include "../runtime/runtime_internal.h"
+
+Test(runtime, ptx_disk_cache)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    char *ptx, *again, err[512];
+    bool cached;
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached, "the first time, the PTX is generated");
+    cr_assert(strstr(ptx, ".entry vadd__BLOCK_128(") != NULL);
+    ph_module_free(m);
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK);
+    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(cached, "the second time, it comes from %s", dir);
+    cr_assert_str_eq(again, ptx);
+    free(again);
+    cr_assert_eq(ph_internal_module_ptx(m, "sm_80", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached, "another target is another entry");
+    cr_assert(strstr(again, ".target sm_80") != NULL);
+    free(again);
+    ph_module_free(m);
+
+    char *changed = malloc(strlen(vecadd_src) + 16);
+    sprintf(changed, "%s\n# edited\n", vecadd_src);
+    cr_assert_eq(ph_module_load_string("v.ph", changed, &m), PH_OK);
+    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached, "an edited source is compiled again");
+    free(again);
+    ph_module_free(m);
+    free(changed);
+
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK);
+    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached, "PHOBOS_CACHE_DIR=off: no cache");
+    free(again);
+    ph_module_free(m);
+    free(ptx);
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
