@@ -19,6 +19,7 @@
  * ldmatrix has no bank conflicts), load fragments with ldmatrix and leave
  * their result in the MMA layout's registers. */
 #include "codegen.h"
+#include "irutil.h"
 #include "layout.h"
 
 #include <llvm-c/Analysis.h>
@@ -252,14 +253,13 @@ static SlotPos slot_pos(Cg *c, const Layout *l, int s)
                                           LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wn), "")));
             }
         } else if (pl->kind == LAY_BLOCKED) {
-            int lanes_r = 32 / pl->tc, ctac = pl->v * pl->tc * pl->wc, reps_c = (pl->cols + ctac - 1) / ctac;
+            int ctac = pl->v * pl->tc * pl->wc, reps_c = (pl->cols + ctac - 1) / ctac;
             int j = s % pl->v, rc = (s / pl->v) % reps_c, rr = s / pl->v / reps_c;
             if (l->axis == 1) {
                 if (j != 0 || rc != 0) own = LLVMConstInt(c->ti1, 0, 0);
                 else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, pl->tc), i32c(c, 0), ""),
                                           LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->warp, pl->wc), i32c(c, 0), "")));
             } else {
-                (void)lanes_r;
                 if (rr != 0) own = LLVMConstInt(c->ti1, 0, 0);
                 else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, pl->tc), ""),
                                           LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wc), "")));
@@ -315,6 +315,31 @@ static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, c
     return add(c, add(c, mul(c, row, m->cols), col), i32c(c, m->base));
 }
 
+/* Moves s through the scratch area into layout l: barrier, write, barrier,
+ * read, each slot of l reading the word index(row, col). */
+static Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx)
+{
+    slots_to_smem(c, s, dt, 0);
+    barrier(c);
+    return slots_from_smem(c, l, dt, index, ctx);
+}
+
+/* Element (row, col) of a transpose is (col, row) of its source. */
+static LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    return add(c, mul(c, col, *(const int *)ctx), row);
+}
+
+/* Element (row, col) of a broadcast is its source's, a stretched axis read at 0. */
+typedef struct { int rows, cols; } SourceShape;
+
+static LLVMValueRef broadcast_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    const SourceShape *src = ctx;
+    LLVMValueRef r = src->rows == 1 ? i32c(c, 0) : row, cl = src->cols == 1 ? i32c(c, 0) : col;
+    return add(c, mul(c, r, src->cols), cl);
+}
+
 /* ---- values in layouts ---- */
 
 static IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
@@ -335,8 +360,6 @@ static const Layout *home_layout(Cg *c, ValueId v)
 
 static Slots get(Cg *c, ValueId v, const Layout *l);
 
-static bool never_stored(Cg *c, int param) { return !c->stored[param]; }
-
 static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
 
 /* Converts s (value v) to layout l. */
@@ -344,12 +367,9 @@ static Slots convert_layout(Cg *c, ValueId v, const Slots *s, const Layout *l)
 {
     const IrOp *def = c->f->values[v].def;
     /* a tensor the kernel never writes can be read again in the new layout */
-    if (def && def->kind == OP_LOAD && never_stored(c, def->param)) return emit_load_in(c, def, l);
-    DType dt = vtype(c, v).dt;
-    slots_to_smem(c, s, dt, 0);
-    barrier(c);
+    if (def && def->kind == OP_LOAD && !c->stored[def->param]) return emit_load_in(c, def, l);
     RowMajor m = {l->cols, 0};
-    return slots_from_smem(c, l, dt, row_major_index, &m);
+    return exchange(c, s, vtype(c, v).dt, l, row_major_index, &m);
 }
 
 static Slots materialize(Cg *c, ValueId v, const Layout *l);
@@ -429,18 +449,9 @@ static Slots materialize(Cg *c, ValueId v, const Layout *l)
         else {
             /* anything else: through shared memory, reading the stretched element */
             Slots home = get(c, src, home_layout(c, src));
-            slots_to_smem(c, &home, st.dt, 0);
-            barrier(c);
-            Slots g = new_slots(n, l);
-            for (int k = 0; k < n; k++) {
-                SlotPos p = slot_pos(c, l, k);
-                LLVMValueRef r = r0 == 1 ? i32c(c, 0) : p.row, cl = c0 == 1 ? i32c(c, 0) : p.col;
-                LLVMValueRef w = add(c, mul(c, r, c0), cl);
-                if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
-                g.v[k] = from_word(c, smem_load(c, w), st.dt);
-            }
+            SourceShape shape = {r0, c0};
             free(out.v);
-            return g;
+            return exchange(c, &home, st.dt, l, broadcast_index, &shape);
         }
         for (int k = 0; k < n; k++) out.v[k] = s.v[k];
         break;
@@ -786,15 +797,11 @@ static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef ar
     }
 }
 
-typedef struct { int64_t K, bbase, N; bool trans_b; } FmaCtx;
-
 static void emit_dot_fma(Cg *c, const IrOp *op)
 {
-    const IrFunc *f = c->f;
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
     bool tb = op->flags & DOT_TRANS_B;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
-    (void)f;
     smem_need(c, (int64_t)M * K + (int64_t)K * N);
     barrier(c);
     operand_to_smem(c, op->args[0], DT_F32, 0, K, 4);
@@ -1245,20 +1252,8 @@ static void emit_op(Cg *c, const IrOp *op)
         if (c->plan.absorbed[op->res[0]]) break;
         ValueId src = op->args[0];
         Slots home = get(c, src, home_layout(c, src));
-        slots_to_smem(c, &home, vtype(c, src).dt, 0);
-        barrier(c);
-        const Layout *l = home_layout(c, op->res[0]);
-        RowMajor m = {1, 0};
-        /* element (r, c) of the result is (c, r) of the source: word c * cols(src) + r */
-        Slots out = new_slots(layout_nslots(l), l);
         int scols = ir_cols(vtype(c, src));
-        for (int k = 0; k < out.n; k++) {
-            SlotPos p = slot_pos(c, l, k);
-            LLVMValueRef w = add(c, mul(c, p.col, scols), p.row);
-            if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
-            out.v[k] = from_word(c, smem_load(c, w), t.dt);
-        }
-        (void)m;
+        Slots out = exchange(c, &home, vtype(c, src).dt, home_layout(c, op->res[0]), transposed_index, &scols);
         c->vals[op->res[0]] = out;
         break;
     }
@@ -1301,16 +1296,6 @@ static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yie
 
 /* ---- functions and the module ---- */
 
-static void mark_stores(const IrBlock *blk, bool *stored)
-{
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *op = blk->ops[i];
-        if (op->kind == OP_STORE) stored[op->param] = true;
-        if (op->body) mark_stores(op->body, stored);
-        if (op->els) mark_stores(op->els, stored);
-    }
-}
-
 /* Replaces a shared-memory placeholder by the area it stands for, now
  * that its size is known (an unused area disappears). */
 static void size_shared_area(Cg *c, LLVMValueRef placeholder, const char *what, LLVMTypeRef elem, int64_t n)
@@ -1346,8 +1331,7 @@ static void emit_func(Cg *c, const IrFunc *f)
     c->tensor_dim0 = xcalloc(np1, sizeof(LLVMValueRef));
     c->tensor_dim1 = xcalloc(np1, sizeof(LLVMValueRef));
     c->scalar = xcalloc(np1, sizeof(LLVMValueRef));
-    c->stored = xcalloc(np1, sizeof(bool));
-    mark_stores(f->body, c->stored);
+    c->stored = ir_stored_params(f);
     for (int i = 0, k = 0; i < f->nparams; i++) {
         if (f->params[i].is_tensor) {
             c->tensor_ptr[i] = LLVMGetParam(c->fn, (unsigned)k++);

@@ -1,6 +1,7 @@
 /* irutil.c: editing IR in place (irutil.h). */
 #include "irutil.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void ir_block_insert(IrFunc *f, IrBlock *b, int index, IrOp *op)
@@ -86,15 +87,19 @@ void ir_mark_defined(const IrBlock *blk, bool *inside)
     }
 }
 
-static bool stored_in(const IrBlock *blk, int param)
+static void mark_stored(const IrBlock *blk, bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->kind == OP_STORE && op->param == param) return true;
-        if (op->body && stored_in(op->body, param)) return true;
-        if (op->els && stored_in(op->els, param)) return true;
+        if (op->kind == OP_STORE) stored[op->param] = true;
+        if (op->body) mark_stored(op->body, stored);
+        if (op->els) mark_stored(op->els, stored);
     }
-    return false;
 }
 
-bool ir_param_stored(const IrFunc *f, int param) { return stored_in(f->body, param); }
+bool *ir_stored_params(const IrFunc *f)
+{
+    bool *stored = xcalloc((size_t)f->nparams + 1, sizeof *stored);
+    mark_stored(f->body, stored);
+    return stored;
+}

@@ -271,34 +271,32 @@ static void count_uses(const IrBlock *blk, int *uses, int *dot_uses)
     }
 }
 
-static void mark_absorbed(const IrFunc *f, const IrBlock *blk, const int *uses, const int *dot_uses, bool *absorbed)
+/* Converts of a transpose used only as dot operands; each one counts as a
+ * dot use of the transpose it reads. */
+static void mark_absorbed_converts(const IrFunc *f, const IrBlock *blk, const int *uses, int *dot_uses, bool *absorbed)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->body) mark_absorbed(f, op->body, uses, dot_uses, absorbed);
-        if (op->els) mark_absorbed(f, op->els, uses, dot_uses, absorbed);
-        if (op->kind == OP_CONVERT) {
-            const IrOp *src = f->values[op->args[0]].def;
-            ValueId r = op->res[0];
-            if (src && src->kind == OP_TRANSPOSE && uses[r] == dot_uses[r] && uses[r] > 0) absorbed[r] = true;
+        if (op->body) mark_absorbed_converts(f, op->body, uses, dot_uses, absorbed);
+        if (op->els) mark_absorbed_converts(f, op->els, uses, dot_uses, absorbed);
+        if (op->kind != OP_CONVERT) continue;
+        const IrOp *src = f->values[op->args[0]].def;
+        ValueId r = op->res[0];
+        if (src && src->kind == OP_TRANSPOSE && uses[r] == dot_uses[r] && uses[r] > 0) {
+            absorbed[r] = true;
+            dot_uses[op->args[0]]++;
         }
     }
 }
 
-static void mark_absorbed_transposes(const IrFunc *f, const IrBlock *blk, const int *uses, const int *dot_uses, bool *absorbed)
+static void mark_absorbed_transposes(const IrBlock *blk, const int *uses, const int *dot_uses, bool *absorbed)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->body) mark_absorbed_transposes(f, op->body, uses, dot_uses, absorbed);
-        if (op->els) mark_absorbed_transposes(f, op->els, uses, dot_uses, absorbed);
-        if (op->kind != OP_TRANSPOSE) continue;
-        ValueId r = op->res[0];
-        int absorbed_uses = dot_uses[r];
-        for (int v = 1; v < f->nvalues; v++) {
-            const IrOp *d = f->values[v].def;
-            if (d && d->kind == OP_CONVERT && d->args[0] == r && absorbed[v]) absorbed_uses++;
-        }
-        if (uses[r] > 0 && absorbed_uses == uses[r]) absorbed[r] = true;
+        if (op->body) mark_absorbed_transposes(op->body, uses, dot_uses, absorbed);
+        if (op->els) mark_absorbed_transposes(op->els, uses, dot_uses, absorbed);
+        ValueId r = op->nres ? op->res[0] : 0;
+        if (op->kind == OP_TRANSPOSE && uses[r] > 0 && uses[r] == dot_uses[r]) absorbed[r] = true;
     }
 }
 
@@ -313,8 +311,8 @@ LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t)
     plan_block(&ps, f->body);
     int *uses = xcalloc(n, sizeof *uses), *dot_uses = xcalloc(n, sizeof *dot_uses);
     count_uses(f->body, uses, dot_uses);
-    mark_absorbed(f, f->body, uses, dot_uses, ps.p.absorbed);
-    mark_absorbed_transposes(f, f->body, uses, dot_uses, ps.p.absorbed);
+    mark_absorbed_converts(f, f->body, uses, dot_uses, ps.p.absorbed);
+    mark_absorbed_transposes(f->body, uses, dot_uses, ps.p.absorbed);
     /* lazy values have no layout of their own */
     for (size_t v = 0; v < n; v++)
         if (ps.lazy[v]) ps.p.of[v] = NULL;

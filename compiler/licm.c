@@ -19,7 +19,7 @@ static bool nonzero_constant(const IrFunc *f, ValueId v)
     return d && d->kind == OP_CONST && (ir_is_float(ir_vtype(f, v).dt) ? d->fval != 0 : d->ival != 0);
 }
 
-static bool movable(const IrFunc *f, const IrOp *op)
+static bool movable(const IrFunc *f, const IrOp *op, const bool *stored)
 {
     switch (op->kind) {
     case OP_CONST: case OP_PARAM: case OP_DIM: case OP_BLOCK_ID: case OP_GRID_DIM: case OP_IOTA:
@@ -31,23 +31,23 @@ static bool movable(const IrFunc *f, const IrOp *op)
             return nonzero_constant(f, op->args[1]);
         return true;
     case OP_LOAD:
-        return !ir_param_stored(f, op->param);
+        return !stored[op->param];
     default:
         return false;
     }
 }
 
-static void licm_block(IrFunc *f, IrBlock *blk);
+static void licm_block(IrFunc *f, IrBlock *blk, const bool *stored);
 
 /* Moves what it can out of loop op (at index *pos of parent). */
-static void hoist(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
+static void hoist(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, const bool *stored)
 {
     bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
     ir_mark_defined(loop->body, inside);
     IrBlock *body = loop->body;
     for (int i = 0; i < body->nops;) {
         IrOp *op = body->ops[i];
-        bool invariant = movable(f, op);
+        bool invariant = movable(f, op, stored);
         for (int j = 0; j < op->nargs && invariant; j++)
             if (inside[op->args[j]]) invariant = false;
         if (!invariant) { i++; continue; }
@@ -58,14 +58,19 @@ static void hoist(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
     free(inside);
 }
 
-static void licm_block(IrFunc *f, IrBlock *blk)
+static void licm_block(IrFunc *f, IrBlock *blk, const bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {
         IrOp *op = blk->ops[i];
-        if (op->body) licm_block(f, op->body);
-        if (op->els) licm_block(f, op->els);
-        if (op->kind == OP_FOR) hoist(f, blk, &i, op);
+        if (op->body) licm_block(f, op->body, stored);
+        if (op->els) licm_block(f, op->els, stored);
+        if (op->kind == OP_FOR) hoist(f, blk, &i, op, stored);
     }
 }
 
-void ir_licm(IrFunc *f) { licm_block(f, f->body); }
+void ir_licm(IrFunc *f)
+{
+    bool *stored = ir_stored_params(f);
+    licm_block(f, f->body, stored);
+    free(stored);
+}

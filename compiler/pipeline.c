@@ -63,7 +63,7 @@ static ValueId copy_window(IrFunc *f, IrBlock *body, const IrOp *load, const boo
     return c->res[0];
 }
 
-static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
+static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, const bool *stored)
 {
     IrBlock *body = loop->body;
     ValueId iv = body->args[0];
@@ -71,7 +71,7 @@ static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
     int original = f->nvalues;   /* the loads this pass adds are not pipelined again */
     for (int i = 0; i < body->nops; i++) {
         IrOp *load = body->ops[i];
-        if (load->kind != OP_LOAD || load->res[0] >= original || ir_param_stored(f, load->param)) continue;
+        if (load->kind != OP_LOAD || load->res[0] >= original || stored[load->param]) continue;
         int64_t n = ir_numel(ir_vtype(f, load->res[0]));
         if (carried + n > PIPELINE_BUDGET) continue;
         int nneed = f->nvalues;
@@ -106,14 +106,19 @@ static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop)
     }
 }
 
-static void pipeline_block(IrFunc *f, IrBlock *blk)
+static void pipeline_block(IrFunc *f, IrBlock *blk, const bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {
         IrOp *op = blk->ops[i];
-        if (op->body) pipeline_block(f, op->body);
-        if (op->els) pipeline_block(f, op->els);
-        if (op->kind == OP_FOR) pipeline_loop(f, blk, &i, op);
+        if (op->body) pipeline_block(f, op->body, stored);
+        if (op->els) pipeline_block(f, op->els, stored);
+        if (op->kind == OP_FOR) pipeline_loop(f, blk, &i, op, stored);
     }
 }
 
-void ir_pipeline(IrFunc *f) { pipeline_block(f, f->body); }
+void ir_pipeline(IrFunc *f)
+{
+    bool *stored = ir_stored_params(f);
+    pipeline_block(f, f->body, stored);
+    free(stored);
+}

@@ -240,12 +240,11 @@ static uint64_t source_key(const char *path, const char *source)
 {
     uint64_t h = fnv1a(0xcbf29ce484222325ull, build_id, sizeof build_id);
     if (source) return fnv1a(h, source, strlen(source));
-    FILE *f = path ? fopen(path, "rb") : NULL;
-    if (!f) return 0;
-    char buf[65536];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) h = fnv1a(h, buf, n);
-    fclose(f);
+    SrcFile f;
+    char err[256];
+    if (!path || src_load(&f, path, err, sizeof err)) return 0;
+    h = fnv1a(h, f.text, f.len);
+    src_free(&f);
     return h ? h : 1;
 }
 
@@ -271,19 +270,16 @@ static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
 
 static char *cache_read(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, len = 0, got;
-    char *buf = xmalloc(cap + 1);
-    while ((got = fread(buf + len, 1, cap - len, f)) > 0)
-        if ((len += got) == cap) buf = xrealloc(buf, (cap *= 2) + 1);
-    fclose(f);
-    buf[len] = 0;
-    if (len < 16 || strncmp(buf, "//", 2)) {   /* not PTX as the code generator writes it */
-        free(buf);
+    SrcFile f;
+    char err[256];
+    if (src_load(&f, path, err, sizeof err)) return NULL;
+    char *text = (char *)f.text;
+    free((char *)f.path);
+    if (f.len < 16 || strncmp(text, "//", 2)) {   /* not PTX as the code generator writes it */
+        free(text);
         return NULL;
     }
-    return buf;
+    return text;
 }
 
 static void cache_write(const char *path, const char *ptx)
@@ -563,13 +559,14 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
         else eligible[ne++] = i;
     }
     if (!ne) return fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
-    unsigned g[3];
+    /* the grid callback runs once per eligible config */
+    unsigned grids[256][3];
     for (int i = 0; i < ne; i++)
-        if ((s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, g))) return s;
+        if ((s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, grids[i]))) return s;
     if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
     if ((s = module_load(k->module))) return s;
 
-    int choice = eligible[0];
+    int pick = 0;   /* index into eligible[] and grids[] */
     if (ne > 1) {
         /* the winner is remembered per (kernel, dims) */
         Tuned key = {0};
@@ -578,25 +575,24 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
         Tuned *t;
         for (t = k->tuned; t; t = t->next)
             if (t->ndims == key.ndims && !memcmp(t->dims, key.dims, sizeof key.dims)) break;
-        if (t) choice = t->config;
-        else {
+        if (t) {
+            while (pick < ne - 1 && eligible[pick] != t->config) pick++;
+        } else {
             float best = 1e30f;
             for (int i = 0; i < ne; i++) {
-                grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, g);
-                float ms = time_config(k, eligible[i], g, args, &s);
+                float ms = time_config(k, eligible[i], grids[i], args, &s);
                 if (s) return s;
-                if (ms < best) { best = ms; choice = eligible[i]; }
+                if (ms < best) { best = ms; pick = i; }
             }
             t = xmalloc(sizeof *t);
             *t = key;
-            t->config = choice;
+            t->config = eligible[pick];
             t->next = k->tuned;
             k->tuned = t;
         }
     }
-    grid_for(k->module->ir->funcs[k->first + choice], grid, user, g);
-    k->last = choice;
-    return launch_one(k, choice, g, args);
+    k->last = eligible[pick];
+    return launch_one(k, eligible[pick], grids[pick], args);
 }
 
 const char *ph_kernel_last_config(const ph_kernel *k)

@@ -81,23 +81,19 @@ static void fixed_grid(const ph_meta *meta, void *user, unsigned g[3])
     g[1] = 3;
 }
 
-/* Runs config f both ways and compares every tensor; returns the mismatches. */
-static int run_config(ph_module *mod, const IrFunc *f)
+/* The interpreter's arguments for config f: each dim from value_for (a
+ * specialized dim from its meta-parameter), tensors filled at random in
+ * new buffers (bufs[i], count[i] elements), scalars from value_for. */
+static void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
 {
-    int n = f->nparams, bad = 0;
-    IrArg iargs[16];
-    ph_arg gargs[16];
-    void *host[16] = {0}, *gpu_out[16] = {0};
-    size_t count[16] = {0};
-    cr_assert_leq(n, 16);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
-        memset(&iargs[i], 0, sizeof iargs[i]);
+        memset(&args[i], 0, sizeof args[i]);
+        bufs[i] = NULL;
+        count[i] = 0;
         if (!p->is_tensor) {
-            int64_t v = value_for(f->kernel, p->name);
-            iargs[i].i = (int32_t)v;
-            iargs[i].f = 0.75f;
-            gargs[i] = p->dt == DT_I32 ? ph_i32((int32_t)v) : ph_f32(0.75f);
+            args[i].i = (int32_t)value_for(f->kernel, p->name);
+            args[i].f = 0.75f;
             continue;
         }
         int64_t d[2] = {1, 1};
@@ -107,16 +103,35 @@ static int run_config(ph_module *mod, const IrFunc *f)
                 if (!strcmp(f->meta[m].name, p->dim_name[a])) d[a] = f->meta[m].value;
         }
         count[i] = (size_t)(d[0] * d[1]);
-        host[i] = malloc(count[i] * elem_bytes(p->dt));
+        bufs[i] = malloc(count[i] * elem_bytes(p->dt));
+        fill(p->dt, bufs[i], count[i]);
+        args[i].data = bufs[i];
+        args[i].dims[0] = d[0];
+        args[i].dims[1] = p->rank == 2 ? d[1] : 0;
+    }
+}
+
+/* Runs config f both ways and compares every tensor; returns the mismatches. */
+static int run_config(ph_module *mod, const IrFunc *f)
+{
+    int n = f->nparams, bad = 0;
+    IrArg iargs[16];
+    ph_arg gargs[16];
+    void *host[16] = {0}, *gpu_out[16] = {0};
+    size_t count[16] = {0};
+    cr_assert_leq(n, 16);
+    host_args(f, iargs, host, count);
+    for (int i = 0; i < n; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) {
+            gargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : ph_f32(iargs[i].f);
+            continue;
+        }
         gpu_out[i] = malloc(count[i] * elem_bytes(p->dt));
-        fill(p->dt, host[i], count[i]);
-        iargs[i].data = host[i];
-        iargs[i].dims[0] = d[0];
-        iargs[i].dims[1] = p->rank == 2 ? d[1] : 0;
         ph_devptr ptr;
         cr_assert_eq(ph_malloc(&ptr, count[i] * elem_bytes(p->dt)), PH_OK, "%s", ph_last_error());
         cr_assert_eq(ph_memcpy_htod(ptr, host[i], count[i] * elem_bytes(p->dt)), PH_OK);
-        gargs[i] = p->rank == 2 ? ph_tensor2(ptr, d[0], d[1]) : ph_tensor1(ptr, d[0]);
+        gargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : ph_tensor1(ptr, iargs[i].dims[0]);
     }
     ph_kernel *k;
     cr_assert_eq(ph_kernel_get(mod, f->name, &k), PH_OK, "%s", ph_last_error());
@@ -153,27 +168,10 @@ Test(gpu_ops, harness_inputs_fit_every_config)
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         IrArg args[16];
-        void *bufs[16] = {0};
-        for (int j = 0; j < f->nparams; j++) {
-            const IrParam *p = &f->params[j];
-            memset(&args[j], 0, sizeof args[j]);
-            if (!p->is_tensor) {
-                args[j].i = (int32_t)value_for(f->kernel, p->name);
-                args[j].f = 0.75f;
-                continue;
-            }
-            int64_t d[2] = {1, 1};
-            for (int a = 0; a < p->rank; a++) {
-                d[a] = p->dim_name[a] ? value_for(f->kernel, p->dim_name[a]) : p->dim_value[a];
-                for (int k = 0; k < f->nmeta && p->dim_name[a]; k++)
-                    if (!strcmp(f->meta[k].name, p->dim_name[a])) d[a] = f->meta[k].value;
-            }
-            bufs[j] = calloc((size_t)(d[0] * d[1]), elem_bytes(p->dt));
-            fill(p->dt, bufs[j], (size_t)(d[0] * d[1]));
-            args[j].data = bufs[j];
-            args[j].dims[0] = d[0];
-            args[j].dims[1] = p->rank == 2 ? d[1] : 0;
-        }
+        void *bufs[16];
+        size_t count[16];
+        cr_assert_leq(f->nparams, 16);
+        host_args(f, args, bufs, count);
         char err[512];
         int grid[3] = {4, 3, 1};
         cr_expect_eq(ir_interp(f, args, f->nparams, grid, err, sizeof err), 0, "%s: %s", f->name, err);

@@ -15,16 +15,6 @@ static IrModule *parse_ok(const char *text)
     return m;
 }
 
-static char *func_text(const IrFunc *f)
-{
-    size_t len = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &len);
-    ir_print_func(out, f);
-    fclose(out);
-    return buf;
-}
-
 static void round_trip_file(const char *path)
 {
     char *text = tu_read_file(path);
@@ -238,7 +228,7 @@ Test(ir_passes, fold_and_dce_on_printed_text)
     IrModule *m = parse_ok(text);
     char err[512];
     cr_assert_eq(ir_run_passes(m->funcs[0], true, NULL, NULL, err, sizeof err), 0, "%s", err);
-    char *out = func_text(m->funcs[0]);
+    char *out = tu_func_text(m->funcs[0]);
     cr_assert_str_eq(out, folded);
     ir_module_free(m);
     free(out);
@@ -253,7 +243,7 @@ Test(ir_passes, fold_keeps_float_plus_zero)
                            "  %7 = splat %5 : f32[2]\n  store X[%6], %7\n  return\n}\n");
     ir_fold(m->funcs[0]);
     ir_dce(m->funcs[0]);
-    char *out = func_text(m->funcs[0]);
+    char *out = tu_func_text(m->funcs[0]);
     /* -0.0 + 0.0 is +0.0, so the add stays; the multiply by one goes */
     cr_assert(strstr(out, "= add %1, %2 : f32"), "%s", out);
     cr_assert_null(strstr(out, "mul"), "%s", out);
@@ -271,7 +261,7 @@ Test(ir_passes, fold_scalar_floats_and_compares)
                            "  %10 = splat %8 : f16[2]\n  store X[%9], %10\n  return\n}\n");
     ir_fold(m->funcs[0]);
     ir_dce(m->funcs[0]);
-    char *out = func_text(m->funcs[0]);
+    char *out = tu_func_text(m->funcs[0]);
     /* 1 + 2^-11 in f16 is a tie and rounds to even: 1.0 */
     cr_assert(strstr(out, "%1 = const 1.0 : f16\n  %2 = const 0 : i32\n  %3 = splat %1 : f16[2]"), "%s", out);
     ir_module_free(m);
@@ -282,9 +272,9 @@ Test(ir_passes, dce_keeps_stores_and_loops_that_store)
 {
     char *text = tu_read_file("tests/ir/control.ir");
     IrModule *m = parse_ok(text);
-    char *before = func_text(m->funcs[0]);
+    char *before = tu_func_text(m->funcs[0]);
     ir_dce(m->funcs[0]);
-    char *after = func_text(m->funcs[0]);
+    char *after = tu_func_text(m->funcs[0]);
     cr_assert_str_eq(before, after);
     ir_module_free(m);
     free(before);
@@ -299,7 +289,7 @@ Test(ir_passes, dce_removes_a_pure_loop)
                            "  %3 = for %4 = %1 to %2 step 1 iter(%5 = %1) : i32 {\n"
                            "    %6 = add %5, %4 : i32\n    yield %6\n  }\n  return\n}\n");
     ir_dce(m->funcs[0]);
-    char *out = func_text(m->funcs[0]);
+    char *out = tu_func_text(m->funcs[0]);
     cr_assert_str_eq(out, "func f kernel f threads 32\n    params(n: i32) {\n  return\n}\n");
     ir_module_free(m);
     free(out);

@@ -16,16 +16,6 @@ static IrModule *load_ir(const char *path)
     return m;
 }
 
-static char *func_text(const IrFunc *f)
-{
-    size_t len = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &len);
-    ir_print_func(out, f);
-    fclose(out);
-    return buf;
-}
-
 static const IrOp *find_loop(const IrBlock *b)
 {
     for (int i = 0; i < b->nops; i++)
@@ -64,7 +54,7 @@ Test(passes, licm_moves_invariant_loads_of_read_only_tensors)
     char err[512];
     cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
     const IrOp *loop = find_loop(f->body);
-    cr_assert_eq(count_loads(f->body, 1), 1, "W's load moved before the loop:\n%s", func_text(f));
+    cr_assert_eq(count_loads(f->body, 1), 1, "W's load moved before the loop:\n%s", tu_func_text(f));
     cr_assert_eq(count_loads(loop->body, 1), 0);
     cr_assert_eq(count_loads(loop->body, 2), 1, "Y is stored: its load stays in the loop");
     cr_assert_eq(count_loads(loop->body, 0), 1, "X's window depends on the counter");
@@ -81,7 +71,7 @@ Test(passes, pipeline_issues_loads_one_iteration_ahead)
     char err[512];
     cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
     const IrOp *loop = find_loop(f->body);
-    cr_assert_eq(loop->nargs, 4, "X's tile is carried: lower, upper, acc, x\n%s", func_text(f));
+    cr_assert_eq(loop->nargs, 4, "X's tile is carried: lower, upper, acc, x\n%s", tu_func_text(f));
     cr_assert_eq(count_loads(f->body, 0), 1, "the first window is loaded before the loop");
     cr_assert_eq(count_loads(loop->body, 0), 1, "the next window is loaded in the body");
     const IrOp *y = loop->body->ops[loop->body->nops - 1];

@@ -37,6 +37,17 @@ static inline char *tu_read_file(const char *path)
     return buf;
 }
 
+/* Prints one function's IR into a heap string. */
+static inline char *tu_func_text(const IrFunc *f)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    ir_print_func(out, f);
+    fclose(out);
+    return buf;
+}
+
 /* Prints a module's IR into a heap string. */
 static inline char *tu_ir_text(const IrModule *m)
 {

@@ -22,6 +22,7 @@
  * inf, a finite value finite and within atol + rtol * |ref|. An element
  * left unwritten (the poison pattern, itself a NaN) always fails. */
 #include "host.h"
+#include "attention/attention_host.h"
 
 #include <libgen.h>
 
@@ -157,74 +158,20 @@ static void prog_free(Prog *p)
 
 /* ======================= attention ======================= */
 
-typedef struct { int h, n, d; double scale; } ASize;   /* Z is 1: rows are H N_CTX */
-
 enum { PH_EDGE_MAXD = 64 };   /* the head dim; the reference keeps a row of it */
 
-typedef struct {
-    uint16_t *q, *k, *v, *dout, *o, *dq, *dk, *dv;
-    float *lse, *delta;
-} ABufs;
-
-typedef struct { IrFunc *fwd, *delta, *dkdv, *dq; int br, bc; } AKernels;
-
-static bool attn_fits(const IrFunc *f, const void *ctx)
+/* The causal kernels visit whole key blocks up to the diagonal and mask
+ * inside them; the reference models those blocks with these sizes (the
+ * forward's and dq's BR, dkdv's BC). */
+static int attn_blocks(const AttnKernels *k, int *br, int *bc)
 {
-    const ASize *s = ctx;
-    int64_t d = host_meta(f, "D"), br = host_meta(f, "BR"), bc = host_meta(f, "BC");
-    return (d == -1 || d == s->d) && (br <= 0 || s->n % br == 0) && (bc <= 0 || s->n % bc == 0);
-}
-
-static bool delta_fits(const IrFunc *f, const void *ctx)
-{
-    const ASize *s = ctx;
-    int64_t d = host_meta(f, "D"), br = host_meta(f, "BR");
-    return (d == -1 || d == s->d) && br > 0 && ((int64_t)s->h * s->n) % br == 0;
-}
-
-static int attn_pick(const IrModule *m, const ASize *s, AKernels *k)
-{
-    k->fwd = host_pick(m, "attn_fwd", attn_fits, s);
-    k->delta = host_pick(m, "attn_bwd_delta", delta_fits, s);
-    k->dkdv = host_pick(m, "attn_bwd_dkdv", attn_fits, s);
-    k->dq = host_pick(m, "attn_bwd_dq", attn_fits, s);
-    if (!k->fwd || !k->delta || !k->dkdv || !k->dq) return 1;
-    if (!host_signature(k->fwd, "f16:2 f16:2 f16:2 f16:2 f32:2 i32 f32 i32") ||
-        !host_signature(k->delta, "f16:2 f16:2 f32:2") ||
-        !host_signature(k->dkdv, "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 f16:2 i32 f32 i32") ||
-        !host_signature(k->dq, "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 i32 f32 i32"))
-        return 1;
-    /* The causal kernels visit whole key blocks up to the diagonal and
-     * mask inside them; the reference models those blocks with these
-     * sizes (the forward's and dq's BR/BC, dkdv's BR/BC). */
-    k->br = (int)host_meta(k->fwd, "BR");
-    k->bc = (int)host_meta(k->dkdv, "BC");
-    if (k->br <= 0 || k->bc <= 0 || host_meta(k->fwd, "BC") <= 0 || host_meta(k->dq, "BR") != k->br ||
+    *br = (int)host_meta(k->fwd, "BR");
+    *bc = (int)host_meta(k->dkdv, "BC");
+    if (*br <= 0 || *bc <= 0 || host_meta(k->fwd, "BC") <= 0 || host_meta(k->dq, "BR") != *br ||
         host_meta(k->dkdv, "BR") <= 0 || host_meta(k->delta, "BR") <= 0) {
         fprintf(stderr, "attention: a kernel lacks the BR/BC meta-parameters its grid needs\n");
         return 1;
     }
-    return 0;
-}
-
-static int attn_run(const HostLauncher *l, const AKernels *k, const ASize *s, int causal, ABufs *b)
-{
-    int64_t rows = (int64_t)s->h * s->n;
-    IrArg q = host_tensor2(b->q, rows, s->d), kk = host_tensor2(b->k, rows, s->d);
-    IrArg v = host_tensor2(b->v, rows, s->d), dout = host_tensor2(b->dout, rows, s->d);
-    IrArg o = host_tensor2(b->o, rows, s->d), lse = host_tensor2(b->lse, rows, 1);
-    IrArg delta = host_tensor2(b->delta, rows, 1);
-    IrArg dq = host_tensor2(b->dq, rows, s->d), dk = host_tensor2(b->dk, rows, s->d);
-    IrArg dv = host_tensor2(b->dv, rows, s->d);
-    IrArg n = host_i32(s->n), scale = host_f32((float)s->scale), c = host_i32(causal);
-    IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
-    IrArg delta_args[] = {o, dout, delta};
-    IrArg dkdv_args[] = {q, kk, v, dout, lse, delta, dk, dv, n, scale, c};
-    IrArg dq_args[] = {q, kk, v, dout, lse, delta, dq, n, scale, c};
-    if (host_launch(l, k->fwd, fwd_args, 8, s->n / host_meta(k->fwd, "BR"), s->h, 1)) return 1;
-    if (host_launch(l, k->delta, delta_args, 3, rows / host_meta(k->delta, "BR"), 1, 1)) return 1;
-    if (host_launch(l, k->dkdv, dkdv_args, 11, s->n / host_meta(k->dkdv, "BC"), s->h, 1)) return 1;
-    if (host_launch(l, k->dq, dq_args, 10, s->n / host_meta(k->dq, "BR"), s->h, 1)) return 1;
     return 0;
 }
 
@@ -267,7 +214,7 @@ typedef struct { double *o, *dq, *dk, *dv; } ARef;
  * does; a NaN score still makes the row's sum NaN), O = P V,
  * delta = rowsum(dO O), dS = P (dO V^T - delta), dQ = dS K scale,
  * dK = dS^T Q scale, dV = P^T dO, summed over the visited pairs. */
-static void attn_ref_head(const ASize *s, const AMask *mk, const double *q, const double *k,
+static void attn_ref_head(const AttnSize *s, const AMask *mk, const double *q, const double *k,
                           const double *v, const double *dout, double *o, double *dq, double *dk,
                           double *dv, double *p, double *delta)
 {
@@ -320,7 +267,7 @@ static void attn_ref_head(const ASize *s, const AMask *mk, const double *q, cons
     }
 }
 
-static void attn_reference(const ASize *s, const AMask *mk, const ABufs *b, ARef *r)
+static void attn_reference(const AttnSize *s, const AMask *mk, const AttnBufs *b, ARef *r)
 {
     size_t total = (size_t)s->h * s->n * s->d, head = (size_t)s->n * s->d;
     double *x[4];
@@ -367,7 +314,7 @@ enum { EDGE_ROW = 37, EDGE_KEY = 40 };
 /* Sylvester's Hadamard matrix: rows i, j of order 64 are orthogonal. */
 static int hadamard(int i, int j) { return __builtin_popcount((unsigned)(i & j)) & 1 ? -1 : 1; }
 
-static void attn_inputs(ACase cs, const ASize *s, ABufs *b, uint64_t seed)
+static void attn_inputs(ACase cs, const AttnSize *s, AttnBufs *b, uint64_t seed)
 {
     size_t total = (size_t)s->h * s->n * s->d;
     int n = s->n, d = s->d;
@@ -427,7 +374,7 @@ static void attn_inputs(ACase cs, const ASize *s, ABufs *b, uint64_t seed)
     }
 }
 
-static void attn_poison(const ASize *s, ABufs *b)
+static void attn_poison(const AttnSize *s, AttnBufs *b)
 {
     size_t rows = (size_t)s->h * s->n, total = rows * (size_t)s->d;
     uint16_t *outs[] = {b->o, b->dq, b->dk, b->dv};
@@ -440,7 +387,7 @@ static void attn_poison(const ASize *s, ABufs *b)
  * must be stored bit for bit (p = exp(0) = 1, l = 1), wherever the
  * reference is finite (an inf among the masked keys of the first block
  * makes a column NaN, 0 * inf, which the class check covers). */
-static bool attn_first_rows(const ASize *s, const ABufs *b, const double *ref, const char *label)
+static bool attn_first_rows(const AttnSize *s, const AttnBufs *b, const double *ref, const char *label)
 {
     int exact = 0, cols = 0;
     for (int h = 0; h < s->h; h++)
@@ -458,11 +405,12 @@ static bool attn_first_rows(const ASize *s, const ABufs *b, const double *ref, c
 /* Runs one case; returns the number of failed lines, -1 when a launch failed. */
 static int attn_case(const Prog *pg, ACase cs, int n, int causal, uint64_t seed)
 {
-    ASize s = {2, n, PH_EDGE_MAXD, 0.5};
-    AKernels k;
-    if (attn_pick(pg->m, &s, &k)) return -1;
+    AttnSize s = {1, 2, n, PH_EDGE_MAXD, 0.5};   /* Z is 1: rows are H N_CTX */
+    AttnKernels k;
+    int br, bc;
+    if (attn_pick(pg->m, &s, &k) || attn_blocks(&k, &br, &bc)) return -1;
     size_t rows = (size_t)s.h * s.n, total = rows * (size_t)s.d;
-    ABufs b;
+    AttnBufs b;
     uint16_t **tiles[] = {&b.q, &b.k, &b.v, &b.dout, &b.o, &b.dq, &b.dk, &b.dv};
     for (int i = 0; i < 8; i++) *tiles[i] = host_alloc(DT_F16, total);
     b.lse = host_alloc(DT_F32, rows);
@@ -476,7 +424,7 @@ static int attn_case(const Prog *pg, ACase cs, int n, int causal, uint64_t seed)
     int failed = 0;
     if (attn_run(&pg->l, &k, &s, causal, &b)) failed = -1;
     if (failed == 0) {
-        AMask blocked = {causal, true, k.br, k.bc}, plain = {causal, false, k.br, k.bc};
+        AMask blocked = {causal, true, br, bc}, plain = {causal, false, br, bc};
         attn_reference(&s, &blocked, &b, &ref[0]);
         attn_reference(&s, &plain, &b, &ref[1]);
         char label[64];
