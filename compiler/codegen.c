@@ -845,7 +845,9 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     for (int k = 0; k < n; k++) LLVMAddIncoming(phis[k], &next[k], &latch, 1);
     LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, k1, i32c(c, K), ""), head, done);
     LLVMPositionBuilderAtEnd(c->b, done);
-    for (int k = 0; k < n; k++) out.v[k] = phis[k];
+    /* the loop runs its body at least once and tests at the bottom: the
+     * result is the last sum, not the header's phi (which lacks k = K-1) */
+    for (int k = 0; k < n; k++) out.v[k] = next[k];
     c->vals[op->res[0]] = out;
     free(arow); free(bcol); free(phis); free(next);
 }

@@ -28,6 +28,8 @@ static int64_t value_for(const char *kernel, const char *name)
     static const struct { const char *kernel, *name; int64_t v; } table[] = {
         {"widerow", "M", 9}, {"widerow", "N", 1000},
         {"fdot", "K", 40},
+        {"fmadot", "k_len", 45}, {"fmadot_t", "k_len", 45}, {"fmadot_tr", "k_len", 45},
+        {"fmadot", "K", 45}, {"fmadot_t", "K", 45}, {"fmadot_tr", "K", 45},
         {"bdot", "k_len", 48},
         {"ctrl", "N", 500}, {"ctrl", "n", 37},
         {"masks", "n", 300},

@@ -90,3 +90,42 @@ def ctrl(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], n: ph.i32):
         else:
             s -= x * 0.5
     Y[b * 32:+32] = s
+
+
+# The FMA dot path (f32, no @ph.tensorcore) inside a K loop whose length is
+# not a multiple of BK, over shapes that are and are not powers of two and
+# every warp split of 1, 2, 4 and 8 warps: A @ B, A @ B^T and A^T @ B.
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 48], BN=[16, 24], BK=[12, 16], NT=[32, 64, 128, 256])
+def fmadot(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][K, N], C: ph.tensor[ph.f32][M, N], k_len: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, k_len, BK):
+        acc += ph.dot(A[r0:+BM, k:+BK], B[k:+BK, c0:+BN])
+    C[r0:+BM, c0:+BN] = acc
+
+
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 48], BN=[16, 24], BK=[12, 16], NT=[32, 128])
+def fmadot_t(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][N, K], C: ph.tensor[ph.f32][M, N], k_len: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, k_len, BK):
+        acc += ph.dot_t(A[r0:+BM, k:+BK], B[c0:+BN, k:+BK])
+    C[r0:+BM, c0:+BN] = acc
+
+
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 48], BN=[16, 24], BK=[12, 16], NT=[64, 256])
+def fmadot_tr(A: ph.tensor[ph.f32][K, M], B: ph.tensor[ph.f32][K, N], C: ph.tensor[ph.f32][M, N], k_len: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, k_len, BK):
+        acc += ph.dot(ph.transpose(A[k:+BK, r0:+BM]), B[k:+BK, c0:+BN])
+    C[r0:+BM, c0:+BN] = acc
