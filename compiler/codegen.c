@@ -1321,12 +1321,13 @@ static void emit_func(Cg *c, const IrFunc *f)
     c->T = f->threads;
     c->failed = false;
     int np = 0;
-    LLVMTypeRef pts[256];
-    for (int i = 0; i < f->nparams && np < 250; i++) {
+    LLVMTypeRef *pts = xcalloc(3 * (size_t)f->nparams + 1, sizeof *pts);   /* a tensor is three */
+    for (int i = 0; i < f->nparams; i++) {
         if (f->params[i].is_tensor) { pts[np++] = c->tptr1; pts[np++] = c->ti64; pts[np++] = c->ti64; }
         else pts[np++] = dtype_ty(c, f->params[i].dt);
     }
     c->fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->tvoid, pts, (unsigned)np, 0));
+    free(pts);
     LLVMSetFunctionCallConv(c->fn, 71 /* PTX_Kernel */);
     size_t np1 = (size_t)f->nparams + 1;
     c->tensor_ptr = xcalloc(np1, sizeof(LLVMValueRef));
@@ -1441,7 +1442,17 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     c.tptr3 = LLVMPointerTypeInContext(c.ctx, 3);
     c.tv2f16 = LLVMVectorType(c.tf16, 2);
     int status = 0;
-    for (int i = 0; i < m->nfuncs && !c.failed; i++) emit_func(&c, m->funcs[i]);
+    for (int i = 0; i < m->nfuncs && !c.failed; i++) {
+        /* sema refuses such kernels; IR from elsewhere is checked here */
+        int64_t bytes = ir_param_bytes(m->funcs[i]->params, m->funcs[i]->nparams);
+        if (bytes > IR_MAX_PARAM_BYTES) {
+            snprintf(err, errlen, "%s: its parameters take %lld bytes; a GPU kernel's parameters are limited to %d bytes",
+                     m->funcs[i]->name, (long long)bytes, IR_MAX_PARAM_BYTES);
+            c.failed = true;
+            break;
+        }
+        emit_func(&c, m->funcs[i]);
+    }
     char *msg = NULL;
     if (c.failed) status = 1;
     else if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {

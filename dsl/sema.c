@@ -141,6 +141,20 @@ static bool check_param_type(Diag *d, const char *alias, const Param *p, IrParam
     return ok;
 }
 
+/* The driver refuses an entry whose parameters do not fit the kernel
+ * parameter space; said here, at the kernel's name, rather than at load. */
+static void check_param_space(Diag *d, const FuncDef *fd, Kernel *k)
+{
+    int64_t bytes = ir_param_bytes(k->params, k->nparams);
+    if (bytes <= IR_MAX_PARAM_BYTES) return;
+    int tensors = 0;
+    for (int i = 0; i < k->nparams; i++) tensors += k->params[i].is_tensor;
+    diag_error(d, fd->loc, "kernel '%s' takes %lld bytes of parameters (%d tensors of 24 bytes, %d scalars of 4); "
+               "a GPU kernel's parameters are limited to %d bytes", fd->name, (long long)bytes, tensors,
+               k->nparams - tensors, IR_MAX_PARAM_BYTES);
+    k->ok = false;
+}
+
 static void check_params(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
     k->nparams = fd->nparams;
@@ -179,6 +193,7 @@ static void check_params(Diag *d, const char *alias, const FuncDef *fd, Kernel *
             }
         }
     if (fd->returns) diag_error(d, fd->returns->loc, "a kernel returns nothing; remove the '->' annotation");
+    check_param_space(d, fd, k);
 }
 
 static bool int_literal(const Expr *e, int64_t *out)

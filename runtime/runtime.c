@@ -169,11 +169,12 @@ void ph_shutdown(void)
 
 /* ---- modules ---- */
 
+/* The autotuner's choice for one set of tensor dims (every tensor's two). */
 typedef struct Tuned {
     struct Tuned *next;
-    int64_t dims[16][2];
-    int ndims;
     int config;
+    int ndims;
+    int64_t dims[];   /* ndims of them */
 } Tuned;
 
 struct ph_kernel {
@@ -500,13 +501,14 @@ static Packed pack_args(const IrFunc *f, const ph_arg *args)
 
 static ph_status grid_for(const IrFunc *f, ph_grid_fn grid, void *user, unsigned g[3])
 {
-    const char *names[64];
-    int64_t values[64];
-    int n = f->nmeta < 64 ? f->nmeta : 64;
-    for (int i = 0; i < n; i++) { names[i] = f->meta[i].name; values[i] = f->meta[i].value; }
-    ph_meta meta = {n, names, values};
+    const char **names = xcalloc((size_t)f->nmeta + 1, sizeof *names);
+    int64_t *values = xcalloc((size_t)f->nmeta + 1, sizeof *values);
+    for (int i = 0; i < f->nmeta; i++) { names[i] = f->meta[i].name; values[i] = f->meta[i].value; }
+    ph_meta meta = {f->nmeta, names, values};
     g[0] = g[1] = g[2] = 1;
     grid(&meta, user, g);
+    free(names);
+    free(values);
     for (int i = 0; i < 3; i++)
         if (g[i] == 0 || (rt.ready && g[i] > (unsigned)rt.max_grid[i]))
             return fail(PH_ERR_GRID, "%s: grid %u x %u x %u is empty or over the device's limits (%d x %d x %d)", f->name,
@@ -545,6 +547,51 @@ static float time_config(ph_kernel *k, int cfg, const unsigned g[3], const ph_ar
     return best;
 }
 
+/* The key of the autotuner's choice: every tensor argument's two dims. */
+static Tuned *tuned_key(const ph_arg *args, int nargs)
+{
+    int n = 0;
+    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 2 : 0;
+    Tuned *t = xcalloc(1, sizeof *t + (size_t)n * sizeof *t->dims);
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == PH_ARG_TENSOR) { t->dims[t->ndims++] = args[i].dims[0]; t->dims[t->ndims++] = args[i].dims[1]; }
+    return t;
+}
+
+static Tuned *tuned_find(const ph_kernel *k, const Tuned *key)
+{
+    for (Tuned *t = k->tuned; t; t = t->next)
+        if (t->ndims == key->ndims && !memcmp(t->dims, key->dims, (size_t)key->ndims * sizeof *key->dims)) return t;
+    return NULL;
+}
+
+/* Picks among the eligible configs (ne > 0) and launches: the remembered
+ * winner for these dims, else each one timed and the fastest kept. */
+static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs)
+{
+    ph_status s = PH_OK;
+    int pick = 0;   /* index into eligible[] and grids[] */
+    if (ne > 1) {
+        Tuned *key = tuned_key(args, nargs), *t = tuned_find(k, key);
+        if (t) {
+            free(key);
+            while (pick < ne - 1 && eligible[pick] != t->config) pick++;
+        } else {
+            float best = 1e30f;
+            for (int i = 0; i < ne && !s; i++) {
+                float ms = time_config(k, eligible[i], grids[i], args, &s);
+                if (ms < best) { best = ms; pick = i; }
+            }
+            if (s) { free(key); return s; }
+            key->config = eligible[pick];
+            key->next = k->tuned;
+            k->tuned = key;
+        }
+    }
+    k->last = eligible[pick];
+    return launch_one(k, eligible[pick], grids[pick], args);
+}
+
 ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
 {
     if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
@@ -552,47 +599,22 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     ph_status s = check_args(f0, args, nargs);
     if (s) return s;
     char why[512] = "";
-    int eligible[256], ne = 0;
-    for (int i = 0; i < k->count && ne < 256; i++) {
+    int *eligible = xcalloc((size_t)k->count, sizeof *eligible), ne = 0;
+    unsigned (*grids)[3] = xcalloc((size_t)k->count, sizeof *grids);
+    for (int i = 0; i < k->count; i++) {
         char w[512];
         if (ineligible(k->module->ir->funcs[k->first + i], args, w, sizeof w)) snprintf(why, sizeof why, "%s", w);
         else eligible[ne++] = i;
     }
-    if (!ne) return fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
+    if (!ne) s = fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
     /* the grid callback runs once per eligible config */
-    unsigned grids[256][3];
-    for (int i = 0; i < ne; i++)
-        if ((s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, grids[i]))) return s;
-    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
-    if ((s = module_load(k->module))) return s;
-
-    int pick = 0;   /* index into eligible[] and grids[] */
-    if (ne > 1) {
-        /* the winner is remembered per (kernel, dims) */
-        Tuned key = {0};
-        for (int i = 0; i < nargs && key.ndims < 16; i++)
-            if (args[i].kind == PH_ARG_TENSOR) { key.dims[key.ndims][0] = args[i].dims[0]; key.dims[key.ndims++][1] = args[i].dims[1]; }
-        Tuned *t;
-        for (t = k->tuned; t; t = t->next)
-            if (t->ndims == key.ndims && !memcmp(t->dims, key.dims, sizeof key.dims)) break;
-        if (t) {
-            while (pick < ne - 1 && eligible[pick] != t->config) pick++;
-        } else {
-            float best = 1e30f;
-            for (int i = 0; i < ne; i++) {
-                float ms = time_config(k, eligible[i], grids[i], args, &s);
-                if (s) return s;
-                if (ms < best) { best = ms; pick = i; }
-            }
-            t = xmalloc(sizeof *t);
-            *t = key;
-            t->config = eligible[pick];
-            t->next = k->tuned;
-            k->tuned = t;
-        }
-    }
-    k->last = eligible[pick];
-    return launch_one(k, eligible[pick], grids[pick], args);
+    for (int i = 0; i < ne && !s; i++) s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, grids[i]);
+    if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    if (!s) s = module_load(k->module);
+    if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
+    free(eligible);
+    free(grids);
+    return s;
 }
 
 const char *ph_kernel_last_config(const ph_kernel *k)

@@ -165,3 +165,58 @@ Test(codegen, llvm_ir_names_kernels_and_uses_ptx_kernel_convention)
     free(ll);
     ir_module_free(m);
 }
+
+/* A kernel with ntensors f32 tensors T0.. and nscalars i32 scalars s0..;
+ * it copies T0 into the last tensor. */
+static char *wide_kernel(int ntensors, int nscalars)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    fprintf(out, "import phobos.lang as ph\n@ph.kernel\ndef wide(");
+    for (int i = 0; i < ntensors; i++) fprintf(out, "%sT%d: ph.tensor[ph.f32][N]", i ? ", " : "", i);
+    for (int i = 0; i < nscalars; i++) fprintf(out, ", s%d: ph.i32", i);
+    fprintf(out, "):\n    T%d[0:+128] = T0[0:+128]\n", ntensors - 1);
+    fclose(out);
+    return buf;
+}
+
+/* 85 tensors are 255 PTX parameters, each one declared and the last one used. */
+Test(codegen, a_kernel_with_85_tensors_lowers_to_ptx)
+{
+    char *src = wide_kernel(85, 0), *diags = NULL;
+    IrModule *m = tu_compile("wide.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    cr_expect(strstr(ptx, ".param .u64 wide_param_252,") != NULL, "the last tensor's pointer is declared");
+    cr_expect(strstr(ptx, ".param .u64 wide_param_254\n") != NULL, "its second dim is the last parameter");
+    cr_expect(strstr(ptx, "wide_param_255") == NULL);
+    cr_expect(strstr(ptx, "[wide_param_252]") != NULL, "the store goes through the last tensor's pointer");
+    free(ptx);
+    ir_module_free(m);
+    free(src);
+    free(diags);
+}
+
+/* Sema refuses a kernel whose parameters do not fit the parameter space;
+ * IR that reaches the code generator by another way is refused there. */
+Test(codegen, parameters_over_the_parameter_space_are_refused)
+{
+    char *src = wide_kernel(2, 0);
+    IrModule *m = tu_compile("wide.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    IrFunc *f = m->funcs[0];
+    IrParam *own = f->params, many[171];
+    for (int i = 0; i < 171; i++) many[i] = own[i % 2];
+    f->params = many;
+    f->nparams = 171;
+    CodegenOptions o = {"sm_90", 3};
+    char *out = NULL, err[512];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 1);
+    cr_expect_null(out);
+    cr_expect_str_eq(err, "wide: its parameters take 4104 bytes; a GPU kernel's parameters are limited to 4096 bytes");
+    f->params = own;
+    f->nparams = 2;
+    ir_module_free(m);
+    free(src);
+}

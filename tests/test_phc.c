@@ -188,3 +188,48 @@ Test(phc, layouts_of_the_attention_forward_pass)
     free(out);
     free(err);
 }
+
+/* Writes a kernel with ntensors f32 tensors and nscalars i32 scalars to
+ * path; it copies T0 into the last tensor. */
+static void write_wide_kernel(const char *path, int ntensors, int nscalars)
+{
+    FILE *out = fopen(path, "w");
+    cr_assert_not_null(out);
+    fprintf(out, "import phobos.lang as ph\n@ph.kernel\ndef wide(");
+    for (int i = 0; i < ntensors; i++) fprintf(out, "%sT%d: ph.tensor[ph.f32][N]", i ? ", " : "", i);
+    for (int i = 0; i < nscalars; i++) fprintf(out, ", s%d: ph.i32", i);
+    fprintf(out, "):\n    T%d[0:+128] = T0[0:+128]\n", ntensors - 1);
+    fclose(out);
+}
+
+/* A tensor takes 24 bytes of the 4096-byte kernel parameter space, a
+ * scalar 4: 170 tensors and 4 scalars fill it exactly; one scalar more is
+ * an error at the kernel's name, before any code is generated. */
+Test(phc, kernel_parameter_space_is_checked)
+{
+    char path[64], args[128], *out, *err;
+    snprintf(path, sizeof path, "/tmp/phc_wide.%d.ph", getpid());
+    write_wide_kernel(path, 85, 0);
+    snprintf(args, sizeof args, "--emit=ptx %s", path);
+    cr_assert_eq(phc(args, &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, ".entry wide(") != NULL);
+    free(out); free(err);
+
+    write_wide_kernel(path, 170, 4);
+    snprintf(args, sizeof args, "--check %s", path);
+    cr_expect_eq(phc(args, &out, &err), 0, "%s", err);
+    free(out); free(err);
+
+    write_wide_kernel(path, 170, 5);
+    for (int emit = 0; emit < 2; emit++) {
+        snprintf(args, sizeof args, "%s %s", emit ? "--emit=ptx" : "--check", path);
+        cr_expect_eq(phc(args, &out, &err), 1, "%s", err);
+        char want[256];
+        snprintf(want, sizeof want, "%s:3:5: error: kernel 'wide' takes 4100 bytes of parameters (170 tensors of 24 bytes, "
+                 "5 scalars of 4); a GPU kernel's parameters are limited to 4096 bytes\n", path);
+        cr_expect(!strncmp(err, want, strlen(want)), "got:\n%s", err);
+        cr_expect_str_eq(out, "");
+        free(out); free(err);
+    }
+    unlink(path);
+}

@@ -134,6 +134,74 @@ Test(runtime, launch_without_init_is_refused)
     ph_module_free(m);
 }
 
+/* A kernel of many tensors: every argument is checked (a mismatch in the
+ * 81st is found), a count that is not the kernel's is refused whatever it
+ * is, and good arguments reach the launch. */
+Test(runtime, launches_of_many_tensors_are_checked)
+{
+    enum { N = 85 };
+    size_t len = 0;
+    char *src = NULL;
+    FILE *out = open_memstream(&src, &len);
+    fprintf(out, "import phobos.lang as ph\n@ph.kernel\ndef wide(");
+    for (int i = 0; i < N; i++) fprintf(out, "%sT%d: ph.tensor[ph.f32][M, 8]", i ? ", " : "", i);
+    fprintf(out, "):\n    T%d[0:+16, :] = T0[0:+16, :]\n", N - 1);
+    fclose(out);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("wide.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "wide", &k), PH_OK);
+    ph_arg args[N + 1];
+    for (int i = 0; i <= N; i++) args[i] = ph_tensor2(0x10000 + 0x1000 * (ph_devptr)i, 64, 8);
+    args[80].dims[0] = 32;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, N), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "wide: dim M is 64 in T0 but 32 in T80");
+    args[80].dims[0] = 64;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, N + 1), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "wide takes 85 arguments, got 86");
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, -1), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "wide takes 85 arguments, got -1");
+    ph_shutdown();
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, N), PH_ERR_STATE, "%s", ph_last_error());
+    ph_module_free(m);
+    free(src);
+}
+
+static void count_configs(const ph_meta *meta, void *user, unsigned g[3])
+{
+    int64_t *seen = user;   /* seen[0]: calls; seen[b]: calls for B = b */
+    int64_t b = ph_meta_get(meta, "B", 0);
+    seen[0]++;
+    if (meta->n == 1 && b >= 1 && b <= 300) seen[b]++;
+    g[0] = 1;
+}
+
+/* Every config of a kernel is a candidate, however many it has: a launch
+ * asks the grid of each of 300 configs once, then stops at the missing
+ * runtime. */
+Test(runtime, every_config_is_considered)
+{
+    size_t len = 0;
+    char *src = NULL;
+    FILE *out = open_memstream(&src, &len);
+    fprintf(out, "import phobos.lang as ph\n@ph.kernel\n@ph.autotune(B=[");
+    for (int b = 1; b <= 300; b++) fprintf(out, "%s%d", b > 1 ? ", " : "", b);
+    fprintf(out, "])\ndef many(X: ph.tensor[ph.f32][N]):\n    X[0:+B] = X[0:+B] + 1.0\n");
+    fclose(out);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("many.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "many", &k), PH_OK);
+    ph_arg x = ph_tensor1(0x10000, 1000);
+    int64_t seen[301] = {0};
+    ph_shutdown();
+    cr_assert_eq(ph_launch(k, count_configs, seen, &x, 1), PH_ERR_STATE, "%s", ph_last_error());
+    cr_assert_eq(seen[0], 300, "the grid callback ran %lld times", (long long)seen[0]);
+    for (int b = 1; b <= 300; b++) cr_assert_eq(seen[b], 1, "config B = %d asked %lld times", b, (long long)seen[b]);
+    ph_module_free(m);
+    free(src);
+}
+
 /* The disk cache: a module's PTX is generated once, then read back; a
  * changed source is another entry; "off" turns the cache off. */
 #include "../runtime/runtime_internal.h"
