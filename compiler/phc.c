@@ -5,6 +5,7 @@
 #include "layout.h"
 
 #include <errno.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ static const char usage[] =
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
     "  --emit=KIND        tokens | ast | ir | layouts | llvm | ptx | cubin: what to write\n"
     "                     (default ptx; layouts: where each tile value lives on the GPU;\n"
-    "                     cubin runs ptxas, which must be on PATH or in /usr/local/cuda/bin)\n"
+    "                     cubin runs ptxas, which must be on PATH or in $CUDA_HOME/bin,\n"
+    "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
     "  -O0                no LLVM optimization: readable LLVM IR and PTX\n"
     "  -o FILE            write the output to FILE instead of standard output; nothing\n"
@@ -193,32 +195,64 @@ static int run_passes(const Options *o, IrModule *ir, FILE *out)
     return EXIT_OK;
 }
 
+/* Copies what ptxas printed to stderr; false when it printed nothing. */
+static bool copy_log(const char *log_path)
+{
+    SrcFile log;
+    char err[256];
+    if (src_load(&log, log_path, err, sizeof err)) return false;
+    bool any = log.len > 0;
+    fwrite(log.text, 1, log.len, stderr);
+    if (any && log.text[log.len - 1] != '\n') fputc('\n', stderr);
+    src_free(&log);
+    return any;
+}
+
+/* Says why ptxas failed: its own words (what it printed, in log) and its
+ * exit status; "is it installed?" only when the shell could not run it. */
+static void report_ptxas(int rc, const char *log_path)
+{
+    if (rc == -1) { perror("phc: cannot run ptxas"); return; }
+    if (WIFEXITED(rc) && (WEXITSTATUS(rc) == 127 || WEXITSTATUS(rc) == 126)) {
+        fprintf(stderr, "phc: ptxas could not be run (not on PATH nor in $CUDA_HOME/bin, by default "
+                        "/usr/local/cuda/bin, or not executable); is it installed?\n");
+        return;
+    }
+    if (WIFEXITED(rc)) fprintf(stderr, "phc: ptxas failed (exit status %d):\n", WEXITSTATUS(rc));
+    else fprintf(stderr, "phc: ptxas was killed by signal %d:\n", WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
+    if (!copy_log(log_path)) fputs("(ptxas printed nothing)\n", stderr);
+}
+
 /* ptxas assembles the PTX into a cubin; it reads and writes files, so both
- * live in a private temporary folder. */
+ * live in a private temporary folder, with what it prints. */
 static int emit_cubin(const Options *o, const char *ptx, FILE *out)
 {
     char dir[] = "/tmp/phc.XXXXXX";
     if (!mkdtemp(dir)) { perror("phc: mkdtemp"); return EXIT_INTERNAL; }
-    char ptx_path[64], cubin_path[64], cmd[512];
+    char ptx_path[64], cubin_path[64], log_path[64], cmd[512];
     snprintf(ptx_path, sizeof ptx_path, "%s/k.ptx", dir);
     snprintf(cubin_path, sizeof cubin_path, "%s/k.cubin", dir);
+    snprintf(log_path, sizeof log_path, "%s/ptxas.log", dir);
     FILE *f = fopen(ptx_path, "wb");
     int status = EXIT_INTERNAL;
     if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
-        snprintf(cmd, sizeof cmd,
-                 "PATH=\"$PATH:/usr/local/cuda/bin\" ptxas -arch=%s -o %s %s", o->codegen.arch, cubin_path, ptx_path);
+        snprintf(cmd, sizeof cmd, "PATH=\"$PATH:${CUDA_HOME:-/usr/local/cuda}/bin\" ptxas -arch=%s -o %s %s > %s 2>&1",
+                 o->codegen.arch, cubin_path, ptx_path, log_path);
         int rc = system(cmd);
-        if (rc != 0) fprintf(stderr, "phc: ptxas failed (status %d); is it installed?\n", rc);
+        if (rc != 0) report_ptxas(rc, log_path);
         else {
+            copy_log(log_path);   /* its warnings */
             FILE *in = fopen(cubin_path, "rb");
             char buf[65536];
             size_t n;
             while (in && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
             if (in) { fclose(in); status = EXIT_OK; }
+            else fprintf(stderr, "phc: ptxas wrote no %s\n", cubin_path);
         }
     }
     remove(ptx_path);
     remove(cubin_path);
+    remove(log_path);
     rmdir(dir);
     return status;
 }

@@ -10,11 +10,12 @@
 
 #define PHC "build/bin/phc"
 
-/* Runs phc with args; returns the exit status, stdout and stderr in *out, *err. */
-static int phc(const char *args, char **out, char **err)
+/* Runs phc with args, after the shell assignments in env; returns the exit
+ * status, stdout and stderr in *out, *err. */
+static int phc_env(const char *env, const char *args, char **out, char **err)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, PHC " %s > /tmp/phc_test_out.%d 2> /tmp/phc_test_err.%d", args, getpid(), getpid());
+    snprintf(cmd, sizeof cmd, "%s " PHC " %s > /tmp/phc_test_out.%d 2> /tmp/phc_test_err.%d", env, args, getpid(), getpid());
     int st = system(cmd);
     char path[64];
     snprintf(path, sizeof path, "/tmp/phc_test_out.%d", getpid());
@@ -25,6 +26,8 @@ static int phc(const char *args, char **out, char **err)
     unlink(path);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+static int phc(const char *args, char **out, char **err) { return phc_env("", args, out, err); }
 
 static void expect_golden(const char *args, const char *golden)
 {
@@ -166,6 +169,69 @@ Test(phc, cubin_through_ptxas)
     cr_assert_eq(phc("--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
     cr_expect(!memcmp(out, "\177ELF", 4), "a cubin is an ELF file");
     free(out); free(err);
+}
+
+/* A folder holding an executable script named ptxas with body script. */
+static void fake_ptxas(char *dir, const char *script)
+{
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/ptxas", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\n%s", script);
+    fclose(f);
+    cr_assert_eq(chmod(path, 0755), 0);
+}
+
+static void remove_folder(const char *dir)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ptxas that runs and rejects the PTX: its own message and exit status are
+ * shown, and nothing suggests it is missing; no cubin is written. */
+Test(phc, cubin_shows_what_ptxas_says)
+{
+    char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
+    fake_ptxas(dir, "echo \"ptxas fatal   : Unresolved extern function 'nope'\" >&2\nexit 255\n");
+    snprintf(env, sizeof env, "PATH=%s:\"$PATH\"", dir);
+    cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 3, "%s", err);
+    cr_expect_str_eq(err, "phc: ptxas failed (exit status 255):\nptxas fatal   : Unresolved extern function 'nope'\n");
+    cr_expect_str_eq(out, "");
+    free(out); free(err);
+    remove_folder(dir);
+}
+
+/* ptxas that succeeds: the cubin it writes is the output, its warnings go
+ * to stderr. */
+Test(phc, cubin_is_what_ptxas_writes)
+{
+    char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
+    fake_ptxas(dir, "while [ \"$1\" != -o ]; do shift; done\nprintf 'CUBIN' > \"$2\"\necho 'ptxas warning : fake' >&2\n");
+    snprintf(env, sizeof env, "PATH=%s:\"$PATH\"", dir);
+    cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect_str_eq(out, "CUBIN");
+    cr_expect_str_eq(err, "ptxas warning : fake\n");
+    free(out); free(err);
+    remove_folder(dir);
+}
+
+/* No ptxas on PATH nor in $CUDA_HOME/bin: then, and only then, the message
+ * asks whether it is installed. */
+Test(phc, cubin_without_ptxas_asks_if_installed)
+{
+    char dir[] = "/tmp/phc-no-ptxas.XXXXXX", env[256], *out, *err;
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(env, sizeof env, "PATH=%s CUDA_HOME=%s", dir, dir);
+    cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 3, "%s", err);
+    cr_expect(strstr(err, "phc: ptxas could not be run (not on PATH nor in $CUDA_HOME/bin") != NULL, "%s", err);
+    cr_expect(strstr(err, "is it installed?") != NULL, "%s", err);
+    cr_expect_str_eq(out, "");
+    free(out); free(err);
+    remove_folder(dir);
 }
 
 /* --emit=layouts shows the layout pass's decisions, numbered as --emit=ir
