@@ -1,6 +1,7 @@
 /* runtime.c: the Phobos runtime (runtime/include/phobos.h): the CUDA
- * driver through dlopen, modules compiled from .ph source to PTX when a
- * kernel is first used, checked launches, and autotuning across configs. */
+ * driver through dlopen, each config compiled to PTX and loaded on its own
+ * when a launch first needs it, checked launches, and autotuning across
+ * the configs the driver accepts. */
 #define _GNU_SOURCE
 #include "phobos.h"
 
@@ -16,50 +17,9 @@
 #include "dsl.h"
 #include "runtime_internal.h"
 
-/* ---- the driver API, declared here so no CUDA header is needed ---- */
-typedef int CUresult;
-typedef int CUdevice;
-typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
-typedef struct CUstream_st *CUstream;
-typedef struct CUevent_st *CUevent;
-typedef unsigned long long CUdeviceptr;
-
-enum {
-    ATTR_MAX_THREADS_PER_BLOCK = 1, ATTR_MAX_GRID_X = 5, ATTR_MAX_GRID_Y = 6, ATTR_MAX_GRID_Z = 7,
-    ATTR_SM_COUNT = 16, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76,
-    JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6,
-};
-
-static struct {
-    void *lib;
-    CUresult (*Init)(unsigned);
-    CUresult (*DeviceGetCount)(int *);
-    CUresult (*DeviceGet)(CUdevice *, int);
-    CUresult (*DeviceGetName)(char *, int, CUdevice);
-    CUresult (*DeviceGetAttribute)(int *, int, CUdevice);
-    CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
-    CUresult (*DevicePrimaryCtxRelease)(CUdevice);
-    CUresult (*CtxSetCurrent)(CUcontext);
-    CUresult (*CtxSynchronize)(void);
-    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
-    CUresult (*ModuleUnload)(CUmodule);
-    CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-    CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                             unsigned, CUstream, void **, void **);
-    CUresult (*MemAlloc)(CUdeviceptr *, size_t);
-    CUresult (*MemFree)(CUdeviceptr);
-    CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-    CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-    CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
-    CUresult (*EventCreate)(CUevent *, unsigned);
-    CUresult (*EventRecord)(CUevent, CUstream);
-    CUresult (*EventSynchronize)(CUevent);
-    CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
-    CUresult (*EventDestroy)(CUevent);
-    CUresult (*GetErrorString)(CUresult, const char **);
-} cu;
+/* The driver's calls (runtime_internal.h), from libcuda.so.1 or a test's fakes. */
+static PhDriver cu;
+static bool cu_loaded;
 
 static struct {
     bool ready;
@@ -98,9 +58,15 @@ const char *ph_status_name(ph_status s)
     return (unsigned)s < sizeof names / sizeof *names ? names[s] : "unknown status";
 }
 
+void ph_internal_use_driver(const PhDriver *fake)
+{
+    cu = *fake;
+    cu_loaded = true;
+}
+
 static bool load_driver(void)
 {
-    if (cu.lib) return true;
+    if (cu_loaded) return true;
     void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return false;
 #define SYM(field, name) if (!(*(void **)&cu.field = dlsym(lib, name))) { dlclose(lib); memset(&cu, 0, sizeof cu); return false; }
@@ -118,7 +84,7 @@ static bool load_driver(void)
     *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime_v2");
     if (!cu.EventElapsedTime) *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime");
     if (!cu.EventElapsedTime) { dlclose(lib); memset(&cu, 0, sizeof cu); return false; }
-    cu.lib = lib;
+    cu_loaded = true;   /* lib stays open for the life of the process */
     return true;
 }
 
@@ -181,16 +147,26 @@ struct ph_kernel {
     ph_module *module;
     char *name;
     int first, count;          /* its configs: module->ir->funcs[first .. first+count) */
-    CUfunction *fn;            /* per config, once loaded */
     Tuned *tuned;
     int last;
 };
 
+/* Each config is its own CUDA module, loaded when a launch first needs it,
+ * so a config the driver refuses (too much shared memory, say) costs only
+ * itself: it leaves the eligible set and keeps the driver's reason. */
+typedef enum { CONFIG_UNLOADED, CONFIG_LOADED, CONFIG_REFUSED } ConfigState;
+
+typedef struct {
+    ConfigState state;
+    CUmodule mod;
+    CUfunction fn;
+    char *why;             /* CONFIG_REFUSED: the driver's words */
+} Config;
+
 struct ph_module {
     IrModule *ir;
-    uint64_t key;          /* of the source text: names the module's PTX in the disk cache */
-    CUmodule cumod;
-    bool loaded;
+    uint64_t key;          /* of the source text: with a config's name, names its PTX in the disk cache */
+    Config *state;         /* per config (IrFunc) */
     int nkernels;
     ph_kernel *kernels;    /* one per kernel, all its configs */
     ph_kernel *configs;    /* one per config (IrFunc), by entry name */
@@ -215,15 +191,16 @@ static ph_status module_from_ir(IrModule *ir, ph_module **out)
     }
     m->configs = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->configs);
     for (int i = 0; i < ir->nfuncs; i++)
-        m->configs[i] = (ph_kernel){m, xstrdup(ir->funcs[i]->name), i, 1, NULL, NULL, -1};
+        m->configs[i] = (ph_kernel){m, xstrdup(ir->funcs[i]->name), i, 1, NULL, -1};
+    m->state = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->state);
     *out = m;
     return PH_OK;
 }
 
 /* ---- the disk cache of PTX ----
- * A module's PTX is kept in a file named by a hash of its source text, the
- * target, and this build of the library, so a second run of a program
- * skips code generation; a rebuilt library never reads an older one's
+ * A config's PTX is kept in a file named by a hash of its module's source
+ * text, its entry name, the target, and this build of the library, so a
+ * second run of a program skips code generation; a rebuilt library never reads an older one's
  * PTX. The folder is $PHOBOS_CACHE_DIR (empty or "off": no cache), else
  * $XDG_CACHE_HOME/phobos, else ~/.cache/phobos. Any failure to read or
  * write it only means compiling again. */
@@ -294,18 +271,21 @@ static void cache_write(const char *path, const char *ptx)
     if (!ok || rename(tmp, path)) remove(tmp);   /* written whole, or not at all */
 }
 
-/* The module's PTX for arch: from the disk cache, or generated (and cached). */
-int ph_internal_module_ptx(ph_module *m, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+/* A config's PTX for arch: from the disk cache, or generated (and cached). */
+int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
 {
+    IrFunc *f = m->ir->funcs[config];
+    uint64_t key = m->key ? fnv1a(m->key, f->name, strlen(f->name) + 1) : 0;
     char path[1200];
-    bool cached = cache_path(m->key, arch, path, sizeof path);
+    bool cached = cache_path(key, arch, path, sizeof path);
     *from_cache = false;
     if (cached && (*ptx = cache_read(path))) {
         *from_cache = true;
         return 0;
     }
+    IrModule one = {1, 1, &f};   /* this config alone */
     CodegenOptions o = {arch, 3};
-    if (codegen_emit(m->ir, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
+    if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
 }
@@ -346,14 +326,17 @@ ph_status ph_module_load_string(const char *name, const char *source, ph_module 
 void ph_module_free(ph_module *m)
 {
     if (!m) return;
-    if (m->loaded && rt.ready) cu.ModuleUnload(m->cumod);
     int nconfigs = m->ir->nfuncs;
+    for (int i = 0; i < nconfigs; i++) {
+        if (m->state[i].state == CONFIG_LOADED && rt.ready) cu.ModuleUnload(m->state[i].mod);
+        free(m->state[i].why);
+    }
     for (int i = 0; i < m->nkernels + nconfigs; i++) {
         ph_kernel *k = i < m->nkernels ? &m->kernels[i] : &m->configs[i - m->nkernels];
         for (Tuned *t = k->tuned, *n; t; t = n) { n = t->next; free(t); }
         free(k->name);
-        free(k->fn);
     }
+    free(m->state);
     free(m->kernels);
     free(m->configs);
     ir_module_free(m->ir);
@@ -371,31 +354,70 @@ ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
     return fail(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
 }
 
-/* The PTX of the whole module goes to the driver once, at the first launch. */
-static ph_status module_load(ph_module *m)
+/* Config c leaves its kernel's eligible set for good: the driver refused
+ * it, in these words. */
+static ph_status refuse(ph_module *m, int c, CUresult r, const char *log)
 {
-    if (m->loaded) return PH_OK;
+    size_t n = strlen(log);
+    while (n && (log[n - 1] == '\n' || log[n - 1] == ' ')) n--;   /* the JIT log ends with a newline */
+    char why[1024];
+    snprintf(why, sizeof why, "the CUDA driver refused %s (error %d): %.*s", m->ir->funcs[c]->name, r,
+             (int)n, n ? log : "no log");
+    m->state[c].state = CONFIG_REFUSED;
+    m->state[c].why = xstrdup(why);
+    return fail(PH_ERR_MODULE, "%s", why);
+}
+
+/* Config c's PTX goes to the driver on its own, the first time a launch
+ * needs it. PH_ERR_MODULE: the driver refused it (now or before). */
+static ph_status config_load(ph_module *m, int c)
+{
+    Config *st = &m->state[c];
+    if (st->state == CONFIG_LOADED) return PH_OK;
+    if (st->state == CONFIG_REFUSED) return fail(PH_ERR_MODULE, "%s", st->why);
     char *ptx = NULL, err[2048];
     bool from_cache;
-    if (ph_internal_module_ptx(m, rt.arch, &ptx, &from_cache, err, sizeof err))
+    if (ph_internal_config_ptx(m, c, rt.arch, &ptx, &from_cache, err, sizeof err))
         return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
     char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
     int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
     void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
-    CUresult r = cu.ModuleLoadDataEx(&m->cumod, ptx, 4, opts, vals);
+    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, 4, opts, vals);
     free(ptx);
-    if (r) return fail(PH_ERR_MODULE, "the CUDA driver refused the module (error %d): %s", r, elog[0] ? elog : "no log");
-    for (int i = 0; i < m->nkernels + m->ir->nfuncs; i++) {
-        ph_kernel *k = i < m->nkernels ? &m->kernels[i] : &m->configs[i - m->nkernels];
-        k->fn = xcalloc((size_t)k->count, sizeof *k->fn);
-        for (int j = 0; j < k->count; j++)
-            if ((r = cu.ModuleGetFunction(&k->fn[j], m->cumod, m->ir->funcs[k->first + j]->name))) {
-                cu.ModuleUnload(m->cumod);
-                return cu_fail(r, "cuModuleGetFunction");
-            }
+    if (r) return refuse(m, c, r, elog);
+    if ((r = cu.ModuleGetFunction(&st->fn, st->mod, m->ir->funcs[c]->name))) {
+        cu.ModuleUnload(st->mod);
+        return cu_fail(r, "cuModuleGetFunction");
     }
-    m->loaded = true;
+    st->state = CONFIG_LOADED;
     return PH_OK;
+}
+
+/* Loads the eligible configs of k (indices into its configs, with their
+ * grids) and drops those the driver refuses; none left is PH_ERR_MODULE
+ * with every reason. */
+static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne)
+{
+    char *whys = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&whys, &len);
+    int kept = 0;
+    ph_status s = PH_OK;
+    for (int i = 0; i < *ne && !s; i++) {
+        s = config_load(k->module, k->first + eligible[i]);
+        if (s == PH_ERR_MODULE) {
+            fprintf(out, "%s%s", ftell(out) ? "; " : "", ph_last_error());
+            s = PH_OK;
+            continue;
+        }
+        eligible[kept] = eligible[i];
+        memcpy(grids[kept++], grids[i], sizeof *grids);
+    }
+    fclose(out);
+    *ne = kept;
+    if (!s && !kept) s = fail(PH_ERR_MODULE, "%s: no eligible config could be loaded: %s", k->name, whys);
+    free(whys);
+    return s;
 }
 
 /* ---- launching ---- */
@@ -520,7 +542,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
 {
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     Packed p = pack_args(f, args);
-    CUresult r = cu.LaunchKernel(k->fn[cfg], g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, NULL, p.params, NULL);
+    CUresult r = cu.LaunchKernel(k->module->state[k->first + cfg].fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, NULL, p.params, NULL);
     free(p.params);
     free(p.storage);
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
@@ -610,7 +632,7 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     /* the grid callback runs once per eligible config */
     for (int i = 0; i < ne && !s; i++) s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, grids[i]);
     if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
-    if (!s) s = module_load(k->module);
+    if (!s) s = load_eligible(k, eligible, grids, &ne);
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     free(eligible);
     free(grids);

@@ -1,6 +1,7 @@
 /* test_gpu.c: the runtime on a real GPU: autotuned launches compute the
- * right numbers, and every guard (grid over the device's limits, a module
- * the driver refuses, a launch after shutdown) gives a status and a message
+ * right numbers, a config the driver refuses leaves the others running,
+ * and every guard (grid over the device's limits, a module the driver
+ * refuses, a launch after shutdown) gives a status and a message
  * and launches nothing. Skips without a driver, unless PHOBOS_REQUIRE_GPU
  * is set (make gpucheck), where a missing GPU is a failure. */
 #include <criterion/criterion.h>
@@ -107,6 +108,57 @@ Test(gpu, module_the_driver_refuses)
     cr_assert_eq(s, PH_ERR_MODULE, "status %s: %s", ph_status_name(s), ph_last_error());
     cr_assert(strstr(ph_last_error(), "refused") != NULL, "%s", ph_last_error());
     ph_free(d);
+    ph_module_free(m);
+}
+
+static void transpose_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    g[0] = (unsigned)(*(int64_t *)user / ph_meta_get(meta, "BM", 1));
+}
+
+/* Each config is loaded on its own: tr__BM_128 transposes through 64 KiB
+ * of static shared memory, over the 48 KiB a kernel may have without
+ * opting in, and the driver refuses it; tr__BM_32 (16 KiB) still loads,
+ * runs and transposes right. Asked for by name, the refused config says
+ * the driver's reason. */
+Test(gpu, a_config_the_driver_refuses_leaves_the_others)
+{
+    need_gpu();
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "@ph.autotune(BM=[32, 128])\n"
+        "def tr(A: ph.tensor[ph.f32][N, 128], C: ph.tensor[ph.f32][128, N]):\n"
+        "    i0: ph.let = ph.ctx.block.x * BM\n"
+        "    C[:, i0:+BM] = ph.transpose(A[i0:+BM, :])\n";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("tr.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr", &k), PH_OK);
+    int64_t n = 256;
+    size_t bytes = (size_t)n * 128 * 4;
+    float *a = malloc(bytes), *c = malloc(bytes);
+    for (int64_t i = 0; i < n * 128; i++) a[i] = (float)(i % 1009) - 500.0f;
+    ph_devptr da, dc;
+    cr_assert_eq(ph_malloc(&da, bytes), PH_OK);
+    cr_assert_eq(ph_malloc(&dc, bytes), PH_OK);
+    ph_memcpy_htod(da, a, bytes);
+    ph_memset8(dc, 0xff, bytes);   /* NaN poison */
+    ph_arg args[2] = {ph_tensor2(da, n, 128), ph_tensor2(dc, 128, n)};
+    cr_assert_eq(ph_launch(k, transpose_grid, &n, args, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_synchronize(), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_kernel_last_config(k), "tr__BM_32");
+    cr_assert_eq(ph_memcpy_dtoh(c, dc, bytes), PH_OK);
+    for (int64_t r = 0; r < 128; r++)
+        for (int64_t j = 0; j < n; j++)
+            cr_assert_eq(c[r * n + j], a[j * 128 + r], "C[%lld, %lld] = %g", (long long)r, (long long)j, c[r * n + j]);
+    ph_kernel *big;
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_128", &big), PH_OK);
+    ph_status s = ph_launch(big, transpose_grid, &n, args, 2);
+    cr_assert_eq(s, PH_ERR_MODULE, "status %s: %s", ph_status_name(s), ph_last_error());
+    cr_assert(strstr(ph_last_error(), "the CUDA driver refused tr__BM_128") != NULL, "%s", ph_last_error());
+    ph_free(da); ph_free(dc);
+    free(a); free(c);
     ph_module_free(m);
 }
 

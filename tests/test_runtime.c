@@ -202,8 +202,9 @@ Test(runtime, every_config_is_considered)
     free(src);
 }
 
-/* The disk cache: a module's PTX is generated once, then read back; a
- * changed source is another entry; "off" turns the cache off. */
+/* The disk cache: a config's PTX, its entry alone, is generated once, then
+ * read back; another config, target or source is another entry; "off"
+ * turns the cache off. */
 #include "../runtime/runtime_internal.h"
 
 Test(runtime, ptx_disk_cache)
@@ -215,16 +216,24 @@ Test(runtime, ptx_disk_cache)
     char *ptx, *again, err[512];
     bool cached;
     cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
     cr_assert(!cached, "the first time, the PTX is generated");
     cr_assert(strstr(ptx, ".entry vadd__BLOCK_128(") != NULL);
+    cr_assert(strstr(ptx, "vadd__BLOCK_256") == NULL, "one config's PTX holds its entry only");
     ph_module_free(m);
     cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK);
-    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
     cr_assert(cached, "the second time, it comes from %s", dir);
     cr_assert_str_eq(again, ptx);
     free(again);
-    cr_assert_eq(ph_internal_module_ptx(m, "sm_80", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ph_internal_config_ptx(m, 1, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached, "another config is another entry");
+    cr_assert(strstr(again, ".entry vadd__BLOCK_256(") != NULL && strstr(again, "vadd__BLOCK_128") == NULL);
+    free(again);
+    cr_assert_eq(ph_internal_config_ptx(m, 1, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(cached, "and is read back in turn");
+    free(again);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_80", &again, &cached, err, sizeof err), 0, "%s", err);
     cr_assert(!cached, "another target is another entry");
     cr_assert(strstr(again, ".target sm_80") != NULL);
     free(again);
@@ -233,7 +242,7 @@ Test(runtime, ptx_disk_cache)
     char *changed = malloc(strlen(vecadd_src) + 16);
     sprintf(changed, "%s\n# edited\n", vecadd_src);
     cr_assert_eq(ph_module_load_string("v.ph", changed, &m), PH_OK);
-    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
     cr_assert(!cached, "an edited source is compiled again");
     free(again);
     ph_module_free(m);
@@ -241,7 +250,7 @@ Test(runtime, ptx_disk_cache)
 
     setenv("PHOBOS_CACHE_DIR", "off", 1);
     cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK);
-    cr_assert_eq(ph_internal_module_ptx(m, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &again, &cached, err, sizeof err), 0, "%s", err);
     cr_assert(!cached, "PHOBOS_CACHE_DIR=off: no cache");
     free(again);
     ph_module_free(m);
@@ -250,4 +259,206 @@ Test(runtime, ptx_disk_cache)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- the runtime against a fake driver ----
+ * The driver's calls are replaced by fakes that keep what they were asked:
+ * each module loaded (the entries its PTX holds), each launch, and a time
+ * per config for the autotuner. A config named in fake.refuse is refused
+ * at load as the JIT refuses too much shared memory. */
+static struct {
+    const char *refuse[8];
+    char loaded[64][128];   /* the entry of each PTX image loaded */
+    int nloads;
+    char launched[256][128];
+    int nlaunches;
+    const char *fast;       /* this config times 1 ms, others 2 ms */
+} fake;
+
+static CUresult fake_ok(void) { return 0; }
+static CUresult fake_init(unsigned f) { (void)f; return 0; }
+static CUresult fake_count(int *n) { *n = 1; return 0; }
+static CUresult fake_get(CUdevice *d, int i) { *d = i; return 0; }
+static CUresult fake_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return 0; }
+static CUresult fake_attr(int *v, int a, CUdevice d)
+{
+    (void)d;
+    *v = a == ATTR_CC_MAJOR ? 9 : a == ATTR_CC_MINOR ? 0 : a == ATTR_SM_COUNT ? 132 : a == ATTR_MAX_THREADS_PER_BLOCK ? 1024 : 65535;
+    return 0;
+}
+static CUresult fake_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake; return 0; }
+static CUresult fake_release(CUdevice d) { (void)d; return 0; }
+static CUresult fake_set(CUcontext c) { (void)c; return 0; }
+
+/* The entry name of a PTX image: what follows its one ".entry ". */
+static void entry_of(const char *ptx, char *name, size_t n)
+{
+    const char *e = strstr(ptx, ".entry ");
+    cr_assert_not_null(e, "a PTX image with no entry");
+    cr_assert_null(strstr(e + 1, ".entry "), "a PTX image with more than one entry");
+    e += 7;
+    size_t len = strcspn(e, "(");
+    snprintf(name, n, "%.*s", (int)len, e);
+}
+
+static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int *opts, void **vals)
+{
+    char *name = fake.loaded[fake.nloads++];
+    entry_of(image, name, sizeof fake.loaded[0]);
+    for (int i = 0; i < 8 && fake.refuse[i]; i++)
+        if (!strcmp(fake.refuse[i], name)) {
+            for (unsigned j = 0; j < nopts; j++)
+                if (opts[j] == JIT_ERROR_LOG)
+                    snprintf(vals[j], 256, "ptxas error   : Entry function '%s' uses too much shared data (0x10000 bytes, 0xc000 max)\n", name);
+            return CU_ERROR_INVALID_PTX;
+        }
+    *mod = (CUmodule)name;
+    return 0;
+}
+static CUresult fake_unload(CUmodule m) { (void)m; return 0; }
+static CUresult fake_function(CUfunction *f, CUmodule m, const char *name)
+{
+    cr_assert_str_eq((const char *)m, name, "a function asked of another config's module");
+    *f = (CUfunction)m;
+    return 0;
+}
+static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                            unsigned smem, CUstream st, void **params, void **extra)
+{
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)st; (void)params; (void)extra;
+    snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
+    return 0;
+}
+static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
+static CUresult fake_record(CUevent e, CUstream s) { (void)e; (void)s; return 0; }
+static CUresult fake_sync(CUevent e) { (void)e; return 0; }
+static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
+{
+    (void)a; (void)b;
+    const char *last = fake.launched[(fake.nlaunches - 1) % 256];
+    *ms = fake.fast && !strcmp(last, fake.fast) ? 1.0f : 2.0f;
+    return 0;
+}
+static CUresult fake_destroy(CUevent e) { (void)e; return 0; }
+static CUresult fake_error(CUresult r, const char **s) { (void)r; *s = "fake error"; return 0; }
+
+static void use_fake_driver(void)
+{
+    PhDriver d = {
+        .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
+        .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
+        .CtxSetCurrent = fake_set, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
+        .ModuleGetFunction = fake_function, .LaunchKernel = fake_launch, .EventCreate = fake_event,
+        .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
+        .EventDestroy = fake_destroy, .GetErrorString = fake_error,
+    };
+    ph_internal_use_driver(&d);
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_device_name(), "Fake GPU, sm_90, 132 SMs");
+}
+
+static const char *three_configs_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256, 512])\n"
+    "def vadd(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n"
+    "@ph.kernel\n"
+    "def twod(A: ph.tensor[ph.f16][M, 64], B: ph.tensor[ph.f16][M, 64]):\n"
+    "    B[0:+16, :] = A[0:+16, :]\n";
+
+static int launches_of(const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < fake.nlaunches && i < 256; i++) n += !strcmp(fake.launched[i], name);
+    return n;
+}
+
+/* Of three configs the driver refuses one: the two others load, are timed
+ * and the faster runs; the refused one is never launched nor loaded again.
+ * Only the launched kernel's configs are loaded, each as its own module. */
+Test(runtime, a_refused_config_leaves_the_eligible_set)
+{
+    use_fake_driver();
+    fake.refuse[0] = "vadd__BLOCK_256";
+    fake.fast = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 3, "each config is a module of its own");
+    cr_assert_str_eq(fake.loaded[0], "vadd__BLOCK_128");
+    cr_assert_str_eq(fake.loaded[1], "vadd__BLOCK_256");
+    cr_assert_str_eq(fake.loaded[2], "vadd__BLOCK_512");
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), 0, "the refused config never runs");
+    cr_assert_eq(launches_of("vadd__BLOCK_128"), 6, "timed: a warm-up and five runs");
+    cr_assert_eq(launches_of("vadd__BLOCK_512"), 7, "timed, then launched as the faster");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512");
+
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 3, "nothing is loaded twice, nor the refused config again");
+    cr_assert_eq(launches_of("vadd__BLOCK_512"), 8);
+
+    /* one config by its entry name: the driver's words */
+    ph_kernel *one;
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &one), PH_OK);
+    cr_assert_eq(ph_launch(one, grid1, NULL, args, 4), PH_ERR_MODULE);
+    cr_assert_str_eq(ph_last_error(), "vadd__BLOCK_256: no eligible config could be loaded: the CUDA driver refused "
+                     "vadd__BLOCK_256 (error 218): ptxas error   : Entry function 'vadd__BLOCK_256' uses too much "
+                     "shared data (0x10000 bytes, 0xc000 max)");
+    cr_assert_eq(fake.nloads, 3);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* When the driver refuses every eligible config, the launch says why for each. */
+Test(runtime, every_config_refused_says_why)
+{
+    use_fake_driver();
+    fake.refuse[0] = "vadd__BLOCK_128";
+    fake.refuse[1] = "vadd__BLOCK_256";
+    fake.refuse[2] = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_MODULE);
+    const char *e = ph_last_error();
+    cr_assert(!strncmp(e, "vadd: no eligible config could be loaded: the CUDA driver refused vadd__BLOCK_128 (error 218): ", 94), "%s", e);
+    cr_assert(strstr(e, "; the CUDA driver refused vadd__BLOCK_256 (error 218): ptxas error") != NULL, "%s", e);
+    cr_assert(strstr(e, "Entry function 'vadd__BLOCK_512' uses too much shared data") != NULL, "%s", e);
+    cr_assert_eq(fake.nlaunches, 0);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* A launch loads its own kernel's eligible configs and nothing else: not
+ * the module's other kernels, not the configs its dims rule out. */
+Test(runtime, configs_load_when_first_launched)
+{
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(fake.nloads, 0, "nothing is loaded before a launch");
+    /* N = 128 * 3: only BLOCK 128 keeps its promise N % BLOCK == 0 */
+    ph_arg args[4] = {ph_tensor1(0x10000, 384), ph_tensor1(0x20000, 384), ph_tensor1(0x30000, 384), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 1);
+    cr_assert_str_eq(fake.loaded[0], "vadd__BLOCK_128");
+    cr_assert_eq(fake.nlaunches, 1, "one eligible config: no timing");
+    ph_kernel *t;
+    cr_assert_eq(ph_kernel_get(m, "twod", &t), PH_OK);
+    ph_arg targs[2] = {ph_tensor2(0x10000, 16, 64), ph_tensor2(0x20000, 16, 64)};
+    cr_assert_eq(ph_launch(t, grid1, NULL, targs, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 2);
+    cr_assert_str_eq(fake.loaded[1], "twod");
+    ph_module_free(m);
+    ph_shutdown();
 }

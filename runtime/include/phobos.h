@@ -1,10 +1,11 @@
 /* phobos.h: the Phobos runtime, the one header a host program includes.
  *
  * It loads the CUDA driver with dlopen (so a program starts, and says so
- * plainly, on a machine without one), compiles .ph modules to PTX on first
- * use, checks every launch against the kernel's signature, picks a config
- * (autotuning across the eligible ones, timed with CUDA events on the real
- * arguments, the winner remembered per kernel and dims), and launches.
+ * plainly, on a machine without one), compiles each config of a .ph module
+ * to PTX and loads it on its own when a launch first needs it, checks
+ * every launch against the kernel's signature, picks a config (autotuning
+ * across the eligible ones, timed with CUDA events on the real arguments,
+ * the winner remembered per kernel and dims), and launches.
  * Every call returns a status; ph_last_error() says what went wrong. */
 #ifndef PHOBOS_H
 #define PHOBOS_H
@@ -22,7 +23,7 @@ typedef enum {
     PH_ERR_NO_DEVICE,      /* the driver found no usable GPU */
     PH_ERR_CUDA,           /* a driver call failed (message has the driver's words) */
     PH_ERR_COMPILE,        /* the .ph source has errors (message has the diagnostics) */
-    PH_ERR_MODULE,         /* the driver refused the PTX (message has its JIT log) */
+    PH_ERR_MODULE,         /* the driver refused every eligible config (message has each JIT log) */
     PH_ERR_NOT_FOUND,      /* no kernel of that name, or a file that cannot be read */
     PH_ERR_ARGS,           /* arguments do not match the kernel's parameters */
     PH_ERR_NOT_ELIGIBLE,   /* no config accepts these dims (specialized dims, aligned promises) */
