@@ -202,20 +202,44 @@ Test(hostile, ten_megabytes_of_comments_around_a_kernel)
     free(t);
 }
 
-/* 10 MB of bytes the language has no use for: the lexer stops talking after
- * 200 messages, so the output stays small. */
-Test(hostile, ten_megabytes_of_garbage)
+/* n bytes of '$' through the whole front end, with the exit and the
+ * memory bound checked; the time is the caller's to judge. */
+static Run garbage(size_t n)
 {
     size_t len;
-    char *t = repeat("", "$", 10u << 20, "", &len);
-    Run r = run_bounded(compile_job, t, len);
-    char *msgs = messages(r.out);
+    char *t = repeat("", "$", n, "", &len);
+    Run r = run_child(compile_job, t, len);
+    free(t);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "the child failed (status %#x):\n%.2000s", r.status, r.out);
+    if (!UNDER_ASAN) cr_assert_leq(r.maxrss_mb, LIMIT_MB, "peak memory %ld MB (bound %ld MB)", r.maxrss_mb, LIMIT_MB);
+    return r;
+}
+
+/* 10 MB of bytes the language has no use for: the lexer stops talking after
+ * 200 messages, so the output stays small. Its time is bounded by the work
+ * it does rather than by the clock alone: 10 MB must cost at most about
+ * GARBAGE_SCALE times what 1 MB costs (linear work is 10 times; a cost per
+ * byte that grows with the file, 100), with GARBAGE_SLACK_S for fork and
+ * clock granularity. The absolute bound is 4 times LIMIT_S: 10 MB measured
+ * 0.48-0.65 s of the 1 s bound on a loaded two-core machine, too close to
+ * tell a slow machine from a slow lexer; the scaling check tells them. */
+enum { GARBAGE_SCALE = 20 };
+static const double GARBAGE_SLACK_S = 0.1;
+
+Test(hostile, ten_megabytes_of_garbage)
+{
+    Run big = garbage(10u << 20), small = garbage(1u << 20);
+    char *msgs = messages(big.out);
     cr_assert(!strncmp(msgs, "t.ph:1:1: error: unexpected character '$'\nt.ph:1:2: error: unexpected character '$'\n", 84),
               "%.300s", msgs);
-    cr_assert_leq(strlen(r.out), 64 * 1024, "%zu bytes of messages", strlen(r.out));
+    cr_assert_leq(strlen(big.out), 64 * 1024, "%zu bytes of messages", strlen(big.out));
+    cr_log_info("garbage: 1 MB %.3f s, 10 MB %.3f s", small.cpu_s, big.cpu_s);
+    cr_assert_leq(big.cpu_s, 4 * LIMIT_S, "10 MB took %.2f s of CPU (bound %.1f s)", big.cpu_s, 4 * LIMIT_S);
+    cr_assert_leq(big.cpu_s, GARBAGE_SCALE * small.cpu_s + GARBAGE_SLACK_S,
+                  "10 MB took %.3f s of CPU, 1 MB %.3f s: more than %d times as much", big.cpu_s, small.cpu_s, GARBAGE_SCALE);
     free(msgs);
-    free(r.out);
-    free(t);
+    free(big.out);
+    free(small.out);
 }
 
 /* A 100 kB line, a flat sum of 25,000 terms: one expression, not 25,000
