@@ -242,6 +242,62 @@ Test(hostile, ten_megabytes_of_garbage)
     free(small.out);
 }
 
+/* Showing a message's source line costs the 200 bytes shown, not the
+ * file: 10 MB of '$' on one line, and 10 MB of comment lines with the bad
+ * bytes on the last ones, each cost at most about what 10 MB of '$' in
+ * 100-byte lines costs. The line was found by scanning from the file's
+ * start and then to its end, byte by byte, for each of the 50 messages
+ * shown: 0.45 s for the one line, 0.4 s for the comments, against 0.05 s. */
+Test(hostile, a_message_costs_its_line_not_the_file)
+{
+    size_t len;
+    char *one_line = repeat("", "$", 10u << 20, "", &len);
+    Run line = run_child(compile_job, one_line, len);
+    free(one_line);
+    char *bytes = repeat("", "$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$\n",
+                         (10u << 20) / 100, "", &len);
+    Run lines = run_child(compile_job, bytes, len);
+    free(bytes);
+    char *tail = repeat("", "# a comment line of forty bytes .......\n", (10u << 20) / 40, "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n"
+                        "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n"
+                        "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n", &len);
+    Run late = run_child(compile_job, tail, len);
+    free(tail);
+    cr_log_info("10 MB of '$': %.3f s in 100-byte lines, %.3f s on one line; after 10 MB of comments %.3f s",
+                lines.cpu_s, line.cpu_s, late.cpu_s);
+    cr_assert(strstr(late.out, "t.ph:262145:1: error: unexpected character '$'\n    $\n    ^\n"), "%.300s", late.out);
+    cr_assert_leq(line.cpu_s, 3 * lines.cpu_s + 0.05, "one 10 MB line took %.3f s, 100-byte lines %.3f s", line.cpu_s, lines.cpu_s);
+    cr_assert_leq(late.cpu_s, 3 * lines.cpu_s + 0.05, "messages after 10 MB took %.3f s, 10 MB of messages %.3f s", late.cpu_s,
+                  lines.cpu_s);
+    free(line.out);
+    free(lines.out);
+    free(late.out);
+}
+
+/* Messages in any order each show their own line: the line last shown is
+ * where the next search starts only when the next message is not above it. */
+Test(hostile, messages_out_of_line_order_show_their_lines)
+{
+    SrcFile src = {.path = "t.ph", .text = "one\ntwo\n\tthree\nfour", .len = 19};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    Diag d;
+    diag_init(&d, &src, out);
+    int lines[] = {3, 1, 4, 4, 2, 5, 1};
+    for (int i = 0; i < 7; i++) diag_error(&d, (Loc){lines[i], 2}, "at %d", i);
+    diag_free(&d);
+    fclose(out);
+    cr_assert_str_eq(buf, "t.ph:3:2: error: at 0\n    \tthree\n    \t^\n"
+                          "t.ph:1:2: error: at 1\n    one\n     ^\n"
+                          "t.ph:4:2: error: at 2\n    four\n     ^\n"
+                          "t.ph:4:2: error: at 3\n    four\n     ^\n"
+                          "t.ph:2:2: error: at 4\n    two\n     ^\n"
+                          "t.ph:5:2: error: at 5\n    \n    ^\n"
+                          "t.ph:1:2: error: at 6\n    one\n     ^\n");
+    free(buf);
+}
+
 /* A 100 kB line, a flat sum of 25,000 terms: one expression, not 25,000
  * levels of nesting (it was refused as "expression nested too deeply"). */
 Test(hostile, hundred_kilobyte_line)
