@@ -130,3 +130,74 @@ Test(fold, bool_compares)
     for (int a = 0; a <= 1; a++)
         for (int b = 0; b <= 1; b++) check_compares("bool", a, b);
 }
+
+/* ---- floor division and modulo: Python's rules ---- */
+
+/* Python's a // b and a % b on integers, from the definition (the
+ * quotient's floor is exact in double for i32 operands); the quotient
+ * then wraps to i32 as every i32 result does. */
+static void python_divmod(int32_t a, int32_t b, int32_t *q, int32_t *r)
+{
+    int64_t fq = (int64_t)floor((double)a / (double)b);
+    *q = (int32_t)(uint32_t)(uint64_t)fq;
+    *r = (int32_t)((int64_t)a - fq * (int64_t)b);
+}
+
+/* Folds OP on a and b and runs it unfolded: both must store want. */
+static void check_int_op(const char *op, int32_t a, int32_t b, int32_t want)
+{
+    char ta[32], tb[32];
+    snprintf(ta, sizeof ta, "%d", a);
+    snprintf(tb, sizeof tb, "%d", b);
+    IrModule *m = binary_program(op, "i32", ta, tb, "i32", "i32");
+    IrFunc *f = m->funcs[0];
+    cr_assert_eq((int32_t)run_one(f), want, "interpreter: %d %s %d, want %d", a, op, b, want);
+    ir_fold(f);
+    const IrOp *d = f->values[3].def;
+    cr_assert(d->kind == OP_CONST, "%d %s %d not folded", a, op, b);
+    cr_assert_eq((int32_t)d->ival, want, "fold: %d %s %d gave %d, want %d", a, op, b, (int32_t)d->ival, want);
+    ir_module_free(m);
+}
+
+Test(fold, i32_floordiv_and_mod_floor_like_python)
+{
+    static const int32_t as[] = {7, -7, 6, -6, 1, -1, 0, INT32_MAX, INT32_MIN, INT32_MIN + 1};
+    static const int32_t bs[] = {2, -2, 3, -3, 1, -1, 7, INT32_MAX, INT32_MIN};
+    for (size_t i = 0; i < sizeof as / sizeof *as; i++)
+        for (size_t j = 0; j < sizeof bs / sizeof *bs; j++) {
+            int32_t q, r;
+            python_divmod(as[i], bs[j], &q, &r);
+            check_int_op("floordiv", as[i], bs[j], q);
+            check_int_op("mod", as[i], bs[j], r);
+        }
+}
+
+/* Folds OP on two f32 constants and runs it unfolded: both give want. */
+static void check_float_op(const char *op, const char *a, const char *b, float want)
+{
+    IrModule *m = binary_program(op, "f32", a, b, "f32", "f32");
+    IrFunc *f = m->funcs[0];
+    uint32_t bits = run_one(f);
+    float got;
+    memcpy(&got, &bits, sizeof got);
+    cr_assert_eq(got, want, "interpreter: %s %s %s gave %g, want %g", a, op, b, got, want);
+    ir_fold(f);
+    const IrOp *d = f->values[3].def;
+    cr_assert(d->kind == OP_CONST, "%s %s %s not folded", a, op, b);
+    cr_assert_eq((float)d->fval, want, "fold: %s %s %s gave %g, want %g", a, op, b, d->fval, want);
+    ir_module_free(m);
+}
+
+Test(fold, f32_floordiv_and_mod_floor_like_python)
+{
+    /* values Python gives: 7.5 // -2 == -4.0, 7.5 % -2 == -0.5, ... */
+    check_float_op("floordiv", "7.5", "2.0", 3.0f);
+    check_float_op("floordiv", "7.5", "-2.0", -4.0f);
+    check_float_op("floordiv", "-7.5", "2.0", -4.0f);
+    check_float_op("floordiv", "-7.5", "-2.0", 3.0f);
+    check_float_op("mod", "7.5", "2.0", 1.5f);
+    check_float_op("mod", "7.5", "-2.0", -0.5f);
+    check_float_op("mod", "-7.5", "2.0", 0.5f);
+    check_float_op("mod", "-7.5", "-2.0", -1.5f);
+    check_float_op("mod", "-0.25", "8.0", 7.75f);
+}
