@@ -151,8 +151,8 @@ check: deps
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	@# every Criterion suite, plain and sanitized, in one closing line
-	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } \
-	    END { printf "check: %d passed, %d failed\n", p, f; exit f > 0 }'
+	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } /^\[SKIP\]/ { s++ } \
+	    END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }'
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.

@@ -130,18 +130,31 @@ void diag_free(Diag *d)
 
 /* Prints the source line holding loc with a caret under its column. Bytes
  * that are not printable are shown as '?', so a binary file cannot upset
- * the terminal; a tab stays a tab so the caret lines up. */
-static void show_line(FILE *out, const SrcFile *f, Loc loc)
+ * the terminal; a tab stays a tab so the caret lines up. A message costs
+ * the 200 bytes shown, never the rest of a long line, and the lines since
+ * the one shown last (messages come mostly in file order), not all the
+ * lines before it. */
+static void show_line(Diag *d, Loc loc)
 {
+    enum { SHOWN = 200 };  /* a 100 kB line is shown in part */
+    const SrcFile *f = d->file;
     if (!f || !f->text || loc.line < 1) return;
     const char *p = f->text, *end = f->text + f->len;
-    for (int line = 1; line < loc.line && p < end; p++)
-        if (*p == '\n') line++;
-    if (p > end) return;
+    int line = 1;
+    if (d->shown_line >= 1 && d->shown_line <= loc.line && d->shown_start <= f->len) {
+        line = d->shown_line;
+        p = f->text + d->shown_start;
+    }
+    for (; line < loc.line && p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    d->shown_line = line;
+    d->shown_start = (size_t)(p - f->text);
     const char *eol = p;
-    while (eol < end && *eol != '\n' && *eol != '\r') eol++;
+    while (eol < end && eol - p < SHOWN && *eol != '\n' && *eol != '\r') eol++;
     size_t n = (size_t)(eol - p);
-    if (n > 200) n = 200;  /* a 100 kB line is shown in part */
+    FILE *out = d->out;
     fputs("    ", out);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)p[i];
@@ -174,5 +187,5 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...)
         return;
     }
     fprintf(d->out, "%s:%d:%d: error: %s\n", path, loc.line, loc.col, msg);
-    show_line(d->out, d->file, loc);
+    show_line(d, loc);
 }

@@ -26,6 +26,8 @@ typedef struct {
     int nerrors;
     int max_errors;     /* stop printing after this many (0: 50) */
     void *seen;         /* messages already printed: a message is printed once */
+    int shown_line;     /* the line last shown under a message (0: none) */
+    size_t shown_start; /* and where it starts in file->text */
 } Diag;
 
 void diag_init(Diag *d, const SrcFile *f, FILE *out);

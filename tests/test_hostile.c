@@ -202,20 +202,100 @@ Test(hostile, ten_megabytes_of_comments_around_a_kernel)
     free(t);
 }
 
-/* 10 MB of bytes the language has no use for: the lexer stops talking after
- * 200 messages, so the output stays small. */
-Test(hostile, ten_megabytes_of_garbage)
+/* n bytes of '$' through the whole front end, with the exit and the
+ * memory bound checked; the time is the caller's to judge. */
+static Run garbage(size_t n)
 {
     size_t len;
-    char *t = repeat("", "$", 10u << 20, "", &len);
-    Run r = run_bounded(compile_job, t, len);
-    char *msgs = messages(r.out);
+    char *t = repeat("", "$", n, "", &len);
+    Run r = run_child(compile_job, t, len);
+    free(t);
+    cr_assert(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0, "the child failed (status %#x):\n%.2000s", r.status, r.out);
+    if (!UNDER_ASAN) cr_assert_leq(r.maxrss_mb, LIMIT_MB, "peak memory %ld MB (bound %ld MB)", r.maxrss_mb, LIMIT_MB);
+    return r;
+}
+
+/* 10 MB of bytes the language has no use for: the lexer stops talking after
+ * 200 messages, so the output stays small. Its time is bounded by the work
+ * it does rather than by the clock alone: 10 MB must cost at most about
+ * GARBAGE_SCALE times what 1 MB costs (linear work is 10 times; a cost per
+ * byte that grows with the file, 100), with GARBAGE_SLACK_S for fork and
+ * clock granularity. The absolute bound is 4 times LIMIT_S: 10 MB measured
+ * 0.48-0.65 s of the 1 s bound on a loaded two-core machine, too close to
+ * tell a slow machine from a slow lexer; the scaling check tells them. */
+enum { GARBAGE_SCALE = 20 };
+static const double GARBAGE_SLACK_S = 0.1;
+
+Test(hostile, ten_megabytes_of_garbage)
+{
+    Run big = garbage(10u << 20), small = garbage(1u << 20);
+    char *msgs = messages(big.out);
     cr_assert(!strncmp(msgs, "t.ph:1:1: error: unexpected character '$'\nt.ph:1:2: error: unexpected character '$'\n", 84),
               "%.300s", msgs);
-    cr_assert_leq(strlen(r.out), 64 * 1024, "%zu bytes of messages", strlen(r.out));
+    cr_assert_leq(strlen(big.out), 64 * 1024, "%zu bytes of messages", strlen(big.out));
+    cr_log_info("garbage: 1 MB %.3f s, 10 MB %.3f s", small.cpu_s, big.cpu_s);
+    cr_assert_leq(big.cpu_s, 4 * LIMIT_S, "10 MB took %.2f s of CPU (bound %.1f s)", big.cpu_s, 4 * LIMIT_S);
+    cr_assert_leq(big.cpu_s, GARBAGE_SCALE * small.cpu_s + GARBAGE_SLACK_S,
+                  "10 MB took %.3f s of CPU, 1 MB %.3f s: more than %d times as much", big.cpu_s, small.cpu_s, GARBAGE_SCALE);
     free(msgs);
-    free(r.out);
-    free(t);
+    free(big.out);
+    free(small.out);
+}
+
+/* Showing a message's source line costs the 200 bytes shown, not the
+ * file: 10 MB of '$' on one line, and 10 MB of comment lines with the bad
+ * bytes on the last ones, each cost at most about what 10 MB of '$' in
+ * 100-byte lines costs. The line was found by scanning from the file's
+ * start and then to its end, byte by byte, for each of the 50 messages
+ * shown: 0.45 s for the one line, 0.4 s for the comments, against 0.05 s. */
+Test(hostile, a_message_costs_its_line_not_the_file)
+{
+    size_t len;
+    char *one_line = repeat("", "$", 10u << 20, "", &len);
+    Run line = run_child(compile_job, one_line, len);
+    free(one_line);
+    char *bytes = repeat("", "$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$$\n",
+                         (10u << 20) / 100, "", &len);
+    Run lines = run_child(compile_job, bytes, len);
+    free(bytes);
+    char *tail = repeat("", "# a comment line of forty bytes .......\n", (10u << 20) / 40, "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n"
+                        "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n"
+                        "$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n$\n", &len);
+    Run late = run_child(compile_job, tail, len);
+    free(tail);
+    cr_log_info("10 MB of '$': %.3f s in 100-byte lines, %.3f s on one line; after 10 MB of comments %.3f s",
+                lines.cpu_s, line.cpu_s, late.cpu_s);
+    cr_assert(strstr(late.out, "t.ph:262145:1: error: unexpected character '$'\n    $\n    ^\n"), "%.300s", late.out);
+    cr_assert_leq(line.cpu_s, 3 * lines.cpu_s + 0.05, "one 10 MB line took %.3f s, 100-byte lines %.3f s", line.cpu_s, lines.cpu_s);
+    cr_assert_leq(late.cpu_s, 3 * lines.cpu_s + 0.05, "messages after 10 MB took %.3f s, 10 MB of messages %.3f s", late.cpu_s,
+                  lines.cpu_s);
+    free(line.out);
+    free(lines.out);
+    free(late.out);
+}
+
+/* Messages in any order each show their own line: the line last shown is
+ * where the next search starts only when the next message is not above it. */
+Test(hostile, messages_out_of_line_order_show_their_lines)
+{
+    SrcFile src = {.path = "t.ph", .text = "one\ntwo\n\tthree\nfour", .len = 19};
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    Diag d;
+    diag_init(&d, &src, out);
+    int lines[] = {3, 1, 4, 4, 2, 5, 1};
+    for (int i = 0; i < 7; i++) diag_error(&d, (Loc){lines[i], 2}, "at %d", i);
+    diag_free(&d);
+    fclose(out);
+    cr_assert_str_eq(buf, "t.ph:3:2: error: at 0\n    \tthree\n    \t^\n"
+                          "t.ph:1:2: error: at 1\n    one\n     ^\n"
+                          "t.ph:4:2: error: at 2\n    four\n     ^\n"
+                          "t.ph:4:2: error: at 3\n    four\n     ^\n"
+                          "t.ph:2:2: error: at 4\n    two\n     ^\n"
+                          "t.ph:5:2: error: at 5\n    \n    ^\n"
+                          "t.ph:1:2: error: at 6\n    one\n     ^\n");
+    free(buf);
 }
 
 /* A 100 kB line, a flat sum of 25,000 terms: one expression, not 25,000

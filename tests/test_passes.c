@@ -120,3 +120,73 @@ Test(passes, licm_keeps_a_floordiv_by_a_variable_in_the_loop)
     cr_assert_eq(loop->body->nops, 3, "the division stays: with n = 0 and d = 0 the loop never divides");
     ir_module_free(m);
 }
+
+/* tests/ir/store_load.ir on X[32] = 1, 2, 3, ... and Y[40] = -100: after
+ * the loop, Y[i] holds the sum of X's windows before i's (4 wide), as a
+ * plain C loop computes it. */
+enum { SL_X = 32, SL_Y = 40 };
+
+static void store_load_expected(int n, const float *x, float *y)
+{
+    float acc[4] = {0};
+    for (int i = 0; i < n; i += 4) {
+        for (int k = 0; k < 4; k++)
+            if (i + k < SL_Y) y[i + k] = acc[k];
+        for (int k = 0; k < 4; k++) acc[k] = (i + k < SL_Y ? y[i + k] : 0) + (i + k < SL_X ? x[i + k] : 0);
+    }
+    for (int k = 0; k < 4; k++)
+        if (n + k < SL_Y) y[n + k] = acc[k];
+}
+
+static void store_load_run(const IrFunc *f, int n, float *y)
+{
+    float x[SL_X];
+    for (int i = 0; i < SL_X; i++) x[i] = (float)(i + 1);
+    for (int i = 0; i < SL_Y; i++) y[i] = -100.0f;
+    IrArg args[3] = {{x, {SL_X, 0}, 0, 0}, {y, {SL_Y, 0}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 3, grid, err, sizeof err), 0, "%s", err);
+}
+
+Test(passes, pipeline_leaves_a_load_of_a_stored_tensor_in_place)
+{
+    IrModule *m = load_ir("tests/ir/store_load.ir");
+    IrFunc *f = m->funcs[0];
+    char err[512];
+    cr_assert_eq(ir_run_passes(f, true, NULL, NULL, err, sizeof err), 0, "%s", err);
+    const IrOp *loop = find_loop(f->body);
+    char *text = tu_func_text(f);
+    cr_assert_eq(count_loads(f->body, 1), 0, "no load of Y before the loop:\n%s", text);
+    cr_assert_eq(count_loads(loop->body, 1), 1, "Y's load stays in the body:\n%s", text);
+    const IrOp *store = loop->body->ops[0], *load = loop->body->ops[1];
+    cr_assert(store->kind == OP_STORE && load->kind == OP_LOAD && load->param == 1,
+              "the body still stores Y and then loads it back:\n%s", text);
+    cr_assert_eq(load->args[0], loop->body->args[0], "at the counter, not the next one:\n%s", text);
+    cr_assert_eq(count_loads(f->body, 0), 1, "X's first window is loaded before the loop:\n%s", text);
+    cr_assert_eq(loop->nargs, 4, "and carried: lower, upper, acc, x\n%s", text);
+    free(text);
+    ir_module_free(m);
+}
+
+Test(passes, pipeline_keeps_a_store_then_load_loop_s_results)
+{
+    for (int n = 0; n <= 36; n += 6) {
+        IrModule *a = load_ir("tests/ir/store_load.ir"), *b = load_ir("tests/ir/store_load.ir");
+        char err[512];
+        cr_assert_eq(ir_run_passes(b->funcs[0], true, NULL, NULL, err, sizeof err), 0, "%s", err);
+        float want[SL_Y], ya[SL_Y], yb[SL_Y];
+        float x[SL_X];
+        for (int i = 0; i < SL_X; i++) x[i] = (float)(i + 1);
+        for (int i = 0; i < SL_Y; i++) want[i] = -100.0f;
+        store_load_expected(n, x, want);
+        store_load_run(a->funcs[0], n, ya);
+        store_load_run(b->funcs[0], n, yb);
+        for (int i = 0; i < SL_Y; i++) {
+            cr_assert_eq(ya[i], want[i], "n %d, Y[%d]: %g before the passes, %g expected", n, i, ya[i], want[i]);
+            cr_assert_eq(yb[i], want[i], "n %d, Y[%d]: %g after the passes, %g expected", n, i, yb[i], want[i]);
+        }
+        ir_module_free(a);
+        ir_module_free(b);
+    }
+}
