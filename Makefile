@@ -107,9 +107,9 @@ $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos
 CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
               -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
-                            $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+                            examples/host.h examples/attention/attention_host.h $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
 	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a

@@ -4,12 +4,14 @@
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
- * where the interpreter would not show it. The executor's own checks of
- * bad launches are tested too. */
+ * where the interpreter would not show it. The attention tutorial's four
+ * kernels (tensor cores, online softmax, causal masks) run the same way at
+ * a small size. The executor's own checks of bad launches are tested too. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 
+#include "attention/attention_host.h"
 #include "cpusim.h"
 #include "opsharness.h"
 #include "testutil.h"
@@ -119,6 +121,82 @@ Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600)
         failed += bad != 0;
     }
     cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
+    cpusim_free(s);
+    ir_module_free(m);
+}
+
+/* ---- the attention tutorial ---- */
+
+/* The executor as one of examples/host.h's launchers. */
+static int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err,
+                      size_t errlen)
+{
+    ph_arg a[64];
+    if (nargs > 64) return 1;
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+        else a[i] = ph_tensor2((uintptr_t)args[i].data, args[i].dims[0], p->rank == 2 ? args[i].dims[1] : 1);
+    }
+    unsigned g[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
+    return cpusim_launch(l->ctx, f->name, g, a, nargs, err, errlen) != PH_OK;
+}
+
+/* The forward and backward passes at Z 1, H 2, N_CTX 128, HEAD_DIM 64,
+ * causal and not, on the executor and in the interpreter from the same
+ * inputs: every output and gradient must agree. */
+Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
+{
+    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    AttnSize size = {1, 2, 128, 64, 0.5};
+    AttnKernels k;
+    cr_assert_eq(attn_pick(m, &size, &k), 0);
+    cpusim *s = load(m);
+    HostLauncher sim = {"cpusim", sim_launch, s};
+    size_t rows = (size_t)(size.z * size.h * size.n), elems = rows * (size_t)size.d;
+    /* AttnBufs' order: q k v dout, then what the kernels write: o dq dk dv lse delta */
+    const char *names[10] = {"Q", "K", "V", "dO", "O", "dQ", "dK", "dV", "L", "Delta"};
+    const IrFunc *writer[10] = {NULL, NULL, NULL, NULL, k.fwd, k.dq, k.dkdv, k.dkdv, k.fwd, k.delta};
+    int failed = 0;
+    for (int causal = 0; causal < 2; causal++) {
+        void *want[10];
+        Zone got[10];
+        HostRng r;
+        host_rng_seed(&r, 42 + (uint64_t)causal);
+        for (int i = 0; i < 10; i++) {
+            DType dt = i < 8 ? DT_F16 : DT_F32;
+            size_t n = i < 8 ? elems : rows;
+            want[i] = host_alloc(dt, n);
+            if (i < 4) host_fill_normal(dt, want[i], n, 0.0, i == 3 ? 1.0 : 0.5, &r);
+            else host_poison(dt, want[i], n);
+            got[i] = zone_new(want[i], n * host_dtype_size(dt));
+        }
+        AttnBufs wb = {want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7], want[8], want[9]};
+        AttnBufs gb = {(uint16_t *)got[0].data, (uint16_t *)got[1].data, (uint16_t *)got[2].data, (uint16_t *)got[3].data,
+                       (uint16_t *)got[4].data, (uint16_t *)got[5].data, (uint16_t *)got[6].data, (uint16_t *)got[7].data,
+                       (float *)got[8].data, (float *)got[9].data};
+        cr_assert_eq(attn_run(&host_interpreter, &k, &size, causal, &wb), 0);
+        cr_assert_eq(attn_run(&sim, &k, &size, causal, &gb), 0, "the executor refused a launch (see above)");
+        for (int i = 4; i < 10; i++) {
+            IrParam p = {.name = names[i], .is_tensor = true, .dt = i < 8 ? DT_F16 : DT_F32};
+            size_t n = i < 8 ? elems : rows;
+            /* O reaches Delta and the gradients rounded to f16, where both
+             * sides may be a rounding apart: sums over D of such terms differ
+             * by more than compare_tensor's 1e-4 (the tutorial's own check
+             * allows 1e-2) */
+            int bad = compare_tensor_within(causal ? "cpusim (causal)" : "cpusim", writer[i], &p, want[i], got[i].data, n,
+                                            1e-3, i < 8 ? 8e-3 : 2e-3);
+            long at = zone_damage(&got[i]);
+            if (at) cr_log_error("%s: written at byte %ld, outside its %zu bytes", names[i], at, got[i].bytes);
+            failed += bad || at;
+        }
+        for (int i = 0; i < 10; i++) {
+            free(want[i]);
+            zone_free(&got[i]);
+        }
+    }
+    cr_expect_eq(failed, 0, "%d of 12 outputs differ from the interpreter", failed);
     cpusim_free(s);
     ir_module_free(m);
 }

@@ -747,7 +747,8 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
     }
     struct LLVMMCJITCompilerOptions jo;
     LLVMInitializeMCJITCompilerOptions(&jo, sizeof jo);
-    jo.OptLevel = 1;
+    /* the IR is optimized already; fast instruction selection halves the load time */
+    jo.OptLevel = 0;
     if (LLVMCreateMCJITCompilerForModule(&s->ee, mod, &jo, sizeof jo, &msg)) {
         snprintf(err, errlen, "MCJIT: %s", msg ? msg : "");
         LLVMDisposeMessage(msg);
