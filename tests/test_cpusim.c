@@ -217,8 +217,12 @@ Test(cpusim, bad_launches_are_refused_with_a_message)
     cr_assert_not_null(m, "%s", diags);
     free(diags);
     cpusim *s = load(m);
-    float x[200], y[200];
-    for (int i = 0; i < 200; i++) x[i] = (float)i, y[i] = -1;
+    float init[200];
+    for (int i = 0; i < 200; i++) init[i] = (float)i;
+    Zone xz = zone_new(init, sizeof init);
+    for (int i = 0; i < 200; i++) init[i] = -1;
+    Zone yz = zone_new(init, sizeof init);
+    float *x = (float *)xz.data, *y = (float *)yz.data;
     ph_arg args[3] = {ph_tensor1((uintptr_t)x, 200), ph_tensor1((uintptr_t)y, 200), ph_f32(0.5f)};
     unsigned grid[3] = {2, 1, 1}, none[3] = {0, 1, 1};
     char err[256];
@@ -239,6 +243,9 @@ Test(cpusim, bad_launches_are_refused_with_a_message)
 
     cr_assert_eq(cpusim_launch(s, entry, grid, args, 3, err, sizeof err), PH_OK, "%s", err);
     for (int i = 0; i < 200; i++) cr_assert_eq(y[i], 0.5f * (float)i, "Y[%d] = %g", i, y[i]);
+    cr_expect_eq(zone_damage(&yz), 0, "Y written outside its 200 elements");
+    zone_free(&xz);
+    zone_free(&yz);
     cpusim_free(s);
     ir_module_free(m);
     cpusim *none_loaded = (cpusim *)1;
