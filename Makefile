@@ -31,6 +31,12 @@ LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.
 HEADERS   = $(wildcard dsl/*.h compiler/*.h)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
+# The CPU executor's suite runs JIT-compiled code on ucontext fibers, whose
+# stack switches AddressSanitizer cannot follow (and the JIT code is not
+# instrumented anyway): sanitized builds leave that suite out.
+ifneq ($(findstring -fsanitize,$(CFLAGS)),)
+TESTS := $(filter-out $(BUILD)/tests/test_cpusim,$(TESTS))
+endif
 EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
@@ -94,6 +100,17 @@ PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/
 $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
+
+# The CPU executor of generated code (tests/cpusim/) needs LLVM's host
+# target and MCJIT besides NVPTX: its suite links the code generator and the
+# shared libLLVM (a small binary; libphobos.so stays NVPTX-only).
+CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
+              -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
+$(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
+                            examples/host.h examples/attention/attention_host.h $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
+	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)

@@ -1,0 +1,778 @@
+/* cpusim.c: the CPU executor of generated kernels (see cpusim.h).
+ *
+ * Loading: codegen_emit's LLVM IR is parsed into a fresh context and
+ * retargeted to the host; each kernel (PTX_Kernel calling convention)
+ * gets the C convention and an entry trampoline that reads its parameters
+ * from an array of 64-bit slots; each llvm.nvvm.* declaration is replaced
+ * by a small IR function that stores its arguments to a slot array and
+ * calls sim_intrinsic (no aggregate or vector crosses into C by value).
+ * MCJIT compiles the module; the half and bfloat libcalls the x86 back
+ * end emits are provided here (round to nearest even, compiler/half.h).
+ *
+ * Running: a block's threads are ucontext fibers, one stack each. The
+ * scheduler resumes every ready thread in tid order; a thread runs until
+ * it exits or posts itself at a barrier or a warp collective. When none
+ * is ready, warps whose lanes all posted the same collective compute it
+ * (PTX ISA fragment layouts) and resume; else, when every live thread is
+ * at the barrier, all resume (an exited thread no longer counts, as with
+ * bar.sync); anything else is a deadlock. Shared memory (the module's
+ * addrspace(3) globals) is filled with 0xff bytes, a NaN in every float
+ * format, before each block, so reading what no thread wrote shows. */
+#define _GNU_SOURCE
+#include "cpusim.h"
+#include "codegen.h"
+#include "half.h"
+#include "util.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/ExecutionEngine.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+/* ---- the intrinsics, by the id the IR wrappers pass ---- */
+
+enum {
+    IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
+    IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
+    IN_EX2, IN_LG2, IN_RSQRT, IN_COUNT
+};
+
+static const char *const intrinsic_names[IN_COUNT] = {
+    "llvm.nvvm.read.ptx.sreg.tid.x", "llvm.nvvm.read.ptx.sreg.tid.y", "llvm.nvvm.read.ptx.sreg.tid.z",
+    "llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y", "llvm.nvvm.read.ptx.sreg.ctaid.z",
+    "llvm.nvvm.read.ptx.sreg.nctaid.x", "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z",
+    "llvm.nvvm.barrier0", "llvm.nvvm.shfl.sync.bfly.i32", "llvm.nvvm.shfl.sync.bfly.f32",
+    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3",
+    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
+    "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f",
+    "llvm.nvvm.rsqrt.approx.f",
+};
+
+/* ---- the loaded module ---- */
+
+typedef struct {
+    char *name;
+    int threads, nparams;
+    IrParam *params;                       /* kinds and ranks only (names not kept) */
+    void (*entry)(const uint64_t *slots);
+} SimKernel;
+
+typedef struct { char *name; unsigned char *addr; size_t bytes; } SharedArea;
+
+#define STACK_BYTES (1u << 20)
+#define PAGE 4096u
+
+struct cpusim {
+    LLVMContextRef ctx;
+    LLVMExecutionEngineRef ee;
+    SimKernel *kernels;
+    int nkernels;
+    SharedArea *shared;
+    int nshared;
+    unsigned char *stacks;                 /* nstacks fiber stacks, each above a guard page */
+    int nstacks;
+};
+
+/* ---- a launch in progress ---- */
+
+typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_EXITED } ThreadState;
+
+typedef struct {
+    ucontext_t ctx;
+    ThreadState st;
+    int op;                 /* the collective posted */
+    const uint64_t *in;     /* its arguments, one per slot */
+    uint64_t *out;          /* its results */
+} Thread;
+
+typedef struct {
+    cpusim *s;
+    const SimKernel *k;
+    const uint64_t *slots;
+    unsigned grid[3], block[3];
+    int T, cur;
+    Thread *th;
+    ucontext_t sched;
+    bool in_thread;         /* a fiber runs: a memory fault is the kernel's */
+    bool failed;
+    char msg[256];
+} Launch;
+
+/* The JIT-compiled code reaches the executor through plain C calls, so
+ * the launch running now is a global. Launches do not nest. */
+static Launch *current;
+
+static void launch_fail(Launch *L, const char *fmt, ...)
+{
+    if (L->failed) return;
+    L->failed = true;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(L->msg, sizeof L->msg, fmt, ap);
+    va_end(ap);
+}
+
+static void yield_to_scheduler(Launch *L, Thread *me) { swapcontext(&me->ctx, &L->sched); }
+
+static uint32_t lo32(uint64_t v) { return (uint32_t)v; }
+static float slot_f32(uint64_t v) { return ph_bits_f32(lo32(v)); }
+static uint64_t f32_slot(float f) { return ph_f32_bits(f); }
+
+/* Called by the IR wrappers: in[] holds the intrinsic's arguments, out[]
+ * receives its results (an aggregate's members in order). */
+static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
+{
+    Launch *L = current;
+    Thread *me = &L->th[L->cur];
+    switch (id) {
+    case IN_TID_X: out[0] = (uint64_t)L->cur; return;
+    case IN_TID_Y: case IN_TID_Z: out[0] = 0; return;
+    case IN_CTAID_X: case IN_CTAID_Y: case IN_CTAID_Z: out[0] = L->block[id - IN_CTAID_X]; return;
+    case IN_NCTAID_X: case IN_NCTAID_Y: case IN_NCTAID_Z: out[0] = L->grid[id - IN_NCTAID_X]; return;
+    case IN_EX2: out[0] = f32_slot(exp2f(slot_f32(in[0]))); return;
+    case IN_LG2: out[0] = f32_slot(log2f(slot_f32(in[0]))); return;
+    case IN_RSQRT: out[0] = f32_slot(1.0f / sqrtf(slot_f32(in[0]))); return;
+    case IN_BARRIER:
+        me->st = TH_BARRIER;
+        yield_to_scheduler(L, me);
+        return;
+    default:
+        me->st = TH_WARP;
+        me->op = id;
+        me->in = in;
+        me->out = out;
+        yield_to_scheduler(L, me);
+        return;
+    }
+}
+
+/* ---- warp collectives, computed once every lane has posted ---- */
+
+/* shfl.sync.bfly: lane l reads lane l ^ b, unless that is past the clamp
+ * (c & 31, within the segment c >> 8 masks); then it keeps its own. */
+static void warp_shfl(Launch *L, Thread *w, int n)
+{
+    for (int l = 0; l < n; l++) {
+        uint32_t b = lo32(w[l].in[2]) & 31, c = lo32(w[l].in[3]), seg = (c >> 8) & 31;
+        uint32_t max_lane = ((uint32_t)l & seg) | (c & 31 & ~seg), j = (uint32_t)l ^ b;
+        uint32_t src = j <= max_lane ? j : (uint32_t)l;
+        if (src >= (uint32_t)n) {
+            launch_fail(L, "shfl.sync: lane %d reads lane %u, which this block does not have", l, src);
+            return;
+        }
+        w[l].out[0] = w[src].in[1];
+    }
+}
+
+static const unsigned char *shared_row(Launch *L, uint64_t addr, int lane)
+{
+    for (int i = 0; i < L->s->nshared; i++) {
+        const SharedArea *a = &L->s->shared[i];
+        if (addr >= (uintptr_t)a->addr && addr + 16 <= (uintptr_t)a->addr + a->bytes) {
+            if (addr % 16) break;
+            return (const unsigned char *)(uintptr_t)addr;
+        }
+    }
+    launch_fail(L, "ldmatrix: lane %d's row address is %s", lane,
+                addr % 16 ? "not 16-byte aligned" : "outside shared memory");
+    return NULL;
+}
+
+/* ldmatrix m8n8 .b16: lanes 8i..8i+7 give the row addresses of matrix i;
+ * lane t receives row t/4, columns 2(t%4) and 2(t%4)+1 of each matrix (the
+ * lower column in the lower half); .trans gives the transposed matrix. */
+static void warp_ldmatrix(Launch *L, Thread *w, int nmat, bool trans)
+{
+    uint16_t m[4][8][8];
+    for (int i = 0; i < nmat; i++)
+        for (int r = 0; r < 8; r++) {
+            const unsigned char *row = shared_row(L, w[i * 8 + r].in[0], i * 8 + r);
+            if (!row) return;
+            memcpy(m[i][r], row, 16);
+        }
+    for (int t = 0; t < 32; t++)
+        for (int i = 0; i < nmat; i++) {
+            int g = t / 4, c = 2 * (t % 4);
+            uint16_t lo = trans ? m[i][c][g] : m[i][g][c], hi = trans ? m[i][c + 1][g] : m[i][g][c + 1];
+            w[t].out[i] = (uint64_t)lo | (uint64_t)hi << 16;
+        }
+}
+
+static float half_as_f32(uint16_t h, bool bf) { return bf ? ph_bf16_to_f32(h) : ph_f16_to_f32(h); }
+
+/* mma.m16n8k16.row.col, f32 += f16 x f16 or bf16 x bf16. With g = lane/4,
+ * q = lane%4: A's registers hold A[g][2q..], A[g+8][2q..], A[g][2q+8..],
+ * A[g+8][2q+8..]; B's hold B[2q..][g], B[2q+8..][g]; C and D hold
+ * [g][2q], [g][2q+1], [g+8][2q], [g+8][2q+1]. Products of 16-bit floats
+ * are exact; the sum is rounded once. */
+static void warp_mma(Thread *w, bool bf)
+{
+    float A[16][16], B[16][8], C[16][8];
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++) {
+            uint32_t v = lo32(w[t].in[r]);
+            int row = g + (r & 1) * 8, col = 2 * q + (r >> 1) * 8;
+            A[row][col] = half_as_f32((uint16_t)v, bf);
+            A[row][col + 1] = half_as_f32((uint16_t)(v >> 16), bf);
+        }
+        for (int r = 0; r < 2; r++) {
+            uint32_t v = lo32(w[t].in[4 + r]);
+            B[2 * q + r * 8][g] = half_as_f32((uint16_t)v, bf);
+            B[2 * q + r * 8 + 1][g] = half_as_f32((uint16_t)(v >> 16), bf);
+        }
+        for (int r = 0; r < 4; r++) C[g + (r >> 1) * 8][2 * q + (r & 1)] = slot_f32(w[t].in[6 + r]);
+    }
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++) {
+            int i = g + (r >> 1) * 8, j = 2 * q + (r & 1);
+            double sum = C[i][j];
+            for (int k = 0; k < 16; k++) sum += (double)A[i][k] * B[k][j];
+            w[t].out[r] = f32_slot((float)sum);
+        }
+    }
+}
+
+/* Computes the collectives of the warps whose live lanes all posted one;
+ * true when any did. */
+static bool release_warps(Launch *L)
+{
+    bool any = false;
+    for (int lo = 0; lo < L->T && !L->failed; lo += 32) {
+        Thread *w = &L->th[lo];
+        int n = L->T - lo < 32 ? L->T - lo : 32, posted = 0, op = -1;
+        for (int l = 0; l < n; l++)
+            if (w[l].st == TH_WARP) {
+                if (op >= 0 && w[l].op != op) {
+                    launch_fail(L, "warp %d: lanes at %s and at %s", lo / 32, intrinsic_names[op], intrinsic_names[w[l].op]);
+                    return false;
+                }
+                op = w[l].op;
+                posted++;
+            }
+        if (!posted || posted != n) continue;
+        if (op != IN_SHFL_I32 && op != IN_SHFL_F32 && n != 32) {
+            launch_fail(L, "warp %d: %s needs 32 lanes, the block gives it %d", lo / 32, intrinsic_names[op], n);
+            return false;
+        }
+        switch (op) {
+        case IN_SHFL_I32: case IN_SHFL_F32: warp_shfl(L, w, n); break;
+        case IN_LDM_X4: warp_ldmatrix(L, w, 4, false); break;
+        case IN_LDM_X2: warp_ldmatrix(L, w, 2, false); break;
+        case IN_LDM_X2_TRANS: warp_ldmatrix(L, w, 2, true); break;
+        case IN_MMA_F16: warp_mma(w, false); break;
+        case IN_MMA_BF16: warp_mma(w, true); break;
+        }
+        for (int l = 0; l < n; l++) w[l].st = TH_READY;
+        any = true;
+    }
+    return any;
+}
+
+/* ---- the scheduler ---- */
+
+/* A kernel's access outside mapped memory ends the launch with a message
+ * instead of the process: the handler resumes the scheduler, abandoning
+ * the block (its fibers are never resumed). It runs on its own stack, so
+ * a fiber's stack overflow (its guard page) is reported the same way. */
+static void on_fault(int sig, siginfo_t *si, void *uctx)
+{
+    (void)uctx;
+    Launch *L = current;
+    if (!L || !L->in_thread) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    launch_fail(L, "%s at address %p, block (%u, %u, %u) thread %d", sig == SIGSEGV ? "segmentation fault" : "bus error",
+                si->si_addr, L->block[0], L->block[1], L->block[2], L->cur);
+    setcontext(&L->sched);
+}
+
+typedef struct { struct sigaction segv, bus; stack_t stack; } FaultTrap;
+
+static void trap_faults(FaultTrap *old, void *altstack, size_t bytes)
+{
+    stack_t ss = {.ss_sp = altstack, .ss_size = bytes};
+    sigaltstack(&ss, &old->stack);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &old->segv);
+    sigaction(SIGBUS, &sa, &old->bus);
+}
+
+static void untrap_faults(const FaultTrap *old)
+{
+    sigaction(SIGSEGV, &old->segv, NULL);
+    sigaction(SIGBUS, &old->bus, NULL);
+    sigaltstack(&old->stack, NULL);
+}
+
+static void fiber_main(void)
+{
+    Launch *L = current;
+    L->k->entry(L->slots);
+    L->th[L->cur].st = TH_EXITED;
+    /* returning resumes uc_link, the scheduler */
+}
+
+static void run_block(Launch *L)
+{
+    for (int t = 0; t < L->T; t++) {
+        Thread *th = &L->th[t];
+        getcontext(&th->ctx);
+        th->ctx.uc_stack.ss_sp = L->s->stacks + (size_t)t * (STACK_BYTES + PAGE) + PAGE;
+        th->ctx.uc_stack.ss_size = STACK_BYTES;
+        th->ctx.uc_link = &L->sched;
+        makecontext(&th->ctx, fiber_main, 0);
+        th->st = TH_READY;
+    }
+    for (;;) {
+        for (int t = 0; t < L->T && !L->failed; t++)
+            if (L->th[t].st == TH_READY) {
+                L->cur = t;
+                L->in_thread = true;
+                swapcontext(&L->sched, &L->th[t].ctx);
+                L->in_thread = false;
+            }
+        if (L->failed) return;
+        if (release_warps(L)) continue;
+        if (L->failed) return;
+        int live = 0, at_barrier = 0, at_warp = 0;
+        for (int t = 0; t < L->T; t++) {
+            live += L->th[t].st != TH_EXITED;
+            at_barrier += L->th[t].st == TH_BARRIER;
+            at_warp += L->th[t].st == TH_WARP;
+        }
+        if (!live) return;
+        if (at_barrier == live) {
+            for (int t = 0; t < L->T; t++)
+                if (L->th[t].st == TH_BARRIER) L->th[t].st = TH_READY;
+            continue;
+        }
+        launch_fail(L, "deadlock in block (%u, %u, %u): %d threads at a barrier, %d at warp collectives, %d exited",
+                    L->block[0], L->block[1], L->block[2], at_barrier, at_warp, L->T - live);
+        return;
+    }
+}
+
+static int ensure_stacks(cpusim *s, int n)
+{
+    if (n <= s->nstacks) return 0;
+    size_t each = STACK_BYTES + PAGE;
+    if (s->stacks) munmap(s->stacks, (size_t)s->nstacks * each);
+    s->nstacks = 0;
+    s->stacks = mmap(NULL, (size_t)n * each, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (s->stacks == MAP_FAILED) { s->stacks = NULL; return 1; }
+    /* a guard page below each stack: an overflow faults instead of corrupting a neighbour */
+    for (int i = 0; i < n; i++) mprotect(s->stacks + (size_t)i * each, PAGE, PROT_NONE);
+    s->nstacks = n;
+    return 0;
+}
+
+static const SimKernel *find_kernel(const cpusim *s, const char *name)
+{
+    for (int i = 0; name && i < s->nkernels; i++)
+        if (!strcmp(s->kernels[i].name, name)) return &s->kernels[i];
+    return NULL;
+}
+
+static ph_status fail(ph_status st, char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Packs the arguments into slots as the kernel's trampoline reads them
+ * (codegen.h: a tensor is pointer, dim0, dim1; dim1 1 for rank 1). */
+static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, uint64_t *slots, char *err, size_t errlen)
+{
+    if (nargs != k->nparams)
+        return fail(PH_ERR_ARGS, err, errlen, "%s takes %d arguments, got %d", k->name, k->nparams, nargs);
+    if (nargs && !args) return fail(PH_ERR_INVALID, err, errlen, "%s: null argument array", k->name);
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &k->params[i];
+        ph_arg_kind want = p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32;
+        if (args[i].kind != want)
+            return fail(PH_ERR_ARGS, err, errlen, "%s: argument %d is not a%s", k->name, i + 1,
+                        want == PH_ARG_TENSOR ? " tensor" : want == PH_ARG_I32 ? "n i32" : "n f32");
+        if (p->is_tensor) {
+            if (!args[i].ptr) return fail(PH_ERR_INVALID, err, errlen, "%s: argument %d is a null tensor", k->name, i + 1);
+            slots[n++] = args[i].ptr;
+            slots[n++] = (uint64_t)args[i].dims[0];
+            slots[n++] = (uint64_t)(p->rank == 2 ? args[i].dims[1] : 1);
+        } else if (want == PH_ARG_I32) {
+            slots[n++] = (uint32_t)args[i].i32;
+        } else {
+            slots[n++] = f32_slot(args[i].f32);
+        }
+    }
+    return PH_OK;
+}
+
+ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], const ph_arg *args, int nargs,
+                        char *err, size_t errlen)
+{
+    if (!s) return fail(PH_ERR_INVALID, err, errlen, "no simulator");
+    const SimKernel *k = find_kernel(s, kernel);
+    if (!k) return fail(PH_ERR_NOT_FOUND, err, errlen, "no entry named %s", kernel ? kernel : "(null)");
+    if (!grid || !grid[0] || !grid[1] || !grid[2]) return fail(PH_ERR_GRID, err, errlen, "%s: a grid of zero blocks", k->name);
+    if (nargs < 0 || nargs > 256) return fail(PH_ERR_ARGS, err, errlen, "%s: %d arguments", k->name, nargs);
+    uint64_t slots[3 * 256 + 1];
+    ph_status st = pack_args(k, args, nargs, slots, err, errlen);
+    if (st != PH_OK) return st;
+    if (current) return fail(PH_ERR_STATE, err, errlen, "a launch is already running");
+    if (ensure_stacks(s, k->threads)) return fail(PH_ERR_INVALID, err, errlen, "no memory for %d fiber stacks", k->threads);
+    Launch L = {.s = s, .k = k, .slots = slots, .grid = {grid[0], grid[1], grid[2]}, .T = k->threads};
+    L.th = calloc((size_t)k->threads, sizeof *L.th);
+    if (!L.th) return fail(PH_ERR_INVALID, err, errlen, "out of memory");
+    static unsigned char altstack[1 << 16];
+    FaultTrap old;
+    trap_faults(&old, altstack, sizeof altstack);
+    current = &L;
+    for (unsigned z = 0; z < grid[2] && !L.failed; z++)
+        for (unsigned y = 0; y < grid[1] && !L.failed; y++)
+            for (unsigned x = 0; x < grid[0] && !L.failed; x++) {
+                for (int i = 0; i < s->nshared; i++) memset(s->shared[i].addr, 0xff, s->shared[i].bytes);
+                L.block[0] = x, L.block[1] = y, L.block[2] = z;
+                run_block(&L);
+            }
+    current = NULL;
+    untrap_faults(&old);
+    free(L.th);
+    if (L.failed) return fail(PH_ERR_INVALID, err, errlen, "%s: %s", k->name, L.msg);
+    return PH_OK;
+}
+
+/* ---- the half and bfloat libcalls of the x86 back end ---- */
+
+static _Float16 bits_as_half(uint16_t h) { _Float16 r; memcpy(&r, &h, 2); return r; }
+static _Float16 sim_truncsfhf2(float f) { return bits_as_half(ph_f32_to_f16(f)); }
+static _Float16 sim_truncdfhf2(double d) { return bits_as_half(ph_f32_to_f16((float)d)); }
+static float sim_extendhfsf2(_Float16 x) { uint16_t h; memcpy(&h, &x, 2); return ph_f16_to_f32(h); }
+/* bf16 travels in the same register as half: the low 16 bits of xmm0 */
+static _Float16 sim_truncsfbf2(float f) { return bits_as_half(ph_f32_to_bf16(f)); }
+static _Float16 sim_truncdfbf2(double d) { return bits_as_half(ph_f32_to_bf16((float)d)); }
+
+static void add_libcalls(void)
+{
+    LLVMAddSymbol("__truncsfhf2", (void *)sim_truncsfhf2);
+    LLVMAddSymbol("__truncdfhf2", (void *)sim_truncdfhf2);
+    LLVMAddSymbol("__extendhfsf2", (void *)sim_extendhfsf2);
+    LLVMAddSymbol("__gnu_h2f_ieee", (void *)sim_extendhfsf2);
+    LLVMAddSymbol("__gnu_f2h_ieee", (void *)sim_truncsfhf2);
+    LLVMAddSymbol("__truncsfbf2", (void *)sim_truncsfbf2);
+    LLVMAddSymbol("__truncdfbf2", (void *)sim_truncdfbf2);
+}
+
+/* ---- loading: the GPU module made runnable on the host ---- */
+
+static int intrinsic_id(const char *name)
+{
+    for (int i = 0; i < IN_COUNT; i++)
+        if (!strcmp(intrinsic_names[i], name)) return i;
+    return -1;
+}
+
+/* 32-bit floats and pairs of 16-bit floats are carried as their bits. */
+static bool is_word_type(LLVMTypeRef t)
+{
+    LLVMTypeKind k = LLVMGetTypeKind(t);
+    if (k == LLVMFloatTypeKind) return true;
+    if (k != LLVMVectorTypeKind || LLVMGetVectorSize(t) != 2) return false;
+    LLVMTypeKind e = LLVMGetTypeKind(LLVMGetElementType(t));
+    return e == LLVMHalfTypeKind || e == LLVMBFloatTypeKind;
+}
+
+static bool slot_type_ok(LLVMTypeRef t)
+{
+    LLVMTypeKind k = LLVMGetTypeKind(t);
+    return k == LLVMPointerTypeKind || (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64) || is_word_type(t);
+}
+
+static LLVMValueRef to_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v), i64 = LLVMInt64TypeInContext(ctx);
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMPointerTypeKind: return LLVMBuildPtrToInt(b, v, i64, "");
+    case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t) == 64 ? v : LLVMBuildZExt(b, v, i64, "");
+    default: return LLVMBuildZExt(b, LLVMBuildBitCast(b, v, LLVMInt32TypeInContext(ctx), ""), i64, "");
+    }
+}
+
+static LLVMValueRef from_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v, LLVMTypeRef t)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMPointerTypeKind: return LLVMBuildIntToPtr(b, v, t, "");
+    case LLVMIntegerTypeKind: return LLVMGetIntTypeWidth(t) == 64 ? v : LLVMBuildTrunc(b, v, t, "");
+    default: return LLVMBuildBitCast(b, LLVMBuildTrunc(b, v, LLVMInt32TypeInContext(ctx), ""), t, "");
+    }
+}
+
+static LLVMValueRef slot_ptr(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef base, unsigned i)
+{
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+    LLVMValueRef idx = LLVMConstInt(i64, i, 0);
+    return LLVMBuildGEP2(b, i64, base, &idx, 1, "");
+}
+
+/* Replaces the declaration of intrinsic id by a function of the same type
+ * that passes its arguments and results through slot arrays to
+ * sim_intrinsic. */
+static int lower_intrinsic(LLVMModuleRef mod, LLVMValueRef decl, int id, char *err, size_t errlen)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef fty = LLVMGlobalGetValueType(decl), ret = LLVMGetReturnType(fty);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
+    unsigned n = LLVMCountParamTypes(fty), nret = 0;
+    LLVMTypeRef pts[16];
+    if (n > 16) return snprintf(err, errlen, "%s: %u parameters", intrinsic_names[id], n), 1;
+    LLVMGetParamTypes(fty, pts);
+    for (unsigned i = 0; i < n; i++)
+        if (!slot_type_ok(pts[i])) return snprintf(err, errlen, "%s: a parameter type the executor cannot carry", intrinsic_names[id]), 1;
+    LLVMTypeKind rk = LLVMGetTypeKind(ret);
+    if (rk == LLVMStructTypeKind) {
+        nret = LLVMCountStructElementTypes(ret);
+        for (unsigned i = 0; i < nret; i++)
+            if (nret > 4 || !slot_type_ok(LLVMStructGetTypeAtIndex(ret, i)))
+                return snprintf(err, errlen, "%s: a result type the executor cannot carry", intrinsic_names[id]), 1;
+    } else if (rk != LLVMVoidTypeKind && !slot_type_ok(ret)) {
+        return snprintf(err, errlen, "%s: a result type the executor cannot carry", intrinsic_names[id]), 1;
+    }
+
+    char name[128];
+    snprintf(name, sizeof name, "cpusim.%s", intrinsic_names[id] + strlen("llvm.nvvm."));
+    LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, fn, "entry"));
+    LLVMValueRef in = LLVMBuildAlloca(b, LLVMArrayType2(i64, n ? n : 1), "in");
+    LLVMValueRef out = LLVMBuildAlloca(b, LLVMArrayType2(i64, 4), "out");
+    for (unsigned i = 0; i < n; i++) LLVMBuildStore(b, to_slot(b, ctx, LLVMGetParam(fn, i)), slot_ptr(b, ctx, in, i));
+    LLVMTypeRef hpts[3] = {i32, ptr, ptr};
+    LLVMTypeRef hty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), hpts, 3, 0);
+    LLVMValueRef host = LLVMConstIntToPtr(LLVMConstInt(i64, (uint64_t)(uintptr_t)sim_intrinsic, 0), ptr);
+    LLVMValueRef hargs[3] = {LLVMConstInt(i32, (unsigned long long)id, 0), in, out};
+    LLVMBuildCall2(b, hty, host, hargs, 3, "");
+    if (rk == LLVMVoidTypeKind) {
+        LLVMBuildRetVoid(b);
+    } else if (rk == LLVMStructTypeKind) {
+        LLVMValueRef agg = LLVMGetUndef(ret);
+        for (unsigned i = 0; i < nret; i++) {
+            LLVMValueRef w = LLVMBuildLoad2(b, i64, slot_ptr(b, ctx, out, i), "");
+            agg = LLVMBuildInsertValue(b, agg, from_slot(b, ctx, w, LLVMStructGetTypeAtIndex(ret, i)), i, "");
+        }
+        LLVMBuildRet(b, agg);
+    } else {
+        LLVMBuildRet(b, from_slot(b, ctx, LLVMBuildLoad2(b, i64, slot_ptr(b, ctx, out, 0), ""), ret));
+    }
+    LLVMDisposeBuilder(b);
+    LLVMReplaceAllUsesWith(decl, fn);
+    LLVMDeleteFunction(decl);
+    return 0;
+}
+
+/* Gives kernel fn the C convention and a trampoline NAME.simentry(ptr
+ * slots) that loads each parameter from its slot and calls it. */
+static void add_trampoline(LLVMModuleRef mod, LLVMValueRef fn)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMSetFunctionCallConv(fn, LLVMCCallConv);
+    LLVMTypeRef fty = LLVMGlobalGetValueType(fn), ptr = LLVMPointerTypeInContext(ctx, 0);
+    unsigned n = LLVMCountParamTypes(fty);
+    LLVMTypeRef *pts = calloc(n ? n : 1, sizeof *pts);
+    LLVMValueRef *args = calloc(n ? n : 1, sizeof *args);
+    LLVMGetParamTypes(fty, pts);
+    size_t len;
+    const char *kname = LLVMGetValueName2(fn, &len);
+    char *name = malloc(len + 16);
+    snprintf(name, len + 16, "%.*s.simentry", (int)len, kname);
+    LLVMValueRef tr = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(ctx), &ptr, 1, 0));
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(ctx, tr, "entry"));
+    for (unsigned i = 0; i < n; i++) args[i] = LLVMBuildLoad2(b, pts[i], slot_ptr(b, ctx, LLVMGetParam(tr, 0), i), "");
+    LLVMValueRef call = LLVMBuildCall2(b, fty, fn, args, n, "");
+    LLVMSetInstructionCallConv(call, LLVMCCallConv);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(b);
+    free(name); free(pts); free(args);
+}
+
+/* Retargets mod to the host: intrinsics lowered, kernels callable, shared
+ * memory made visible to the executor (external linkage, so MCJIT can say
+ * where each global lies). */
+static int prepare_module(LLVMModuleRef mod, char *err, size_t errlen)
+{
+    LLVMValueRef next;
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = next) {
+        next = LLVMGetNextFunction(f);
+        size_t len;
+        const char *name = LLVMGetValueName2(f, &len);
+        if (LLVMIsDeclaration(f) && !strncmp(name, "llvm.nvvm.", 10)) {
+            int id = intrinsic_id(name);
+            if (id < 0) return snprintf(err, errlen, "an intrinsic the executor does not model: %s", name), 1;
+            if (lower_intrinsic(mod, f, id, err, errlen)) return 1;
+        } else if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) == 71 /* PTX_Kernel */) {
+            add_trampoline(mod, f);
+        }
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3) LLVMSetLinkage(g, LLVMExternalLinkage);
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        snprintf(err, errlen, "internal error: the retargeted module does not verify: %.300s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return 1;
+    }
+    LLVMDisposeMessage(msg);
+    return 0;
+}
+
+static int init_host_target(char *err, size_t errlen)
+{
+    static int done, failed;
+    if (!done) {
+        done = 1;
+        LLVMLinkInMCJIT();
+        failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+        add_libcalls();
+    }
+    if (failed) snprintf(err, errlen, "no native target in this LLVM");
+    return failed;
+}
+
+static int set_host_layout(LLVMModuleRef mod, char *err, size_t errlen)
+{
+    char *triple = LLVMGetDefaultTargetTriple(), *msg = NULL;
+    LLVMTargetRef target;
+    int bad = LLVMGetTargetFromTriple(triple, &target, &msg);
+    if (bad) {
+        snprintf(err, errlen, "host target %s: %s", triple, msg ? msg : "");
+    } else {
+        LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, "", "", LLVMCodeGenLevelDefault, LLVMRelocDefault,
+                                                          LLVMCodeModelJITDefault);
+        LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+        LLVMSetTarget(mod, triple);
+        LLVMSetModuleDataLayout(mod, td);
+        LLVMDisposeTargetData(td);
+        LLVMDisposeTargetMachine(tm);
+    }
+    LLVMDisposeMessage(msg);
+    LLVMDisposeMessage(triple);
+    return bad;
+}
+
+/* Finds each kernel's trampoline and each shared global once compiled. */
+static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, size_t errlen)
+{
+    LLVMTargetDataRef td = LLVMGetExecutionEngineTargetData(s->ee);
+    s->kernels = calloc((size_t)m->nfuncs + 1, sizeof *s->kernels);
+    for (int i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        SimKernel *k = &s->kernels[s->nkernels++];
+        k->name = xstrdup(f->name);
+        k->threads = f->threads;
+        k->nparams = f->nparams;
+        k->params = calloc((size_t)f->nparams + 1, sizeof *k->params);
+        for (int j = 0; j < f->nparams; j++) {
+            k->params[j] = f->params[j];
+            k->params[j].name = NULL;
+            k->params[j].dim_name[0] = k->params[j].dim_name[1] = NULL;
+        }
+        char name[600];
+        snprintf(name, sizeof name, "%s.simentry", f->name);
+        uint64_t addr = LLVMGetFunctionAddress(s->ee, name);
+        if (!addr || k->threads < 1 || k->threads > 1024)
+            return snprintf(err, errlen, "%s: no compiled entry, or %d threads", f->name, k->threads), 1;
+        k->entry = (void (*)(const uint64_t *))(uintptr_t)addr;
+    }
+    for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
+        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3) continue;
+        size_t len;
+        const char *name = LLVMGetValueName2(g, &len);
+        s->shared = realloc(s->shared, sizeof *s->shared * (size_t)(s->nshared + 1));
+        SharedArea *a = &s->shared[s->nshared++];
+        a->name = xstrdup(name);
+        a->addr = (unsigned char *)(uintptr_t)LLVMGetGlobalValueAddress(s->ee, name);
+        a->bytes = LLVMABISizeOfType(td, LLVMGlobalGetValueType(g));
+        if (!a->addr) return snprintf(err, errlen, "shared global %s has no address", name), 1;
+    }
+    return 0;
+}
+
+ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!m) return fail(PH_ERR_INVALID, err, errlen, "no module");
+    if (init_host_target(err, errlen)) return PH_ERR_INVALID;
+    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
+    char *text = NULL;
+    if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
+    cpusim *s = calloc(1, sizeof *s);
+    s->ctx = LLVMContextCreate();
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), "phobos.ll");
+    free(text);
+    LLVMModuleRef mod = NULL;
+    char *msg = NULL;
+    if (LLVMParseIRInContext(s->ctx, buf, &mod, &msg)) {
+        snprintf(err, errlen, "internal error: the emitted LLVM IR does not parse: %.300s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        cpusim_free(s);
+        return PH_ERR_COMPILE;
+    }
+    if (set_host_layout(mod, err, errlen) || prepare_module(mod, err, errlen)) {
+        LLVMDisposeModule(mod);
+        cpusim_free(s);
+        return PH_ERR_COMPILE;
+    }
+    struct LLVMMCJITCompilerOptions jo;
+    LLVMInitializeMCJITCompilerOptions(&jo, sizeof jo);
+    /* the IR is optimized already; fast instruction selection halves the load time */
+    jo.OptLevel = 0;
+    if (LLVMCreateMCJITCompilerForModule(&s->ee, mod, &jo, sizeof jo, &msg)) {
+        snprintf(err, errlen, "MCJIT: %s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(mod);
+        cpusim_free(s);
+        return PH_ERR_COMPILE;
+    }
+    if (resolve(s, m, mod, err, errlen)) {
+        cpusim_free(s);
+        return PH_ERR_COMPILE;
+    }
+    *out = s;
+    return PH_OK;
+}
+
+void cpusim_free(cpusim *s)
+{
+    if (!s) return;
+    for (int i = 0; i < s->nkernels; i++) { free(s->kernels[i].name); free(s->kernels[i].params); }
+    free(s->kernels);
+    for (int i = 0; i < s->nshared; i++) free(s->shared[i].name);
+    free(s->shared);
+    if (s->stacks) munmap(s->stacks, (size_t)s->nstacks * (STACK_BYTES + PAGE));
+    if (s->ee) LLVMDisposeExecutionEngine(s->ee);   /* owns the module */
+    LLVMContextDispose(s->ctx);
+    free(s);
+}

@@ -1,0 +1,40 @@
+/* cpusim.h: runs the code generator's LLVM IR on the CPU, every GPU thread
+ * of every block, so the back end is checked where there is no GPU.
+ *
+ * The module's LLVM IR (codegen_emit, CG_EMIT_LLVM, optimized as for the
+ * GPU) is retargeted to the host and JIT-compiled; each llvm.nvvm.*
+ * intrinsic becomes a call into the executor. A block's threads are
+ * fibers, run one at a time until each reaches a barrier, a warp
+ * collective (shfl.sync, ldmatrix, mma) or its end; blocks run one after
+ * another. Tensor arguments are host pointers. Not modelled: timing,
+ * memory ordering between blocks (they never overlap here), the ulps of
+ * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here). */
+#ifndef PHC_CPUSIM_H
+#define PHC_CPUSIM_H
+
+#include <stddef.h>
+
+#include "ir.h"
+#include "phobos.h"
+
+typedef struct cpusim cpusim;
+
+/* Lowers every function of m and JIT-compiles the result for the host.
+ * m may be freed afterwards. PH_OK, or a status with a message in err. */
+ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen);
+
+/* Runs the entry named kernel (kernel__NAME_V..., see phc --list) over
+ * grid[0..2] blocks, to completion. Arguments are shaped as ph_launch's,
+ * a tensor's ptr being a host address ((ph_devptr)(uintptr_t)p). Checks
+ * the entry, the argument count and kinds, null tensors and the grid;
+ * reports as PH_ERR_INVALID a deadlock (threads parted between a barrier
+ * and a collective), a bad ldmatrix address, or a memory fault (an access
+ * outside mapped memory, a fiber's stack overflow), the process going on.
+ * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
+ * and written past. */
+ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], const ph_arg *args, int nargs,
+                        char *err, size_t errlen);
+
+void cpusim_free(cpusim *s);
+
+#endif
