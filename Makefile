@@ -96,8 +96,8 @@ $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
-DIFFTEST_SRCS = tests/difftest/difftest.c
-DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/difftest.h tests/testutil.h
+DIFFTEST_SRCS = tests/difftest/phgen.c tests/difftest/difftest.c
+DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.h tests/testutil.h
 $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
