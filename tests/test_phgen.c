@@ -85,34 +85,6 @@ Test(phgen, the_corpus_covers_every_feature)
     cr_expect_gt(launch, 30);
 }
 
-/* A back end that is the interpreter, except that every f32 output of a
- * config computing a dot comes back with its first element changed. */
-static bool has_dot(const IrBlock *b)
-{
-    for (int i = 0; b && i < b->nops; i++)
-        if (b->ops[i]->kind == OP_DOT || has_dot(b->ops[i]->body) || has_dot(b->ops[i]->els)) return true;
-    return false;
-}
-
-static DtRunStatus dot_breaker_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs, const int grid[3], char *err, size_t errlen)
-{
-    (void)b;
-    if (ir_interp(f, args, nargs, grid, err, errlen)) return DT_RUN_FAILED;
-    if (has_dot(f->body))
-        for (int i = 0; i < nargs; i++)
-            if (f->params[i].is_tensor && f->params[i].dt == DT_F32 && f->params[i].name[0] == 'Y') ((float *)args[i].data)[0] += 100;
-    return DT_RUN_OK;
-}
-
-static DtBackend dot_breaker = {"dot-breaker", NULL, dot_breaker_run, NULL, NULL};
-
-static DtRunStatus ok_load(DtBackend *b, const char *source, const IrModule *m, char *err, size_t errlen)
-{
-    (void)b, (void)source, (void)m, (void)err, (void)errlen;
-    return DT_RUN_OK;
-}
-static void no_unload(DtBackend *b) { (void)b; }
-
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
 {
     int *runs = user;
@@ -120,15 +92,13 @@ static bool still_fails(const char *source, const DtSpec *spec, void *user)
     IrModule *m = tu_compile("cand.ph", source, NULL, NULL);
     if (!m) return false;
     DtReport rep;
-    DtVerdict v = dt_compare_module(m, source, spec, &dot_breaker, 7, NULL, &rep);
+    DtVerdict v = dt_compare_module(m, source, spec, &dt_planted_backend, 7, NULL, &rep);
     ir_module_free(m);
     return v == DT_MISMATCH;
 }
 
 Test(phgen, the_engine_reports_a_planted_difference)
 {
-    dot_breaker.load = ok_load;
-    dot_breaker.unload = no_unload;
     const char *src = "# run: grid 2 1 1 M=20 N=9 K=13\n"
                       "import phobos.lang as ph\n"
                       "@ph.kernel\n@ph.autotune(BM=[8, 16], BN=[8])\n"
@@ -141,21 +111,19 @@ Test(phgen, the_engine_reports_a_planted_difference)
     cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s", err);
     DtReport rep;
     cr_assert_eq(dt_compare_module(m, src, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "%s", rep.message);
-    cr_assert_eq(dt_compare_module(m, src, &spec, &dot_breaker, 3, NULL, &rep), DT_MISMATCH);
+    cr_assert_eq(dt_compare_module(m, src, &spec, &dt_planted_backend, 3, NULL, &rep), DT_MISMATCH);
     cr_expect_eq(rep.configs, 2);
     cr_expect_eq(rep.failed, 2);
     cr_expect_str_eq(rep.config, "k__BM_8__BN_8");
     cr_expect(strstr(rep.message, "Y[0, 0]: back end") != NULL, "%s", rep.message);
     cr_expect(strstr(rep.message, "1 of 180 elements differ") != NULL, "%s", rep.message);
-    cr_assert_eq(dt_compare_module(m, src, &spec, &dot_breaker, 3, "k__BM_16__BN_8", &rep), DT_MISMATCH);
+    cr_assert_eq(dt_compare_module(m, src, &spec, &dt_planted_backend, 3, "k__BM_16__BN_8", &rep), DT_MISMATCH);
     cr_expect_eq(rep.configs, 1);
     ir_module_free(m);
 }
 
 Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
 {
-    dot_breaker.load = ok_load;
-    dot_breaker.unload = no_unload;
     int reduced = 0;
     for (uint64_t seed = 1; seed < 400 && reduced < 3; seed++) {
         PhgenProgram *p = phgen_generate(seed, NULL);

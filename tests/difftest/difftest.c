@@ -116,6 +116,31 @@ static void interp_unload(DtBackend *b) { (void)b; }
 
 DtBackend dt_interp_backend = {"interp", interp_load, interp_run, interp_unload, NULL};
 
+/* ---- the interpreter with a planted fault ---- */
+
+static void mark_stores(const IrBlock *b, bool *stored);
+
+static bool has_dot(const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++)
+        if (b->ops[i]->kind == OP_DOT || has_dot(b->ops[i]->body) || has_dot(b->ops[i]->els)) return true;
+    return false;
+}
+
+static DtRunStatus planted_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs, const int grid[3], char *err, size_t errlen)
+{
+    (void)b;
+    if (ir_interp(f, args, nargs, grid, err, errlen)) return DT_RUN_FAILED;
+    bool stored[64] = {false};
+    if (nargs > 64 || !has_dot(f->body)) return DT_RUN_OK;
+    mark_stores(f->body, stored);
+    for (int i = 0; i < nargs; i++)
+        if (stored[i] && f->params[i].dt == DT_F32) ((float *)args[i].data)[0] += 100;
+    return DT_RUN_OK;
+}
+
+DtBackend dt_planted_backend = {"planted", interp_load, planted_run, interp_unload, NULL};
+
 /* ---- the engine ---- */
 
 const char *dt_verdict_name(DtVerdict v)

@@ -59,6 +59,11 @@ struct DtBackend {
 };
 
 extern DtBackend dt_interp_backend;   /* the interpreter against itself */
+/* The interpreter with a planted fault: after a config that computes a dot,
+ * the first element of every f32 tensor it stores is off by 100. A
+ * self-test of the engine, the reducer and gpufuzz's mismatch files. */
+extern DtBackend dt_planted_backend;
+extern DtBackend dt_gpu_backend;      /* the GPU through the runtime (difftest_gpu.c, libphobos) */
 
 /* ---- the engine ---- */
 typedef enum {

@@ -1214,10 +1214,50 @@ static void print_decorators(FILE *out, const PhgenProgram *p)
     }
 }
 
+static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+/* Whether text holds name as a whole identifier. */
+static bool has_word(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *s = strstr(text, name); s; s = strstr(s + 1, name))
+        if ((s == text || !ident_char(s[-1])) && !ident_char(s[n])) return true;
+    return false;
+}
+
+/* The parameters the body uses: the tensors it names, plus for each dim
+ * name it uses and no such tensor declares, one tensor that does (the
+ * reducer leaves tensors behind that nothing reads any more). */
+static void print_params(FILE *out, const PhgenProgram *p, const char *body)
+{
+    bool keep[32] = {false};
+    for (int i = 0; i < p->ntens; i++) keep[i] = has_word(body, p->tens[i].name);
+    for (int e = EM; e <= EK; e++) {
+        bool declared = false;
+        int first = -1;
+        for (int i = 0; i < p->ntens; i++) {
+            bool has = p->tens[i].e[0] == e || (p->tens[i].rank == 2 && p->tens[i].e[1] == e);
+            if (has && first < 0) first = i;
+            declared |= has && keep[i];
+        }
+        if (!declared && first >= 0 && has_word(body, ext_dim[e])) keep[first] = true;
+    }
+    for (int i = 0; i < p->ntens; i++) {
+        const Tensor *t = &p->tens[i];
+        if (!keep[i]) continue;
+        if (t->rank == 1) fprintf(out, "%s: ph.tensor[%s][%s], ", t->name, dtname(t->dt), ext_dim[t->e[0]]);
+        else fprintf(out, "%s: ph.tensor[%s][%s, %s], ", t->name, dtname(t->dt), ext_dim[t->e[0]], ext_dim[t->e[1]]);
+    }
+}
+
 char *phgen_source(const PhgenProgram *p)
 {
-    char *buf = NULL, spec[512];
-    size_t len = 0;
+    char *body = NULL, *buf = NULL, spec[512];
+    size_t blen = 0, len = 0;
+    FILE *bout = open_memstream(&body, &blen);
+    fprintf(bout, "    r0: ph.let = ph.ctx.block.x * BM\n    c0: ph.let = ph.ctx.block.y * BN\n");
+    for (int i = 0; i < p->root.nbody; i++) print_node(bout, p->root.body[i], 4);
+    fclose(bout);
     FILE *out = open_memstream(&buf, &len);
     dt_spec_format(&p->spec, spec, sizeof spec);
     fprintf(out, "# A program from tests/difftest/phgen.c (seed %llu) for differential testing.\n",
@@ -1225,15 +1265,10 @@ char *phgen_source(const PhgenProgram *p)
     fprintf(out, "# run: %s\nimport phobos.lang as ph\n\n\n", spec);
     print_decorators(out, p);
     fprintf(out, "def fuzz(");
-    for (int i = 0; i < p->ntens; i++) {
-        const Tensor *t = &p->tens[i];
-        if (t->rank == 1) fprintf(out, "%s: ph.tensor[%s][%s], ", t->name, dtname(t->dt), ext_dim[t->e[0]]);
-        else fprintf(out, "%s: ph.tensor[%s][%s, %s], ", t->name, dtname(t->dt), ext_dim[t->e[0]], ext_dim[t->e[1]]);
-    }
-    fprintf(out, "n: ph.i32, s: ph.f32):\n");
-    fprintf(out, "    r0: ph.let = ph.ctx.block.x * BM\n    c0: ph.let = ph.ctx.block.y * BN\n");
-    for (int i = 0; i < p->root.nbody; i++) print_node(out, p->root.body[i], 4);
+    print_params(out, p, body);
+    fprintf(out, "n: ph.i32, s: ph.f32):\n%s", body);
     fclose(out);
+    free(body);
     return buf;
 }
 
