@@ -105,8 +105,15 @@ static void note_bad_seed(Fuzz *fz, uint64_t seed)
 static bool fuzz_one(Fuzz *fz, uint64_t seed)
 {
     PhgenProgram *p = phgen_generate(seed, NULL);
-    char *src = phgen_source(p), *diags = NULL, msg[400];
+    char *src = phgen_source(p), *diags = NULL, msg[400], path[1024];
     DtReport rep;
+    /* a crash of the compiler or the driver leaves the program that caused it */
+    snprintf(path, sizeof path, "%s/current.ph", fz->out);
+    FILE *cur = fopen(path, "w");
+    if (cur) {
+        fputs(src, cur);
+        fclose(cur);
+    }
     DtVerdict v = compare_source(fz, src, phgen_spec(p), seed, &rep, &diags);
     fz->programs++;
     fz->configs += rep.configs;
