@@ -112,6 +112,37 @@ $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpus
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
 	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
+# ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
+DIFFTEST_SRCS = tests/difftest/phgen.c tests/difftest/difftest.c
+DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.h tests/testutil.h
+$(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
+# gpufuzz is no Criterion suite (it is not in TESTS): make gpufuzz and make gpucheck run it.
+$(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/libphobos.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+
+# cpufuzz: the same driver over the CPU executor of generated code (linked
+# like test_cpusim), to fuzz the code generator without a GPU:
+#   build/tests/cpufuzz --seconds N [--seed S]
+$(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h \
+                        $(DIFFTEST_DEPS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DGPUFUZZ_CPUSIM -Itests/difftest -Itests/cpusim -I$(LLVM_INC) $< tests/difftest/difftest_cpusim.c \
+	    tests/cpusim/cpusim.c $(DIFFTEST_SRCS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
+
+# Random programs on the GPU against the interpreter, from a build folder
+# made elsewhere (builds nothing; make all build-tests first), for
+# GPUFUZZ_SECONDS or GPUFUZZ_COUNT programs; reduced mismatches go to
+# $(BUILD)/gpufuzz/mismatch-SEED.ph (docs/testing.md).
+GPUFUZZ_SECONDS ?= 600
+GPUFUZZ_SEED    ?= $$(date +%s)
+.PHONY: gpufuzz
+gpufuzz:
+	LD_LIBRARY_PATH="$(BUILD)/gpulibs$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" $(BUILD)/tests/gpufuzz --backend gpu \
+	    --seed $(GPUFUZZ_SEED) $(if $(GPUFUZZ_COUNT),--count $(GPUFUZZ_COUNT),--seconds $(GPUFUZZ_SECONDS)) --out $(BUILD)/gpufuzz
+
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
@@ -129,7 +160,7 @@ $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos
 docs-check: $(BUILD)/docs/embed
 	$(BUILD)/docs/embed
 
-build-tests: $(TESTS) $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
+build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \

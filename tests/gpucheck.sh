@@ -1,7 +1,9 @@
 #!/bin/sh
 # gpucheck.sh: every GPU test, run from a build folder made elsewhere (the GPU
 # machine has no LLVM): the example checks on the GPU, the tutorial at the
-# seed's size and at H 4, N_CTX 4096, and the GPU suites. Builds nothing.
+# seed's size and at H 4, N_CTX 4096, the GPU suites, and 100 generated
+# programs (seed 1) and every regression of tests/difftest against the
+# interpreter. Builds nothing.
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
@@ -24,5 +26,8 @@ for t in test_gpu test_gpu_ops test_runtime test_codegen; do
     echo "== $t"
     "$BUILD/tests/$t" --jobs 1 || status=1
 done
+echo "== gpufuzz: 100 generated programs from seed 1, and tests/difftest/regressions"
+"$BUILD/tests/gpufuzz" --backend gpu --seed 1 --count 100 --out "$BUILD/gpufuzz" \
+    --regress tests/difftest/regressions/*.ph || status=1
 [ $status = 0 ] && echo "gpucheck: all passed" || echo "gpucheck: FAILED"
 exit $status

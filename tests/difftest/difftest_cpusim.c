@@ -1,0 +1,41 @@
+/* difftest_cpusim.c: the CPU executor of generated code (tests/cpusim) as a
+ * difftest back end: the same LLVM IR the GPU gets, run on the host, so the
+ * generator's programs check the code generator where there is no GPU. */
+#include "cpusim.h"
+#include "difftest.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+static DtRunStatus cpusim_backend_load(DtBackend *b, const char *source, const IrModule *m, char *err, size_t errlen)
+{
+    (void)source;
+    cpusim *s;
+    if (cpusim_load(m, &s, err, errlen) != PH_OK) return DT_RUN_FAILED;
+    b->state = s;
+    return DT_RUN_OK;
+}
+
+static DtRunStatus cpusim_backend_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs, const int grid[3], char *err,
+                                      size_t errlen)
+{
+    ph_arg *a = calloc((size_t)(nargs ? nargs : 1), sizeof *a);
+    for (int i = 0; i < nargs; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+        else if (p->rank == 2) a[i] = ph_tensor2((ph_devptr)(uintptr_t)args[i].data, args[i].dims[0], args[i].dims[1]);
+        else a[i] = ph_tensor1((ph_devptr)(uintptr_t)args[i].data, args[i].dims[0]);
+    }
+    unsigned g[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
+    ph_status st = cpusim_launch(b->state, f->name, g, a, nargs, err, errlen);
+    free(a);
+    return st == PH_OK ? DT_RUN_OK : DT_RUN_FAILED;
+}
+
+static void cpusim_backend_unload(DtBackend *b)
+{
+    cpusim_free(b->state);
+    b->state = NULL;
+}
+
+DtBackend dt_cpusim_backend = {"cpusim", cpusim_backend_load, cpusim_backend_run, cpusim_backend_unload, NULL};

@@ -1,0 +1,69 @@
+/* phgen.h: a generator of random valid Phobos programs for differential
+ * testing, and a reducer that shrinks one while a property holds.
+ *
+ * A program is one kernel over tensors whose dims are the names M, N, K,
+ * tiled by the meta-parameters BM, BN, BK (several configs, with several
+ * @ph.launch thread counts), plus the run spec that launches it. Its
+ * numerics keep the comparison with the interpreter meaningful: values
+ * stay bounded, exp takes non-positive arguments, log/sqrt/rsqrt positive
+ * ones, dots are scaled by 1/K, and conditions, where-masks, float->int
+ * conversions and float floor divisions see only values that every back
+ * end computes bit-identically (integers, indices, raw inputs). */
+#ifndef PHGEN_H
+#define PHGEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "difftest.h"
+
+typedef struct {
+    int max_stmts;        /* statements before the stores, at the top level */
+    int max_depth;        /* nesting of expressions */
+    int max_configs;      /* elements of the autotune product */
+    int max_tile;         /* elements of a [BM, BN] tile */
+} PhgenOptions;
+
+void phgen_default_options(PhgenOptions *o);
+
+/* The features a program exercises, for coverage counts. */
+typedef enum {
+    PF_UNARY, PF_BINARY, PF_MATH, PF_ROW_REDUCE, PF_COL_REDUCE,
+    PF_DOT_FMA, PF_DOT_T, PF_DOT_TRANSPOSE, PF_DOT_TC_F16, PF_DOT_TC_BF16, PF_DOT_K_LOOP,
+    PF_IOTA_MASK, PF_WHERE, PF_CONVERT, PF_F2I, PF_INT_DIV,
+    PF_FOR_CARRY, PF_STEP_NOT_DIVIDING, PF_IF_ELIF_ELSE, PF_EARLY_RETURN, PF_STORE_LOOP,
+    PF_EDGE_WINDOW, PF_RANK1, PF_NONPOW2_TILE, PF_POW2_TILE,
+    PF_F32, PF_F16, PF_BF16, PF_I32_TENSOR,
+    PF_MULTI_CONFIG, PF_LAUNCH_META, PF_THREADS_32, PF_THREADS_256,
+    PF_COUNT
+} PhgenFeature;
+
+extern const char *const phgen_feature_names[PF_COUNT];
+
+typedef struct PhgenProgram PhgenProgram;
+
+/* The program for seed (deterministic). opt may be NULL for the defaults. */
+PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt);
+void phgen_free(PhgenProgram *p);
+/* The .ph text, its run spec in a "# run:" header line (caller frees). */
+char *phgen_source(const PhgenProgram *p);
+const DtSpec *phgen_spec(const PhgenProgram *p);
+uint64_t phgen_features(const PhgenProgram *p);   /* bit (1 << PhgenFeature) */
+
+/* One call: the source of seed's program; *spec receives its run spec. */
+char *phgen_program(uint64_t seed, const PhgenOptions *opt, DtSpec *spec);
+
+/* ---- reduction ---- */
+/* True while the candidate still shows the failure being reduced. */
+typedef bool (*PhgenPredicate)(const char *source, const DtSpec *spec, void *user);
+
+/* Shrinks p in place while still_fails holds: one config per kernel, then
+ * statements dropped (a statement goes only when nothing left uses what it
+ * declares), then the grid, the dims and the tile sizes made smaller, until
+ * no step helps or max_tries candidates were tried. Returns the number of
+ * steps taken. */
+int phgen_reduce(PhgenProgram *p, PhgenPredicate still_fails, void *user, int max_tries);
+
+/* Statements left (for tests of the reducer). */
+int phgen_count_stmts(const PhgenProgram *p);
+
+#endif

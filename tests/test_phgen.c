@@ -1,0 +1,206 @@
+/* test_phgen.c: the random program generator of tests/difftest (the
+ * machine behind `make gpufuzz`) and its reducer, without a GPU: every
+ * generated program passes the front end, the verifier and the pass
+ * pipeline and runs in the interpreter; generation is deterministic; the
+ * corpus covers every feature the generator promises; the reducer shrinks a
+ * program while a failure persists; the engine finds a planted difference;
+ * the regression files parse. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+
+#include "difftest.h"
+#include "phgen.h"
+#include "testutil.h"
+
+enum { CORPUS_FIRST = 1, CORPUS_SIZE = 500 };
+
+Test(phgen, every_program_compiles_verifies_and_runs_in_the_interpreter, .timeout = 120)
+{
+    uint64_t seen = 0;
+    int configs = 0;
+    for (uint64_t seed = CORPUS_FIRST; seed < CORPUS_FIRST + CORPUS_SIZE; seed++) {
+        PhgenProgram *p = phgen_generate(seed, NULL);
+        char *src = phgen_source(p), *diags = NULL;
+        IrModule *m = tu_compile("gen.ph", src, NULL, &diags);
+        cr_assert_not_null(m, "seed %llu does not compile:\n%s\n%s", (unsigned long long)seed, diags, src);
+        for (int i = 0; i < m->nfuncs; i++) {
+            char err[512];
+            cr_assert_eq(ir_verify(m->funcs[i], err, sizeof err), 0, "seed %llu: %s", (unsigned long long)seed, err);
+        }
+        DtSpec spec;
+        char err[256];
+        cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(memcmp(spec.grid, phgen_spec(p)->grid, sizeof spec.grid), 0);
+        DtReport rep;
+        DtVerdict v = dt_compare_module(m, src, &spec, &dt_interp_backend, seed, NULL, &rep);
+        cr_assert_eq(v, DT_SAME, "seed %llu: %s in %s: %s\n%s", (unsigned long long)seed, dt_verdict_name(v), rep.config,
+                     rep.message, src);
+        cr_assert_eq(rep.configs, m->nfuncs);
+        configs += rep.configs;
+        seen |= phgen_features(p);
+        ir_module_free(m);
+        free(diags);
+        free(src);
+        phgen_free(p);
+    }
+    cr_log_info("%d programs, %d configs", CORPUS_SIZE, configs);
+    cr_expect_gt(configs, CORPUS_SIZE);
+}
+
+Test(phgen, generation_is_deterministic)
+{
+    for (uint64_t seed = 1; seed < 40; seed++) {
+        DtSpec a, b;
+        char *x = phgen_program(seed, NULL, &a), *y = phgen_program(seed, NULL, &b);
+        cr_assert_str_eq(x, y, "seed %llu", (unsigned long long)seed);
+        cr_assert_eq(memcmp(&a, &b, sizeof a), 0);
+        char *z = phgen_program(seed + 1000, NULL, NULL);
+        cr_expect_str_neq(x, z);
+        free(x);
+        free(y);
+        free(z);
+    }
+}
+
+/* Counts, over the corpus, the programs showing each feature (taken from
+ * the text where the text shows it); every feature must appear. */
+Test(phgen, the_corpus_covers_every_feature)
+{
+    int count[PF_COUNT] = {0}, tc = 0, launch = 0;
+    for (uint64_t seed = CORPUS_FIRST; seed < CORPUS_FIRST + CORPUS_SIZE; seed++) {
+        PhgenProgram *p = phgen_generate(seed, NULL);
+        uint64_t f = phgen_features(p);
+        for (int i = 0; i < PF_COUNT; i++) count[i] += (f >> i) & 1;
+        char *src = phgen_source(p);
+        tc += strstr(src, "@ph.tensorcore") != NULL;
+        launch += strstr(src, "@ph.launch(NT)") != NULL;
+        free(src);
+        phgen_free(p);
+    }
+    for (int i = 0; i < PF_COUNT; i++) {
+        cr_log_info("%-18s %d", phgen_feature_names[i], count[i]);
+        cr_expect_gt(count[i], 2, "feature %s appears in %d programs", phgen_feature_names[i], count[i]);
+    }
+    cr_expect_gt(tc, 30);
+    cr_expect_gt(launch, 30);
+}
+
+static bool still_fails(const char *source, const DtSpec *spec, void *user)
+{
+    int *runs = user;
+    ++*runs;
+    IrModule *m = tu_compile("cand.ph", source, NULL, NULL);
+    if (!m) return false;
+    DtReport rep;
+    DtVerdict v = dt_compare_module(m, source, spec, &dt_planted_backend, 7, NULL, &rep);
+    ir_module_free(m);
+    return v == DT_MISMATCH;
+}
+
+Test(phgen, the_engine_reports_a_planted_difference)
+{
+    const char *src = "# run: grid 2 1 1 M=20 N=9 K=13\n"
+                      "import phobos.lang as ph\n"
+                      "@ph.kernel\n@ph.autotune(BM=[8, 16], BN=[8])\n"
+                      "def k(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][K, N], Y: ph.tensor[ph.f32][M, N]):\n"
+                      "    Y[ph.ctx.block.x * BM:+BM, 0:+BN] = ph.dot(A[ph.ctx.block.x * BM:+BM, 0:+16], B[0:+16, 0:+BN])\n";
+    IrModule *m = tu_compile("k.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    DtSpec spec;
+    char err[128];
+    cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s", err);
+    DtReport rep;
+    cr_assert_eq(dt_compare_module(m, src, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "%s", rep.message);
+    cr_assert_eq(dt_compare_module(m, src, &spec, &dt_planted_backend, 3, NULL, &rep), DT_MISMATCH);
+    cr_expect_eq(rep.configs, 2);
+    cr_expect_eq(rep.failed, 2);
+    cr_expect_str_eq(rep.config, "k__BM_8__BN_8");
+    cr_expect(strstr(rep.message, "Y[0, 0]: back end") != NULL, "%s", rep.message);
+    cr_expect(strstr(rep.message, "1 of 180 elements differ") != NULL, "%s", rep.message);
+    cr_assert_eq(dt_compare_module(m, src, &spec, &dt_planted_backend, 3, "k__BM_16__BN_8", &rep), DT_MISMATCH);
+    cr_expect_eq(rep.configs, 1);
+    ir_module_free(m);
+}
+
+Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
+{
+    int reduced = 0;
+    for (uint64_t seed = 1; seed < 400 && reduced < 3; seed++) {
+        PhgenProgram *p = phgen_generate(seed, NULL);
+        char *src = phgen_source(p);
+        int runs = 0;
+        if (phgen_count_stmts(p) < 6 || !still_fails(src, phgen_spec(p), &runs)) {
+            free(src);
+            phgen_free(p);
+            continue;
+        }
+        int before = phgen_count_stmts(p);
+        int steps = phgen_reduce(p, still_fails, &runs, 2000);
+        char *small = phgen_source(p);
+        cr_assert(still_fails(small, phgen_spec(p), &runs), "the reduced program lost the failure:\n%s", small);
+        cr_expect_gt(steps, 0);
+        cr_expect_lt(phgen_count_stmts(p), before, "seed %llu", (unsigned long long)seed);
+        /* what is left: the dot's accumulator, its loop and update, and a store, give or take a let */
+        cr_expect_leq(phgen_count_stmts(p), 5, "seed %llu: %d statements left\n%s", (unsigned long long)seed,
+                      phgen_count_stmts(p), small);
+        cr_expect(strstr(small, "ph.dot") != NULL);
+        cr_expect(strstr(small, "# run: grid 1 1 1 ") != NULL, "%s", small);
+        cr_expect(strstr(small, "M=1 ") != NULL, "%s", small);
+        cr_expect_leq(strlen(small), strlen(src));
+        reduced++;
+        free(small);
+        free(src);
+        phgen_free(p);
+    }
+    cr_assert_eq(reduced, 3);
+}
+
+Test(phgen, the_regression_files_parse_and_run_in_the_interpreter)
+{
+    const char *dir = "tests/difftest/regressions";
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".ph")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *src = tu_read_file(path), err[256];
+        cr_assert_not_null(src);
+        DtSpec spec;
+        cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s: %s", path, err);
+        IrModule *m = ph_compile_file(path, NULL, stderr);
+        cr_assert_not_null(m, "%s", path);
+        DtReport rep;
+        cr_expect_eq(dt_compare_module(m, src, &spec, &dt_interp_backend, 1, NULL, &rep), DT_SAME, "%s: %s", path, rep.message);
+        ir_module_free(m);
+        free(src);
+        files++;
+    }
+    closedir(d);
+    cr_expect_gt(files, 0);
+}
+
+Test(phgen, run_specs_read_back_and_refuse_bad_text)
+{
+    DtSpec s, t;
+    dt_spec_init(&s);
+    s.grid[0] = 3;
+    dt_spec_set(&s, "M", 40);
+    dt_spec_set(&s, "s", -0.75);
+    char buf[256], err[128];
+    dt_spec_format(&s, buf, sizeof buf);
+    cr_assert_str_eq(buf, "grid 3 1 1 M=40 s=-0.75");
+    cr_assert_eq(dt_spec_parse(&t, buf, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(memcmp(&s, &t, sizeof s), 0);
+    cr_expect_eq(dt_spec_get(&t, "M", 0), 40);
+    cr_expect_eq(dt_spec_get(&t, "Q", 9), 9);
+    cr_expect_neq(dt_spec_parse(&t, "M=4", err, sizeof err), 0);
+    cr_expect(strstr(err, "grid") != NULL);
+    cr_expect_neq(dt_spec_parse(&t, "grid 0 1 1", err, sizeof err), 0);
+    cr_expect_neq(dt_spec_parse(&t, "grid 1 1 1 M=", err, sizeof err), 0);
+    cr_expect_neq(dt_spec_parse(&t, "grid 1 1 1 =3", err, sizeof err), 0);
+    cr_expect_neq(dt_spec_from_source(&t, "import phobos.lang as ph\n", err, sizeof err), 0);
+}
