@@ -91,11 +91,11 @@ $(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphobos.so
 
 # Suites that lower to PTX or use the runtime link libphobos.so.
 PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
-$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphobos.so
+$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsargs.h $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
+$(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsargs.h $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 

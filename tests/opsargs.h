@@ -1,0 +1,99 @@
+/* opsargs.h: the inputs of the kernels of tests/gpu/ops.ph, shared by the
+ * suites that run them (test_gpu_ops.c on the GPU against the interpreter,
+ * test_ops_ref.c in the interpreter against plain C): the dims and scalars
+ * of each kernel, and random tensors from one fixed seed, so both suites
+ * run every config on the same sizes. */
+#ifndef PHC_TESTS_OPSARGS_H
+#define PHC_TESTS_OPSARGS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "ir.h"
+
+/* The value of a dimension or scalar for a kernel: the table first, then defaults. */
+static inline int64_t value_for(const char *kernel, const char *name)
+{
+    static const struct { const char *kernel, *name; int64_t v; } table[] = {
+        {"widerow", "M", 9}, {"widerow", "N", 1000},
+        {"fdot", "K", 40},
+        {"fmadot", "k_len", 45}, {"fmadot_t", "k_len", 45}, {"fmadot_tr", "k_len", 45},
+        {"fmadot", "K", 45}, {"fmadot_t", "K", 45}, {"fmadot_tr", "K", 45},
+        {"bdot", "k_len", 48},
+        {"ctrl", "N", 500}, {"ctrl", "n", 37},
+        {"masks", "n", 300},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
+    if (!strcmp(name, "M")) return 100;
+    if (!strcmp(name, "N")) return 72;
+    if (!strcmp(name, "K")) return 48;
+    if (!strcmp(name, "G")) return 8;
+    return 37;
+}
+
+static inline size_t elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static inline double uniform(void)
+{
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static inline void fill(DType dt, void *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double x = (uniform() - 0.5) * 4.0;
+        switch (dt) {
+        case DT_F16: ((uint16_t *)p)[i] = ph_f32_to_f16((float)x); break;
+        case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)x); break;
+        case DT_I32: ((int32_t *)p)[i] = (int32_t)(x * 25); break;
+        default: ((float *)p)[i] = (float)x; break;
+        }
+    }
+}
+
+static inline double as_double(DType dt, const void *p, size_t i)
+{
+    switch (dt) {
+    case DT_F16: return ph_f16_to_f32(((const uint16_t *)p)[i]);
+    case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)p)[i]);
+    case DT_I32: return ((const int32_t *)p)[i];
+    default: return ((const float *)p)[i];
+    }
+}
+
+/* The interpreter's arguments for config f: each dim from value_for (a
+ * specialized dim from its meta-parameter), tensors filled at random in
+ * new buffers (bufs[i], count[i] elements), scalars from value_for. */
+static inline void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
+{
+    for (int i = 0; i < f->nparams; i++) {
+        const IrParam *p = &f->params[i];
+        memset(&args[i], 0, sizeof args[i]);
+        bufs[i] = NULL;
+        count[i] = 0;
+        if (!p->is_tensor) {
+            args[i].i = (int32_t)value_for(f->kernel, p->name);
+            args[i].f = 0.75f;
+            continue;
+        }
+        int64_t d[2] = {1, 1};
+        for (int a = 0; a < p->rank; a++) {
+            d[a] = p->dim_name[a] ? value_for(f->kernel, p->dim_name[a]) : p->dim_value[a];
+            for (int m = 0; m < f->nmeta && p->dim_name[a]; m++)
+                if (!strcmp(f->meta[m].name, p->dim_name[a])) d[a] = f->meta[m].value;
+        }
+        count[i] = (size_t)(d[0] * d[1]);
+        bufs[i] = malloc(count[i] * elem_bytes(p->dt));
+        fill(p->dt, bufs[i], count[i]);
+        args[i].data = bufs[i];
+        args[i].dims[0] = d[0];
+        args[i].dims[1] = p->rank == 2 ? d[1] : 0;
+    }
+}
+
+#endif
