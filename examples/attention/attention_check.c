@@ -1,7 +1,8 @@
 /* attention_check.c: runs the attention tutorial's four kernels as the
  * seed's `run` does and checks them as its `check` does: the output and
  * the three gradients against a reference written here in plain C in
- * double precision, max |got - ref| within atol 1e-2, rtol 0.
+ * double precision, each element within a tolerance scaled to its tensor
+ * (attn_tolerance below).
  *
  *   attention_check attention.ph [--size Z H N_CTX HEAD_DIM]
  *
@@ -89,6 +90,28 @@ static void attn_reference(const AttnSize *s, bool causal, const AttnBufs *b, At
     free(p);
 }
 
+/* ---- the tolerances ---- */
+
+/* Each output element must be within ATTN_RTOL |ref| + arms * rms(ref) of
+ * its reference. The seed's atol 1e-2 is fifty times the outputs' typical
+ * size (rms 0.02 to 0.07) and would pass a softmax that drops a key.
+ * ATTN_RTOL is four f16 half-ulps: the outputs are f16, and so are the
+ * probabilities and dS that the dots take. arms is about three times the
+ * largest error beyond ATTN_RTOL |ref| seen in the interpreter, as a share
+ * of rms(ref), over the tutorial's configs and those of
+ * bench/attention_tuned.ph, causal or not, at N_CTX 1024 (H 2) and 4096
+ * (H 4): out 0.8e-3 full, 3.1e-3 causal; dq, dk, dv 1.3e-3 full, 6.5e-3
+ * causal. The GPU rounds at the same places (f16 outputs and dot operands,
+ * f32 elsewhere); its approximate exp and log and its order of summation
+ * are orders below. A key dropped from the forward softmax at N_CTX 1024
+ * is an error of 1.35 rms (full) and 0.032 rms (causal) in out. */
+#define ATTN_RTOL 2e-3
+
+static double attn_tolerance(const char *output)
+{
+    return !strcmp(output, "out") ? 1e-2 : 2e-2;
+}
+
 /* ---- one pass of the check: causal or not ---- */
 
 static void attn_inputs(const AttnSize *s, AttnBufs *b)
@@ -130,7 +153,8 @@ static int attn_check_one(const HostLauncher *l, const AttnKernels *k, const Att
     for (int i = 0; i < 4; i++) {
         char name[32];
         snprintf(name, sizeof name, "%s %s", mode, names[i]);
-        failed += !host_check(name, DT_F16, got[i], ref[i], total, 1e-2, 0);
+        failed += !host_check_scaled(name, DT_F16, got[i], ref[i], total, ATTN_RTOL,
+                                     attn_tolerance(names[i]));
     }
     return failed;
 }
@@ -192,8 +216,8 @@ int main(int argc, char **argv)
     if (failed < 0)
         printf("attention: FAIL (a launch failed)\n");
     else
-        printf("attention Z %d H %d N_CTX %d HEAD_DIM %d (%s): %d of %d %s (atol 1e-2, rtol 0)\n",
-               s.z, s.h, s.n, s.d, l->name, checks - failed, checks, failed ? "FAIL" : "ok");
+        printf("attention Z %d H %d N_CTX %d HEAD_DIM %d (%s): %d of %d %s\n", s.z, s.h, s.n, s.d,
+               l->name, checks - failed, checks, failed ? "FAIL" : "ok");
     void *bufs[] = {b.q, b.k, b.v, b.dout, b.o, b.dq, b.dk, b.dv, b.lse, b.delta,
                     r.o, r.dq, r.dk, r.dv};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
