@@ -184,6 +184,26 @@ static inline bool host_check(const char *name, DType dt, const void *got, const
     return host_report(name, host_compare(dt, got, ref, n, atol, rtol), n);
 }
 
+static inline double host_rms(const double *ref, size_t n)
+{
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) sum += ref[i] * ref[i];
+    return n ? sqrt(sum / (double)n) : 0;
+}
+
+/* host_check with the absolute part of the tolerance scaled to the tensor:
+ * each element within rtol * |ref| + arms * rms(ref), so a tensor of small
+ * outputs is held to errors as small as its own, whatever its scale.
+ * Prints "NAME (within RTOL |ref| + ATOL) max diff D ok". */
+static inline bool host_check_scaled(const char *name, DType dt, const void *got, const double *ref,
+                                     size_t n, double rtol, double arms)
+{
+    double atol = arms * host_rms(ref, n);
+    char label[160];
+    snprintf(label, sizeof label, "%s (within %.3g |ref| + %.3g)", name, rtol, atol);
+    return host_report(label, host_compare(dt, got, ref, n, atol, rtol), n);
+}
+
 /* ---- the program and its kernels ---- */
 
 static inline IrModule *host_compile(const char *path)

@@ -104,7 +104,7 @@ static void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
 /* Compares count elements of a tensor of param p, got against the
  * interpreter's want (NaN matches NaN) within atol + rtol |want|; logs the
  * first few differences under the name who, and returns how many differ. */
-static int compare_tensor_within(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,
+static inline int compare_tensor_within(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,
                                  size_t count, double atol, double rtol)
 {
     int bad = 0;
@@ -120,7 +120,7 @@ static int compare_tensor_within(const char *who, const IrFunc *f, const IrParam
 /* The same, within the tolerances of one kernel's outputs: integers
  * exact; floats apart by the GPU's approximate exp/log/rsqrt and summation
  * order, and for 16-bit results by one rounding. */
-static int compare_tensor(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got, size_t count)
+static inline int compare_tensor(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got, size_t count)
 {
     double rtol = p->dt == DT_I32 ? 0 : p->dt == DT_F32 ? 2e-3 : 8e-3, atol = p->dt == DT_I32 ? 0 : 1e-4;
     return compare_tensor_within(who, f, p, want, got, count, atol, rtol);
