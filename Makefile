@@ -167,6 +167,9 @@ build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/em
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
 	    | grep -v 'libc\.so\|libm\.so\|libstdc++\|libgcc_s\|ld-linux\|libphobos\|libz\.so\|libzstd' \
 	    | xargs -r cp -L -t $(BUILD)/gpulibs
+	@# and libphobos.so without its static symbol table (9 MB of LLVM's): found
+	@# first through LD_LIBRARY_PATH, so build/libphobos.so need not travel
+	strip --strip-unneeded $(BUILD)/libphobos.so -o $(BUILD)/gpulibs/libphobos.so
 
 # Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)
