@@ -107,9 +107,11 @@ $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h
 CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
               -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
-                            examples/host.h examples/attention/attention_host.h $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+                            examples/host.h examples/attention/attention_host.h $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a \
+                            tests/difftest/difftest.c tests/difftest/difftest.h tests/difftest/difftest_cpusim.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
+	    tests/difftest/difftest.c tests/difftest/difftest_cpusim.c \
 	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----

@@ -200,15 +200,23 @@ static Slots new_slots(int n, const Layout *lay)
 
 /* ---- where a slot lives ---- */
 
+/* A slot holds element (row, col) where valid holds. valid is the AND of
+ * three parts, kept apart for reductions: row_ok and col_ok (the position
+ * lies inside the tile along that axis; a layout's pattern of threads may
+ * be larger than the tile) and active (this thread computes the slot at
+ * all: the idle warps of an MMA layout do not). The copies of an element
+ * (a slice's threads along its reduced axis) all hold it; owner picks the
+ * one that writes it. */
 typedef struct {
     LLVMValueRef row, col;   /* i32 */
     LLVMValueRef valid;      /* i1, or NULL: always */
+    LLVMValueRef row_ok, col_ok, active;   /* i1 each, or NULL: always */
     LLVMValueRef owner;      /* i1, or NULL: this slot is the one copy that writes */
 } SlotPos;
 
 static SlotPos slot_pos(Cg *c, const Layout *l, int s)
 {
-    SlotPos p = {NULL, NULL, NULL, NULL};
+    SlotPos p = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     switch (l->kind) {
     case LAY_BLOCKED: {
         int lanes_r = 32 / l->tc, ctar = lanes_r * l->wr, ctac = l->v * l->tc * l->wc;
@@ -218,9 +226,8 @@ static SlotPos slot_pos(Cg *c, const Layout *l, int s)
         LLVMValueRef lr = udiv(c, c->lane, l->tc), lc = urem(c, c->lane, l->tc);
         p.row = add(c, i32c(c, (int64_t)rr * ctar), add(c, mul(c, wr_i, lanes_r), lr));
         p.col = add(c, i32c(c, (int64_t)rc * ctac + j), add(c, mul(c, wc_i, (int64_t)l->v * l->tc), mul(c, lc, l->v)));
-        if ((int64_t)(rr + 1) * ctar > l->rows) p.valid = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
-        if ((int64_t)(rc + 1) * ctac > l->cols)
-            p.valid = and1(c, p.valid, LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), ""));
+        if ((int64_t)(rr + 1) * ctar > l->rows) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
+        if ((int64_t)(rc + 1) * ctac > l->cols) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
         break;
     }
     case LAY_MMA: {
@@ -232,13 +239,17 @@ static SlotPos slot_pos(Cg *c, const Layout *l, int s)
         LLVMValueRef g = udiv(c, c->lane, 4), t4 = urem(c, c->lane, 4);
         p.row = add(c, add(c, mul(c, wm_i, (int64_t)l->tm * 16), i32c(c, (int64_t)im * 16 + 8 * (i >> 1))), g);
         p.col = add(c, add(c, mul(c, wn_i, (int64_t)l->tn * 8), i32c(c, (int64_t)in * 8 + (i & 1))), mul(c, t4, 2));
-        p.valid = active;
+        p.active = active;
         break;
     }
     case LAY_SLICE: {
         SlotPos q = slot_pos(c, l->parent, s);
         const Layout *pl = l->parent;
-        p.valid = q.valid;
+        /* every copy along the reduced axis holds the element, those whose
+         * parent position lies past the tile on that axis too */
+        p.active = q.active;
+        if (l->axis == 1) p.row_ok = q.row_ok;
+        else p.col_ok = q.col_ok;
         LLVMValueRef own = q.owner;
         /* of the copies of an element, the one in the first lane, warp and slot along the reduced axis */
         if (pl->kind == LAY_MMA) {
@@ -273,6 +284,7 @@ static SlotPos slot_pos(Cg *c, const Layout *l, int s)
         break;
     }
     }
+    p.valid = and1(c, p.active, and1(c, p.row_ok, p.col_ok));
     return p;
 }
 
@@ -707,24 +719,28 @@ static void emit_reduce(Cg *c, const IrOp *op)
         for (int g = 0; g < rp.ngroups; g++) first[g] = -1;
         for (int k = 0; k < s.n; k++)
             if (first[rp.group[k]] < 0) first[rp.group[k]] = k;
-        LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp.ngroups);
+        /* An output element exists where its slot of the result (a slice)
+         * is valid: the kept axis only. Every warp writes its partial, the
+         * identity for a warp whose rows (columns) all lie past the tile,
+         * since every warp's is read; every copy reads the total. */
+        LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp.ngroups), *kept = xmalloc(sizeof *kept * (size_t)rp.ngroups);
         for (int g = 0; g < rp.ngroups; g++) {
-            SlotPos p = slot_pos(c, l, first[g]);
+            SlotPos p = slot_pos(c, out_l, first[g]);
             pos[g] = op->axis == 1 ? p.row : p.col;
+            kept[g] = p.valid;
             LLVMValueRef lead = op->axis == 1
                 ? (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), "")
                                       : LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, l->tc), i32c(c, 0), ""))
                 : (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), "")
                                       : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
-            Guard gd = guard_begin(c, and1(c, p.valid, lead));
+            Guard gd = guard_begin(c, and1(c, kept[g], lead));
             LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
             smem_store(c, add(c, mul(c, rp.warp_index, len), pos[g]), w);
             guard_end(c, gd);
         }
         barrier(c);
         for (int g = 0; g < rp.ngroups; g++) {
-            SlotPos p = slot_pos(c, l, first[g]);
-            LLVMValueRef at = p.valid ? LLVMBuildSelect(c->b, p.valid, pos[g], i32c(c, 0), "") : pos[g];
+            LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
             LLVMValueRef acc = reduce_identity(c, r, isint);
             for (int w = 0; w < rp.nwarps; w++) {
                 LLVMValueRef x = smem_load(c, add(c, at, i32c(c, (int64_t)w * len)));
@@ -734,6 +750,7 @@ static void emit_reduce(Cg *c, const IrOp *op)
         }
         free(first);
         free(pos);
+        free(kept);
     }
     Slots out = new_slots(s.n, out_l);
     for (int k = 0; k < s.n; k++) out.v[k] = isint ? part[rp.group[k]] : from_f32(c, part[rp.group[k]], t.dt);

@@ -6,13 +6,18 @@
  * tensor must be untouched, so a store outside a tensor is caught even
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
- * a small size. The executor's own checks of bad launches are tested too. */
+ * a small size. Every past finding of the random-program fuzzer (the .ph
+ * files of tests/difftest/regressions/) runs here too, through the
+ * difftest engine, on the inputs `cpufuzz --regress` gives it. The
+ * executor's own checks of bad launches are tested too. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <sys/mman.h>
 
 #include "attention/attention_host.h"
 #include "cpusim.h"
+#include "difftest.h"
 #include "opsharness.h"
 #include "testutil.h"
 
@@ -251,4 +256,35 @@ Test(cpusim, bad_launches_are_refused_with_a_message)
     cpusim *none_loaded = (cpusim *)1;
     cr_expect_eq(cpusim_load(NULL, &none_loaded, err, sizeof err), PH_ERR_INVALID);
     cr_expect_null(none_loaded);
+}
+
+/* Each regression file is a program and its run spec (its "# run:" line);
+ * every config must agree with the interpreter on the inputs of seed 1. */
+Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
+{
+    const char *dir = "tests/difftest/regressions";
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int files = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (n < 4 || strcmp(e->d_name + n - 3, ".ph")) continue;
+        char path[512], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        char *src = tu_read_file(path);
+        cr_assert_not_null(src, "%s", path);
+        DtSpec spec;
+        cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s: %s", path, err);
+        IrModule *m = ph_compile_file(path, NULL, stderr);
+        cr_assert_not_null(m, "%s", path);
+        DtReport rep;
+        DtVerdict v = dt_compare_module(m, src, &spec, &dt_cpusim_backend, 1, NULL, &rep);
+        cr_expect_eq(v, DT_SAME, "%s: %s in %s: %s", path, dt_verdict_name(v), rep.config, rep.message);
+        ir_module_free(m);
+        free(src);
+        files++;
+    }
+    closedir(d);
+    cr_expect_gt(files, 0);
 }
