@@ -128,6 +128,7 @@ $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $
 # cpufuzz: the same driver over the CPU executor of generated code (linked
 # like test_cpusim), to fuzz the code generator without a GPU:
 #   build/tests/cpufuzz --seconds N [--seed S]
+# make cpufuzz-check (part of make check) and make cpufuzz run it.
 $(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h \
                         $(DIFFTEST_DEPS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
@@ -144,6 +145,25 @@ GPUFUZZ_SEED    ?= $$(date +%s)
 gpufuzz:
 	LD_LIBRARY_PATH="$(BUILD)/gpulibs$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" $(BUILD)/tests/gpufuzz --backend gpu \
 	    --seed $(GPUFUZZ_SEED) $(if $(GPUFUZZ_COUNT),--count $(GPUFUZZ_COUNT),--seconds $(GPUFUZZ_SECONDS)) --out $(BUILD)/gpufuzz
+
+# The regressions and a fixed batch of 200 programs (about 30 s) on the CPU
+# executor of generated code, against the interpreter; both run, and either
+# failing fails the target. Plain build only: the executor runs JIT-compiled
+# code, which the sanitizers do not follow.
+.PHONY: cpufuzz-check cpufuzz
+cpufuzz-check: $(BUILD)/tests/cpufuzz
+	@status=0; \
+	$(BUILD)/tests/cpufuzz --out $(BUILD)/cpufuzz --regress tests/difftest/regressions/*.ph || status=1; \
+	$(BUILD)/tests/cpufuzz --seed 1 --count 200 --no-reduce --out $(BUILD)/cpufuzz || status=1; \
+	exit $$status
+
+# Random seeds for CPUFUZZ_SECONDS (or CPUFUZZ_COUNT programs), findings
+# reduced into $(BUILD)/cpufuzz/ (docs/testing.md).
+CPUFUZZ_SECONDS ?= 600
+CPUFUZZ_SEED    ?= $$(date +%s)
+cpufuzz: $(BUILD)/tests/cpufuzz
+	$(BUILD)/tests/cpufuzz --seed $(CPUFUZZ_SEED) \
+	    $(if $(CPUFUZZ_COUNT),--count $(CPUFUZZ_COUNT),--seconds $(CPUFUZZ_SECONDS)) --out $(BUILD)/cpufuzz
 
 $(BUILD)/tests/%: tests/%.c tests/testutil.h $(BUILD)/libphc.a
 $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.a
@@ -207,6 +227,8 @@ check: deps
 	@# every Criterion suite, plain and sanitized, in one closing line
 	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } /^\[SKIP\]/ { s++ } \
 	    END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }'
+	@# last, so that its findings do not hide the suites' results
+	$(MAKE) cpufuzz-check
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.

@@ -1122,6 +1122,7 @@ static LLVMValueRef convert(Cg *c, LLVMValueRef v, DType from, DType to)
 /* ---- blocks and control flow ---- */
 
 static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded);
+static void free_yielded(Slots *yielded, int n);
 
 static LLVMTypeRef value_ty(Cg *c, ValueId v) { return dtype_ty(c, vtype(c, v).dt); }
 
@@ -1172,7 +1173,7 @@ static void emit_for(Cg *c, const IrOp *op)
             LLVMAddIncoming(c->vals[body->args[1 + i]].v[s], &y[i].v[s], &latch, 1);
     LLVMBuildBr(c->b, head);
     cache_truncate(c, mark);
-    free(y);
+    free_yielded(y, ncar);
     LLVMPositionBuilderAtEnd(c->b, done);
 }
 
@@ -1204,19 +1205,29 @@ static void emit_if(Cg *c, const IrOp *op)
         }
         c->vals[op->res[i]] = r;
     }
-    free(yt);
-    free(ye);
+    free_yielded(yt, nres);
+    free_yielded(ye, nres);
 }
 
 /* Yielded values in the layouts of what they flow into (the loop's block
- * arguments, the if's results), converted here, before the branch. */
+ * arguments, the if's results), converted here, before the branch. Each is
+ * a copy that the for or if frees: a conversion lives in the cache, which
+ * forgets (frees) it when its region ends, before the phis are built. */
 static void emit_yield(Cg *c, const IrOp *op, const IrOp *parent, Slots *yielded)
 {
     for (int j = 0; j < op->nargs; j++) {
         ValueId target = parent->kind == OP_FOR ? parent->body->args[1 + j] : parent->res[j];
         const Layout *l = carried_layout(c, target);
-        yielded[j] = l ? get(c, op->args[j], l) : c->vals[op->args[j]];
+        Slots s = l ? get(c, op->args[j], l) : c->vals[op->args[j]];
+        yielded[j] = new_slots(s.n, s.lay);
+        memcpy(yielded[j].v, s.v, sizeof *s.v * (size_t)s.n);
     }
+}
+
+static void free_yielded(Slots *yielded, int n)
+{
+    for (int i = 0; i < n; i++) free(yielded[i].v);
+    free(yielded);
 }
 
 static void emit_elementwise(Cg *c, const IrOp *op)

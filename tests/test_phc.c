@@ -161,6 +161,28 @@ Test(phc, ptx_llvm_and_readable_O0)
     cr_expect(strstr(out, "define ptx_kernel void @vecadd__BLOCK_128(") != NULL, "%.300s", out);
     free(out); free(err);
 }
+/* An if's branch that yields a value built or converted there (a splat, a
+ * transposed tile), beside returns nested in ifs and loops: the yielded
+ * slots once lived in the code generator's cache of conversions, which
+ * freed them when the branch ended, before the phis read them, and phc died
+ * of a segfault. */
+Test(phc, branches_yielding_built_values_beside_returns_compile)
+{
+    static const char *const files[] = {
+        "if-return-yields-splat", "elif-return-yields-converted", "loop-return-in-nested-if",
+        "loop-body-ends-in-return", "deep-if-loop-return",
+    };
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char args[256], *out, *err;
+        snprintf(args, sizeof args, "-O0 --emit=llvm tests/difftest/regressions/%s.ph", files[i]);
+        cr_assert_eq(phc(args, &out, &err), 0, "phc %s:\n%s", args, err);
+        cr_expect(strstr(out, "define ptx_kernel void @fuzz") != NULL, "%s: %.300s", files[i], out);
+        /* the splat 1.0 flows into the if's result from the else side */
+        if (i == 0) cr_expect(strstr(out, "phi float [ %") && strstr(out, ", [ 1.000000e+00, %"), "%s", out);
+        free(out); free(err);
+    }
+}
+
 
 Test(phc, cubin_through_ptxas)
 {
