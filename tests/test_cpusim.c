@@ -345,8 +345,8 @@ Test(cpusim, a_missing_barrier_is_reported_as_a_race)
 
 /* Hand-written in place of exchange's code: each thread writes its id to
  * scratch word tid, then (after a barrier, or not) reads its warp
- * neighbour's word (its previous lane's, lane 0 the last's) and stores it,
- * as a float, to Y[tid]. */
+ * neighbour's word (its previous lane's, lane 0 the last's) plus SKIP and
+ * stores it, as a float, to Y[tid]. */
 static const char *NEIGHBOUR_IR =
     "@exchange_scratch = internal addrspace(3) global [1024 x i32] undef, align 16\n"
     "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
@@ -363,7 +363,8 @@ static const char *NEIGHBOUR_IR =
     "  %lane = and i32 %prev, 31\n"
     "  %warp = and i32 %t, -32\n"
     "  %n = or i32 %warp, %lane\n"
-    "  %theirs = getelementptr i32, ptr addrspace(3) @exchange_scratch, i32 %n\n"
+    "  %past = add i32 %n, SKIP\n"
+    "  %theirs = getelementptr i32, ptr addrspace(3) @exchange_scratch, i32 %past\n"
     "  %v = load i32, ptr addrspace(3) %theirs, align 4\n"
     "  %f = sitofp i32 %v to float\n"
     "  %out = getelementptr float, ptr addrspace(1) %Y, i32 %t\n"
@@ -371,12 +372,20 @@ static const char *NEIGHBOUR_IR =
     "  ret void\n"
     "}\n";
 
-static ph_status run_neighbour(const IrModule *m, bool with_barrier, float *y, char *err, size_t errlen)
+/* text with the first occurrence of key replaced by value, in buf */
+static void substitute(char *buf, size_t n, const char *text, const char *key, const char *value)
 {
-    char ir[2048];
-    const char *at = strstr(NEIGHBOUR_IR, "BARRIER");
-    snprintf(ir, sizeof ir, "%.*s%s%s", (int)(at - NEIGHBOUR_IR), NEIGHBOUR_IR, with_barrier ? BARRIER_CALL : "",
-             at + strlen("BARRIER"));
+    const char *at = strstr(text, key);
+    cr_assert_not_null(at);
+    snprintf(buf, n, "%.*s%s%s", (int)(at - text), text, value, at + strlen(key));
+}
+
+static ph_status run_neighbour(const IrModule *m, bool with_barrier, int skip, float *y, char *err, size_t errlen)
+{
+    char ir[2048], tmp[2048], words[16];
+    snprintf(words, sizeof words, "%d", skip);
+    substitute(tmp, sizeof tmp, NEIGHBOUR_IR, "BARRIER", with_barrier ? BARRIER_CALL : "");
+    substitute(ir, sizeof ir, tmp, "SKIP", words);
     cpusim *s = NULL;
     cr_assert_eq(cpusim_load_llvm(m, ir, &s, err, errlen), PH_OK, "%s", err);
     static float x[64 * 64];
@@ -399,11 +408,28 @@ Test(cpusim, a_read_of_another_threads_write_needs_a_barrier_even_in_a_warp)
     cr_assert_geq(T, 32);
     static float y[64 * 64];
     char err[1024];
-    cr_assert_eq(run_neighbour(m, true, y, err, sizeof err), PH_OK, "%s", err);
+    cr_assert_eq(run_neighbour(m, true, 0, y, err, sizeof err), PH_OK, "%s", err);
     for (int t = 0; t < T; t++) cr_assert_eq(y[t], (float)((t & ~31) | ((t + 31) & 31)), "Y[%d] = %g", t, y[t]);
 
-    cr_assert_eq(run_neighbour(m, false, y, err, sizeof err), PH_ERR_INVALID);
+    cr_assert_eq(run_neighbour(m, false, 0, y, err, sizeof err), PH_ERR_INVALID);
     cr_expect_str_eq(err, "exchange: shared-memory race in block (0, 0, 0): thread 1 reads byte 0 of exchange_scratch "
                           "(in exchange, block %read) that thread 0 wrote (in exchange, block %entry) with no barrier between");
+    ir_module_free(m);
+}
+
+/* A read of a word no thread wrote gets on the GPU what an earlier block
+ * (or kernel) left there: reported at the next barrier or the block's end. */
+Test(cpusim, a_read_of_shared_memory_the_block_never_wrote_is_reported)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    cr_assert_leq(m->funcs[0]->threads, 512);
+    static float y[64 * 64];
+    char err[1024];
+    cr_assert_eq(run_neighbour(m, true, 512, y, err, sizeof err), PH_ERR_INVALID);
+    cr_expect_str_eq(err, "exchange: block (0, 0, 0) thread 0 reads byte 2172 of exchange_scratch (in exchange, block %read), "
+                          "which no thread of the block wrote before");
     ir_module_free(m);
 }

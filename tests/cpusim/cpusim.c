@@ -24,7 +24,9 @@
  * ldmatrix row) reports itself to the executor first; a shadow of every
  * shared byte keeps its last writer and its readers with the barrier epoch
  * of each, and a read of another thread's write, a write over another
- * thread's read, or two threads' writes within one epoch end the launch. */
+ * thread's read, or two threads' writes within one epoch end the launch;
+ * so does a read of a byte no thread of the block wrote before it (on the
+ * GPU, what an earlier block left there), at the epoch's end. */
 #define _GNU_SOURCE
 #include "cpusim.h"
 #include "codegen.h"
@@ -82,7 +84,7 @@ typedef struct {
  * is not itself when there is one. */
 #define NO_THREAD 0xffff
 typedef struct {
-    uint32_t w_epoch, r_epoch;
+    uint64_t w_epoch, r_epoch;
     uint16_t writer, reader[2];
     int32_t w_site, r_site[2];
 } ByteShadow;
@@ -103,7 +105,7 @@ struct cpusim {
     int nstacks;
     char **sites;                          /* each instrumented access: "function, block %name" */
     int nsites;
-    uint32_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
+    uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
 };
 
 /* ---- a launch in progress ---- */
@@ -127,6 +129,14 @@ typedef struct {
     Thread *th;
     ucontext_t sched;
     bool in_thread;         /* a fiber runs: a memory fault is the kernel's */
+    uint64_t block_epoch;   /* the epoch the block started in: a write before it is another block's */
+    struct {                /* the first read, this epoch, of a byte the block had not written */
+        bool seen;
+        int thread;
+        size_t byte;
+        const SharedArea *area;
+        int32_t site;
+    } unwritten;
     bool failed;
     char msg[640];
 } Launch;
@@ -184,13 +194,8 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
 enum { ACCESS_READ, ACCESS_WRITE };
 
 /* Starts a barrier epoch: what threads did before no longer races with
- * what they do next. Epoch 0 means never, so a wrap forgets every byte. */
-static void next_epoch(cpusim *s)
-{
-    if (++s->epoch) return;
-    for (int i = 0; i < s->nshared; i++) memset(s->shared[i].shadow, 0, s->shared[i].bytes * sizeof *s->shared[i].shadow);
-    s->epoch = 1;
-}
+ * what they do next. Epoch 0 is never (a fresh shadow). */
+static void next_epoch(cpusim *s) { s->epoch++; }
 
 static const char *site_name(const cpusim *s, int32_t site)
 {
@@ -230,9 +235,12 @@ static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes,
         return false;
     }
     size_t off = addr - (uintptr_t)a->addr;
-    uint32_t e = s->epoch;
+    uint64_t e = s->epoch;
     for (size_t i = off; i < off + bytes; i++) {
         ByteShadow *b = &a->shadow[i];
+        if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
+            L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
+            L->unwritten.site = site;
         if (b->w_epoch == e && b->writer != t) {
             race_fail(L, t, kind, site, a, i, b->writer, true, b->w_site);
             return false;
@@ -253,6 +261,20 @@ static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes,
         }
     }
     return true;
+}
+
+/* At a barrier or the block's end: a read of a byte the block had not
+ * written (on the GPU, what an earlier block left there, or garbage) fails
+ * the launch, unless a thread wrote it later in the epoch, which was
+ * reported as a race. */
+static bool end_epoch(Launch *L)
+{
+    if (L->unwritten.seen && !L->failed)
+        launch_fail(L, "block (%u, %u, %u) thread %d reads byte %zu of %s (in %s), which no thread of the block wrote before",
+                    L->block[0], L->block[1], L->block[2], L->unwritten.thread, L->unwritten.byte, L->unwritten.area->name,
+                    site_name(L->s, L->unwritten.site));
+    L->unwritten.seen = false;
+    return !L->failed;
 }
 
 /* Called by the instrumented code before each access of shared memory.
@@ -450,6 +472,8 @@ static void run_block(Launch *L)
         th->st = TH_READY;
     }
     next_epoch(L->s);
+    L->block_epoch = L->s->epoch;
+    L->unwritten.seen = false;
     for (;;) {
         for (int t = 0; t < L->T && !L->failed; t++)
             if (L->th[t].st == TH_READY) {
@@ -467,8 +491,12 @@ static void run_block(Launch *L)
             at_barrier += L->th[t].st == TH_BARRIER;
             at_warp += L->th[t].st == TH_WARP;
         }
-        if (!live) return;
+        if (!live) {
+            end_epoch(L);
+            return;
+        }
         if (at_barrier == live) {
+            if (!end_epoch(L)) return;
             for (int t = 0; t < L->T; t++)
                 if (L->th[t].st == TH_BARRIER) L->th[t].st = TH_READY;
             next_epoch(L->s);

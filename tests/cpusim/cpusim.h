@@ -39,7 +39,8 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
  * thread reads a byte another wrote, writes one another read, or two
  * write it: the message names the block, both threads and accesses, the
  * byte's offset in its shared area and the basic blocks of both
- * accesses), a shared access outside the shared areas, a bad ldmatrix
+ * accesses), a read of shared memory no thread of the block wrote before,
+ * a shared access outside the shared areas, a bad ldmatrix
  * address, or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
