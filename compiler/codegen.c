@@ -716,7 +716,10 @@ static void emit_reduce(Cg *c, const IrOp *op)
                                       : LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, l->tc), i32c(c, 0), ""))
                 : (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), "")
                                       : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
-            Guard gd = guard_begin(c, and1(c, p.valid, lead));
+            /* a warp whose share of the reduced axis lies past the tile writes
+             * its partial too (the identity): the reader combines every warp's */
+            LLVMValueRef kept = l->kind == LAY_MMA || !p.valid ? p.valid : LLVMBuildICmp(c->b, LLVMIntULT, pos[g], i32c(c, len), "");
+            Guard gd = guard_begin(c, and1(c, kept, lead));
             LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
             smem_store(c, add(c, mul(c, rp.warp_index, len), pos[g]), w);
             guard_end(c, gd);
