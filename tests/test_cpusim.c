@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "attention/attention_host.h"
+#include "codegen.h"
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"
@@ -287,4 +288,184 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
     }
     closedir(d);
     cr_expect_gt(files, 0);
+}
+
+/* ---- shared-memory races ---- */
+
+/* A transpose and a row sum, both exchanged through the scratch area
+ * between barriers. */
+static const char *EXCHANGE =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "def exchange(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N]):\n"
+    "    r0: ph.let = ph.ctx.block.x * 32\n"
+    "    Y[r0:+32, 0:+64] = ph.transpose(X[0:+64, r0:+32]) + ph.rowsum(X[r0:+32, 0:+64])\n";
+
+#define BARRIER_CALL "call void @llvm.nvvm.barrier0()"
+
+/* llvm_ir with its which-th barrier call taken out, or every one when
+ * which is -1; *calls receives how many there were. */
+static char *without_barrier(const char *llvm_ir, int which, int *calls)
+{
+    char *out = strdup(llvm_ir);
+    *calls = 0;
+    for (char *p = out; (p = strstr(p, BARRIER_CALL)); p += strlen(BARRIER_CALL)) {
+        char *line = p;
+        while (line > out && line[-1] != '\n') line--;
+        bool is_call = strncmp(line, "declare", 7) != 0;
+        if (is_call && (which < 0 || which == *calls)) memset(line, ' ', (size_t)(p - line) + strlen(BARRIER_CALL));
+        *calls += is_call;
+    }
+    return out;
+}
+
+/* Runs exchange over 2 blocks of a 64 x 64 X; PH_OK only if Y is right. */
+static ph_status run_exchange(const IrModule *m, const char *llvm_ir, char *err, size_t errlen)
+{
+    cpusim *s = NULL;
+    cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
+    static float x[64 * 64], y[64 * 64];
+    for (int i = 0; i < 64 * 64; i++) x[i] = (float)(i % 61) * 0.25f, y[i] = -1;
+    ph_arg args[2] = {ph_tensor2((uintptr_t)x, 64, 64), ph_tensor2((uintptr_t)y, 64, 64)};
+    unsigned grid[3] = {2, 1, 1};
+    ph_status st = cpusim_launch(s, m->funcs[0]->name, grid, args, 2, err, errlen);
+    for (int i = 0; st == PH_OK && i < 64; i++) {
+        float sum = 0;
+        for (int k = 0; k < 64; k++) sum += x[i * 64 + k];
+        for (int j = 0; j < 64; j++)
+            cr_assert_float_eq(y[i * 64 + j], x[j * 64 + i] + sum, 1e-3, "Y[%d, %d] = %g", i, j, y[i * 64 + j]);
+    }
+    cpusim_free(s);
+    return st;
+}
+
+Test(cpusim, a_missing_barrier_is_reported_as_a_race)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
+    char *text = NULL, err[1024];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, sizeof err), 0, "%s", err);
+
+    cr_expect_eq(run_exchange(m, text, err, sizeof err), PH_OK, "the barrier-separated exchange: %s", err);
+
+    /* the conversion is: barrier, every thread writes, barrier, every
+     * thread reads what others wrote */
+    int calls;
+    char *racy = without_barrier(text, -1, &calls);
+    cr_assert_eq(calls, 2, "the exchange has %d barriers, not 2 (see codegen.c, convert)", calls);
+    cr_expect_eq(run_exchange(m, racy, err, sizeof err), PH_ERR_INVALID, "no barriers, no race seen");
+    cr_expect(strstr(err, "exchange: shared-memory race in block (0, 0, 0): thread "), "%s", err);
+    cr_expect(strstr(err, " of exchange_scratch (in exchange, block %ldd) that thread "), "%s", err);
+    cr_expect(strstr(err, "with no barrier between"), "%s", err);
+    free(racy);
+
+    /* the first barrier guards nothing here: no thread used the scratch
+     * area before it */
+    racy = without_barrier(text, 0, &calls);
+    cr_expect_eq(run_exchange(m, racy, err, sizeof err), PH_OK, "a needless barrier taken out: %s", err);
+    free(racy);
+
+    /* without the second, thread 0 reads words threads 1.. have yet to
+     * write; the first of them to write one is caught */
+    racy = without_barrier(text, 1, &calls);
+    cr_expect_eq(run_exchange(m, racy, err, sizeof err), PH_ERR_INVALID, "the barrier between write and read taken out, no race seen");
+    cr_expect(strstr(err, "race in block (0, 0, 0): thread ") && strstr(err, " writes byte ") && strstr(err, "that thread 0 read"),
+              "%s", err);
+    free(racy);
+    free(text);
+    ir_module_free(m);
+}
+
+/* Hand-written in place of exchange's code: each thread writes its id to
+ * scratch word tid, then (after a barrier, or not) reads its warp
+ * neighbour's word (its previous lane's, lane 0 the last's) plus SKIP and
+ * stores it, as a float, to Y[tid]. */
+static const char *NEIGHBOUR_IR =
+    "@exchange_scratch = internal addrspace(3) global [1024 x i32] undef, align 16\n"
+    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "declare void @llvm.nvvm.barrier0()\n"
+    "define ptx_kernel void @exchange(ptr addrspace(1) %X, i64 %0, i64 %1, ptr addrspace(1) %Y, i64 %2, i64 %3) {\n"
+    "entry:\n"
+    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "  %mine = getelementptr i32, ptr addrspace(3) @exchange_scratch, i32 %t\n"
+    "  store i32 %t, ptr addrspace(3) %mine, align 4\n"
+    "  br label %read\n"
+    "read:\n"
+    "  BARRIER\n"
+    "  %prev = add i32 %t, 31\n"
+    "  %lane = and i32 %prev, 31\n"
+    "  %warp = and i32 %t, -32\n"
+    "  %n = or i32 %warp, %lane\n"
+    "  %past = add i32 %n, SKIP\n"
+    "  %theirs = getelementptr i32, ptr addrspace(3) @exchange_scratch, i32 %past\n"
+    "  %v = load i32, ptr addrspace(3) %theirs, align 4\n"
+    "  %f = sitofp i32 %v to float\n"
+    "  %out = getelementptr float, ptr addrspace(1) %Y, i32 %t\n"
+    "  store float %f, ptr addrspace(1) %out, align 4\n"
+    "  ret void\n"
+    "}\n";
+
+/* text with the first occurrence of key replaced by value, in buf */
+static void substitute(char *buf, size_t n, const char *text, const char *key, const char *value)
+{
+    const char *at = strstr(text, key);
+    cr_assert_not_null(at);
+    snprintf(buf, n, "%.*s%s%s", (int)(at - text), text, value, at + strlen(key));
+}
+
+static ph_status run_neighbour(const IrModule *m, bool with_barrier, int skip, float *y, char *err, size_t errlen)
+{
+    char ir[2048], tmp[2048], words[16];
+    snprintf(words, sizeof words, "%d", skip);
+    substitute(tmp, sizeof tmp, NEIGHBOUR_IR, "BARRIER", with_barrier ? BARRIER_CALL : "");
+    substitute(ir, sizeof ir, tmp, "SKIP", words);
+    cpusim *s = NULL;
+    cr_assert_eq(cpusim_load_llvm(m, ir, &s, err, errlen), PH_OK, "%s", err);
+    static float x[64 * 64];
+    ph_arg args[2] = {ph_tensor2((uintptr_t)x, 64, 64), ph_tensor2((uintptr_t)y, 64, 64)};
+    unsigned grid[3] = {1, 1, 1};
+    ph_status st = cpusim_launch(s, "exchange", grid, args, 2, err, errlen);
+    cpusim_free(s);
+    return st;
+}
+
+/* Lanes of one warp are no exception: the code generator never relies on
+ * a warp's lanes running in lockstep. */
+Test(cpusim, a_read_of_another_threads_write_needs_a_barrier_even_in_a_warp)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    int T = m->funcs[0]->threads;
+    cr_assert_geq(T, 32);
+    static float y[64 * 64];
+    char err[1024];
+    cr_assert_eq(run_neighbour(m, true, 0, y, err, sizeof err), PH_OK, "%s", err);
+    for (int t = 0; t < T; t++) cr_assert_eq(y[t], (float)((t & ~31) | ((t + 31) & 31)), "Y[%d] = %g", t, y[t]);
+
+    cr_assert_eq(run_neighbour(m, false, 0, y, err, sizeof err), PH_ERR_INVALID);
+    cr_expect_str_eq(err, "exchange: shared-memory race in block (0, 0, 0): thread 1 reads byte 0 of exchange_scratch "
+                          "(in exchange, block %read) that thread 0 wrote (in exchange, block %entry) with no barrier between");
+    ir_module_free(m);
+}
+
+/* A read of a word no thread wrote gets on the GPU what an earlier block
+ * (or kernel) left there: reported at the next barrier or the block's end. */
+Test(cpusim, a_read_of_shared_memory_the_block_never_wrote_is_reported)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    cr_assert_leq(m->funcs[0]->threads, 512);
+    static float y[64 * 64];
+    char err[1024];
+    cr_assert_eq(run_neighbour(m, true, 512, y, err, sizeof err), PH_ERR_INVALID);
+    cr_expect_str_eq(err, "exchange: block (0, 0, 0) thread 0 reads byte 2172 of exchange_scratch (in exchange, block %read), "
+                          "which no thread of the block wrote before");
+    ir_module_free(m);
 }

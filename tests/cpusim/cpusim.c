@@ -17,7 +17,16 @@
  * at the barrier, all resume (an exited thread no longer counts, as with
  * bar.sync); anything else is a deadlock. Shared memory (the module's
  * addrspace(3) globals) is filled with 0xff bytes, a NaN in every float
- * format, before each block, so reading what no thread wrote shows. */
+ * format, before each block, so reading what no thread wrote shows.
+ *
+ * Races: the schedule is sequential, so a missing barrier would go
+ * unseen. Every load and store through an addrspace(3) pointer (and each
+ * ldmatrix row) reports itself to the executor first; a shadow of every
+ * shared byte keeps its last writer and its readers with the barrier epoch
+ * of each, and a read of another thread's write, a write over another
+ * thread's read, or two threads' writes within one epoch end the launch;
+ * so does a read of a byte no thread of the block wrote before it (on the
+ * GPU, what an earlier block left there), at the epoch's end. */
 #define _GNU_SOURCE
 #include "cpusim.h"
 #include "codegen.h"
@@ -69,7 +78,18 @@ typedef struct {
     void (*entry)(const uint64_t *slots);
 } SimKernel;
 
-typedef struct { char *name; unsigned char *addr; size_t bytes; } SharedArea;
+/* The race shadow of one shared byte: who wrote it last and who read it,
+ * each in which barrier epoch, and the access sites (indexes into
+ * cpusim.sites). Two readers are kept, so a writer always finds one that
+ * is not itself when there is one. */
+#define NO_THREAD 0xffff
+typedef struct {
+    uint64_t w_epoch, r_epoch;
+    uint16_t writer, reader[2];
+    int32_t w_site, r_site[2];
+} ByteShadow;
+
+typedef struct { char *name; unsigned char *addr; size_t bytes; ByteShadow *shadow; } SharedArea;
 
 #define STACK_BYTES (1u << 20)
 #define PAGE 4096u
@@ -83,6 +103,9 @@ struct cpusim {
     int nshared;
     unsigned char *stacks;                 /* nstacks fiber stacks, each above a guard page */
     int nstacks;
+    char **sites;                          /* each instrumented access: "function, block %name" */
+    int nsites;
+    uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
 };
 
 /* ---- a launch in progress ---- */
@@ -106,8 +129,16 @@ typedef struct {
     Thread *th;
     ucontext_t sched;
     bool in_thread;         /* a fiber runs: a memory fault is the kernel's */
+    uint64_t block_epoch;   /* the epoch the block started in: a write before it is another block's */
+    struct {                /* the first read, this epoch, of a byte the block had not written */
+        bool seen;
+        int thread;
+        size_t byte;
+        const SharedArea *area;
+        int32_t site;
+    } unwritten;
     bool failed;
-    char msg[256];
+    char msg[640];
 } Launch;
 
 /* The JIT-compiled code reaches the executor through plain C calls, so
@@ -158,6 +189,102 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     }
 }
 
+/* ---- shared-memory races ---- */
+
+enum { ACCESS_READ, ACCESS_WRITE };
+
+/* Starts a barrier epoch: what threads did before no longer races with
+ * what they do next. Epoch 0 is never (a fresh shadow). */
+static void next_epoch(cpusim *s) { s->epoch++; }
+
+static const char *site_name(const cpusim *s, int32_t site)
+{
+    return site >= 0 && site < s->nsites ? s->sites[site] : "ldmatrix";
+}
+
+static SharedArea *shared_area_of(cpusim *s, uint64_t addr, uint64_t bytes)
+{
+    for (int i = 0; i < s->nshared; i++) {
+        SharedArea *a = &s->shared[i];
+        if (addr >= (uintptr_t)a->addr && bytes <= a->bytes && addr - (uintptr_t)a->addr <= a->bytes - bytes) return a;
+    }
+    return NULL;
+}
+
+static void race_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, int other, bool other_wrote,
+                      int32_t other_site)
+{
+    launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d %s byte %zu of %s (in %s) that thread %d %s (in %s) "
+                "with no barrier between",
+                L->block[0], L->block[1], L->block[2], t, kind == ACCESS_WRITE ? "writes" : "reads", off, a->name,
+                site_name(L->s, site), other, other_wrote ? "wrote" : "read", site_name(L->s, other_site));
+}
+
+/* Records thread t's access of bytes bytes at addr; false, the launch
+ * failed, on a race or an access outside shared memory. Same-warp
+ * accesses are no exception: the code generator never relies on a warp
+ * running in lockstep. */
+static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int kind, int32_t site)
+{
+    cpusim *s = L->s;
+    SharedArea *a = shared_area_of(s, addr, bytes);
+    if (!a) {
+        launch_fail(L, "block (%u, %u, %u) thread %d %s %llu bytes at %p (in %s), outside shared memory", L->block[0],
+                    L->block[1], L->block[2], t, kind == ACCESS_WRITE ? "writes" : "reads", (unsigned long long)bytes,
+                    (void *)(uintptr_t)addr, site_name(s, site));
+        return false;
+    }
+    size_t off = addr - (uintptr_t)a->addr;
+    uint64_t e = s->epoch;
+    for (size_t i = off; i < off + bytes; i++) {
+        ByteShadow *b = &a->shadow[i];
+        if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
+            L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
+            L->unwritten.site = site;
+        if (b->w_epoch == e && b->writer != t) {
+            race_fail(L, t, kind, site, a, i, b->writer, true, b->w_site);
+            return false;
+        }
+        if (kind == ACCESS_WRITE && b->r_epoch == e) {
+            int j = b->reader[0] != t ? 0 : b->reader[1] != NO_THREAD ? 1 : -1;
+            if (j >= 0) {
+                race_fail(L, t, kind, site, a, i, b->reader[j], false, b->r_site[j]);
+                return false;
+            }
+        }
+        if (kind == ACCESS_WRITE) {
+            b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site;
+        } else if (b->r_epoch != e) {
+            b->r_epoch = e, b->reader[0] = (uint16_t)t, b->r_site[0] = site, b->reader[1] = NO_THREAD;
+        } else if (b->reader[0] != t && b->reader[1] == NO_THREAD) {
+            b->reader[1] = (uint16_t)t, b->r_site[1] = site;
+        }
+    }
+    return true;
+}
+
+/* At a barrier or the block's end: a read of a byte the block had not
+ * written (on the GPU, what an earlier block left there, or garbage) fails
+ * the launch, unless a thread wrote it later in the epoch, which was
+ * reported as a race. */
+static bool end_epoch(Launch *L)
+{
+    if (L->unwritten.seen && !L->failed)
+        launch_fail(L, "block (%u, %u, %u) thread %d reads byte %zu of %s (in %s), which no thread of the block wrote before",
+                    L->block[0], L->block[1], L->block[2], L->unwritten.thread, L->unwritten.byte, L->unwritten.area->name,
+                    site_name(L->s, L->unwritten.site));
+    L->unwritten.seen = false;
+    return !L->failed;
+}
+
+/* Called by the instrumented code before each access of shared memory.
+ * A race abandons the block at once, as a memory fault does. */
+static void sim_shared_access(uint64_t addr, uint64_t bytes, int32_t kind, int32_t site)
+{
+    Launch *L = current;
+    if (!check_shared_access(L, L->cur, addr, bytes, kind, site)) setcontext(&L->sched);
+}
+
 /* ---- warp collectives, computed once every lane has posted ---- */
 
 /* shfl.sync.bfly: lane l reads lane l ^ b, unless that is past the clamp
@@ -199,7 +326,8 @@ static void warp_ldmatrix(Launch *L, Thread *w, int nmat, bool trans)
     for (int i = 0; i < nmat; i++)
         for (int r = 0; r < 8; r++) {
             const unsigned char *row = shared_row(L, w[i * 8 + r].in[0], i * 8 + r);
-            if (!row) return;
+            /* the lane that gives a row's address counts as its reader */
+            if (!row || !check_shared_access(L, (int)(w - L->th) + i * 8 + r, (uintptr_t)row, 16, ACCESS_READ, -1)) return;
             memcpy(m[i][r], row, 16);
         }
     for (int t = 0; t < 32; t++)
@@ -343,6 +471,9 @@ static void run_block(Launch *L)
         makecontext(&th->ctx, fiber_main, 0);
         th->st = TH_READY;
     }
+    next_epoch(L->s);
+    L->block_epoch = L->s->epoch;
+    L->unwritten.seen = false;
     for (;;) {
         for (int t = 0; t < L->T && !L->failed; t++)
             if (L->th[t].st == TH_READY) {
@@ -360,10 +491,15 @@ static void run_block(Launch *L)
             at_barrier += L->th[t].st == TH_BARRIER;
             at_warp += L->th[t].st == TH_WARP;
         }
-        if (!live) return;
+        if (!live) {
+            end_epoch(L);
+            return;
+        }
         if (at_barrier == live) {
+            if (!end_epoch(L)) return;
             for (int t = 0; t < L->T; t++)
                 if (L->th[t].st == TH_BARRIER) L->th[t].st = TH_READY;
+            next_epoch(L->s);
             continue;
         }
         launch_fail(L, "deadlock in block (%u, %u, %u): %d threads at a barrier, %d at warp collectives, %d exited",
@@ -618,11 +754,114 @@ static void add_trampoline(LLVMModuleRef mod, LLVMValueRef fn)
     free(name); free(pts); free(args);
 }
 
+/* ---- race instrumentation: every shared access reports itself ---- */
+
+typedef struct { LLVMValueRef ptr, bytes; int kind; } SharedAccess;
+
+static bool is_shared_ptr(LLVMValueRef p)
+{
+    LLVMTypeRef t = LLVMTypeOf(p);
+    return LLVMGetTypeKind(t) == LLVMPointerTypeKind && LLVMGetPointerAddressSpace(t) == 3;
+}
+
+static bool callee_named(LLVMValueRef call, const char *prefix)
+{
+    LLVMValueRef callee = LLVMGetCalledValue(call);
+    if (!callee || !LLVMIsAFunction(callee)) return false;
+    size_t len;
+    const char *name = LLVMGetValueName2(callee, &len);
+    return !strncmp(name, prefix, strlen(prefix));
+}
+
+/* The shared-memory accesses inst makes (at most two); atomics count as
+ * writes (the code generator emits none). A memset or memcpy's length is
+ * the value the call is given. */
+static int shared_accesses(LLVMValueRef inst, LLVMTargetDataRef td, SharedAccess acc[2])
+{
+    LLVMContextRef ctx = LLVMGetTypeContext(LLVMTypeOf(inst));
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
+    int n = 0;
+    LLVMValueRef p;
+    switch (LLVMGetInstructionOpcode(inst)) {
+    case LLVMLoad:
+        if (is_shared_ptr(p = LLVMGetOperand(inst, 0)))
+            acc[n++] = (SharedAccess){p, LLVMConstInt(i64, LLVMStoreSizeOfType(td, LLVMTypeOf(inst)), 0), ACCESS_READ};
+        break;
+    case LLVMStore:
+    case LLVMAtomicRMW:
+    case LLVMAtomicCmpXchg: {
+        bool store = LLVMGetInstructionOpcode(inst) == LLVMStore;
+        LLVMValueRef v = LLVMGetOperand(inst, store ? 0 : 1);
+        if (is_shared_ptr(p = LLVMGetOperand(inst, store ? 1 : 0)))
+            acc[n++] = (SharedAccess){p, LLVMConstInt(i64, LLVMStoreSizeOfType(td, LLVMTypeOf(v)), 0), ACCESS_WRITE};
+        break;
+    }
+    case LLVMCall: {
+        bool set = callee_named(inst, "llvm.memset."), copy = callee_named(inst, "llvm.memcpy.") || callee_named(inst, "llvm.memmove.");
+        if (!set && !copy) break;
+        LLVMValueRef len = LLVMGetOperand(inst, 2);
+        if (is_shared_ptr(p = LLVMGetOperand(inst, 0))) acc[n++] = (SharedAccess){p, len, ACCESS_WRITE};
+        if (copy && is_shared_ptr(p = LLVMGetOperand(inst, 1))) acc[n++] = (SharedAccess){p, len, ACCESS_READ};
+        break;
+    }
+    default:
+        break;
+    }
+    return n;
+}
+
+/* A site's description: "function, block %name" (the names --emit=llvm prints). */
+static int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb)
+{
+    size_t len;
+    const char *fname = LLVMGetValueName2(fn, &len);
+    const char *bname = LLVMGetBasicBlockName(bb);
+    char buf[700];
+    snprintf(buf, sizeof buf, "%.*s, block %%%s", (int)len, fname, bname && *bname ? bname : "(unnamed)");
+    s->sites = realloc(s->sites, sizeof *s->sites * (size_t)(s->nsites + 1));
+    s->sites[s->nsites] = xstrdup(buf);
+    return s->nsites++;
+}
+
+/* Puts a call of sim_shared_access(address, bytes, kind, site) before
+ * every access of shared memory in mod (ldmatrix's reads are checked where
+ * the executor computes it). A site is a basic block. */
+static void instrument_shared_accesses(cpusim *s, LLVMModuleRef mod)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+    LLVMTypeRef pts[4] = {i64, i64, i32, i32};
+    LLVMTypeRef hty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), pts, 4, 0);
+    LLVMValueRef hook = LLVMConstIntToPtr(LLVMConstInt(i64, (uint64_t)(uintptr_t)sim_shared_access, 0),
+                                          LLVMPointerTypeInContext(ctx, 0));
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+            int32_t site = -1;
+            for (LLVMValueRef inst = LLVMGetFirstInstruction(bb); inst; inst = LLVMGetNextInstruction(inst)) {
+                SharedAccess acc[2];
+                int n = shared_accesses(inst, td, acc);
+                if (n && site < 0) site = add_site(s, f, bb);
+                for (int i = 0; i < n; i++) {
+                    LLVMPositionBuilderBefore(b, inst);
+                    LLVMValueRef bytes = acc[i].bytes;
+                    if (LLVMGetIntTypeWidth(LLVMTypeOf(bytes)) != 64) bytes = LLVMBuildZExt(b, bytes, i64, "");
+                    LLVMValueRef args[4] = {LLVMBuildPtrToInt(b, acc[i].ptr, i64, ""), bytes,
+                                            LLVMConstInt(i32, (unsigned)acc[i].kind, 0), LLVMConstInt(i32, (unsigned)site, 0)};
+                    LLVMBuildCall2(b, hty, hook, args, 4, "");
+                }
+            }
+        }
+    LLVMDisposeBuilder(b);
+}
+
 /* Retargets mod to the host: intrinsics lowered, kernels callable, shared
  * memory made visible to the executor (external linkage, so MCJIT can say
- * where each global lies). */
-static int prepare_module(LLVMModuleRef mod, char *err, size_t errlen)
+ * where each global lies), every shared access checked for races. */
+static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen)
 {
+    instrument_shared_accesses(s, mod);
     LLVMValueRef next;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = next) {
         next = LLVMGetNextFunction(f);
@@ -715,23 +954,20 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         a->name = xstrdup(name);
         a->addr = (unsigned char *)(uintptr_t)LLVMGetGlobalValueAddress(s->ee, name);
         a->bytes = LLVMABISizeOfType(td, LLVMGlobalGetValueType(g));
+        a->shadow = calloc(a->bytes ? a->bytes : 1, sizeof *a->shadow);
         if (!a->addr) return snprintf(err, errlen, "shared global %s has no address", name), 1;
     }
     return 0;
 }
 
-ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
+ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!m) return fail(PH_ERR_INVALID, err, errlen, "no module");
+    if (!m || !llvm_ir) return fail(PH_ERR_INVALID, err, errlen, "no module");
     if (init_host_target(err, errlen)) return PH_ERR_INVALID;
-    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
-    char *text = NULL;
-    if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
     cpusim *s = calloc(1, sizeof *s);
     s->ctx = LLVMContextCreate();
-    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, strlen(text), "phobos.ll");
-    free(text);
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(llvm_ir, strlen(llvm_ir), "phobos.ll");
     LLVMModuleRef mod = NULL;
     char *msg = NULL;
     if (LLVMParseIRInContext(s->ctx, buf, &mod, &msg)) {
@@ -740,7 +976,7 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
         cpusim_free(s);
         return PH_ERR_COMPILE;
     }
-    if (set_host_layout(mod, err, errlen) || prepare_module(mod, err, errlen)) {
+    if (set_host_layout(mod, err, errlen) || prepare_module(s, mod, err, errlen)) {
         LLVMDisposeModule(mod);
         cpusim_free(s);
         return PH_ERR_COMPILE;
@@ -764,12 +1000,26 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
     return PH_OK;
 }
 
+ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!m) return fail(PH_ERR_INVALID, err, errlen, "no module");
+    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
+    char *text = NULL;
+    if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
+    ph_status st = cpusim_load_llvm(m, text, out, err, errlen);
+    free(text);
+    return st;
+}
+
 void cpusim_free(cpusim *s)
 {
     if (!s) return;
     for (int i = 0; i < s->nkernels; i++) { free(s->kernels[i].name); free(s->kernels[i].params); }
     free(s->kernels);
-    for (int i = 0; i < s->nshared; i++) free(s->shared[i].name);
+    for (int i = 0; i < s->nshared; i++) { free(s->shared[i].name); free(s->shared[i].shadow); }
+    for (int i = 0; i < s->nsites; i++) free(s->sites[i]);
+    free(s->sites);
     free(s->shared);
     if (s->stacks) munmap(s->stacks, (size_t)s->nstacks * (STACK_BYTES + PAGE));
     if (s->ee) LLVMDisposeExecutionEngine(s->ee);   /* owns the module */

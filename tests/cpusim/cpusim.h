@@ -6,7 +6,9 @@
  * intrinsic becomes a call into the executor. A block's threads are
  * fibers, run one at a time until each reaches a barrier, a warp
  * collective (shfl.sync, ldmatrix, mma) or its end; blocks run one after
- * another. Tensor arguments are host pointers. Not modelled: timing,
+ * another. Every shared-memory access is checked for races against the
+ * other threads' since the last barrier. Tensor arguments are host
+ * pointers. Not modelled: timing,
  * memory ordering between blocks (they never overlap here), the ulps of
  * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here). */
 #ifndef PHC_CPUSIM_H
@@ -23,12 +25,23 @@ typedef struct cpusim cpusim;
  * m may be freed afterwards. PH_OK, or a status with a message in err. */
 ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen);
 
+/* The same from LLVM IR text instead of codegen_emit's: m still names the
+ * kernels and gives their threads and parameters. For tests that run a
+ * changed module (a barrier taken out, say). */
+ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out, char *err, size_t errlen);
+
 /* Runs the entry named kernel (kernel__NAME_V..., see phc --list) over
  * grid[0..2] blocks, to completion. Arguments are shaped as ph_launch's,
  * a tensor's ptr being a host address ((ph_devptr)(uintptr_t)p). Checks
  * the entry, the argument count and kinds, null tensors and the grid;
  * reports as PH_ERR_INVALID a deadlock (threads parted between a barrier
- * and a collective), a bad ldmatrix address, or a memory fault (an access
+ * and a collective), a shared-memory race (within one barrier epoch, a
+ * thread reads a byte another wrote, writes one another read, or two
+ * write it: the message names the block, both threads and accesses, the
+ * byte's offset in its shared area and the basic blocks of both
+ * accesses), a read of shared memory no thread of the block wrote before,
+ * a shared access outside the shared areas, a bad ldmatrix
+ * address, or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
  * and written past. */
