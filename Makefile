@@ -123,7 +123,7 @@ $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 # gpufuzz is no Criterion suite (it is not in TESTS): make gpufuzz and make gpucheck run it.
 $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 # cpufuzz: the same driver over the CPU executor of generated code (linked
 # like test_cpusim), to fuzz the code generator without a GPU:
@@ -132,7 +132,7 @@ $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $
 $(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h \
                         $(DIFFTEST_DEPS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DGPUFUZZ_CPUSIM -Itests/difftest -Itests/cpusim -I$(LLVM_INC) $< tests/difftest/difftest_cpusim.c \
+	$(CC) $(ALL_CFLAGS) -DGPUFUZZ_CPUSIM -Itests -Itests/difftest -Itests/cpusim -I$(LLVM_INC) $< tests/difftest/difftest_cpusim.c \
 	    tests/cpusim/cpusim.c $(DIFFTEST_SRCS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
 
 # Random programs on the GPU against the interpreter, from a build folder

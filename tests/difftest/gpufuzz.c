@@ -29,6 +29,7 @@
 #include "codegen.h"
 #include "difftest.h"
 #include "phgen.h"
+#include "testutil.h"
 #include "phobos.h"
 
 #include <errno.h>
@@ -77,22 +78,10 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static IrModule *compile(const char *name, const char *source, char **diags)
-{
-    size_t len = 0;
-    char *buf = NULL;
-    FILE *out = open_memstream(&buf, &len);
-    IrModule *m = ph_compile_string(name, source, NULL, out);
-    fclose(out);
-    if (diags) *diags = buf;
-    else free(buf);
-    return m;
-}
-
 /* Compiles and compares one program; *rep says how. */
 static DtVerdict compare_source(Fuzz *fz, const char *source, const DtSpec *spec, uint64_t seed, DtReport *rep, char **diags)
 {
-    IrModule *m = compile("gpufuzz.ph", source, diags);
+    IrModule *m = tu_compile("gpufuzz.ph", source, NULL, diags);
     if (!m) {
         memset(rep, 0, sizeof *rep);
         snprintf(rep->message, sizeof rep->message, "the program does not compile");
@@ -120,7 +109,7 @@ static void compile_here(const char *source, Outcome *o)
 {
     memset(o, 0, sizeof *o);
     o->fate = RAN;
-    IrModule *m = compile("gpufuzz.ph", source, NULL);
+    IrModule *m = tu_compile("gpufuzz.ph", source, NULL, NULL);
     if (!m) return;
     CodegenOptions opts = {NULL, 3};
     char *ptx = NULL, err[512];
@@ -346,19 +335,12 @@ static bool fuzz_one(Fuzz *fz, uint64_t seed)
 
 static void regress(Fuzz *fz, const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    char *src = tu_read_file(path);
+    if (!src) {
         printf("gpufuzz: %s: %s\n", path, strerror(errno));
         fz->generator_errors++;
         return;
     }
-    size_t len = 0, cap = 4096;
-    char *src = malloc(cap);
-    size_t got;
-    while ((got = fread(src + len, 1, cap - len - 1, f)) > 0)
-        if ((len += got) + 1 == cap) src = realloc(src, cap *= 2);
-    src[len] = 0;
-    fclose(f);
     DtSpec spec;
     char err[256], msg[400];
     Outcome *o = malloc(sizeof *o);
