@@ -1059,7 +1059,7 @@ static LLVMValueRef f64_exponent(Cg *c, LLVMBuilderRef B, LLVMValueRef v)
  * operands and a zero divisor give NaN. */
 static LLVMValueRef exact_fmod_fn(Cg *c)
 {
-    static const char name[] = "phc.fmod.f64";
+    static const char name[] = "phc.fmod.f64";   /* a dot: no kernel can take the name */
     LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
     if (fn) return fn;
     LLVMTypeRef td = c->tf64, pt[2] = {td, td};
