@@ -27,6 +27,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,7 @@ typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tptr1, tptr3;
+    LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
     LLVMTypeRef tv2f16;
     const IrFunc *f;
     LLVMValueRef fn;
@@ -94,12 +95,19 @@ static LLVMTypeRef dtype_ty(Cg *c, DType dt)
 static LLVMValueRef i32c(Cg *c, int64_t v) { return LLVMConstInt(c->ti32, (unsigned long long)v, 1); }
 static LLVMValueRef f32c(Cg *c, double v) { return LLVMConstReal(c->tf32, v); }
 
-static LLVMValueRef call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts, LLVMValueRef *args)
+/* A call of the function name (declared on first use) at B's position. */
+static LLVMValueRef call_at(Cg *c, LLVMBuilderRef B, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts,
+                            LLVMValueRef *args)
 {
     LLVMTypeRef fty = LLVMFunctionType(ret, pts, (unsigned)n, 0);
     LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
     if (!fn) fn = LLVMAddFunction(c->mod, name, fty);
-    return LLVMBuildCall2(c->b, fty, fn, args, (unsigned)n, "");
+    return LLVMBuildCall2(B, fty, fn, args, (unsigned)n, "");
+}
+
+static LLVMValueRef call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts, LLVMValueRef *args)
+{
+    return call_at(c, c->b, name, ret, n, pts, args);
 }
 
 static LLVMValueRef call0(Cg *c, const char *name, LLVMTypeRef ret) { return call(c, name, ret, 0, NULL, NULL); }
@@ -1016,6 +1024,122 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     c->vals[op->res[0]] = out;
     free(d); free(afr); free(bfr);
 }
+/* ---- Python's float // and %: compiler/floormod.c, step for step ---- */
+
+static LLVMValueRef f64_call1(Cg *c, LLVMBuilderRef B, const char *name, LLVMValueRef x)
+{
+    return call_at(c, B, name, c->tf64, 1, &c->tf64, &x);
+}
+
+static LLVMValueRef f64_copysign(Cg *c, LLVMBuilderRef B, LLVMValueRef mag, LLVMValueRef sign)
+{
+    LLVMTypeRef t2[2] = {c->tf64, c->tf64};
+    LLVMValueRef a2[2] = {mag, sign};
+    return call_at(c, B, "llvm.copysign.f64", c->tf64, 2, t2, a2);
+}
+
+/* The exponent field of a positive double. */
+static LLVMValueRef f64_exponent(Cg *c, LLVMBuilderRef B, LLVMValueRef v)
+{
+    return LLVMBuildLShr(B, LLVMBuildBitCast(B, v, c->ti64, ""), LLVMConstInt(c->ti64, 52, 0), "");
+}
+
+/* phc.fmod.f64(x, y): C's fmod of two f32 values widened to double,
+ * exactly, for every x and y (the GPU has no fmod instruction). With
+ * r = |x| and the divisor s = |y| 2^k scaled so that r / s < 2^29, the
+ * quotient q = trunc(r / s) has at most 29 bits and s at most 24, so
+ * q s is exact in double and so is r - q s (it is below s, a multiple of
+ * s's last bit): r becomes r mod s, again a 24-bit number. The trunc is
+ * never one too many: r and s are multiples of s's last bit 2^e, so an
+ * r / s below an integer n is below it by more than 2^e / s > 2^-24,
+ * while the rounding of a quotient below 2^29 moves it by at most 2^-25.
+ * s is a multiple of |y|, so repeating with k = 0 at the end gives
+ * r mod |y|; each step takes at least 27 bits off r's exponent, so an f32
+ * quotient (below 2^277) takes at most 11. fmod(x, inf) is x; inf or NaN
+ * operands and a zero divisor give NaN. */
+static LLVMValueRef exact_fmod_fn(Cg *c)
+{
+    static const char name[] = "phc.fmod.f64";   /* a dot: no kernel can take the name */
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (fn) return fn;
+    LLVMTypeRef td = c->tf64, pt[2] = {td, td};
+    fn = LLVMAddFunction(c->mod, name, LLVMFunctionType(td, pt, 2, 0));
+    LLVMSetLinkage(fn, LLVMInternalLinkage);
+    LLVMBuilderRef B = LLVMCreateBuilderInContext(c->ctx);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c->ctx, fn, "entry");
+    LLVMBasicBlockRef nan = LLVMAppendBasicBlockInContext(c->ctx, fn, "nan");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c->ctx, fn, "loop");
+    LLVMBasicBlockRef step = LLVMAppendBasicBlockInContext(c->ctx, fn, "step");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c->ctx, fn, "done");
+    LLVMValueRef x = LLVMGetParam(fn, 0), y = LLVMGetParam(fn, 1);
+
+    LLVMPositionBuilderAtEnd(B, entry);
+    LLVMValueRef ax = f64_call1(c, B, "llvm.fabs.f64", x), ay = f64_call1(c, B, "llvm.fabs.f64", y);
+    LLVMValueRef finite_x = LLVMBuildFCmp(B, LLVMRealOLT, ax, LLVMConstReal(td, INFINITY), "");
+    LLVMValueRef nonzero_y = LLVMBuildFCmp(B, LLVMRealOGT, ay, LLVMConstReal(td, 0), "");   /* false for NaN */
+    LLVMBuildCondBr(B, LLVMBuildAnd(B, finite_x, nonzero_y, ""), loop, nan);
+
+    LLVMPositionBuilderAtEnd(B, nan);
+    LLVMBuildRet(B, LLVMConstReal(td, NAN));
+
+    LLVMPositionBuilderAtEnd(B, loop);
+    LLVMValueRef r = LLVMBuildPhi(B, td, "r");
+    LLVMBuildCondBr(B, LLVMBuildFCmp(B, LLVMRealOGE, r, ay, ""), step, done);
+
+    LLVMPositionBuilderAtEnd(B, step);
+    LLVMValueRef k = LLVMBuildSub(B, LLVMBuildSub(B, f64_exponent(c, B, r), f64_exponent(c, B, ay), ""),
+                                  LLVMConstInt(c->ti64, 28, 0), "");
+    k = LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, k, LLVMConstInt(c->ti64, 0, 0), ""), LLVMConstInt(c->ti64, 0, 0), k, "");
+    LLVMValueRef sbits = LLVMBuildAdd(B, LLVMBuildBitCast(B, ay, c->ti64, ""), LLVMBuildShl(B, k, LLVMConstInt(c->ti64, 52, 0), ""), "");
+    LLVMValueRef sdiv = LLVMBuildBitCast(B, sbits, td, "");
+    LLVMValueRef q = f64_call1(c, B, "llvm.trunc.f64", LLVMBuildFDiv(B, r, sdiv, ""));
+    LLVMValueRef r2 = LLVMBuildFSub(B, r, LLVMBuildFMul(B, q, sdiv, ""), "");
+    LLVMBuildBr(B, loop);
+
+    LLVMValueRef in_v[2] = {ax, r2};
+    LLVMBasicBlockRef in_b[2] = {entry, step};
+    LLVMAddIncoming(r, in_v, in_b, 2);
+
+    LLVMPositionBuilderAtEnd(B, done);
+    LLVMBuildRet(B, f64_copysign(c, B, r, x));
+    LLVMDisposeBuilder(B);
+    return fn;
+}
+
+/* x // y (quot) or x % y on f32 values: CPython's float_divmod in double,
+ * rounded once to f32, a NaN result made the quiet NaN, a zero divisor
+ * giving x / y and NaN, exactly as floormod.c. No step multiplies and
+ * adds, so there is nothing to contract into an FMA. */
+static LLVMValueRef floor_divmod(Cg *c, LLVMValueRef x32, LLVMValueRef y32, bool quot)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef td = c->tf64, pt[2] = {td, td};
+    LLVMValueRef zero = LLVMConstReal(td, 0), one = LLVMConstReal(td, 1);
+    LLVMValueRef x = LLVMBuildFPExt(B, x32, td, ""), y = LLVMBuildFPExt(B, y32, td, "");
+    LLVMValueRef xy[2] = {x, y};
+    LLVMValueRef fm = exact_fmod_fn(c);
+    LLVMValueRef mod0 = LLVMBuildCall2(B, LLVMFunctionType(td, pt, 2, 0), fm, xy, 2, "");
+    LLVMValueRef div0 = LLVMBuildFDiv(B, LLVMBuildFSub(B, x, mod0, ""), y, "");
+    LLVMValueRef nonzero = LLVMBuildFCmp(B, LLVMRealUNE, mod0, zero, "");   /* C's mod != 0: true for NaN */
+    LLVMValueRef signs_differ = LLVMBuildXor(B, LLVMBuildFCmp(B, LLVMRealOLT, y, zero, ""),
+                                             LLVMBuildFCmp(B, LLVMRealOLT, mod0, zero, ""), "");
+    LLVMValueRef flip = LLVMBuildAnd(B, nonzero, signs_differ, "");
+    LLVMValueRef mod = LLVMBuildSelect(B, flip, LLVMBuildFAdd(B, mod0, y, ""),
+                                       LLVMBuildSelect(B, nonzero, mod0, f64_copysign(c, B, zero, y), ""), "");
+    LLVMValueRef div = LLVMBuildSelect(B, flip, LLVMBuildFSub(B, div0, one, ""), div0, "");
+    LLVMValueRef fl = f64_call1(c, B, "llvm.floor.f64", div);
+    LLVMValueRef up = LLVMBuildFCmp(B, LLVMRealOGT, LLVMBuildFSub(B, div, fl, ""), LLVMConstReal(td, 0.5), "");
+    LLVMValueRef snapped = LLVMBuildSelect(B, up, LLVMBuildFAdd(B, fl, one, ""), fl, "");
+    LLVMValueRef ratio = LLVMBuildFDiv(B, x, y, "");
+    LLVMValueRef q = LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNE, div, zero, ""), snapped,
+                                     f64_copysign(c, B, zero, ratio), "");
+    LLVMValueRef by_zero = LLVMBuildFCmp(B, LLVMRealOEQ, y, zero, "");
+    LLVMValueRef r = quot ? LLVMBuildSelect(B, by_zero, ratio, q, "")
+                          : LLVMBuildSelect(B, by_zero, LLVMConstReal(td, NAN), mod, "");
+    LLVMValueRef r32 = LLVMBuildFPTrunc(B, r, c->tf32, "");
+    return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, r32, r32, ""), f32c(c, NAN), r32, "");
+}
+
 /* ---- scalar arithmetic: one element, any dtype ---- */
 
 static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b)
@@ -1056,12 +1180,7 @@ static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LL
     case BIN_DIV: r = LLVMBuildFDiv(B, x, y, ""); break;
     case BIN_MAX: r = call(c, "llvm.maxnum.f32", c->tf32, 2, t2, xy); break;
     case BIN_MIN: r = call(c, "llvm.minnum.f32", c->tf32, 2, t2, xy); break;
-    case BIN_FLOORDIV: r = call1f(c, "llvm.floor.f32", LLVMBuildFDiv(B, x, y, "")); break;
-    case BIN_MOD: {
-        LLVMValueRef q = call1f(c, "llvm.floor.f32", LLVMBuildFDiv(B, x, y, ""));
-        r = LLVMBuildFSub(B, x, LLVMBuildFMul(B, q, y, ""), "");
-        break;
-    }
+    case BIN_FLOORDIV: case BIN_MOD: r = floor_divmod(c, x, y, op == BIN_FLOORDIV); break;
     default: r = x; break;
     }
     return from_f32(c, r, dt);
@@ -1466,6 +1585,7 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     c.tf16 = LLVMHalfTypeInContext(c.ctx);
     c.tbf16 = LLVMBFloatTypeInContext(c.ctx);
     c.tf32 = LLVMFloatTypeInContext(c.ctx);
+    c.tf64 = LLVMDoubleTypeInContext(c.ctx);
     c.tptr1 = LLVMPointerTypeInContext(c.ctx, 1);
     c.tptr3 = LLVMPointerTypeInContext(c.ctx, 3);
     c.tv2f16 = LLVMVectorType(c.tf16, 2);

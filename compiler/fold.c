@@ -5,6 +5,7 @@
  * constant is replaced by its taken branch and a `for` that provably runs
  * zero times by its initial values. Expects verified IR; keeps it so. */
 #include "ir.h"
+#include "floormod.h"
 #include "half.h"
 
 #include <math.h>
@@ -111,12 +112,8 @@ static bool fold_float_binary(IrFunc *f, IrOp *op, float a, float b)
     case BIN_SUB: r = a - b; break;
     case BIN_MUL: r = a * b; break;
     case BIN_DIV: if (b == 0) return false; r = a / b; break;
-    case BIN_FLOORDIV: if (b == 0) return false; r = floorf(a / b); break;
-    case BIN_MOD:
-        if (b == 0) return false;
-        r = fmodf(a, b);
-        if (r != 0 && ((r < 0) != (b < 0))) r += b;
-        break;
+    case BIN_FLOORDIV: if (b == 0) return false; r = floor_div_f32(a, b); break;
+    case BIN_MOD: if (b == 0) return false; r = floor_mod_f32(a, b); break;
     case BIN_MAX: r = fmaxf(a, b); break;
     case BIN_MIN: r = fminf(a, b); break;
     default: return false;

@@ -5,6 +5,7 @@
  * held already rounded to their dtype), int32_t for i32 and bool. Each op
  * is dispatched once and loops over its whole tile. */
 #include "ir.h"
+#include "floormod.h"
 #include "half.h"
 
 #include <math.h>
@@ -215,13 +216,8 @@ static RunStatus run_binary(Interp *in, const IrOp *op)
     case BIN_SUB: for (int64_t i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
     case BIN_MUL: for (int64_t i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
     case BIN_DIV: for (int64_t i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
-    case BIN_FLOORDIV: for (int64_t i = 0; i < n; i++) r[i] = floorf(a[i] / b[i]); break;
-    case BIN_MOD:
-        for (int64_t i = 0; i < n; i++) {
-            float m = fmodf(a[i], b[i]);
-            r[i] = m != 0 && ((m < 0) != (b[i] < 0)) ? m + b[i] : m;
-        }
-        break;
+    case BIN_FLOORDIV: for (int64_t i = 0; i < n; i++) r[i] = floor_div_f32(a[i], b[i]); break;
+    case BIN_MOD: for (int64_t i = 0; i < n; i++) r[i] = floor_mod_f32(a[i], b[i]); break;
     case BIN_MAX: for (int64_t i = 0; i < n; i++) r[i] = fmaxf(a[i], b[i]); break;
     case BIN_MIN: for (int64_t i = 0; i < n; i++) r[i] = fminf(a[i], b[i]); break;
     default: break;

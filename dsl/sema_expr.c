@@ -6,6 +6,7 @@
  * emitting pass, inserting converts, splats and broadcasts so that every
  * elementwise op sees operands of one type. */
 #include "sema.h"
+#include "floormod.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -329,12 +330,8 @@ static double fold_float(TokKind op, double a, double b)
     case T_MINUS: return a - b;
     case T_STAR: return a * b;
     case T_SLASH: return a / b;
-    case T_DSLASH: return floor(a / b);
-    default: {   /* T_PERCENT: Python's sign rule */
-        double r = fmod(a, b);
-        if (r != 0 && (r < 0) != (b < 0)) r += b;
-        return r;
-    }
+    case T_DSLASH: return floor_div_f64(a, b);
+    default: return floor_mod_f64(a, b);   /* T_PERCENT */
     }
 }
 

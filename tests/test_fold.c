@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "half.h"
 #include "testutil.h"
 
 /* The function: %3 = OP %1, %2 with the constants a and b of dtype dt;
@@ -172,32 +173,108 @@ Test(fold, i32_floordiv_and_mod_floor_like_python)
         }
 }
 
-/* Folds OP on two f32 constants and runs it unfolded: both give want. */
-static void check_float_op(const char *op, const char *a, const char *b, float want)
+/* The bits of an f32; every NaN as the quiet NaN the three sides give. */
+static uint32_t f32_bits(float v)
 {
-    IrModule *m = binary_program(op, "f32", a, b, "f32", "f32");
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return isnan(v) ? 0x7fc00000u : u;
+}
+
+/* Runs OP on two f32 constants unfolded, then folds it (a nonzero divisor
+ * must fold) and runs it again: both runs and the constant give want's
+ * bits, so a sign of zero counts and a NaN must be the quiet NaN. */
+static void check_float_op(const char *op, float a, float b, float want)
+{
+    char ta[64], tb[64];
+    number_text(ta, sizeof ta, "f32", a);
+    number_text(tb, sizeof tb, "f32", b);
+    IrModule *m = binary_program(op, "f32", ta, tb, "f32", "f32");
     IrFunc *f = m->funcs[0];
     uint32_t bits = run_one(f);
-    float got;
-    memcpy(&got, &bits, sizeof got);
-    cr_assert_eq(got, want, "interpreter: %s %s %s gave %g, want %g", a, op, b, got, want);
+    cr_expect_eq(bits, f32_bits(want), "interpreter: %a %s %a gave %a (0x%08x), want %a", a, op, b,
+                 ph_bits_f32(bits), bits, want);
     ir_fold(f);
     const IrOp *d = f->values[3].def;
-    cr_assert(d->kind == OP_CONST, "%s %s %s not folded", a, op, b);
-    cr_assert_eq((float)d->fval, want, "fold: %s %s %s gave %g, want %g", a, op, b, d->fval, want);
+    if (b != 0) {
+        cr_expect(d->kind == OP_CONST, "%a %s %a not folded", a, op, b);
+        if (d->kind == OP_CONST)
+            cr_expect_eq(f32_bits((float)d->fval), f32_bits(want), "fold: %a %s %a gave %a, want %a", a, op, b,
+                         d->fval, want);
+    }
+    bits = run_one(f);
+    cr_expect_eq(bits, f32_bits(want), "folded, run: %a %s %a gave %a, want %a", a, op, b, ph_bits_f32(bits), want);
     ir_module_free(m);
 }
 
+/* a, b, a // b and a % b as Python computes them on a and b widened to
+ * float (a double), rounded to f32 (python3: ctypes.c_float(a // b)); a
+ * zero divisor, where Python raises, gives a / b and NaN. */
+static const struct { float a, b, quot, rem; } float_divmods[] = {
+    {0x1.ep+2f, 0x1p+1f, 0x1.8p+1f, 0x1.8p+0f},
+    {0x1.ep+2f, -0x1p+1f, -0x1p+2f, -0x1p-1f},
+    {-0x1.ep+2f, 0x1p+1f, -0x1p+2f, 0x1p-1f},
+    {-0x1.ep+2f, -0x1p+1f, 0x1.8p+1f, -0x1.8p+0f},
+    {-0x1p-2f, 0x1p+3f, -0x1p+0f, 0x1.fp+2f},
+    {0x1p+0f, 0x1.99999ap-4f, 0x1.2p+3f, 0x1.999996p-4f},
+    {-0x1p+0f, 0x1.99999ap-4f, -0x1.4p+3f, 0x1p-26f},
+    {0x1p+0f, -0x1.99999ap-4f, -0x1.4p+3f, -0x1p-26f},
+    {0x1.333334p-2f, 0x1.99999ap-4f, 0x1.8p+1f, 0x1p-27f},
+    {0x1.4p+2f, 0x1.666666p-1f, 0x1.cp+2f, 0x1.9999bp-4f},
+    {-0x1.8p+2f, 0x1.8p+1f, -0x1p+1f, 0.0f},
+    {0x1.8p+2f, -0x1.8p+1f, -0x1p+1f, -0.0f},
+    {0x1.8p+2f, 0x1.8p+1f, 0x1p+1f, 0.0f},
+    {-0x1.8p+2f, -0x1.8p+1f, 0x1p+1f, -0.0f},
+    {0.0f, -0x1p+0f, -0.0f, -0.0f},
+    {-0.0f, 0x1p+0f, -0.0f, 0.0f},
+    {-0.0f, -0x1p+0f, 0.0f, -0.0f},
+    {0.0f, 0x1p+0f, 0.0f, 0.0f},
+    {0x1.93e594p+99f, 0x1.8p+1f, 0x1.0d43b8p+98f, 0.0f},
+    {-0x1.93e594p+99f, 0x1.8p+1f, -0x1.0d43b8p+98f, 0.0f},
+    {0x1.5af1d8p+66f, 0x1.333334p-2f, 0x1.211edep+68f, 0x1.93b64p-5f},
+    {0x1.c363ccp+127f, 0x1.b38fb8p-127f, INFINITY, 0x1.8513ep-128f},
+    {-0x1.c363ccp+127f, 0x1.30e49cp-127f, -INFINITY, 0x1.ee995p-129f},
+    {0x1.fffffep+127f, 0x1p-149f, INFINITY, 0.0f},
+    {0x1.fffffep+127f, -0x1p-148f, -INFINITY, -0.0f},
+    {0x1.2ced32p+126f, 0x1.b38fb8p-127f, INFINITY, 0x1.a3d838p-127f},
+    {0x1.8p+30f, 0x1.8p+1f, 0x1p+29f, 0.0f},
+    {0x1.7ffffep+30f, 0x1.8p+1f, 0x1.fffffep+28f, 0x1p+0f},
+    {0x1.fffffep+23f, 0x1.000002p+0f, 0x1.fffffap+23f, 0x1.8p-22f},
+    {0x1p+29f, 0x1.000002p+0f, 0x1.fffffcp+28f, 0x1p-17f},
+    {-0x1.4484cp-100f, 0x1.93e594p+99f, -0x1p+0f, 0x1.93e594p+99f},
+    {0x1.4484cp-100f, -0x1.93e594p+99f, -0x1p+0f, -0x1.93e594p+99f},
+    {0x1.4484cp-100f, 0x1.93e594p+99f, 0.0f, 0x1.4484cp-100f},
+    {0x1.16c2p-133f, 0x1.4e84p-135f, 0x1.8p+1f, 0x1.bdfp-137f},
+    {-0x1.cp-147f, 0x1p-149f, -0x1.cp+2f, 0.0f},
+    {0x1p+0f, 0x1.16c2p-133f, INFINITY, 0x1.78ep-137f},
+    {0x1.b38fb8p-128f, 0x1p-149f, 0x1.b38fb8p+21f, 0.0f},
+    {0x1.16c2p-133f, -0x1p+0f, -0x1p+0f, -0x1p+0f},
+    {-0x1.16c2p-133f, 0x1p+0f, -0x1p+0f, 0x1p+0f},
+    {0x1p+0f, INFINITY, 0.0f, 0x1p+0f},
+    {-0x1p+0f, INFINITY, -0x1p+0f, INFINITY},
+    {0x1p+0f, -INFINITY, -0x1p+0f, -INFINITY},
+    {-0x1p+0f, -INFINITY, 0.0f, -0x1p+0f},
+    {0.0f, INFINITY, 0.0f, 0.0f},
+    {-0.0f, INFINITY, -0.0f, 0.0f},
+    {0.0f, -INFINITY, -0.0f, -0.0f},
+    {INFINITY, 0x1p+1f, NAN, NAN},
+    {-INFINITY, 0x1p+1f, NAN, NAN},
+    {INFINITY, INFINITY, NAN, NAN},
+    {NAN, 0x1p+0f, NAN, NAN},
+    {0x1p+0f, NAN, NAN, NAN},
+    {0x1p+0f, 0.0f, INFINITY, NAN},
+    {-0x1p+0f, 0.0f, -INFINITY, NAN},
+    {0x1p+0f, -0.0f, -INFINITY, NAN},
+    {0.0f, 0.0f, NAN, NAN},
+    {INFINITY, 0.0f, INFINITY, NAN},
+    {NAN, 0.0f, NAN, NAN},
+};
+
 Test(fold, f32_floordiv_and_mod_floor_like_python)
 {
-    /* values Python gives: 7.5 // -2 == -4.0, 7.5 % -2 == -0.5, ... */
-    check_float_op("floordiv", "7.5", "2.0", 3.0f);
-    check_float_op("floordiv", "7.5", "-2.0", -4.0f);
-    check_float_op("floordiv", "-7.5", "2.0", -4.0f);
-    check_float_op("floordiv", "-7.5", "-2.0", 3.0f);
-    check_float_op("mod", "7.5", "2.0", 1.5f);
-    check_float_op("mod", "7.5", "-2.0", -0.5f);
-    check_float_op("mod", "-7.5", "2.0", 0.5f);
-    check_float_op("mod", "-7.5", "-2.0", -1.5f);
-    check_float_op("mod", "-0.25", "8.0", 7.75f);
+    for (size_t i = 0; i < sizeof float_divmods / sizeof *float_divmods; i++) {
+        float a = float_divmods[i].a, b = float_divmods[i].b;
+        check_float_op("floordiv", a, b, float_divmods[i].quot);
+        check_float_op("mod", a, b, float_divmods[i].rem);
+    }
 }

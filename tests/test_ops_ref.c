@@ -268,6 +268,59 @@ static void ref_ctrl(Ref *r, int bx, int by)
     }
 }
 
+/* Python's a // b and a % b on floats (CPython's float_divmod, which is
+ * the definition: the remainder is exact, takes b's sign, a zero one too,
+ * and the quotient is the integer nearest (a - a % b) / b); Python raises
+ * on b == 0, where the language gives a / b and NaN. */
+static void python_float_divmod(double a, double b, double *quot, double *rem)
+{
+    if (b == 0) {
+        *quot = a / b;
+        *rem = NAN;
+        return;
+    }
+    double m = fmod(a, b), div = (a - m) / b;
+    if (m != 0 && (b < 0) != (m < 0)) {
+        m += b;
+        div -= 1.0;
+    } else if (m == 0) {
+        m = copysign(0.0, b);
+    }
+    if (div == 0) {
+        *quot = copysign(0.0, a / b);
+    } else {
+        *quot = floor(div);
+        if (div - *quot > 0.5) *quot += 1.0;
+    }
+    *rem = m;
+}
+
+/* The operands fmods builds, in f32 as the kernel computes them (each
+ * literal rounded to f32 first, as a weak literal is), then Python's
+ * results in double: compared bit for bit once rounded to f32. */
+static void ref_fmods(Ref *r, int bx, int by)
+{
+    int64_t bn = meta(r, "BN"), r0 = (bx * 3 + by) * 4;
+    for (int64_t i = r0; i < r0 + 4; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            int64_t idx = i * bn + j, kind = j % 8;
+            float x = (float)in2(r, "X", i, j), y = (float)in2(r, "Y", i, j);
+            float big = (float)1.0e38, zero = 0.0f, nan = (x - x) / (y - y);
+            float sa = idx % 5 == 0 ? x * big * big : idx % 5 == 1 ? nan : idx % 5 == 2 ? x * zero : x;
+            float sb = idx % 4 == 0 ? y * big * big : idx % 4 == 1 ? nan : idx % 4 == 2 ? y * zero : y;
+            float tenths = idx % 3 == 0 ? (float)0.1 : idx % 3 == 1 ? (float)-0.3 : (float)0.7;
+            float a = kind == 0 ? x : kind == 1 ? x * (float)1.0e9 : kind == 2 ? x * (float)1.0e30
+                    : kind == 3 ? x * big : kind == 4 ? x * (float)1.0e-39 : kind == 5 ? -(float)(6 - idx % 13)
+                    : kind == 6 ? (float)(idx % 17 - 8) : sa;
+            float b = kind < 2 ? y : kind == 2 ? y * (float)1.0e-30 : kind == 3 ? y * (float)1.0e-38
+                    : kind == 4 ? y * (float)1.0e-43 : kind == 5 ? (float)(idx % 7 - 3) : kind == 6 ? tenths : sb;
+            double q, m;
+            python_float_divmod(a, b, &q, &m);
+            out2(r, "Q", i, j, q, 0);
+            out2(r, "R", i, j, m, 0);
+        }
+}
+
 typedef struct {
     const char *kernel;
     const char *outputs[4];
@@ -286,6 +339,7 @@ static const KernelRef refs[] = {
     {"fmadot", {"C"}, ref_fmadot},
     {"fmadot_t", {"C"}, ref_fmadot_t},
     {"fmadot_tr", {"C"}, ref_fmadot_tr},
+    {"fmods", {"Q", "R"}, ref_fmods},
 };
 
 static const KernelRef *find_ref(const char *kernel)
@@ -306,8 +360,20 @@ static bool is_output(const KernelRef *k, const char *name)
 
 typedef struct { size_t written, unwritten, bad; double worst; } Tally;
 
+/* An f32 output of a kernel compared bit for bit (opsharness.h): the
+ * reference rounded to f32 has got's bits (a zero's sign counts), or both
+ * are NaN. */
+static bool same_f32(const void *got, size_t e, double want)
+{
+    uint32_t g, w;
+    float wf = (float)want;
+    memcpy(&g, (const char *)got + 4 * e, 4);
+    memcpy(&w, &wf, 4);
+    return isnan(want) ? isnan(ph_bits_f32(g)) : g == w;
+}
+
 static void compare_output(const IrFunc *f, int p, const void *got, const double *want,
-                           const double *tol, size_t n, Tally *t)
+                           const double *tol, size_t n, bool bitwise, Tally *t)
 {
     DType dt = f->params[p].dt;
     for (size_t e = 0; e < n; e++) {
@@ -319,7 +385,7 @@ static void compare_output(const IrFunc *f, int p, const void *got, const double
         } else {
             t->written++;
             double err = fabs(g - want[e]);
-            ok = err <= tol[e];   /* NaN fails */
+            ok = bitwise ? same_f32(got, e, want[e]) : err <= tol[e];   /* NaN fails unless bitwise */
             if (ok && tol[e] > 0 && err / tol[e] > t->worst) t->worst = err / tol[e];
         }
         if (!ok && t->bad++ < 5)
@@ -364,7 +430,7 @@ static size_t check_config(const IrFunc *f, Tally *t)
     size_t before = t->bad;
     for (int p = 0; p < f->nparams; p++) {
         const IrParam *q = &f->params[p];
-        if (r.want[p]) compare_output(f, p, bufs[p], r.want[p], r.tol[p], count[p], t);
+        if (r.want[p]) compare_output(f, p, bufs[p], r.want[p], r.tol[p], count[p], compared_bitwise(f) && q->dt == DT_F32, t);
         else if (inputs[p] && memcmp(inputs[p], bufs[p], count[p] * elem_bytes(q->dt))) {
             cr_log_error("%s: input %s was written", f->name, q->name);
             t->bad++;

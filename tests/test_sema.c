@@ -5,6 +5,7 @@
  * golden cases under tests/sema/ (NAME.ph with the exact output NAME.err). */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -408,6 +409,32 @@ Test(expr, weak_literals_and_promotion)
         if (!strcmp(nm, "j")) { cr_assert(ir_type_eq(t, ir_tile2(DT_F32, 32, 64))); seen++; }
         if (!strcmp(nm, "k2")) { cr_assert_eq(t.dt, DT_F32); seen++; }
         if (!strcmp(nm, "q")) { cr_assert_eq(b->ops[i]->kind, OP_CONST); cr_assert_eq(b->ops[i]->fval, -1.0e30); seen++; }
+    }
+    cr_assert_eq(seen, 4);
+    ir_module_free(m);
+}
+
+/* Literal arithmetic is Python's, in double: 1.0 // 0.1 is 9.0 (0.1 is a
+ * little above a tenth), the remainder consistent with it, the sign of a
+ * zero remainder the divisor's. */
+Test(expr, literal_floordiv_and_mod_are_pythons)
+{
+    IrModule *m = ok(K1("    q: ph.let = 1.0 // 0.1\n"
+                        "    r: ph.let = 1.0 % 0.1\n"
+                        "    z: ph.let = -6.0 % 3.0\n"
+                        "    w: ph.let = -1.0 // (1.0e300 * 1.0e300)\n"
+                        "    X[0:+BR, 0:+BC] = X[0:+BR, 0:+BC] + q + r + z + w\n"));
+    IrFunc *f = m->funcs[0];
+    IrBlock *b = f->body;
+    int seen = 0;
+    for (int i = 0; i < b->nops; i++) {
+        const char *nm = b->ops[i]->nres ? f->values[b->ops[i]->res[0]].name : NULL;
+        if (!nm || b->ops[i]->kind != OP_CONST) continue;
+        double v = b->ops[i]->fval;
+        if (!strcmp(nm, "q")) { cr_expect_eq(v, 9.0); seen++; }
+        if (!strcmp(nm, "r")) { cr_expect_eq(v, 0.09999999999999995); seen++; }
+        if (!strcmp(nm, "z")) { cr_expect(v == 0 && !signbit(v), "-6.0 %% 3.0 gave %g", v); seen++; }
+        if (!strcmp(nm, "w")) { cr_expect_eq(v, -1.0); seen++; }
     }
     cr_assert_eq(seen, 4);
     ir_module_free(m);

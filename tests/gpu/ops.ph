@@ -129,3 +129,29 @@ def fmadot_tr(A: ph.tensor[ph.f32][K, M], B: ph.tensor[ph.f32][K, N], C: ph.tens
     for k in range(0, k_len, BK):
         acc += ph.dot(ph.transpose(A[k:+BK, r0:+BM]), B[k:+BK, c0:+BN])
     C[r0:+BM, c0:+BN] = acc
+
+
+# Float // and % on operands built to be hard, one kind per column mod 8:
+# random pairs; quotients near 1e9 (past 2^29), 1e60 and 1e76; subnormal
+# divisors; small integers (signed zeros, zero divisors); multiples of
+# 0.1, -0.3 and 0.7; inf, NaN and zeros. Every element must come back bit
+# for bit what the interpreter gives.
+@ph.kernel
+@ph.autotune(BN=[64])
+def fmods(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], Q: ph.tensor[ph.f32][M, N], R: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = (ph.ctx.block.x * 3 + ph.ctx.block.y) * 4
+    x: ph.let = X[r0:+4, 0:+BN]
+    y: ph.let = Y[r0:+4, 0:+BN]
+    idx: ph.let = (r0 + ph.iota(0, 4)) * BN + ph.iota(1, BN)
+    kind: ph.let = ph.iota(1, BN) % 8
+    nan: ph.let = (x - x) / (y - y)
+    sa: ph.let = ph.where(idx % 5 == 0, x * 1.0e38 * 1.0e38, ph.where(idx % 5 == 1, nan, ph.where(idx % 5 == 2, x * 0.0, x)))
+    sb: ph.let = ph.where(idx % 4 == 0, y * 1.0e38 * 1.0e38, ph.where(idx % 4 == 1, nan, ph.where(idx % 4 == 2, y * 0.0, y)))
+    tenths: ph.let = ph.where(idx % 3 == 0, 0.1, ph.where(idx % 3 == 1, -0.3, 0.7))
+    a: ph.let = ph.where(kind == 0, x, ph.where(kind == 1, x * 1.0e9, ph.where(kind == 2, x * 1.0e30,
+                ph.where(kind == 3, x * 1.0e38, ph.where(kind == 4, x * 1.0e-39,
+                ph.where(kind == 5, -ph.f32(6 - idx % 13), ph.where(kind == 6, ph.f32(idx % 17 - 8), sa)))))))
+    b: ph.let = ph.where(kind < 2, y, ph.where(kind == 2, y * 1.0e-30, ph.where(kind == 3, y * 1.0e-38,
+                ph.where(kind == 4, y * 1.0e-43, ph.where(kind == 5, ph.f32(idx % 7 - 3), ph.where(kind == 6, tenths, sb))))))
+    Q[r0:+4, 0:+BN] = a // b
+    R[r0:+4, 0:+BN] = a % b
