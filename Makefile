@@ -146,7 +146,7 @@ gpufuzz:
 	LD_LIBRARY_PATH="$(BUILD)/gpulibs$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" $(BUILD)/tests/gpufuzz --backend gpu \
 	    --seed $(GPUFUZZ_SEED) $(if $(GPUFUZZ_COUNT),--count $(GPUFUZZ_COUNT),--seconds $(GPUFUZZ_SECONDS)) --out $(BUILD)/gpufuzz
 
-# The regressions and a fixed batch of 200 programs (about 30 s) on the CPU
+# The regressions and a fixed batch of 200 programs (about a minute) on the CPU
 # executor of generated code, against the interpreter; both run, and either
 # failing fails the target. Plain build only: the executor runs JIT-compiled
 # code, which the sanitizers do not follow.

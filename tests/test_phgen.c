@@ -35,7 +35,8 @@ Test(phgen, every_program_compiles_verifies_and_runs_in_the_interpreter, .timeou
         DtVerdict v = dt_compare_module(m, src, &spec, &dt_interp_backend, seed, NULL, &rep);
         cr_assert_eq(v, DT_SAME, "seed %llu: %s in %s: %s\n%s", (unsigned long long)seed, dt_verdict_name(v), rep.config,
                      rep.message, src);
-        cr_assert_eq(rep.configs, m->nfuncs);
+        cr_assert_eq(rep.configs + rep.ineligible, m->nfuncs);
+        cr_assert_gt(rep.configs, 0, "seed %llu: no config is eligible for the spec", (unsigned long long)seed);
         configs += rep.configs;
         seen |= phgen_features(p);
         ir_module_free(m);
@@ -66,7 +67,7 @@ Test(phgen, generation_is_deterministic)
  * the text where the text shows it); every feature must appear. */
 Test(phgen, the_corpus_covers_every_feature)
 {
-    int count[PF_COUNT] = {0}, tc = 0, launch = 0;
+    int count[PF_COUNT] = {0}, tc = 0, launch = 0, aligned = 0, softmax = 0, kernels2 = 0;
     for (uint64_t seed = CORPUS_FIRST; seed < CORPUS_FIRST + CORPUS_SIZE; seed++) {
         PhgenProgram *p = phgen_generate(seed, NULL);
         uint64_t f = phgen_features(p);
@@ -74,6 +75,9 @@ Test(phgen, the_corpus_covers_every_feature)
         char *src = phgen_source(p);
         tc += strstr(src, "@ph.tensorcore") != NULL;
         launch += strstr(src, "@ph.launch(NT)") != NULL;
+        aligned += strstr(src, "@ph.aligned(") != NULL;
+        softmax += strstr(src, "ph.online_softmax(") != NULL;
+        kernels2 += strstr(src, "def fuzz2(") != NULL;
         free(src);
         phgen_free(p);
     }
@@ -83,6 +87,13 @@ Test(phgen, the_corpus_covers_every_feature)
     }
     cr_expect_gt(tc, 30);
     cr_expect_gt(launch, 30);
+    /* the fast paths: promises, fused softmax, modules of two kernels, often enough to matter */
+    cr_expect_gt(aligned, 40);
+    cr_expect_gt(softmax, 20);
+    cr_expect_gt(kernels2, 30);
+    cr_expect_gt(count[PF_ATTENTION_TC], 15);
+    cr_expect_gt(count[PF_SPECIALIZED], 30);
+    cr_expect_gt(count[PF_LOOP_LOAD], 40);
 }
 
 static bool still_fails(const char *source, const DtSpec *spec, void *user)

@@ -33,6 +33,13 @@ double dt_spec_get(const DtSpec *s, const char *name, double dflt)
     return dflt;
 }
 
+bool dt_spec_has(const DtSpec *s, const char *name)
+{
+    for (int i = 0; i < s->nvalues; i++)
+        if (!strcmp(s->values[i].name, name)) return true;
+    return false;
+}
+
 void dt_spec_format(const DtSpec *s, char *buf, size_t n)
 {
     size_t at = (size_t)snprintf(buf, n, "grid %d %d %d", s->grid[0], s->grid[1], s->grid[2]);
@@ -248,8 +255,8 @@ typedef struct {
 } Buffers;
 
 /* The arguments of config f: dims from the spec (a dimension the config
- * specializes takes its value), tensors filled or poisoned, scalars from
- * the spec. 0, or 1 with a message. */
+ * specializes and the spec does not give takes the config's value), tensors
+ * filled or poisoned, scalars from the spec. 0, or 1 with a message. */
 static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffers *b, char *err, size_t errlen)
 {
     uint64_t rng = seed;
@@ -265,7 +272,7 @@ static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffer
         int64_t d[2] = {1, 1};
         for (int a = 0; a < p->rank; a++) {
             d[a] = p->dim_name[a] ? (int64_t)dt_spec_get(spec, p->dim_name[a], 0) : p->dim_value[a];
-            for (int m = 0; m < f->nmeta && p->dim_name[a]; m++)
+            for (int m = 0; m < f->nmeta && p->dim_name[a] && !dt_spec_has(spec, p->dim_name[a]); m++)
                 if (!strcmp(f->meta[m].name, p->dim_name[a])) d[a] = f->meta[m].value;
             if (d[a] < 1 || d[a] > (1 << 24)) {
                 snprintf(err, errlen, "the run spec gives dimension %s of %s no size from 1 to 16777216",
@@ -364,6 +371,20 @@ static DtVerdict compare_config(const IrFunc *f, const DtSpec *spec, DtBackend *
     return v;
 }
 
+/* Whether the runtime would launch config f for the spec's dims: a
+ * meta-parameter named like a tensor dim specializes it, and the config is
+ * eligible only where the dim has its value (a spec without the dim takes
+ * the config's value). */
+static bool eligible(const IrFunc *f, const DtSpec *spec)
+{
+    for (int m = 0; m < f->nmeta; m++)
+        if (dt_spec_has(spec, f->meta[m].name) && dt_spec_get(spec, f->meta[m].name, 0) != (double)f->meta[m].value)
+            for (int i = 0; i < f->nparams; i++)
+                for (int a = 0; f->params[i].is_tensor && a < f->params[i].rank; a++)
+                    if (f->params[i].dim_name[a] && !strcmp(f->params[i].dim_name[a], f->meta[m].name)) return false;
+    return true;
+}
+
 DtVerdict dt_compare_module(const IrModule *m, const char *source, const DtSpec *spec, DtBackend *be,
                             uint64_t input_seed, const char *only, DtReport *rep)
 {
@@ -380,6 +401,10 @@ DtVerdict dt_compare_module(const IrModule *m, const char *source, const DtSpec 
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         if (only && strcmp(only, f->name)) continue;
+        if (!eligible(f, spec)) {
+            rep->ineligible++;
+            continue;
+        }
         DtReport one;
         memset(&one, 0, sizeof one);
         DtVerdict v = compare_config(f, spec, be, input_seed + (uint64_t)i * 0x9e3779b9u, &one);

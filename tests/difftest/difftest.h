@@ -31,6 +31,7 @@ void dt_spec_init(DtSpec *s);
 void dt_spec_set(DtSpec *s, const char *name, double value);
 /* The value of name, or dflt when the spec has none. */
 double dt_spec_get(const DtSpec *s, const char *name, double dflt);
+bool dt_spec_has(const DtSpec *s, const char *name);
 void dt_spec_format(const DtSpec *s, char *buf, size_t n);
 /* 0 on success; 1 with a message in err. */
 int dt_spec_parse(DtSpec *s, const char *text, char *err, size_t errlen);
@@ -78,6 +79,7 @@ typedef enum {
 typedef struct {
     int configs;               /* configs compared */
     int failed;                /* of which differed or failed */
+    int ineligible;            /* configs skipped: they specialize a dim to another value than the spec's */
     char config[160];          /* the first that differed or failed */
     char message[2048];        /* its first differing elements, or the error */
 } DtReport;
@@ -90,7 +92,9 @@ const char *dt_verdict_name(DtVerdict v);
  * integers exactly, floats within a tolerance scaled to the tensor's
  * magnitude and to the least precise float type the function computes in.
  * `only`, when not NULL, restricts the run to the function of that entry
- * name. */
+ * name. A config that specializes a dim (a meta-parameter named like it) to
+ * another value than the spec gives it is not run, as the runtime would
+ * never launch it there. */
 DtVerdict dt_compare_module(const IrModule *m, const char *source, const DtSpec *spec, DtBackend *be,
                             uint64_t input_seed, const char *only, DtReport *rep);
 

@@ -30,6 +30,8 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "edge_window", "rank1", "nonpow2_tile", "pow2_tile",
     "f32", "f16", "bf16", "i32_tensor",
     "multi_config", "launch_meta", "threads_32", "threads_256",
+    "aligned", "specialized", "multi_kernel", "online_softmax", "attention_tc",
+    "loop_load", "invariant_load",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -38,6 +40,11 @@ void phgen_default_options(PhgenOptions *o)
     o->max_depth = 3;
     o->max_configs = 8;
     o->max_tile = 2048;
+    o->pct_aligned = 12;
+    o->pct_specialized = 15;
+    o->pct_two_kernels = 12;
+    o->pct_attention = 6;
+    o->pct_stream = 35;
 }
 
 /* ---- the program ---- */
@@ -59,16 +66,21 @@ enum { E1, EM, EN, EK };   /* extents */
 static const char *const ext_meta[] = {"1", "BM", "BN", "BK"};
 static const char *const ext_dim[] = {"1", "M", "N", "K"};
 
-typedef struct { char name[4]; int n; int v[4]; } Meta;
+enum { META_TILE, META_THREADS, META_DIM };   /* a meta-parameter's role */
+typedef struct { char name[4]; int n; int v[4]; int role; } Meta;
 typedef struct { char name[16]; DType dt; int rank; int e[2]; bool output; } Tensor;
 
 struct PhgenProgram {
     uint64_t seed;
     bool tc;
     int launch;            /* threads literal; 0: no decorator; -1: the meta-parameter NT */
-    int deco_order[3];     /* tensorcore, launch, autotune in print order */
+    int launch2;           /* the second kernel's, when there is one */
+    bool two_kernels;
+    int deco_order[4];     /* tensorcore, launch, autotune, aligned in print order */
+    bool aligned[4];       /* per extent: @ph.aligned(DIM="BDIM") */
+    int specialized;       /* the extent whose dim is also an autotune name, or E1 */
     int nmeta;
-    Meta meta[4];          /* BM, BN, BK, NT */
+    Meta meta[5];          /* BM, BN, BK, then NT and the specialized dim when there are */
     Tensor tens[32];
     int ntens;
     Node root;
@@ -166,6 +178,7 @@ typedef struct {
     int maxv[4], minv[4];      /* per extent, over the configs */
     int n_value;               /* the scalar n's value in the spec */
     bool storing;              /* generating the stores */
+    const char *stream_iv;     /* when set, windows along unaligned extents move with it */
 } Gen;
 
 static uint64_t next_u64(Gen *g)
@@ -298,6 +311,13 @@ static char *window_start(Gen *g, int e)
 {
     const char *s = start_of(g, e);
     char *r = pfmt(g->p, "%s", s);
+    /* an aligned axis may not be read past its edge: the window stays at a multiple of its extent */
+    if (g->p->aligned[e]) return r;
+    if (g->stream_iv && e != E1) {
+        use(g, g->stream_iv);
+        feature(g, PF_LOOP_LOAD);
+        return pfmt(g->p, "%s + %s", r, g->stream_iv);
+    }
     if (g->nloops && chance(g, 25)) {
         const char *iv = g->loopvar[rnd(g, g->nloops)];
         use(g, iv);
@@ -867,11 +887,50 @@ static void push_loop(Gen *g, const char *iv)
     snprintf(g->loopvar[g->nloops++], sizeof g->loopvar[0], "%s", iv);
 }
 
+/* A load of shape sh (float) whose window moves with the loop counter iv
+ * when iv is given (pipeline.c issues it one iteration ahead), or does not
+ * move at all (licm.c takes it out of the loop). */
+static Ex loop_load(Gen *g, Shape sh, const char *iv)
+{
+    Ex a;
+    int saved = g->nloops;
+    g->stream_iv = iv;
+    g->nloops = 0;
+    if (!load_of(g, sh, pick_dtype(g, NEED_FLOAT), &a)) a = literal(g, false);
+    g->nloops = saved;
+    g->stream_iv = NULL;
+    return a;
+}
+
+/* w: a float var; in the loop, w += (a moving load) * (an invariant one),
+ * bounded by 1 per iteration. */
+static char *stream_var(Gen *g, Node *parent, Shape *sh)
+{
+    Node *n = open_stmt(g);
+    *sh = tile_shape(g);
+    char *w = fresh(g, "w");
+    close_stmt(g, parent, n, pfmt(g->p, "%s: ph.var[%s] = 0.0", w, tile_type(g, DT_F32, *sh)), w);
+    return w;
+}
+
+static void stream_update(Gen *g, Node *loop, const char *w, Shape sh, const char *iv)
+{
+    Node *n = open_stmt(g);
+    use(g, w);
+    Ex a = loop_load(g, sub_shape(g, sh), iv), b = loop_load(g, sub_shape(g, sh), NULL);
+    feature(g, PF_INVARIANT_LOAD);
+    char *term = a.mag * b.mag <= 4 ? pfmt(g->p, "((%s * %s) * 0.25)", a.t, b.t)
+                                    : pfmt(g->p, "ph.exp(-ph.abs(%s * %s))", a.t, b.t);
+    close_stmt(g, loop, n, pfmt(g->p, "%s += %s", w, term), NULL);
+}
+
 static void gen_for(Gen *g, Node *parent, int depth)
 {
     bool have_var = false;
     for (int i = 0; i < g->nsyms; i++) have_var |= g->syms[i].is_var;
     if (!have_var) gen_var(g, parent);
+    Shape wsh;
+    char *w = chance(g, g->o.pct_stream) ? stream_var(g, parent, &wsh) : NULL;
     Node *n = open_stmt(g);
     int lo = rnd(g, 3), step = 1 + rnd(g, 3), hi;
     char *hitext;
@@ -887,8 +946,10 @@ static void gen_for(Gen *g, Node *parent, int depth)
     close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
     n->block = true;
     push_loop(g, iv);
-    gen_body(g, n, depth + 1, 1 + rnd(g, 3));
+    if (w) stream_update(g, n, w, wsh, iv);
+    gen_body(g, n, depth + 1, w ? rnd(g, 3) : 1 + rnd(g, 3));
     g->nloops--;
+    if (w) sym_push(g, w, DT_F32, wsh, false, true, FCAP);   /* after the loop: its own update stays the only one inside */
 }
 
 /* acc += ph.dot(...) over K in steps of BK, then the sum scaled by 1/K. */
@@ -917,6 +978,89 @@ static void gen_kloop(Gen *g, Node *parent)
     int K = (int)dt_spec_get(&g->p->spec, "K", 1);
     for (int i = 0; i < g->p->meta[2].n; i++)
         if (K % g->p->meta[2].v[i]) feature(g, PF_STEP_NOT_DIVIDING);
+}
+
+/* An attention row block over K: s = q k^T (scaled), sometimes masked,
+ * then the online softmax, as ph.online_softmax or spelled out (max,
+ * exp(m - mn), exp(s - mn), rowsum, p converted to v's dtype and fed to a
+ * second dot), carrying acc, m and l; q does not move with k (licm takes
+ * it out), k and v do (pipeline issues them ahead). The result, acc / l, is
+ * a weighted mean of v: bounded by v. */
+static void gen_attention(Gen *g, Node *parent)
+{
+    PhgenProgram *p = g->p;
+    char *acc = fresh(g, "acc"), *m = fresh(g, "m"), *l = fresh(g, "l"), *kv = fresh(g, "k");
+    DType qdt = p->tc ? (chance(g, 60) ? DT_F16 : DT_BF16) : (chance(g, 60) ? DT_F32 : DT_F16);
+    DType vdt = p->tc ? qdt : (chance(g, 50) ? DT_F16 : DT_BF16);
+    bool masked = chance(g, 50), fused = chance(g, 50);
+    Node *n = open_stmt(g);
+    close_stmt(g, parent, n, pfmt(p, "%s: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0", acc), acc);
+    n = open_stmt(g);
+    close_stmt(g, parent, n, pfmt(p, "%s: ph.var[ph.tile[ph.f32][BM, 1]] = %s", m, masked || chance(g, 50) ? "-1.0e30" : "0.0"), m);
+    n = open_stmt(g);
+    close_stmt(g, parent, n, pfmt(p, "%s: ph.var[ph.tile[ph.f32][BM, 1]] = 0.0", l), l);
+    char *q = NULL;
+    if (chance(g, 50)) {   /* q as a let before the loop, or loaded in it (then licm moves it) */
+        n = open_stmt(g);
+        q = fresh(g, "q");
+        close_stmt(g, parent, n, pfmt(p, "%s: ph.let = %s", q, operand(g, shape2(EM, EN), qdt).t), q);
+    }
+    Node *loop = open_stmt(g);
+    close_stmt(g, parent, loop, pfmt(p, "for %s in range(0, K, BK):", kv), kv);
+    loop->block = true;
+    g->kstart = kv;
+    char *sname = fresh(g, "s");
+    n = open_stmt(g);
+    use(g, kv);
+    if (q) use(g, q);
+    char *qt = q ? q : operand(g, shape2(EM, EN), qdt).t;
+    char *kt = operand(g, shape2(EK, EN), qdt).t;
+    close_stmt(g, loop, n, pfmt(p, "%s: ph.let = ph.dot_t(%s, %s) / BN", sname, qt, kt), sname);
+    if (masked) {   /* exact conditions: indices only; masked scores are -1e30, exp gives 0 */
+        char *s2 = fresh(g, "s");
+        n = open_stmt(g);
+        use(g, sname);
+        use(g, kv);
+        const char *cond = chance(g, 50) ? pfmt(p, "(%s + ph.iota(1, BK)) <= (r0 + ph.iota(0, BM))", kv)
+                                         : pfmt(p, "(%s + ph.iota(1)) < K", kv);
+        close_stmt(g, loop, n, pfmt(p, "%s: ph.let = ph.where(%s, %s, -1.0e30)", s2, cond, sname), s2);
+        sname = s2;
+    }
+    char *v = operand(g, shape2(EK, EN), vdt).t;
+    if (fused) {
+        n = open_stmt(g);
+        use(g, acc), use(g, m), use(g, l), use(g, sname), use(g, kv);
+        close_stmt(g, loop, n, pfmt(p, "ph.online_softmax(%s, %s, %s, %s, %s)", acc, m, l, sname, v), NULL);
+        feature(g, PF_ONLINE_SOFTMAX);
+    } else {
+        char *mn = fresh(g, "mn"), *a = fresh(g, "a"), *pp = fresh(g, "p");
+        n = open_stmt(g);
+        use(g, m), use(g, sname);
+        close_stmt(g, loop, n, pfmt(p, "%s: ph.let = ph.max(%s, ph.rowmax(%s))", mn, m, sname), mn);
+        n = open_stmt(g);
+        use(g, m), use(g, mn);
+        close_stmt(g, loop, n, pfmt(p, "%s: ph.let = ph.exp(%s - %s)", a, m, mn), a);
+        n = open_stmt(g);
+        use(g, sname), use(g, mn);
+        close_stmt(g, loop, n, pfmt(p, "%s: ph.let = ph.exp(%s - %s)", pp, sname, mn), pp);
+        n = open_stmt(g);
+        use(g, l), use(g, a), use(g, pp);
+        close_stmt(g, loop, n, pfmt(p, "%s = %s * %s + ph.rowsum(%s)", l, l, a, pp), NULL);
+        n = open_stmt(g);
+        use(g, acc), use(g, a), use(g, pp), use(g, kv);
+        close_stmt(g, loop, n, pfmt(p, "%s = %s * %s + ph.dot(%s(%s), %s)", acc, acc, a, dtname(vdt), pp, v), NULL);
+        n = open_stmt(g);
+        use(g, m), use(g, mn);
+        close_stmt(g, loop, n, pfmt(p, "%s = %s", m, mn), NULL);
+        if (p->tc) feature(g, PF_ATTENTION_TC);
+    }
+    g->kstart = "0";
+    n = open_stmt(g);
+    use(g, acc), use(g, l);
+    char *o = fresh(g, "t");
+    close_stmt(g, parent, n, pfmt(p, "%s: ph.let = %s / %s", o, acc, l), o);
+    sym_push(g, o, DT_F32, shape2(EM, EN), false, false, 2);
+    feature(g, PF_FOR_CARRY);
 }
 
 static char *scalar_cond(Gen *g) { return gen_cond(g, shape0(), 1, 0).t; }
@@ -961,6 +1105,10 @@ static void gen_if(Gen *g, Node *parent, int depth)
 
 static void gen_stmt(Gen *g, Node *parent, int depth)
 {
+    if (depth == 0 && chance(g, g->o.pct_attention * (g->p->tc ? 2 : 1))) {
+        gen_attention(g, parent);
+        return;
+    }
     int k = rnd(g, 100);
     if (k < 28) gen_let(g, parent);
     else if (k < 40) gen_var(g, parent);
@@ -1023,6 +1171,7 @@ static void gen_store(Gen *g, Node *parent)
 static void pick_values(Gen *g, Meta *m, const char *name, const int *pool, int npool, int count)
 {
     snprintf(m->name, sizeof m->name, "%s", name);
+    m->role = name[0] == 'B' ? META_TILE : name[0] == 'N' && name[1] == 'T' ? META_THREADS : META_DIM;
     m->n = 0;
     while (m->n < count) {
         int v = pool[rnd(g, npool)];
@@ -1034,6 +1183,36 @@ static void pick_values(Gen *g, Meta *m, const char *name, const int *pool, int 
 
 static int meta_max(const Meta *m) { int r = m->v[0]; for (int i = 1; i < m->n; i++) if (m->v[i] > r) r = m->v[i]; return r; }
 static int meta_min(const Meta *m) { int r = m->v[0]; for (int i = 1; i < m->n; i++) if (m->v[i] < r) r = m->v[i]; return r; }
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+static int meta_lcm(const Meta *m) { int r = 1; for (int i = 0; i < m->n; i++) r = r / gcd(r, m->v[i]) * m->v[i]; return r; }
+
+/* A specialized dim (N or K named in the autotune, so compile-time in each
+ * config: the spec gives it one config's value) and @ph.aligned promises
+ * (dims the spec makes multiples of every value of the tile size, windows
+ * along them never past the edge: choose_spec and window_start see to it). */
+static void choose_promises(Gen *g)
+{
+    static const int dims[] = {8, 16, 24, 32, 48, 64, 5, 12};
+    PhgenProgram *p = g->p;
+    p->specialized = E1;
+    if (chance(g, g->o.pct_specialized)) {
+        p->specialized = chance(g, 50) ? EN : EK;
+        pick_values(g, &p->meta[p->nmeta++], ext_dim[p->specialized], dims, 8, chance(g, 40) ? 2 : 1);
+        feature(g, PF_SPECIALIZED);
+    }
+    for (int e = EM; e <= EK; e++)
+        if (e != p->specialized && chance(g, g->o.pct_aligned) && meta_lcm(&p->meta[e - EM]) <= 192) {
+            p->aligned[e] = true;
+            feature(g, PF_ALIGNED);
+        }
+    p->two_kernels = chance(g, g->o.pct_two_kernels);
+    if (p->two_kernels) {
+        static const int threads[] = {32, 64, 128, 256};
+        p->launch2 = p->launch == -1 ? -1 : chance(g, 25) ? 0 : threads[rnd(g, 4)];
+        feature(g, PF_MULTI_KERNEL);
+    }
+}
 
 static void choose_configs(Gen *g)
 {
@@ -1068,10 +1247,10 @@ static void choose_configs(Gen *g)
     } while (meta_max(&p->meta[0]) * meta_max(&p->meta[1]) > g->o.max_tile);
     p->nmeta = 3;
     if (p->launch == -1) {
-        pick_values(g, &p->meta[3], "NT", threads, 5, counts[3]);
-        p->nmeta = 4;
+        pick_values(g, &p->meta[p->nmeta++], "NT", threads, 5, counts[3]);
         feature(g, PF_LAUNCH_META);
     }
+    choose_promises(g);
     for (int d = 0; d < 3; d++) {
         g->maxv[EM + d] = meta_max(&p->meta[d]);
         g->minv[EM + d] = meta_min(&p->meta[d]);
@@ -1090,8 +1269,8 @@ static void choose_configs(Gen *g)
         if (p->meta[3].v[i] == 256) feature(g, PF_THREADS_256);
     }
     /* decorators after @ph.kernel come in any order */
-    int order[3] = {0, 1, 2};
-    for (int i = 2; i > 0; i--) {
+    int order[4] = {0, 1, 2, 3};
+    for (int i = 3; i > 0; i--) {
         int j = rnd(g, i + 1), tmp = order[i];
         order[i] = order[j];
         order[j] = tmp;
@@ -1104,7 +1283,15 @@ static void choose_spec(Gen *g)
     static const double svals[] = {0.75, -0.5, 1.25, 2.0};
     DtSpec *s = &g->p->spec;
     dt_spec_init(s);
+    PhgenProgram *p = g->p;
     int M = 1 + rnd(g, 2 * g->maxv[EM] + 12), N = 1 + rnd(g, 2 * g->maxv[EN] + 12), K = 1 + rnd(g, 3 * g->maxv[EK] + 8);
+    int *dim[4] = {NULL, &M, &N, &K};
+    for (int e = EM; e <= EK; e++)
+        if (p->aligned[e]) *dim[e] = meta_lcm(&p->meta[e - EM]) * (1 + rnd(g, 3));
+    if (p->specialized != E1) {
+        const Meta *sm = &p->meta[p->nmeta - 1];
+        *dim[p->specialized] = sm->v[rnd(g, sm->n)];
+    }
     dt_spec_set(s, "M", M);
     dt_spec_set(s, "N", N);
     dt_spec_set(s, "K", K);
@@ -1115,6 +1302,9 @@ static void choose_spec(Gen *g)
     s->grid[0] = (gx < 3 ? gx : 3) + rnd(g, 2);
     s->grid[1] = (gy < 2 ? gy : 2) + rnd(g, 2);
     s->grid[2] = 1;
+    /* no block starts past an aligned dim's last full tile */
+    if (p->aligned[EM] && s->grid[0] > M / g->maxv[EM]) s->grid[0] = M / g->maxv[EM];
+    if (p->aligned[EN] && s->grid[1] > N / g->maxv[EN]) s->grid[1] = N / g->maxv[EN];
 }
 
 /* ---- the whole program ---- */
@@ -1194,14 +1384,24 @@ static void print_node(FILE *out, const Node *n, int indent)
     if (n->next) print_node(out, n->next, indent);
 }
 
-static void print_decorators(FILE *out, const PhgenProgram *p)
+/* The decorators, in the program's order (reversed for the second kernel). */
+static void print_decorators(FILE *out, const PhgenProgram *p, int launch, bool reversed)
 {
     fprintf(out, "@ph.kernel\n");
-    for (int i = 0; i < 3; i++) {
-        int d = p->deco_order[i];
+    for (int i = 0; i < 4; i++) {
+        int d = p->deco_order[reversed ? 3 - i : i];
         if (d == 0 && p->tc) fprintf(out, "@ph.tensorcore\n");
-        if (d == 1 && p->launch > 0) fprintf(out, "@ph.launch(%d)\n", p->launch);
-        if (d == 1 && p->launch < 0) fprintf(out, "@ph.launch(NT)\n");
+        if (d == 1 && launch > 0) fprintf(out, "@ph.launch(%d)\n", launch);
+        if (d == 1 && launch < 0) fprintf(out, "@ph.launch(NT)\n");
+        if (d == 3 && (p->aligned[EM] || p->aligned[EN] || p->aligned[EK])) {
+            fprintf(out, "@ph.aligned(");
+            for (int e = EM, first = 1; e <= EK; e++)
+                if (p->aligned[e]) {
+                    fprintf(out, "%s%s=\"%s\"", first ? "" : ", ", ext_dim[e], ext_meta[e]);
+                    first = 0;
+                }
+            fprintf(out, ")\n");
+        }
         if (d == 2) {
             fprintf(out, "@ph.autotune(");
             for (int m = 0; m < p->nmeta; m++) {
@@ -1226,7 +1426,7 @@ static bool has_word(const char *text, const char *name)
 }
 
 /* The parameters the body uses: the tensors it names, plus for each dim
- * name it uses and no such tensor declares, one tensor that does (the
+ * name it (or a decorator) uses and no such tensor declares, one tensor that does (the
  * reducer leaves tensors behind that nothing reads any more). */
 static void print_params(FILE *out, const PhgenProgram *p, const char *body)
 {
@@ -1240,7 +1440,8 @@ static void print_params(FILE *out, const PhgenProgram *p, const char *body)
             if (has && first < 0) first = i;
             declared |= has && keep[i];
         }
-        if (!declared && first >= 0 && has_word(body, ext_dim[e])) keep[first] = true;
+        bool named = has_word(body, ext_dim[e]) || p->aligned[e] || p->specialized == e;   /* decorators name it too */
+        if (!declared && first >= 0 && named) keep[first] = true;
     }
     for (int i = 0; i < p->ntens; i++) {
         const Tensor *t = &p->tens[i];
@@ -1263,10 +1464,13 @@ char *phgen_source(const PhgenProgram *p)
     fprintf(out, "# A program from tests/difftest/phgen.c (seed %llu) for differential testing.\n",
             (unsigned long long)p->seed);
     fprintf(out, "# run: %s\nimport phobos.lang as ph\n\n\n", spec);
-    print_decorators(out, p);
-    fprintf(out, "def fuzz(");
-    print_params(out, p, body);
-    fprintf(out, "n: ph.i32, s: ph.f32):\n%s", body);
+    for (int k = 0; k < 1 + p->two_kernels; k++) {
+        if (k) fprintf(out, "\n\n");
+        print_decorators(out, p, k ? p->launch2 : p->launch, k);
+        fprintf(out, "def fuzz%s(", k ? "2" : "");
+        print_params(out, p, body);
+        fprintf(out, "n: ph.i32, s: ph.f32):\n%s", body);
+    }
     fclose(out);
     free(body);
     return buf;
@@ -1349,6 +1553,8 @@ static bool drop_pass(Reducer *r)
     return progress;
 }
 
+static bool spec_keeps_promises(const PhgenProgram *p);
+
 static void reduce_configs(Reducer *r)
 {
     for (int m = 0; m < r->p->nmeta; m++) {
@@ -1356,7 +1562,7 @@ static void reduce_configs(Reducer *r)
         for (int v = 0; v < saved.n && saved.n > 1; v++) {
             meta->n = 1;
             meta->v[0] = saved.v[v];
-            if (attempt(r)) break;
+            if (spec_keeps_promises(r->p) && attempt(r)) break;
             *meta = saved;
         }
     }
@@ -1365,10 +1571,26 @@ static void reduce_configs(Reducer *r)
 /* The smallest legal value below v for meta-parameter m, or 0. */
 static int smaller_meta(const PhgenProgram *p, int m, int v)
 {
-    if (m == 3) return v > 32 ? (v / 2 + 31) / 32 * 32 : 0;
+    if (p->meta[m].role == META_THREADS) return v > 32 ? (v / 2 + 31) / 32 * 32 : 0;
+    if (p->meta[m].role == META_DIM) return 0;   /* the spec's dim must stay one of its values */
     int unit = p->tc ? (m == 1 ? 8 : 16) : 1;
     int w = v / 2 / unit * unit;
     return w >= unit && w < v ? w : 0;
+}
+
+/* Whether the spec still keeps the promises: aligned dims hold every
+ * block's tile (multiples the interpreter checks itself), a specialized dim
+ * is one config's value. */
+static bool spec_keeps_promises(const PhgenProgram *p)
+{
+    const DtSpec *s = &p->spec;
+    for (int e = EM; e <= EN; e++)
+        if (p->aligned[e] && s->grid[e - EM] * meta_max(&p->meta[e - EM]) > dt_spec_get(s, ext_dim[e], 0)) return false;
+    if (p->specialized == E1) return true;
+    const Meta *sm = &p->meta[p->nmeta - 1];
+    for (int i = 0; i < sm->n; i++)
+        if (sm->v[i] == dt_spec_get(s, ext_dim[p->specialized], 0)) return true;
+    return false;
 }
 
 static void reduce_sizes(Reducer *r)
@@ -1385,7 +1607,7 @@ static void reduce_sizes(Reducer *r)
         while (s->values[i].value > 1) {
             double saved = s->values[i].value;
             s->values[i].value = (double)((int)saved / 2);
-            if (!attempt(r)) { s->values[i].value = saved; break; }
+            if (!spec_keeps_promises(r->p) || !attempt(r)) { s->values[i].value = saved; break; }
         }
     }
     for (int m = 0; m < r->p->nmeta; m++) {

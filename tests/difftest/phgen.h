@@ -1,9 +1,11 @@
 /* phgen.h: a generator of random valid Phobos programs for differential
  * testing, and a reducer that shrinks one while a property holds.
  *
- * A program is one kernel over tensors whose dims are the names M, N, K,
- * tiled by the meta-parameters BM, BN, BK (several configs, with several
- * @ph.launch thread counts), plus the run spec that launches it. Its
+ * A program is one kernel (sometimes two, alike but for @ph.launch) over
+ * tensors whose dims are the names M, N, K, tiled by the meta-parameters BM,
+ * BN, BK (several configs, with several @ph.launch thread counts; N or K
+ * sometimes specialized, M, N, K sometimes promised @ph.aligned), plus the
+ * run spec that launches it. Its
  * numerics keep the comparison with the interpreter meaningful: values
  * stay bounded, exp takes non-positive arguments, log/sqrt/rsqrt positive
  * ones, dots are scaled by 1/K, and conditions, where-masks, float->int
@@ -21,6 +23,11 @@ typedef struct {
     int max_depth;        /* nesting of expressions */
     int max_configs;      /* elements of the autotune product */
     int max_tile;         /* elements of a [BM, BN] tile */
+    int pct_aligned;      /* of programs, per dim M, N, K: an @ph.aligned promise */
+    int pct_specialized;  /* of programs: N or K also an autotune name (a specialized dim) */
+    int pct_two_kernels;  /* of programs: a second kernel, the same body under another launch */
+    int pct_attention;    /* of top-level statements: an attention chain over K */
+    int pct_stream;       /* of loops: loads moved by the loop counter, next to invariant ones */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -34,6 +41,8 @@ typedef enum {
     PF_EDGE_WINDOW, PF_RANK1, PF_NONPOW2_TILE, PF_POW2_TILE,
     PF_F32, PF_F16, PF_BF16, PF_I32_TENSOR,
     PF_MULTI_CONFIG, PF_LAUNCH_META, PF_THREADS_32, PF_THREADS_256,
+    PF_ALIGNED, PF_SPECIALIZED, PF_MULTI_KERNEL, PF_ONLINE_SOFTMAX, PF_ATTENTION_TC,
+    PF_LOOP_LOAD, PF_INVARIANT_LOAD,
     PF_COUNT
 } PhgenFeature;
 
