@@ -1,12 +1,11 @@
 /* fold.c: constant folding. Scalar ops whose operands are all constants
- * become constants, computed exactly as the interpreter computes them (i32
- * wraps, // and % floor like Python, f16/bf16 results rounded); exact
+ * become constants, computed by the reference table of scalar ops
+ * (scalarops.h) that the interpreter computes with too; exact
  * identities (x*1, and x+0, x-0 on i32) drop their op; an `if` on a
  * constant is replaced by its taken branch and a `for` that provably runs
  * zero times by its initial values. Expects verified IR; keeps it so. */
 #include "ir.h"
-#include "floormod.h"
-#include "half.h"
+#include "scalarops.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -41,33 +40,9 @@ static const IrOp *const_def(const IrFunc *f, ValueId v)
     return d && d->kind == OP_CONST ? d : NULL;
 }
 
-static float round_to(DType dt, float x)
-{
-    if (dt == DT_F16) return ph_round_f16(x);
-    if (dt == DT_BF16) return ph_round_bf16(x);
-    return x;
-}
-
 static float const_float(const IrFunc *f, const IrOp *c)
 {
-    return round_to(f->values[c->res[0]].type.dt, (float)c->fval);
-}
-
-static int32_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
-
-/* Python's floor division and modulo on i32; b != 0. */
-static int32_t floordiv32(int32_t a, int32_t b)
-{
-    int64_t q = (int64_t)a / b;
-    if ((int64_t)a % b != 0 && ((a < 0) != (b < 0))) q--;
-    return wrap32(q);
-}
-
-static int32_t mod32(int32_t a, int32_t b)
-{
-    int64_t r = (int64_t)a % b;
-    if (r != 0 && ((r < 0) != (b < 0))) r += b;
-    return (int32_t)r;
+    return sop_round(f->values[c->res[0]].type.dt, (float)c->fval);
 }
 
 static void make_const_int(IrOp *op, int64_t v)
@@ -83,117 +58,47 @@ static void make_const_int(IrOp *op, int64_t v)
 static void make_const_float(IrFunc *f, IrOp *op, float v)
 {
     make_const_int(op, 0);
-    op->fval = round_to(f->values[op->res[0]].type.dt, v);
+    op->fval = sop_round(f->values[op->res[0]].type.dt, v);
 }
 
-static bool fold_int_binary(IrOp *op, int32_t a, int32_t b)
+/* Every op the verifier lets through has a meaning in the table, zero
+ * divisors and NaNs included, so every op on constants folds. */
+static void fold_binary(IrFunc *f, IrOp *op, const IrOp *const c[2], DType dt)
 {
-    uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
-    int32_t r;
-    switch (op->sub) {
-    case BIN_ADD: r = (int32_t)(ua + ub); break;
-    case BIN_SUB: r = (int32_t)(ua - ub); break;
-    case BIN_MUL: r = (int32_t)(ua * ub); break;
-    case BIN_FLOORDIV: if (!b) return false; r = floordiv32(a, b); break;
-    case BIN_MOD: if (!b) return false; r = mod32(a, b); break;
-    case BIN_MAX: r = a > b ? a : b; break;
-    case BIN_MIN: r = a < b ? a : b; break;
-    default: return false;
-    }
+    if (dt == DT_BOOL) make_const_int(op, sop_bool_binary(op->sub, c[0]->ival != 0, c[1]->ival != 0));
+    else if (dt == DT_I32) make_const_int(op, sop_i32_binary(op->sub, (int32_t)c[0]->ival, (int32_t)c[1]->ival));
+    else make_const_float(f, op, sop_float_binary(op->sub, dt, const_float(f, c[0]), const_float(f, c[1])));
+}
+
+static void fold_unary(IrFunc *f, IrOp *op, const IrOp *c, DType dt)
+{
+    if (dt == DT_BOOL) make_const_int(op, !c->ival);
+    else if (dt == DT_I32) make_const_int(op, sop_i32_unary(op->sub, (int32_t)c->ival));
+    else make_const_float(f, op, sop_float_unary(op->sub, dt, const_float(f, c)));
+}
+
+static void fold_compare(IrFunc *f, IrOp *op, const IrOp *const c[2], DType dt)
+{
+    bool r;
+    if (dt == DT_BOOL) r = sop_compare_i32(op->sub, c[0]->ival != 0, c[1]->ival != 0);
+    else if (dt == DT_I32) r = sop_compare_i32(op->sub, (int32_t)c[0]->ival, (int32_t)c[1]->ival);
+    else r = sop_compare_float(op->sub, const_float(f, c[0]), const_float(f, c[1]));
     make_const_int(op, r);
-    return true;
 }
 
-static bool fold_float_binary(IrFunc *f, IrOp *op, float a, float b)
-{
-    float r;
-    switch (op->sub) {
-    case BIN_ADD: r = a + b; break;
-    case BIN_SUB: r = a - b; break;
-    case BIN_MUL: r = a * b; break;
-    case BIN_DIV: if (b == 0) return false; r = a / b; break;
-    case BIN_FLOORDIV: if (b == 0) return false; r = floor_div_f32(a, b); break;
-    case BIN_MOD: if (b == 0) return false; r = floor_mod_f32(a, b); break;
-    case BIN_MAX: r = fmaxf(a, b); break;
-    case BIN_MIN: r = fminf(a, b); break;
-    default: return false;
-    }
-    make_const_float(f, op, r);
-    return true;
-}
-
-static bool fold_unary(IrFunc *f, IrOp *op, const IrOp *c, DType dt)
-{
-    if (dt == DT_BOOL) {
-        if (op->sub != UN_NOT) return false;
-        make_const_int(op, !c->ival);
-        return true;
-    }
-    if (dt == DT_I32) {
-        uint32_t a = (uint32_t)(int32_t)c->ival;
-        if (op->sub == UN_NEG) make_const_int(op, (int32_t)(0u - a));
-        else if (op->sub == UN_ABS) make_const_int(op, (int32_t)a < 0 ? (int32_t)(0u - a) : (int32_t)a);
-        else return false;
-        return true;
-    }
-    float x = const_float(f, c), r;
-    switch (op->sub) {
-    case UN_NEG: r = -x; break;
-    case UN_ABS: r = fabsf(x); break;
-    case UN_EXP: r = expf(x); break;
-    case UN_EXP2: r = exp2f(x); break;
-    case UN_LOG: r = logf(x); break;
-    case UN_LOG2: r = log2f(x); break;
-    case UN_SQRT: r = sqrtf(x); break;
-    case UN_RSQRT: r = 1.0f / sqrtf(x); break;
-    default: return false;
-    }
-    make_const_float(f, op, r);
-    return true;
-}
-
-static bool compare(int sub, double a, double b)
-{
-    switch (sub) {
-    case CMP_LT: return a < b;
-    case CMP_LE: return a <= b;
-    case CMP_GT: return a > b;
-    case CMP_GE: return a >= b;
-    case CMP_EQ: return a == b;
-    default: return a != b;
-    }
-}
-
-/* float -> i32 as the interpreter does it: toward zero, saturating, NaN -> 0 */
-static int32_t float_to_i32(float x)
-{
-    if (isnan(x)) return 0;
-    if (x >= 2147483648.0f) return INT32_MAX;
-    if (x <= -2147483648.0f) return INT32_MIN;
-    return (int32_t)x;
-}
-
-static bool fold_convert(IrFunc *f, IrOp *op, const IrOp *c, DType from, DType to)
+static void fold_convert(IrFunc *f, IrOp *op, const IrOp *c, DType from, DType to)
 {
     if (ir_is_float(from)) {
         float x = const_float(f, c);
-        if (to == DT_I32) make_const_int(op, float_to_i32(x));
+        if (to == DT_I32) make_const_int(op, sop_float_to_i32(x));
         else if (to == DT_BOOL) make_const_int(op, x != 0);
         else make_const_float(f, op, x);
     } else {
-        int32_t x = (int32_t)c->ival;
+        int32_t x = from == DT_BOOL ? c->ival != 0 : (int32_t)c->ival;
         if (to == DT_I32) make_const_int(op, x);
         else if (to == DT_BOOL) make_const_int(op, x != 0);
-        else make_const_float(f, op, (float)x);
+        else make_const_float(f, op, sop_i32_to_float(to, x));
     }
-    return true;
-}
-
-/* Operand values as doubles for comparisons: exact for i32 and floats. */
-static double const_number(const IrFunc *f, const IrOp *c)
-{
-    DType dt = f->values[c->res[0]].type.dt;
-    return ir_is_float(dt) ? (double)const_float(f, c) : (double)(int32_t)c->ival;
 }
 
 /* Turns a scalar op on constants into a constant, in place. */
@@ -205,21 +110,9 @@ static bool fold_constant(IrFunc *f, IrOp *op)
         if (!(c[i] = const_def(f, op->args[i]))) return false;
     DType dt = f->values[op->args[0]].type.dt;
     switch (op->kind) {
-    case OP_BINARY:
-        if (dt == DT_BOOL) {
-            if (op->sub == BIN_AND) make_const_int(op, c[0]->ival && c[1]->ival);
-            else if (op->sub == BIN_OR) make_const_int(op, c[0]->ival || c[1]->ival);
-            else return false;
-            return true;
-        }
-        if (dt == DT_I32) return fold_int_binary(op, (int32_t)c[0]->ival, (int32_t)c[1]->ival);
-        return fold_float_binary(f, op, const_float(f, c[0]), const_float(f, c[1]));
-    case OP_UNARY:
-        return fold_unary(f, op, c[0], dt);
-    case OP_CMP:
-        if (dt == DT_BOOL) make_const_int(op, compare(op->sub, (double)!!c[0]->ival, (double)!!c[1]->ival));
-        else make_const_int(op, compare(op->sub, const_number(f, c[0]), const_number(f, c[1])));
-        return true;
+    case OP_BINARY: fold_binary(f, op, c, dt); return true;
+    case OP_UNARY: fold_unary(f, op, c[0], dt); return true;
+    case OP_CMP: fold_compare(f, op, c, dt); return true;
     case OP_SELECT: {
         const IrOp *pick = c[0]->ival ? c[1] : c[2];
         if (ir_is_float(f->values[op->res[0]].type.dt)) make_const_float(f, op, const_float(f, pick));
@@ -227,7 +120,8 @@ static bool fold_constant(IrFunc *f, IrOp *op)
         return true;
     }
     case OP_CONVERT:
-        return fold_convert(f, op, c[0], dt, f->values[op->res[0]].type.dt);
+        fold_convert(f, op, c[0], dt, f->values[op->res[0]].type.dt);
+        return true;
     default:
         return false;
     }

@@ -3,10 +3,11 @@
  * on host memory. Every value has one buffer, allocated once (shapes are
  * static) and overwritten by loops: float for f16/bf16/f32 (f16 and bf16
  * held already rounded to their dtype), int32_t for i32 and bool. Each op
- * is dispatched once and loops over its whole tile. */
+ * is dispatched once and loops over its whole tile; each element of a
+ * scalar op is computed by the reference table (scalarops.h). */
 #include "ir.h"
-#include "floormod.h"
 #include "half.h"
+#include "scalarops.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -30,13 +31,6 @@ static float *fbuf(Interp *in, ValueId v) { return (float *)(in->store + in->off
 static int32_t *ibuf(Interp *in, ValueId v) { return (int32_t *)(in->store + in->offset[v]); }
 static IrType vtype(const Interp *in, ValueId v) { return in->f->values[v].type; }
 static int64_t numel(const Interp *in, ValueId v) { return ir_numel(vtype(in, v)); }
-
-static float round_to(DType dt, float x)
-{
-    if (dt == DT_F16) return ph_round_f16(x);
-    if (dt == DT_BF16) return ph_round_bf16(x);
-    return x;
-}
 
 static void round_all(DType dt, float *x, int64_t n)
 {
@@ -65,7 +59,7 @@ static RunStatus run_error(Interp *in, const IrOp *op, const char *fmt, ...)
 static void run_const(Interp *in, const IrOp *op)
 {
     IrType t = vtype(in, op->res[0]);
-    if (ir_is_float(t.dt)) *fbuf(in, op->res[0]) = round_to(t.dt, (float)op->fval);
+    if (ir_is_float(t.dt)) *fbuf(in, op->res[0]) = sop_round(t.dt, (float)op->fval);
     else if (t.dt == DT_BOOL) *ibuf(in, op->res[0]) = op->ival != 0;
     else *ibuf(in, op->res[0]) = (int32_t)op->ival;
 }
@@ -112,22 +106,13 @@ static void run_transpose(Interp *in, const IrOp *op)
         for (int j = 0; j < cols; j++) r[(int64_t)j * rows + i] = src[(int64_t)i * cols + j];
 }
 
-/* float -> i32: toward zero, saturating, NaN -> 0 */
-static int32_t float_to_i32(float x)
-{
-    if (isnan(x)) return 0;
-    if (x >= 2147483648.0f) return INT32_MAX;
-    if (x <= -2147483648.0f) return INT32_MIN;
-    return (int32_t)x;
-}
-
 static void run_convert(Interp *in, const IrOp *op)
 {
     DType from = vtype(in, op->args[0]).dt, to = vtype(in, op->res[0]).dt;
     int64_t n = numel(in, op->res[0]);
     if (ir_is_float(from)) {
         const float *a = fbuf(in, op->args[0]);
-        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = float_to_i32(a[i]);
+        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = sop_float_to_i32(a[i]);
         else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
         else {
             float *r = fbuf(in, op->res[0]);
@@ -140,8 +125,7 @@ static void run_convert(Interp *in, const IrOp *op)
         else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
         else {
             float *r = fbuf(in, op->res[0]);
-            for (int64_t i = 0; i < n; i++) r[i] = (float)a[i];
-            round_all(to, r, n);
+            for (int64_t i = 0; i < n; i++) r[i] = sop_i32_to_float(to, a[i]);
         }
     }
 }
@@ -155,87 +139,30 @@ static void run_unary(Interp *in, const IrOp *op)
     if (!ir_is_float(dt)) {
         const int32_t *a = ibuf(in, op->args[0]);
         int32_t *r = ibuf(in, op->res[0]);
-        for (int64_t i = 0; i < n; i++) {
-            uint32_t u = (uint32_t)a[i];
-            if (op->sub == UN_NOT) r[i] = !a[i];
-            else if (op->sub == UN_NEG || (op->sub == UN_ABS && a[i] < 0)) r[i] = (int32_t)(0u - u);
-            else r[i] = a[i];
-        }
+        if (dt == DT_BOOL) for (int64_t i = 0; i < n; i++) r[i] = !a[i];
+        else for (int64_t i = 0; i < n; i++) r[i] = sop_i32_unary(op->sub, a[i]);
         return;
     }
     const float *a = fbuf(in, op->args[0]);
     float *r = fbuf(in, op->res[0]);
-    switch (op->sub) {
-    case UN_NEG: for (int64_t i = 0; i < n; i++) r[i] = -a[i]; break;
-    case UN_ABS: for (int64_t i = 0; i < n; i++) r[i] = fabsf(a[i]); break;
-    case UN_EXP: for (int64_t i = 0; i < n; i++) r[i] = expf(a[i]); break;
-    case UN_EXP2: for (int64_t i = 0; i < n; i++) r[i] = exp2f(a[i]); break;
-    case UN_LOG: for (int64_t i = 0; i < n; i++) r[i] = logf(a[i]); break;
-    case UN_LOG2: for (int64_t i = 0; i < n; i++) r[i] = log2f(a[i]); break;
-    case UN_SQRT: for (int64_t i = 0; i < n; i++) r[i] = sqrtf(a[i]); break;
-    case UN_RSQRT: for (int64_t i = 0; i < n; i++) r[i] = 1.0f / sqrtf(a[i]); break;
-    default: break;
-    }
-    round_all(dt, r, n);
+    for (int64_t i = 0; i < n; i++) r[i] = sop_float_unary(op->sub, dt, a[i]);
 }
 
-static RunStatus run_int_binary(Interp *in, const IrOp *op, int64_t n)
-{
-    const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
-    int32_t *r = ibuf(in, op->res[0]);
-    switch (op->sub) {
-    case BIN_ADD: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] + (uint32_t)b[i]); break;
-    case BIN_SUB: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] - (uint32_t)b[i]); break;
-    case BIN_MUL: for (int64_t i = 0; i < n; i++) r[i] = (int32_t)((uint32_t)a[i] * (uint32_t)b[i]); break;
-    case BIN_MAX: for (int64_t i = 0; i < n; i++) r[i] = a[i] > b[i] ? a[i] : b[i]; break;
-    case BIN_MIN: for (int64_t i = 0; i < n; i++) r[i] = a[i] < b[i] ? a[i] : b[i]; break;
-    case BIN_AND: for (int64_t i = 0; i < n; i++) r[i] = a[i] && b[i]; break;
-    case BIN_OR: for (int64_t i = 0; i < n; i++) r[i] = a[i] || b[i]; break;
-    case BIN_FLOORDIV: case BIN_MOD:
-        for (int64_t i = 0; i < n; i++) {
-            if (!b[i]) return run_error(in, op, "integer division by zero");
-            int64_t x = a[i], y = b[i], q = x / y, m = x % y;
-            if (m != 0 && ((m < 0) != (y < 0))) { q--; m += y; }
-            r[i] = op->sub == BIN_MOD ? (int32_t)m : (int32_t)(uint32_t)(uint64_t)q;
-        }
-        break;
-    default: break;
-    }
-    return RUN_NEXT;
-}
-
-static RunStatus run_binary(Interp *in, const IrOp *op)
+static void run_binary(Interp *in, const IrOp *op)
 {
     DType dt = vtype(in, op->args[0]).dt;
     int64_t n = numel(in, op->res[0]);
-    if (!ir_is_float(dt)) return run_int_binary(in, op, n);
-    const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
-    float *r = fbuf(in, op->res[0]);
-    switch (op->sub) {
-    case BIN_ADD: for (int64_t i = 0; i < n; i++) r[i] = a[i] + b[i]; break;
-    case BIN_SUB: for (int64_t i = 0; i < n; i++) r[i] = a[i] - b[i]; break;
-    case BIN_MUL: for (int64_t i = 0; i < n; i++) r[i] = a[i] * b[i]; break;
-    case BIN_DIV: for (int64_t i = 0; i < n; i++) r[i] = a[i] / b[i]; break;
-    case BIN_FLOORDIV: for (int64_t i = 0; i < n; i++) r[i] = floor_div_f32(a[i], b[i]); break;
-    case BIN_MOD: for (int64_t i = 0; i < n; i++) r[i] = floor_mod_f32(a[i], b[i]); break;
-    case BIN_MAX: for (int64_t i = 0; i < n; i++) r[i] = fmaxf(a[i], b[i]); break;
-    case BIN_MIN: for (int64_t i = 0; i < n; i++) r[i] = fminf(a[i], b[i]); break;
-    default: break;
+    if (ir_is_float(dt)) {
+        const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
+        float *r = fbuf(in, op->res[0]);
+        for (int64_t i = 0; i < n; i++) r[i] = sop_float_binary(op->sub, dt, a[i], b[i]);
+        return;
     }
-    round_all(dt, r, n);
-    return RUN_NEXT;
+    const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
+    int32_t *r = ibuf(in, op->res[0]);
+    if (dt == DT_BOOL) for (int64_t i = 0; i < n; i++) r[i] = sop_bool_binary(op->sub, a[i], b[i]);
+    else for (int64_t i = 0; i < n; i++) r[i] = sop_i32_binary(op->sub, a[i], b[i]);
 }
-
-#define COMPARE_LOOP(A, B) do { \
-        switch (op->sub) { \
-        case CMP_LT: for (int64_t i = 0; i < n; i++) r[i] = A[i] < B[i]; break; \
-        case CMP_LE: for (int64_t i = 0; i < n; i++) r[i] = A[i] <= B[i]; break; \
-        case CMP_GT: for (int64_t i = 0; i < n; i++) r[i] = A[i] > B[i]; break; \
-        case CMP_GE: for (int64_t i = 0; i < n; i++) r[i] = A[i] >= B[i]; break; \
-        case CMP_EQ: for (int64_t i = 0; i < n; i++) r[i] = A[i] == B[i]; break; \
-        default: for (int64_t i = 0; i < n; i++) r[i] = A[i] != B[i]; break; \
-        } \
-    } while (0)
 
 static void run_cmp(Interp *in, const IrOp *op)
 {
@@ -243,10 +170,10 @@ static void run_cmp(Interp *in, const IrOp *op)
     int32_t *r = ibuf(in, op->res[0]);
     if (ir_is_float(vtype(in, op->args[0]).dt)) {
         const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
-        COMPARE_LOOP(a, b);
+        for (int64_t i = 0; i < n; i++) r[i] = sop_compare_float(op->sub, a[i], b[i]);
     } else {
         const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
-        COMPARE_LOOP(a, b);
+        for (int64_t i = 0; i < n; i++) r[i] = sop_compare_i32(op->sub, a[i], b[i]);
     }
 }
 
@@ -261,17 +188,12 @@ static void run_select(Interp *in, const IrOp *op)
 
 /* ---- tile-wide ---- */
 
-static float reduce_step(int sub, float acc, float x)
-{
-    return sub == RED_SUM ? acc + x : sub == RED_MAX ? fmaxf(acc, x) : fminf(acc, x);
-}
+/* A reduction combines as the binary op does (sum in f32, rounded once at the end). */
+static IrBinop reduce_binop(int sub) { return sub == RED_SUM ? BIN_ADD : sub == RED_MAX ? BIN_MAX : BIN_MIN; }
 
-static int32_t reduce_step_i32(int sub, int32_t acc, int32_t x)
-{
-    if (sub == RED_SUM) return (int32_t)((uint32_t)acc + (uint32_t)x);
-    if (sub == RED_MAX) return acc > x ? acc : x;
-    return acc < x ? acc : x;
-}
+static float reduce_step(int sub, float acc, float x) { return sop_float_binary(reduce_binop(sub), DT_F32, acc, x); }
+
+static int32_t reduce_step_i32(int sub, int32_t acc, int32_t x) { return sop_i32_binary(reduce_binop(sub), acc, x); }
 
 /* Accumulates in index order; along rows (axis 0 of a 2-D tile) or along
  * the last axis otherwise. */
@@ -288,7 +210,7 @@ static void run_reduce(Interp *in, const IrOp *op)
         for (int o = 0; o < outer; o++) {
             float acc = x[o * so];
             for (int k = 1; k < inner; k++) acc = reduce_step(op->sub, acc, x[o * so + k * si]);
-            r[o] = round_to(a.dt, acc);
+            r[o] = sop_round(a.dt, acc);
         }
     } else {
         const int32_t *x = ibuf(in, op->args[0]);
@@ -459,7 +381,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_CONST: run_const(in, op); break;
     case OP_PARAM:
         if (in->f->params[op->param].dt == DT_I32) *ibuf(in, op->res[0]) = in->args[op->param].i;
-        else *fbuf(in, op->res[0]) = round_to(in->f->params[op->param].dt, in->args[op->param].f);
+        else *fbuf(in, op->res[0]) = sop_round(in->f->params[op->param].dt, in->args[op->param].f);
         break;
     case OP_DIM: *ibuf(in, op->res[0]) = (int32_t)in->args[op->param].dims[op->axis]; break;
     case OP_BLOCK_ID: *ibuf(in, op->res[0]) = in->block[op->axis]; break;
@@ -470,7 +392,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_CONVERT: run_convert(in, op); break;
     case OP_TRANSPOSE: run_transpose(in, op); break;
     case OP_UNARY: run_unary(in, op); break;
-    case OP_BINARY: return run_binary(in, op);
+    case OP_BINARY: run_binary(in, op); break;
     case OP_CMP: run_cmp(in, op); break;
     case OP_SELECT: run_select(in, op); break;
     case OP_REDUCE: run_reduce(in, op); break;

@@ -206,23 +206,21 @@ Test(ir_verify, use_before_definition_in_built_ir)
 static const char *const folded =
     "func folds kernel folds threads 128\n"
     "    params(X: i32[N]) {\n"
-    "  %1 = const 7 : i32\n"
-    "  %2 = const -2147483648 : i32\n"
-    "  %3 = const 0 : i32\n"
-    "  %4 = floordiv %1, %3 : i32\n"
-    "  %5 = block_id x : i32\n"
-    "  %6 = const -5 : i32\n"
-    "  %7 = splat %6 : i32[4]\n"
-    "  store X[%5], %7\n"
-    "  %8 = splat %2 : i32[4]\n"
-    "  store X[%4], %8\n"
+    "  %1 = const -2147483648 : i32\n"
+    "  %2 = const 0 : i32\n"
+    "  %3 = block_id x : i32\n"
+    "  %4 = const -5 : i32\n"
+    "  %5 = splat %4 : i32[4]\n"
+    "  store X[%3], %5\n"
+    "  %6 = splat %1 : i32[4]\n"
+    "  store X[%2], %6\n"
     "  return\n"
     "}\n";
 
 Test(ir_passes, fold_and_dce_on_printed_text)
 {
     /* 7 // -2 = -4 and 7 % -2 = -1 as in Python; 2^31-1 + 1 wraps; x // 0
-     * stays; the if on a constant inlines; the empty for gives its init;
+     * is 0; the if on a constant inlines; the empty for gives its init;
      * block_id*1 + 0 is block_id; the unused dim goes. */
     char *text = tu_read_file("tests/ir/fold.ir");
     IrModule *m = parse_ok(text);

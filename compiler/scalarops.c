@@ -1,0 +1,158 @@
+/* scalarops.c: the reference meaning of each scalar op (scalarops.h).
+ * Written for exactness, not speed: the interpreter calls it once per
+ * element. Each choice that C leaves open (a zero divisor, an overflow,
+ * the sign of a zero from max) is made here explicitly, and codegen.c
+ * makes the same one on the GPU. */
+#include "scalarops.h"
+#include "floormod.h"
+#include "half.h"
+
+#include <math.h>
+
+static int32_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+
+/* Python's divmod on i32, in 64 bits so INT32_MIN // -1 is 2^31 before it
+ * wraps; a zero divisor gives 0 and 0, as NumPy does (Python raises, which
+ * a GPU thread cannot). */
+static void floor_divmod_i32(int32_t a, int32_t b, int32_t *quot, int32_t *rem)
+{
+    if (b == 0) {
+        *quot = *rem = 0;
+        return;
+    }
+    int64_t q = (int64_t)a / b, r = (int64_t)a % b;
+    if (r != 0 && (r < 0) != (b < 0)) {
+        q--;
+        r += b;
+    }
+    *quot = wrap32(q);
+    *rem = (int32_t)r;
+}
+
+int32_t sop_i32_binary(IrBinop op, int32_t a, int32_t b)
+{
+    uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
+    int32_t q, r;
+    switch (op) {
+    case BIN_ADD: return (int32_t)(ua + ub);
+    case BIN_SUB: return (int32_t)(ua - ub);
+    case BIN_MUL: return (int32_t)(ua * ub);
+    case BIN_FLOORDIV: floor_divmod_i32(a, b, &q, &r); return q;
+    case BIN_MOD: floor_divmod_i32(a, b, &q, &r); return r;
+    case BIN_MAX: return a > b ? a : b;
+    case BIN_MIN: return a < b ? a : b;
+    default: return 0;   /* the verifier allows no other op on i32 */
+    }
+}
+
+int32_t sop_i32_unary(IrUnop op, int32_t a)
+{
+    uint32_t neg = 0u - (uint32_t)a;
+    switch (op) {
+    case UN_NEG: return (int32_t)neg;
+    case UN_ABS: return a < 0 ? (int32_t)neg : a;
+    default: return a;
+    }
+}
+
+float sop_round(DType dt, float x)
+{
+    if (dt == DT_F16) return ph_round_f16(x);
+    if (dt == DT_BF16) return ph_round_bf16(x);
+    return x;
+}
+
+/* IEEE 754-2019 maximumNumber / minimumNumber: a NaN loses to a number,
+ * and -0 is below +0, so the result never depends on the operands' order
+ * (a max reduction gives the same bits whatever order it combines in). */
+static float max_number(float a, float b)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    if (a == b) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+static float min_number(float a, float b)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    if (a == b) return signbit(a) ? a : b;
+    return a < b ? a : b;
+}
+
+float sop_float_binary(IrBinop op, DType dt, float a, float b)
+{
+    float r;
+    switch (op) {
+    case BIN_ADD: r = a + b; break;
+    case BIN_SUB: r = a - b; break;
+    case BIN_MUL: r = a * b; break;
+    case BIN_DIV: r = a / b; break;
+    case BIN_FLOORDIV: r = floor_div_f32(a, b); break;
+    case BIN_MOD: r = floor_mod_f32(a, b); break;
+    case BIN_MAX: r = max_number(a, b); break;
+    case BIN_MIN: r = min_number(a, b); break;
+    default: r = 0; break;
+    }
+    return sop_round(dt, r);
+}
+
+float sop_float_unary(IrUnop op, DType dt, float a)
+{
+    float r;
+    switch (op) {
+    case UN_NEG: r = -a; break;
+    case UN_ABS: r = fabsf(a); break;
+    case UN_EXP: r = expf(a); break;
+    case UN_EXP2: r = exp2f(a); break;
+    case UN_LOG: r = logf(a); break;
+    case UN_LOG2: r = log2f(a); break;
+    case UN_SQRT: r = sqrtf(a); break;
+    case UN_RSQRT: r = 1.0f / sqrtf(a); break;
+    default: r = a; break;
+    }
+    return sop_round(dt, r);
+}
+
+bool sop_bool_binary(IrBinop op, bool a, bool b)
+{
+    return op == BIN_AND ? a && b : a || b;
+}
+
+bool sop_compare_i32(IrCmp op, int32_t a, int32_t b)
+{
+    switch (op) {
+    case CMP_LT: return a < b;
+    case CMP_LE: return a <= b;
+    case CMP_GT: return a > b;
+    case CMP_GE: return a >= b;
+    case CMP_EQ: return a == b;
+    default: return a != b;
+    }
+}
+
+bool sop_compare_float(IrCmp op, float a, float b)
+{
+    switch (op) {
+    case CMP_LT: return a < b;
+    case CMP_LE: return a <= b;
+    case CMP_GT: return a > b;
+    case CMP_GE: return a >= b;
+    case CMP_EQ: return a == b;
+    default: return a != b;
+    }
+}
+
+int32_t sop_float_to_i32(float x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 2147483648.0f) return INT32_MAX;
+    if (x <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)x;
+}
+
+float sop_i32_to_float(DType dt, int32_t x)
+{
+    return sop_round(dt, (float)x);
+}
