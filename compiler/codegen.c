@@ -1140,7 +1140,48 @@ static LLVMValueRef floor_divmod(Cg *c, LLVMValueRef x32, LLVMValueRef y32, bool
     return LLVMBuildSelect(B, LLVMBuildFCmp(B, LLVMRealUNO, r32, r32, ""), f32c(c, NAN), r32, "");
 }
 
-/* ---- scalar arithmetic: one element, any dtype ---- */
+/* ---- scalar arithmetic: one element, any dtype ----
+ * Each op means what the reference table says (scalarops.c, which the
+ * interpreter and the fold pass compute with); where C or LLVM leave an
+ * edge open (a zero divisor, INT32_MIN // -1, the sign of max(-0, +0)),
+ * the code below closes it the same way. tests/test_scalarops.c holds all
+ * three to the documented results. */
+
+/* Python's floor division or modulo on i32 (scalarops.c, floor_divmod_i32):
+ * a zero divisor gives 0; a divisor of -1 gives -a (wrapping) and 0, since
+ * sdiv INT32_MIN, -1 is undefined in LLVM (the host traps on it). */
+static LLVMValueRef int_floor_divmod(Cg *c, LLVMValueRef a, LLVMValueRef b, bool quot)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef zero = i32c(c, 0), one = i32c(c, 1);
+    LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
+    LLVMValueRef bm1 = LLVMBuildICmp(B, LLVMIntEQ, b, i32c(c, -1), "");
+    LLVMValueRef bs = LLVMBuildSelect(B, LLVMBuildOr(B, bz, bm1, ""), one, b, "");
+    LLVMValueRef q = LLVMBuildSDiv(B, a, bs, ""), r = LLVMBuildSRem(B, a, bs, "");
+    LLVMValueRef adjust = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
+        LLVMBuildICmp(B, LLVMIntNE, LLVMBuildICmp(B, LLVMIntSLT, r, zero, ""),
+                      LLVMBuildICmp(B, LLVMIntSLT, bs, zero, ""), ""), "");
+    LLVMValueRef out = quot ? LLVMBuildSelect(B, adjust, LLVMBuildSub(B, q, one, ""), q, "")
+                            : LLVMBuildSelect(B, adjust, LLVMBuildAdd(B, r, bs, ""), r, "");
+    out = LLVMBuildSelect(B, bm1, quot ? LLVMBuildSub(B, zero, a, "") : zero, out, "");
+    return LLVMBuildSelect(B, bz, zero, out, "");
+}
+
+/* max or min ignoring a NaN operand (llvm.maxnum/minnum: PTX max.f32 and
+ * min.f32) with -0 ordered below +0 (scalarops.c, max_number), which
+ * maxnum leaves open: equal operands are two zeros or the same bits, and
+ * AND of their bits gives +0 for max, OR gives -0 for min. */
+static LLVMValueRef float_max_min(Cg *c, LLVMValueRef x, LLVMValueRef y, bool max)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef t2[2] = {c->tf32, c->tf32};
+    LLVMValueRef xy[2] = {x, y};
+    LLVMValueRef r = call(c, max ? "llvm.maxnum.f32" : "llvm.minnum.f32", c->tf32, 2, t2, xy);
+    LLVMValueRef xb = LLVMBuildBitCast(B, x, c->ti32, ""), yb = LLVMBuildBitCast(B, y, c->ti32, "");
+    LLVMValueRef both = max ? LLVMBuildAnd(B, xb, yb, "") : LLVMBuildOr(B, xb, yb, "");
+    LLVMValueRef equal = LLVMBuildFCmp(B, LLVMRealOEQ, x, y, "");
+    return LLVMBuildSelect(B, equal, LLVMBuildBitCast(B, both, c->tf32, ""), r, "");
+}
 
 static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
@@ -1148,38 +1189,22 @@ static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LL
     if (dt == DT_BOOL) return op == BIN_AND ? LLVMBuildAnd(B, a, b, "") : LLVMBuildOr(B, a, b, "");
     if (dt == DT_I32) {
         switch (op) {
-        case BIN_ADD: return LLVMBuildAdd(B, a, b, "");
+        case BIN_ADD: return LLVMBuildAdd(B, a, b, "");   /* no nsw: i32 wraps */
         case BIN_SUB: return LLVMBuildSub(B, a, b, "");
         case BIN_MUL: return LLVMBuildMul(B, a, b, "");
         case BIN_MAX: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
         case BIN_MIN: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
-        case BIN_FLOORDIV: case BIN_MOD: {
-            /* floor like Python; a zero divisor gives 0 rather than a trap */
-            LLVMValueRef zero = i32c(c, 0);
-            LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
-            LLVMValueRef bs = LLVMBuildSelect(B, bz, i32c(c, 1), b, "");
-            LLVMValueRef q = LLVMBuildSDiv(B, a, bs, ""), r = LLVMBuildSRem(B, a, bs, "");
-            LLVMValueRef adjust = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
-                LLVMBuildICmp(B, LLVMIntNE, LLVMBuildICmp(B, LLVMIntSLT, r, zero, ""),
-                              LLVMBuildICmp(B, LLVMIntSLT, bs, zero, ""), ""), "");
-            LLVMValueRef out = op == BIN_FLOORDIV
-                ? LLVMBuildSelect(B, adjust, LLVMBuildSub(B, q, i32c(c, 1), ""), q, "")
-                : LLVMBuildSelect(B, adjust, LLVMBuildAdd(B, r, bs, ""), r, "");
-            return LLVMBuildSelect(B, bz, zero, out, "");
-        }
-        default: return LLVMBuildSDiv(B, a, b, "");
+        case BIN_FLOORDIV: case BIN_MOD: return int_floor_divmod(c, a, b, op == BIN_FLOORDIV);
+        default: return i32c(c, 0);   /* the verifier allows no other op on i32 */
         }
     }
     LLVMValueRef x = to_f32(c, a, dt), y = to_f32(c, b, dt), r;
-    LLVMTypeRef t2[2] = {c->tf32, c->tf32};
-    LLVMValueRef xy[2] = {x, y};
     switch (op) {
     case BIN_ADD: r = LLVMBuildFAdd(B, x, y, ""); break;
     case BIN_SUB: r = LLVMBuildFSub(B, x, y, ""); break;
     case BIN_MUL: r = LLVMBuildFMul(B, x, y, ""); break;
     case BIN_DIV: r = LLVMBuildFDiv(B, x, y, ""); break;
-    case BIN_MAX: r = call(c, "llvm.maxnum.f32", c->tf32, 2, t2, xy); break;
-    case BIN_MIN: r = call(c, "llvm.minnum.f32", c->tf32, 2, t2, xy); break;
+    case BIN_MAX: case BIN_MIN: r = float_max_min(c, x, y, op == BIN_MAX); break;
     case BIN_FLOORDIV: case BIN_MOD: r = floor_divmod(c, x, y, op == BIN_FLOORDIV); break;
     default: r = x; break;
     }
@@ -1212,10 +1237,15 @@ static LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
 
 static LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
-    if (dt == DT_I32 || dt == DT_BOOL) {
+    if (dt == DT_I32) {
         static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE};
         return LLVMBuildICmp(c->b, ip[op], a, b, "");
     }
+    if (dt == DT_BOOL) {   /* false < true: to a signed compare an i1 true is -1 */
+        static const LLVMIntPredicate up[] = {LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE, LLVMIntEQ, LLVMIntNE};
+        return LLVMBuildICmp(c->b, up[op], a, b, "");
+    }
+    /* ordered predicates and an unordered !=: a NaN makes all false but != */
     static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE};
     return LLVMBuildFCmp(c->b, fp[op], to_f32(c, a, dt), to_f32(c, b, dt), "");
 }
