@@ -35,7 +35,7 @@ TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # stack switches AddressSanitizer cannot follow (and the JIT code is not
 # instrumented anyway): sanitized builds leave that suite out.
 ifneq ($(findstring -fsanitize,$(CFLAGS)),)
-TESTS := $(filter-out $(BUILD)/tests/test_cpusim,$(TESTS))
+TESTS := $(filter-out $(BUILD)/tests/test_cpusim $(BUILD)/tests/test_scalarops,$(TESTS))
 endif
 EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
@@ -112,6 +112,13 @@ $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpus
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
 	    tests/difftest/difftest.c tests/difftest/difftest_cpusim.c \
+	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
+
+# Scalar ops at their edges: the interpreter, fold and the executor of generated code.
+$(BUILD)/tests/test_scalarops: tests/test_scalarops.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/testutil.h \
+                               $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -I$(LLVM_INC) tests/test_scalarops.c tests/cpusim/cpusim.c \
 	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
