@@ -321,6 +321,41 @@ static void ref_fmods(Ref *r, int bx, int by)
         }
 }
 
+/* Python's integer // and % (floor), taken from i64 to i32 by wrapping as
+ * every i32 result is; a zero divisor gives 0 and 0 (NumPy's choice, the
+ * language's). */
+static int32_t wrap_i32(int64_t v) { return (int32_t)(uint32_t)(uint64_t)v; }
+static int64_t floordiv0(int64_t a, int64_t b) { return b ? floordiv(a, b) : 0; }
+static int64_t floormod0(int64_t a, int64_t b) { return b ? floormod(a, b) : 0; }
+
+/* ph.i32 of a float: toward zero, saturating, NaN -> 0. */
+static int64_t saturate_i32(double v)
+{
+    if (isnan(v)) return 0;
+    if (v >= 2147483648.0) return INT32_MAX;
+    if (v <= -2147483648.0) return INT32_MIN;
+    return (int64_t)v;
+}
+
+static void ref_idiv0(Ref *r, int bx, int by)
+{
+    int64_t bn = meta(r, "BN"), r0 = (bx * 3 + by) * 4;
+    for (int64_t i = r0; i < r0 + 4; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            int64_t idx = i * bn + j, kind = j % 4;
+            int64_t x = (int64_t)in2(r, "X", i, j), y = (int64_t)in2(r, "Y", i, j);
+            float f = (float)in2(r, "F", i, j);
+            int64_t a = kind == 1 ? wrap_i32(x * 100000000) : kind == 2 ? INT32_MIN : x;
+            int64_t b = idx % 3 == 0 ? 0 : idx % 3 == 1 ? -1 : y;
+            out2(r, "Q", i, j, wrap_i32(floordiv0(a, b)), 0);
+            out2(r, "R", i, j, wrap_i32(floormod0(a, b)), 0);
+            float big = idx % 5 == 0 ? NAN : f * 3.0e9f;   /* an f32 product, as the kernel's */
+            int64_t w = kind == 0 ? saturate_i32(big) : kind == 1 ? wrap_i32(llabs(a))
+                      : kind == 2 ? wrap_i32(idx % 2 == 0 ? llabs(a) : -a) : wrap_i32(a * a + y);
+            out2(r, "W", i, j, (double)w, 0);
+        }
+}
+
 typedef struct {
     const char *kernel;
     const char *outputs[4];
@@ -340,6 +375,7 @@ static const KernelRef refs[] = {
     {"fmadot_t", {"C"}, ref_fmadot_t},
     {"fmadot_tr", {"C"}, ref_fmadot_tr},
     {"fmods", {"Q", "R"}, ref_fmods},
+    {"idiv0", {"Q", "R", "W"}, ref_idiv0},
 };
 
 static const KernelRef *find_ref(const char *kernel)

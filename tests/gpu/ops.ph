@@ -155,3 +155,29 @@ def fmods(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], Q: ph.tensor[p
                 ph.where(kind == 4, y * 1.0e-43, ph.where(kind == 5, ph.f32(idx % 7 - 3), ph.where(kind == 6, tenths, sb))))))
     Q[r0:+4, 0:+BN] = a // b
     R[r0:+4, 0:+BN] = a % b
+
+
+# Integer edges on operands built from the random ones, one kind per column
+# mod 4: dividends as they are, times 10^8 (past i32: wrapped), INT32_MIN,
+# and random ones again; divisors 0, -1 and random (which holds zeros too)
+# by element. // and % by zero give 0 and INT32_MIN // -1 wraps; W holds
+# ph.i32 of floats past i32's range and of NaN (saturating, NaN -> 0), abs
+# and negation of INT32_MIN, and wrapping products.
+@ph.kernel
+@ph.autotune(BN=[64])
+def idiv0(X: ph.tensor[ph.i32][M, N], Y: ph.tensor[ph.i32][M, N], F: ph.tensor[ph.f32][M, N],
+          Q: ph.tensor[ph.i32][M, N], R: ph.tensor[ph.i32][M, N], W: ph.tensor[ph.i32][M, N]):
+    r0: ph.let = (ph.ctx.block.x * 3 + ph.ctx.block.y) * 4
+    x: ph.let = X[r0:+4, 0:+BN]
+    y: ph.let = Y[r0:+4, 0:+BN]
+    f: ph.let = F[r0:+4, 0:+BN]
+    idx: ph.let = (r0 + ph.iota(0, 4)) * BN + ph.iota(1, BN)
+    kind: ph.let = ph.iota(1, BN) % 4
+    a: ph.let = ph.where(kind == 1, x * 100000000, ph.where(kind == 2, -2147483647 - 1, x))
+    b: ph.let = ph.where(idx % 3 == 0, 0, ph.where(idx % 3 == 1, -1, y))
+    Q[r0:+4, 0:+BN] = a // b
+    R[r0:+4, 0:+BN] = a % b
+    nan: ph.let = (f - f) / (f - f)
+    big: ph.let = ph.where(idx % 5 == 0, nan, f * 3.0e9)
+    W[r0:+4, 0:+BN] = ph.where(kind == 0, ph.i32(big), ph.where(kind == 1, ph.abs(a),
+                      ph.where(kind == 2, ph.where(idx % 2 == 0, ph.abs(a), -a), a * a + y)))
