@@ -440,7 +440,7 @@ static double table_result(const Case *c)
     int k = op_index(ir_cmp_names, CMP_COUNT, c->op);
     bool fl = ir_is_float(c->dt);
     float fa = sop_round(c->dt, (float)c->a), fb = sop_round(c->dt, (float)c->b);
-    int32_t ia = (int32_t)c->a, ib = (int32_t)c->b;
+    int32_t ia = fl ? 0 : (int32_t)c->a, ib = fl ? 0 : (int32_t)c->b;   /* a NaN has no int32_t */
     if (!strcmp(c->op, "convert")) {
         if (c->rdt == DT_BOOL) return fl ? fa != 0 : ia != 0;
         if (c->rdt == DT_I32) return fl ? sop_float_to_i32(fa) : ia;
