@@ -630,7 +630,11 @@ static LLVMValueRef shfl_xor(Cg *c, LLVMValueRef v, int mask, bool isint)
 static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
 {
     if (isint) return i32c(c, r == RED_SUM ? 0 : r == RED_MAX ? INT32_MIN : INT32_MAX);
-    return f32c(c, r == RED_SUM ? 0.0 : r == RED_MAX ? -__builtin_inf() : __builtin_inf());
+    /* the values that change nothing, so the result is the interpreter's,
+     * which starts from the first element: max and min ignore a NaN operand
+     * (an all-NaN set stays NaN, where -inf would win), and -0 + x is x for
+     * every x (+0 would turn a sum of -0s into +0) */
+    return f32c(c, r == RED_SUM ? -0.0 : __builtin_nan(""));
 }
 
 static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a, LLVMValueRef b)
