@@ -1472,7 +1472,7 @@ static int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
 static void place_dynamic_shared(Cg *c, int64_t bytes)
 {
     char name[300];
-    snprintf(name, sizeof name, "%s_shared", c->f->name);
+    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_AREA_SUFFIX);
     LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0);
     LLVMValueRef area = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
     LLVMSetLinkage(area, LLVMExternalLinkage);

@@ -25,8 +25,10 @@ typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
 #define CODEGEN_MAX_STATIC_SHARED 49152
 
 /* What follows an entry's name in the name of the constant that holds its
- * dynamic shared memory, in bytes (an i32 in the constant space). */
+ * dynamic shared memory, in bytes (an i32 in the constant space), and in
+ * the name of the extern shared array that stands for that memory. */
 #define CODEGEN_DYNAMIC_SHARED_SUFFIX "_dynamic_shared_bytes"
+#define CODEGEN_DYNAMIC_AREA_SUFFIX "_shared"
 
 /* The dynamic shared memory, in bytes, entry of ptx (PTX as codegen_emit
  * writes it) must be launched with: 0 when its shared memory is static. */
