@@ -100,8 +100,7 @@ static char *replace_all(const char *text, const char *from, const char *to)
 
 /* The attention example at head dim 128 with 64x64 tiles: the forward
  * kernel needs 52224 bytes of shared memory, the two backward ones 69632,
- * more than ptxas allows statically (it once refused them: "uses too much
- * shared data (0xcc00 bytes, 0xc000 max)"). They declare one extern
+ * more than ptxas allows a kernel statically (0xc000 bytes). They declare one extern
  * array and say their size; the delta kernel stays static; ptxas accepts
  * them all. */
 Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 120)
