@@ -1479,8 +1479,8 @@ static void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yie
 
 /* ---- functions and the module ---- */
 
-/* Replaces a shared-memory placeholder by the area it stands for, now
- * that its size is known (an unused area disappears). */
+/* Replaces a shared-memory placeholder by the static area it stands for,
+ * now that its size is known (an unused area disappears). */
 static void size_shared_area(Cg *c, LLVMValueRef placeholder, const char *what, LLVMTypeRef elem, int64_t n)
 {
     if (n) {
@@ -1494,6 +1494,47 @@ static void size_shared_area(Cg *c, LLVMValueRef placeholder, const char *what, 
         LLVMReplaceAllUsesWith(placeholder, g);
     }
     LLVMDeleteGlobal(placeholder);
+}
+
+static int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
+
+/* Past the static limit the two areas lie in the block's dynamic shared
+ * memory, one extern array: the scratch area at offset 0, the operands
+ * after it, 16-byte aligned. The constant <entry>_dynamic_shared_bytes
+ * (codegen.h) keeps the size the launch must ask for; external, so the
+ * optimizer keeps it and the PTX shows it. */
+static void place_dynamic_shared(Cg *c, int64_t bytes)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_AREA_SUFFIX);
+    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0);
+    LLVMValueRef area = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+    LLVMSetLinkage(area, LLVMExternalLinkage);
+    LLVMSetAlignment(area, 16);
+    LLVMValueRef at_ops = LLVMConstInt(c->ti64, (unsigned long long)round16(c->smem_words * 4), 0);
+    LLVMReplaceAllUsesWith(c->smem, area);
+    LLVMReplaceAllUsesWith(c->opsmem, LLVMConstInBoundsGEP2(LLVMInt8TypeInContext(c->ctx), area, &at_ops, 1));
+    LLVMDeleteGlobal(c->smem);
+    LLVMDeleteGlobal(c->opsmem);
+    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_SHARED_SUFFIX);
+    LLVMValueRef size = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 4);
+    LLVMSetInitializer(size, i32c(c, bytes));
+    LLVMSetGlobalConstant(size, 1);
+    LLVMSetAlignment(size, 4);
+}
+
+/* Sizes the scratch and operand areas now that emission has seen every
+ * use: static arrays while they fit CODEGEN_MAX_STATIC_SHARED bytes (the
+ * PTX of such a kernel does not depend on the limit), else dynamic. */
+static void place_shared_areas(Cg *c)
+{
+    int64_t bytes = round16(c->smem_words * 4) + round16(c->opsmem_halves * 2);
+    if (bytes > CODEGEN_MAX_STATIC_SHARED) {
+        place_dynamic_shared(c, bytes);
+        return;
+    }
+    size_shared_area(c, c->smem, "scratch", c->ti32, c->smem_words);
+    size_shared_area(c, c->opsmem, "operands", c->ti16, c->opsmem_halves);
 }
 
 static void emit_func(Cg *c, const IrFunc *f)
@@ -1566,8 +1607,7 @@ static void emit_func(Cg *c, const IrFunc *f)
     /* the body ends with a return, so the insert point is a dead block */
     LLVMBuildUnreachable(c->b);
 
-    size_shared_area(c, c->smem, "scratch", c->ti32, c->smem_words);
-    size_shared_area(c, c->opsmem, "operands", c->ti16, c->opsmem_halves);
+    place_shared_areas(c);
     free(c->regions.data);
     c->regions.data = NULL;
     c->regions.cap = c->regions.len = 0;
@@ -1688,4 +1728,18 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     LLVMDisposeModule(c.mod);
     LLVMContextDispose(c.ctx);
     return status;
+}
+
+int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry)
+{
+    /* the constant's line: ".visible .const .align 4 .u32 NAME_dynamic_shared_bytes = BYTES;" */
+    size_t n = strlen(entry), suffix = strlen(CODEGEN_DYNAMIC_SHARED_SUFFIX);
+    for (const char *p = ptx; (p = strstr(p, ".u32 ")); p++) {
+        const char *name = p + 5;
+        if (strncmp(name, entry, n) || strncmp(name + n, CODEGEN_DYNAMIC_SHARED_SUFFIX, suffix)) continue;
+        const char *rest = name + n + suffix;
+        if (strncmp(rest, " = ", 3)) continue;
+        return strtoll(rest + 3, NULL, 10);
+    }
+    return 0;
 }

@@ -4,7 +4,11 @@
  * named IrFunc.name. Its parameters, in IrFunc.params order: a tensor is
  * three parameters (global pointer, i64 dim0, i64 dim1; dim1 is 1 for a
  * rank-1 tensor), an i32 or f32 scalar is one. The block has
- * IrFunc.threads threads; shared memory is static. */
+ * IrFunc.threads threads. Its shared memory is static while it fits
+ * CODEGEN_MAX_STATIC_SHARED bytes; past that it is dynamic: the launch
+ * must ask for the bytes the PTX constant NAME_dynamic_shared_bytes holds
+ * (codegen_dynamic_shared_bytes reads them), after raising the function's
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to as much. */
 #ifndef PHC_CODEGEN_H
 #define PHC_CODEGEN_H
 
@@ -16,6 +20,19 @@ typedef struct {
 } CodegenOptions;
 
 typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
+
+/* The most static shared memory ptxas lets a kernel declare (48 KB). */
+#define CODEGEN_MAX_STATIC_SHARED 49152
+
+/* What follows an entry's name in the name of the constant that holds its
+ * dynamic shared memory, in bytes (an i32 in the constant space), and in
+ * the name of the extern shared array that stands for that memory. */
+#define CODEGEN_DYNAMIC_SHARED_SUFFIX "_dynamic_shared_bytes"
+#define CODEGEN_DYNAMIC_AREA_SUFFIX "_shared"
+
+/* The dynamic shared memory, in bytes, entry of ptx (PTX as codegen_emit
+ * writes it) must be launched with: 0 when its shared memory is static. */
+int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
 
 /* Lowers every function of m into one module and emits it as LLVM IR text
  * or PTX. On success returns 0 and a malloc'd NUL-terminated text in *out;

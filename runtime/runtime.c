@@ -29,6 +29,7 @@ static struct {
     char name[256];
     int max_grid[3];
     int max_threads;
+    int max_shared;        /* bytes of shared memory a block may opt in to */
 } rt;
 
 static _Thread_local char last_error[8192];
@@ -75,7 +76,8 @@ static bool load_driver(void)
     SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
     SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
     SYM(ModuleLoadDataEx, "cuModuleLoadDataEx") SYM(ModuleUnload, "cuModuleUnload")
-    SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(LaunchKernel, "cuLaunchKernel")
+    SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(FuncSetAttribute, "cuFuncSetAttribute")
+    SYM(LaunchKernel, "cuLaunchKernel")
     SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemsetD8, "cuMemsetD8_v2") SYM(EventCreate, "cuEventCreate")
     SYM(EventRecord, "cuEventRecord") SYM(EventSynchronize, "cuEventSynchronize")
@@ -110,6 +112,8 @@ ph_status ph_init(int device)
     cu.DeviceGetAttribute(&rt.max_grid[1], ATTR_MAX_GRID_Y, rt.dev);
     cu.DeviceGetAttribute(&rt.max_grid[2], ATTR_MAX_GRID_Z, rt.dev);
     cu.DeviceGetAttribute(&rt.max_threads, ATTR_MAX_THREADS_PER_BLOCK, rt.dev);
+    if (cu.DeviceGetAttribute(&rt.max_shared, ATTR_MAX_SHARED_PER_BLOCK_OPTIN, rt.dev) || rt.max_shared < CODEGEN_MAX_STATIC_SHARED)
+        rt.max_shared = CODEGEN_MAX_STATIC_SHARED;   /* every device of compute capability 8.0 and later has this much */
     if (major < 8) {
         cu.DevicePrimaryCtxRelease(rt.dev);
         return fail(PH_ERR_NO_DEVICE, "device %d has compute capability %d.%d; phc needs 8.0 or later", device, major, minor);
@@ -160,7 +164,8 @@ typedef struct {
     ConfigState state;
     CUmodule mod;
     CUfunction fn;
-    char *why;             /* CONFIG_REFUSED: the driver's words */
+    unsigned shared_bytes; /* CONFIG_LOADED: the dynamic shared memory each launch asks for */
+    char *why;             /* CONFIG_REFUSED: the driver's words, or ours */
 } Config;
 
 struct ph_module {
@@ -354,8 +359,15 @@ ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
     return fail(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
 }
 
-/* Config c leaves its kernel's eligible set for good: the driver refused
- * it, in these words. */
+/* Config c leaves its kernel's eligible set for good, for this reason. */
+static ph_status leave_eligible_set(ph_module *m, int c, const char *why)
+{
+    m->state[c].state = CONFIG_REFUSED;
+    m->state[c].why = xstrdup(why);
+    return fail(PH_ERR_MODULE, "%s", why);
+}
+
+/* The driver refused config c, in these words. */
 static ph_status refuse(ph_module *m, int c, CUresult r, const char *log)
 {
     size_t n = strlen(log);
@@ -363,9 +375,27 @@ static ph_status refuse(ph_module *m, int c, CUresult r, const char *log)
     char why[1024];
     snprintf(why, sizeof why, "the CUDA driver refused %s (error %d): %.*s", m->ir->funcs[c]->name, r,
              (int)n, n ? log : "no log");
-    m->state[c].state = CONFIG_REFUSED;
-    m->state[c].why = xstrdup(why);
-    return fail(PH_ERR_MODULE, "%s", why);
+    return leave_eligible_set(m, c, why);
+}
+
+/* A config over 48 KB of shared memory takes it dynamically (codegen.h):
+ * more than the device lets a block opt in to is refused before the
+ * driver sees it; otherwise the function is allowed that much. */
+static ph_status allow_dynamic_shared(ph_module *m, int c, int64_t bytes)
+{
+    Config *st = &m->state[c];
+    CUresult r = cu.FuncSetAttribute(st->fn, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+    if (r) {
+        const char *msg = NULL;
+        cu.GetErrorString(r, &msg);
+        cu.ModuleUnload(st->mod);
+        char why[512];
+        snprintf(why, sizeof why, "the CUDA driver refused %s %lld bytes of dynamic shared memory (error %d): %s",
+                 m->ir->funcs[c]->name, (long long)bytes, r, msg ? msg : "unknown");
+        return leave_eligible_set(m, c, why);
+    }
+    st->shared_bytes = (unsigned)bytes;
+    return PH_OK;
 }
 
 /* Config c's PTX goes to the driver on its own, the first time a launch
@@ -379,6 +409,14 @@ static ph_status config_load(ph_module *m, int c)
     bool from_cache;
     if (ph_internal_config_ptx(m, c, rt.arch, &ptx, &from_cache, err, sizeof err))
         return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
+    int64_t shared = codegen_dynamic_shared_bytes(ptx, m->ir->funcs[c]->name);
+    if (shared > rt.max_shared) {
+        free(ptx);
+        char why[512];
+        snprintf(why, sizeof why, "%s is refused: it needs %lld bytes of shared memory, more than the %d a block of this device may have",
+                 m->ir->funcs[c]->name, (long long)shared, rt.max_shared);
+        return leave_eligible_set(m, c, why);
+    }
     char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
     int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
     void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
@@ -388,6 +426,10 @@ static ph_status config_load(ph_module *m, int c)
     if ((r = cu.ModuleGetFunction(&st->fn, st->mod, m->ir->funcs[c]->name))) {
         cu.ModuleUnload(st->mod);
         return cu_fail(r, "cuModuleGetFunction");
+    }
+    if (shared) {
+        ph_status s = allow_dynamic_shared(m, c, shared);
+        if (s) return s;
     }
     st->state = CONFIG_LOADED;
     return PH_OK;
@@ -541,8 +583,9 @@ static ph_status grid_for(const IrFunc *f, ph_grid_fn grid, void *user, unsigned
 static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args)
 {
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
+    const Config *st = &k->module->state[k->first + cfg];
     Packed p = pack_args(f, args);
-    CUresult r = cu.LaunchKernel(k->module->state[k->first + cfg].fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, 0, NULL, p.params, NULL);
+    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, NULL, p.params, NULL);
     free(p.params);
     free(p.storage);
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;

@@ -1,5 +1,7 @@
 /* test_codegen.c: lowering to PTX, checked without a GPU. Every config of
- * every example goes through ptxas for sm_90 and sm_80; tensor-core
+ * every example and bench program goes through ptxas for sm_90 and sm_80,
+ * and so does the attention example at head dim 128, whose configs need
+ * more than 48 KB of shared memory and take it dynamically; tensor-core
  * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
  * memory (ptxas -v: no stack frame, no spills). Skips, saying why, where
  * ptxas is not installed. */
@@ -59,6 +61,7 @@ static void check_examples_with_ptxas(const char *arch)
     cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
     cr_assert_geq(g.gl_pathc, 5);
     cr_assert_eq(glob("tests/gpu/*.ph", GLOB_APPEND, NULL, &g), 0, "no tests/gpu programs");
+    cr_assert_eq(glob("bench/*.ph", GLOB_APPEND, NULL, &g), 0, "no bench programs");
     for (size_t i = 0; i < g.gl_pathc; i++) {
         IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
@@ -80,6 +83,61 @@ static void check_examples_with_ptxas(const char *arch)
 
 Test(codegen, every_example_assembles_for_sm90, .timeout = 120) { check_examples_with_ptxas("sm_90"); }
 Test(codegen, every_example_assembles_for_sm80, .timeout = 120) { check_examples_with_ptxas("sm_80"); }
+
+/* text with every `from` replaced by `to` (malloc'd). */
+static char *replace_all(const char *text, const char *from, const char *to)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    for (const char *p = text, *q; *p; p = q + strlen(from)) {
+        if (!(q = strstr(p, from))) { fputs(p, out); break; }
+        fprintf(out, "%.*s%s", (int)(q - p), p, to);
+    }
+    fclose(out);
+    return buf;
+}
+
+/* The attention example at head dim 128 with 64x64 tiles: the forward
+ * kernel needs 52224 bytes of shared memory, the two backward ones 69632,
+ * more than ptxas allows a kernel statically (0xc000 bytes). They declare one extern
+ * array and say their size; the delta kernel stays static; ptxas accepts
+ * them all. */
+Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 120)
+{
+    char *text = tu_read_file("examples/attention/attention.ph");
+    cr_assert_not_null(text, "run from the repository root");
+    char *d128 = replace_all(text, "D=[64]", "D=[128]"), *br = replace_all(d128, "BR=[32]", "BR=[64]"),
+         *src = replace_all(br, "BC=[32]", "BC=[64]"), *diags = NULL;
+    IrModule *m = tu_compile("attention128.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    static const struct { const char *entry; int64_t bytes; } want[] = {
+        {"attn_fwd__D_128__BR_64__BC_64", 52224}, {"attn_bwd_delta__D_128__BR_64", 0},
+        {"attn_bwd_dkdv__D_128__BR_64__BC_64", 69632}, {"attn_bwd_dq__D_128__BR_64__BC_64", 69632},
+    };
+    cr_assert_eq(m->nfuncs, 4);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_str_eq(m->funcs[i]->name, want[i].entry);
+        cr_expect_eq(codegen_dynamic_shared_bytes(ptx, want[i].entry), want[i].bytes, "%s: %lld bytes", want[i].entry,
+                     (long long)codegen_dynamic_shared_bytes(ptx, want[i].entry));
+        char decl[256];
+        snprintf(decl, sizeof decl, ".extern .shared .align 16 .b8 %s_shared[];", want[i].entry);
+        cr_expect_eq(strstr(ptx, decl) != NULL, want[i].bytes > 0, "%s: extern shared array %s", want[i].entry,
+                     want[i].bytes ? "missing" : "where static memory fits");
+        snprintf(decl, sizeof decl, "%s_scratch", want[i].entry);
+        if (want[i].bytes) cr_expect_null(strstr(ptx, decl), "%s: a static scratch area besides", want[i].entry);
+    }
+    if (ptxas_path()) {
+        char *log = NULL;
+        cr_expect_eq(run_ptxas(ptx, "sm_90", &log), 0, "ptxas -arch=sm_90 rejects attention at head dim 128:\n%s", log);
+        free(log);
+    }
+    free(ptx);
+    ir_module_free(m);
+    free(diags); free(src); free(br); free(d128); free(text);
+    if (!ptxas_path()) cr_skip_test("ptxas not found: the dynamic-shared PTX was not assembled");
+}
 
 /* The PTX of one kernel's entry: from ".entry NAME(" to the next ".entry". */
 static char *entry_text(const char *ptx, const char *name)

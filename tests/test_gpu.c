@@ -1,5 +1,6 @@
 /* test_gpu.c: the runtime on a real GPU: autotuned launches compute the
- * right numbers, a config the driver refuses leaves the others running,
+ * right numbers, a config over 48 KB of shared memory runs with dynamic
+ * shared memory, a config the device refuses leaves the others running,
  * and every guard (grid over the device's limits, a module the driver
  * refuses, a launch after shutdown) gives a status and a message
  * and launches nothing. Skips without a driver, unless PHOBOS_REQUIRE_GPU
@@ -7,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "half.h"
 #include "phobos.h"
 #include "testutil.h"
 
@@ -117,11 +119,10 @@ static void transpose_grid(const ph_meta *meta, void *user, unsigned g[3])
 }
 
 /* Each config is loaded on its own: tr__BM_512 transposes through 256 KiB
- * of static shared memory, more than a multiprocessor has, and the driver
- * refuses it (64 KiB was not enough: the H200's driver accepts that much
- * static shared memory); tr__BM_32 (16 KiB) still loads, runs and
- * transposes right. Asked for by name, the refused config says the
- * driver's reason. */
+ * of dynamic shared memory, more than a block of any GPU may opt in to
+ * (the H200: 227 KB), and is refused before it reaches the driver;
+ * tr__BM_32 (16 KiB, static) still loads, runs and transposes right.
+ * Asked for by name, the refused config says why. */
 Test(gpu, a_config_the_driver_refuses_leaves_the_others)
 {
     need_gpu();
@@ -157,9 +158,64 @@ Test(gpu, a_config_the_driver_refuses_leaves_the_others)
     cr_assert_eq(ph_kernel_get(m, "tr__BM_512", &big), PH_OK);
     ph_status s = ph_launch(big, transpose_grid, &n, args, 2);
     cr_assert_eq(s, PH_ERR_MODULE, "status %s: %s", ph_status_name(s), ph_last_error());
-    cr_assert(strstr(ph_last_error(), "the CUDA driver refused tr__BM_512") != NULL, "%s", ph_last_error());
+    cr_assert(strstr(ph_last_error(), "tr__BM_512 is refused: it needs 262144 bytes of shared memory") != NULL, "%s", ph_last_error());
     ph_free(da); ph_free(dc);
     free(a); free(c);
+    ph_module_free(m);
+}
+
+static void row_blocks(const ph_meta *meta, void *user, unsigned g[3])
+{
+    g[0] = (unsigned)(*(int64_t *)user / ph_meta_get(meta, "BM", 1));
+}
+
+/* A tensor-core dot whose loop-invariant left operand (64 x 256 f16) and
+ * right operand (256 x 64) take 104448 bytes of shared memory, past the
+ * 48 KB of static shared memory: it is launched with that much dynamic
+ * shared memory and computes the product (small multiples of 1/8, so
+ * every sum is exact in f32). */
+Test(gpu, a_config_over_48_kb_of_shared_memory_runs)
+{
+    need_gpu();
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "@ph.tensorcore\n"
+        "@ph.launch(128)\n"
+        "@ph.autotune(BM=[64], BN=[64], K=[256])\n"
+        "def mm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], Y: ph.tensor[ph.f32][M, N]):\n"
+        "    r0: ph.let = ph.ctx.block.x * BM\n"
+        "    a: ph.let = A[r0:+BM, :]\n"
+        "    for c in range(0, N, BN):\n"
+        "        Y[r0:+BM, c:+BN] = ph.dot(a, B[:, c:+BN])\n";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("mm.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "mm", &k), PH_OK);
+    int64_t M = 256, N = 128, K = 256;
+    uint16_t *a = malloc((size_t)(M * K) * 2), *b = malloc((size_t)(K * N) * 2);
+    float *y = malloc((size_t)(M * N) * 4);
+    for (int64_t i = 0; i < M * K; i++) a[i] = ph_f32_to_f16((float)((i * 7 + i / K * 3) % 9 - 4) * 0.25f);
+    for (int64_t i = 0; i < K * N; i++) b[i] = ph_f32_to_f16((float)((i * 5 + i / N) % 7 - 3) * 0.5f);
+    ph_devptr da, db, dy;
+    cr_assert_eq(ph_malloc(&da, (size_t)(M * K) * 2), PH_OK);
+    cr_assert_eq(ph_malloc(&db, (size_t)(K * N) * 2), PH_OK);
+    cr_assert_eq(ph_malloc(&dy, (size_t)(M * N) * 4), PH_OK);
+    ph_memcpy_htod(da, a, (size_t)(M * K) * 2);
+    ph_memcpy_htod(db, b, (size_t)(K * N) * 2);
+    ph_memset8(dy, 0xff, (size_t)(M * N) * 4);   /* NaN poison */
+    ph_arg args[3] = {ph_tensor2(da, M, K), ph_tensor2(db, K, N), ph_tensor2(dy, M, N)};
+    cr_assert_eq(ph_launch(k, row_blocks, &M, args, 3), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_synchronize(), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_memcpy_dtoh(y, dy, (size_t)(M * N) * 4), PH_OK);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float want = 0;
+            for (int64_t t = 0; t < K; t++) want += ph_f16_to_f32(a[i * K + t]) * ph_f16_to_f32(b[t * N + j]);
+            cr_assert_eq(y[i * N + j], want, "Y[%lld, %lld] = %g, want %g", (long long)i, (long long)j, y[i * N + j], want);
+        }
+    ph_free(da); ph_free(db); ph_free(dy);
+    free(a); free(b); free(y);
     ph_module_free(m);
 }
 

@@ -265,13 +265,19 @@ Test(runtime, ptx_disk_cache)
  * The driver's calls are replaced by fakes that keep what they were asked:
  * each module loaded (the entries its PTX holds), each launch, and a time
  * per config for the autotuner. A config named in fake.refuse is refused
- * at load as the JIT refuses too much shared memory. */
+ * at load as the JIT refuses too much shared memory. The device lets a
+ * block opt in to the H200's 227 KB of shared memory; each function's
+ * dynamic shared memory allowance is kept, and refused with deny_shared. */
 static struct {
     const char *refuse[8];
     char loaded[64][128];   /* the entry of each PTX image loaded */
     int nloads;
     char launched[256][128];
+    unsigned launched_shared[256];   /* the dynamic shared memory each launch asked for */
     int nlaunches;
+    char allowed[64][128];  /* each function given a dynamic shared memory allowance */
+    int allowed_bytes[64], nallowed;
+    bool deny_shared;
     const char *fast;       /* this config times 1 ms, others 2 ms */
 } fake;
 
@@ -283,7 +289,8 @@ static CUresult fake_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (si
 static CUresult fake_attr(int *v, int a, CUdevice d)
 {
     (void)d;
-    *v = a == ATTR_CC_MAJOR ? 9 : a == ATTR_CC_MINOR ? 0 : a == ATTR_SM_COUNT ? 132 : a == ATTR_MAX_THREADS_PER_BLOCK ? 1024 : 65535;
+    *v = a == ATTR_CC_MAJOR ? 9 : a == ATTR_CC_MINOR ? 0 : a == ATTR_SM_COUNT ? 132 : a == ATTR_MAX_THREADS_PER_BLOCK ? 1024
+       : a == ATTR_MAX_SHARED_PER_BLOCK_OPTIN ? 232448 : 65535;
     return 0;
 }
 static CUresult fake_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake; return 0; }
@@ -322,10 +329,19 @@ static CUresult fake_function(CUfunction *f, CUmodule m, const char *name)
     *f = (CUfunction)m;
     return 0;
 }
+static CUresult fake_func_attr(CUfunction f, int attr, int value)
+{
+    cr_assert_eq(attr, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES, "the only function attribute the runtime sets");
+    if (fake.deny_shared) return 1;   /* CUDA_ERROR_INVALID_VALUE */
+    snprintf(fake.allowed[fake.nallowed], sizeof fake.allowed[0], "%s", (const char *)f);
+    fake.allowed_bytes[fake.nallowed++] = value;
+    return 0;
+}
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream st, void **params, void **extra)
 {
-    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)smem; (void)st; (void)params; (void)extra;
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)st; (void)params; (void)extra;
+    fake.launched_shared[fake.nlaunches % 256] = smem;
     snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
     return 0;
 }
@@ -348,7 +364,7 @@ static void use_fake_driver(void)
         .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
         .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
         .CtxSetCurrent = fake_set, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
-        .ModuleGetFunction = fake_function, .LaunchKernel = fake_launch, .EventCreate = fake_event,
+        .ModuleGetFunction = fake_function, .FuncSetAttribute = fake_func_attr, .LaunchKernel = fake_launch, .EventCreate = fake_event,
         .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
         .EventDestroy = fake_destroy, .GetErrorString = fake_error,
     };
@@ -459,6 +475,82 @@ Test(runtime, configs_load_when_first_launched)
     cr_assert_eq(ph_launch(t, grid1, NULL, targs, 2), PH_OK, "%s", ph_last_error());
     cr_assert_eq(fake.nloads, 2);
     cr_assert_str_eq(fake.loaded[1], "twod");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* tr__BM_32 transposes through 16 KiB of static shared memory, tr__BM_128
+ * through 64 KiB of dynamic shared memory, tr__BM_512 would need 256 KiB. */
+static const char *transpose_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BM=[32, 128, 512])\n"
+    "def tr(A: ph.tensor[ph.f32][N, 128], C: ph.tensor[ph.f32][128, N]):\n"
+    "    i0: ph.let = ph.ctx.block.x * BM\n"
+    "    C[:, i0:+BM] = ph.transpose(A[i0:+BM, :])\n";
+
+static int launches_with_shared(const char *name, unsigned bytes)
+{
+    int n = 0;
+    for (int i = 0; i < fake.nlaunches && i < 256; i++) n += !strcmp(fake.launched[i], name) && fake.launched_shared[i] == bytes;
+    return n;
+}
+
+/* A config over 48 KB is allowed its dynamic shared memory once, when it
+ * loads, and every launch asks for it; a static config asks for none; a
+ * config over the device's opt-in maximum leaves the eligible set before
+ * the driver sees it, saying why. */
+Test(runtime, configs_over_48_kb_take_dynamic_shared_memory)
+{
+    use_fake_driver();
+    fake.fast = "tr__BM_128";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr", &k), PH_OK);
+    ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 2, "the config over the device's maximum never reaches the driver");
+    cr_assert_str_eq(fake.loaded[0], "tr__BM_32");
+    cr_assert_str_eq(fake.loaded[1], "tr__BM_128");
+    cr_assert_eq(fake.nallowed, 1);
+    cr_assert_str_eq(fake.allowed[0], "tr__BM_128");
+    cr_assert_eq(fake.allowed_bytes[0], 65536);
+    cr_assert_eq(launches_with_shared("tr__BM_32", 0), 6, "timed with no dynamic shared memory");
+    cr_assert_eq(launches_with_shared("tr__BM_128", 65536), 7, "timed, then launched, with 64 KiB each time");
+    cr_assert_eq(fake.nlaunches, 13);
+    cr_assert_str_eq(ph_kernel_last_config(k), "tr__BM_128");
+
+    ph_kernel *big;
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_512", &big), PH_OK);
+    cr_assert_eq(ph_launch(big, grid1, NULL, args, 2), PH_ERR_MODULE);
+    cr_assert_str_eq(ph_last_error(), "tr__BM_512: no eligible config could be loaded: tr__BM_512 is refused: it needs "
+                     "262144 bytes of shared memory, more than the 232448 a block of this device may have");
+    cr_assert_eq(fake.nloads, 2);
+    cr_assert_eq(fake.nallowed, 1, "the allowance is set once, at load");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* When the driver will not allow a function its dynamic shared memory,
+ * that config leaves the eligible set with the driver's error. */
+Test(runtime, a_refused_shared_memory_allowance_leaves_the_eligible_set)
+{
+    use_fake_driver();
+    fake.deny_shared = true;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr", &k), PH_OK);
+    ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_kernel_last_config(k), "tr__BM_32");
+    cr_assert_eq(fake.nlaunches, 1, "one config left: no timing");
+    ph_kernel *one;
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_128", &one), PH_OK);
+    cr_assert_eq(ph_launch(one, grid1, NULL, args, 2), PH_ERR_MODULE);
+    cr_assert_str_eq(ph_last_error(), "tr__BM_128: no eligible config could be loaded: the CUDA driver refused tr__BM_128 "
+                     "65536 bytes of dynamic shared memory (error 1): fake error");
     ph_module_free(m);
     ph_shutdown();
 }

@@ -16,7 +16,8 @@
  * (PTX ISA fragment layouts) and resume; else, when every live thread is
  * at the barrier, all resume (an exited thread no longer counts, as with
  * bar.sync); anything else is a deadlock. Shared memory (the module's
- * addrspace(3) globals) is filled with 0xff bytes, a NaN in every float
+ * addrspace(3) globals, a kernel's extern array of dynamic shared memory
+ * given the size its launch would ask for) is filled with 0xff bytes, a NaN in every float
  * format, before each block, so reading what no thread wrote shows.
  *
  * Races: the schedule is sequential, so a missing barrier would go
@@ -856,11 +857,42 @@ static void instrument_shared_accesses(cpusim *s, LLVMModuleRef mod)
     LLVMDisposeBuilder(b);
 }
 
+/* A kernel with dynamic shared memory (codegen.h) declares an extern array
+ * and the constant that sizes it: the array becomes a global of that many
+ * bytes, what the runtime asks the driver for at launch, so it is poisoned
+ * and shadowed like every static area. */
+static int define_dynamic_shared(LLVMModuleRef mod, LLVMValueRef kernel, char *err, size_t errlen)
+{
+    size_t len;
+    const char *kname = LLVMGetValueName2(kernel, &len);
+    char name[600];
+    snprintf(name, sizeof name, "%s%s", kname, CODEGEN_DYNAMIC_AREA_SUFFIX);
+    LLVMValueRef area = LLVMGetNamedGlobal(mod, name);
+    if (!area) return 0;
+    snprintf(name, sizeof name, "%s%s", kname, CODEGEN_DYNAMIC_SHARED_SUFFIX);
+    LLVMValueRef size = LLVMGetNamedGlobal(mod, name);
+    LLVMValueRef init = size ? LLVMGetInitializer(size) : NULL;
+    if (!init || !LLVMIsAConstantInt(init) || LLVMConstIntGetSExtValue(init) < 1)
+        return snprintf(err, errlen, "%s: an extern shared array with no size (%s)", kname, name), 1;
+    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(LLVMGetModuleContext(mod)), (uint64_t)LLVMConstIntGetSExtValue(init));
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(mod, at, "", 3);
+    LLVMSetInitializer(g, LLVMGetUndef(at));
+    LLVMSetAlignment(g, 16);
+    LLVMReplaceAllUsesWith(area, g);
+    snprintf(name, sizeof name, "%s%s", kname, CODEGEN_DYNAMIC_AREA_SUFFIX);
+    LLVMDeleteGlobal(area);
+    LLVMSetValueName2(g, name, strlen(name));
+    return 0;
+}
+
 /* Retargets mod to the host: intrinsics lowered, kernels callable, shared
  * memory made visible to the executor (external linkage, so MCJIT can say
  * where each global lies), every shared access checked for races. */
 static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen)
 {
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+        if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) == 71 /* PTX_Kernel */ && define_dynamic_shared(mod, f, err, errlen))
+            return 1;
     instrument_shared_accesses(s, mod);
     LLVMValueRef next;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = next) {
