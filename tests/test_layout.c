@@ -1,6 +1,7 @@
 /* test_layout.c: the layouts and the layout pass (compiler/layout.c), which
  * need no GPU: the shapes each layout takes, how many slots a thread holds,
- * interning, and the plan the pass makes for the tutorial's kernels. */
+ * interning, the plan the pass makes for the tutorial's kernels, and the map
+ * from (warp, lane, slot) to element. */
 #include <criterion/criterion.h>
 
 #include "layout.h"
@@ -104,4 +105,34 @@ Test(layout, transposed_dot_operands_are_folded_into_the_dot)
     layout_plan_free(&p);
     layout_table_free(t);
     ir_module_free(m);
+}
+
+/* ---- the map from (warp, lane, slot) to element ---- */
+
+/* The owner of a slice's element is the copy at parent position 0 along
+ * the reduced axis; an MMA layout's idle warps hold nothing. */
+Test(layout_map, slices_own_at_the_first_copy_and_idle_warps_hold_nothing)
+{
+    LayoutTable *t = layout_table_new();
+    const Layout *m = layout_mma(t, 16, 8, 128);   /* one warp in use of four */
+    int r, c;
+    bool valid, owner;
+    layout_elem_of(m, 0, 5, 3, &r, &c, &valid, &owner);
+    cr_assert(valid && owner);
+    cr_assert_eq(r, 1 + 8, "lane 5: row 5/4, register 3: +8");
+    cr_assert_eq(c, 2 * (5 % 4) + 1);
+    layout_elem_of(m, 2, 5, 3, &r, &c, &valid, &owner);
+    cr_assert(!valid && !owner, "warp 2 is idle");
+    const Layout *rows = layout_slice(t, m, 1);
+    cr_assert_eq(layout_copies(rows), 8, "every column of a row holds it");
+    layout_elem_of(rows, 0, 4, 0, &r, &c, &valid, &owner);
+    cr_assert(valid && owner && r == 1 && c == 0, "lane 4 holds column 0 of row 1");
+    layout_elem_of(rows, 0, 5, 0, &r, &c, &valid, &owner);
+    cr_assert(valid && !owner && r == 1, "lane 5 a copy (columns 2, 3)");
+    layout_elem_of(rows, 0, 4, 1, &r, &c, &valid, &owner);
+    cr_assert(valid && !owner && r == 1, "register 1 a copy (column 1)");
+    const Layout *b = layout_blocked(t, 3, 5, 64, 4);
+    cr_assert_eq(layout_copies(layout_slice(t, b, 1)), layout_extent(b, 1));
+    cr_assert_gt(layout_extent(b, 1), 5, "the pattern runs past the tile: those copies count too");
+    layout_table_free(t);
 }
