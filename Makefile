@@ -127,6 +127,10 @@ DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.
 $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
+# The layout suite checks the layouts of generated programs too.
+$(BUILD)/tests/test_layout: tests/test_layout.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 # gpufuzz is no Criterion suite (it is not in TESTS): make gpufuzz and make gpucheck run it.
 $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)

@@ -214,7 +214,8 @@ static Slots new_slots(int n, const Layout *lay)
  * be larger than the tile) and active (this thread computes the slot at
  * all: the idle warps of an MMA layout do not). The copies of an element
  * (a slice's threads along its reduced axis) all hold it; owner picks the
- * one that writes it. */
+ * one that writes it. The arithmetic is layout.h's, emitted: the thread
+ * base from the warp and the lane, plus the slot's constant offset. */
 typedef struct {
     LLVMValueRef row, col;   /* i32 */
     LLVMValueRef valid;      /* i1, or NULL: always */
@@ -222,75 +223,90 @@ typedef struct {
     LLVMValueRef owner;      /* i1, or NULL: this slot is the one copy that writes */
 } SlotPos;
 
+/* A thread's base (layout.h) in IR: the warp's and the lane's digits, from
+ * which each axis's base is their scaled sum. active is NULL where every
+ * warp is in use. */
+typedef struct {
+    LayoutThreadMap m;
+    LLVMValueRef active;
+    LLVMValueRef warp_digit[2], lane_digit[2];   /* by axis; NULL: no term */
+} ThreadBase;
+
+/* x / by or x % by for term t; NULL where the layout has no such term. */
+static LLVMValueRef term_digit(Cg *c, LayoutTerm t, LLVMValueRef x)
+{
+    return !t.scale ? NULL : t.rem ? urem(c, x, t.by) : udiv(c, x, t.by);
+}
+
+static LLVMValueRef term_scaled(Cg *c, LayoutTerm t, LLVMValueRef digit)
+{
+    return !digit ? NULL : t.scale == 1 ? digit : mul(c, digit, t.scale);
+}
+
+static ThreadBase thread_base(Cg *c, const Layout *l)
+{
+    ThreadBase b;
+    b.m = layout_thread_map(l);
+    b.active = b.m.warps_in_use < c->T / 32 ? LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, b.m.warps_in_use), "") : NULL;
+    /* idle warps compute a copy of warp 0's slots and never write */
+    LLVMValueRef w = b.active ? LLVMBuildSelect(c->b, b.active, c->warp, i32c(c, 0), "") : c->warp;
+    for (int a = 0; a < 2; a++) b.warp_digit[a] = term_digit(c, b.m.warp[a], w);
+    for (int a = 0; a < 2; a++) b.lane_digit[a] = term_digit(c, b.m.lane[a], c->lane);
+    return b;
+}
+
+/* The position along axis a: the slot's offset plus the thread's warp term
+ * plus its lane term. The sums associate as the generated code always has
+ * (an MMA slot's offset joins the warp's term first, the lane's last), so
+ * the PTX LLVM schedules from them stays the same. */
+static LLVMValueRef axis_pos(Cg *c, const Layout *l, const ThreadBase *b, int a, int offset)
+{
+    LLVMValueRef lt = term_scaled(c, b->m.lane[a], b->lane_digit[a]), wt = term_scaled(c, b->m.warp[a], b->warp_digit[a]);
+    if (l->kind == LAY_MMA) return add(c, add(c, wt, i32c(c, offset)), lt);
+    return add(c, i32c(c, offset), add(c, wt, lt));
+}
+
+/* Whether term t is 0 at x (layout_term_is_zero); NULL: always. */
+static LLVMValueRef term_is_zero(Cg *c, LayoutTerm t, LLVMValueRef x)
+{
+    if (!t.scale) return NULL;
+    return t.rem ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, x, t.by), i32c(c, 0), "")
+                 : LLVMBuildICmp(c->b, LLVMIntULT, x, i32c(c, t.by), "");
+}
+
+/* Whether this thread holds the owning copy of slice l's elements: its
+ * parent's terms along the reduced axis are 0 (layout_thread_base's first,
+ * one level of slicing); NULL: always. */
+static LLVMValueRef first_along_reduced_axis(Cg *c, const Layout *l)
+{
+    LayoutThreadMap pm = layout_thread_map(l->parent);
+    LLVMValueRef warp0 = term_is_zero(c, pm.warp[l->axis], c->warp);
+    LLVMValueRef lane0 = term_is_zero(c, pm.lane[l->axis], c->lane);
+    return and1(c, lane0, warp0);
+}
+
 static SlotPos slot_pos(Cg *c, const Layout *l, int s)
 {
     SlotPos p = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    switch (l->kind) {
-    case LAY_BLOCKED: {
-        int lanes_r = 32 / l->tc, ctar = lanes_r * l->wr, ctac = l->v * l->tc * l->wc;
-        int reps_c = (l->cols + ctac - 1) / ctac;
-        int j = s % l->v, rc = (s / l->v) % reps_c, rr = s / l->v / reps_c;
-        LLVMValueRef wr_i = udiv(c, c->warp, l->wc), wc_i = urem(c, c->warp, l->wc);
-        LLVMValueRef lr = udiv(c, c->lane, l->tc), lc = urem(c, c->lane, l->tc);
-        p.row = add(c, i32c(c, (int64_t)rr * ctar), add(c, mul(c, wr_i, lanes_r), lr));
-        p.col = add(c, i32c(c, (int64_t)rc * ctac + j), add(c, mul(c, wc_i, (int64_t)l->v * l->tc), mul(c, lc, l->v)));
-        if ((int64_t)(rr + 1) * ctar > l->rows) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
-        if ((int64_t)(rc + 1) * ctac > l->cols) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
-        break;
-    }
-    case LAY_MMA: {
-        int i = s % 4, in = (s / 4) % l->tn, im = s / 4 / l->tn;
-        LLVMValueRef active = l->wm * l->wn < c->T / 32 ? LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, l->wm * l->wn), "") : NULL;
-        /* idle warps compute a copy of warp 0's slots and never write */
-        LLVMValueRef w = active ? LLVMBuildSelect(c->b, active, c->warp, i32c(c, 0), "") : c->warp;
-        LLVMValueRef wm_i = udiv(c, w, l->wn), wn_i = urem(c, w, l->wn);
-        LLVMValueRef g = udiv(c, c->lane, 4), t4 = urem(c, c->lane, 4);
-        p.row = add(c, add(c, mul(c, wm_i, (int64_t)l->tm * 16), i32c(c, (int64_t)im * 16 + 8 * (i >> 1))), g);
-        p.col = add(c, add(c, mul(c, wn_i, (int64_t)l->tn * 8), i32c(c, (int64_t)in * 8 + (i & 1))), mul(c, t4, 2));
-        p.active = active;
-        break;
-    }
-    case LAY_SLICE: {
+    LayoutSlot o = layout_slot_offset(l, s);
+    if (l->kind == LAY_SLICE) {
+        /* the parent's slot, projected onto the kept axis; every copy along
+         * the reduced axis holds the element, those whose parent position
+         * lies past the tile on that axis too */
         SlotPos q = slot_pos(c, l->parent, s);
-        const Layout *pl = l->parent;
-        /* every copy along the reduced axis holds the element, those whose
-         * parent position lies past the tile on that axis too */
         p.active = q.active;
         if (l->axis == 1) p.row_ok = q.row_ok;
         else p.col_ok = q.col_ok;
-        LLVMValueRef own = q.owner;
-        /* of the copies of an element, the one in the first lane, warp and slot along the reduced axis */
-        if (pl->kind == LAY_MMA) {
-            int i = s % 4, in = (s / 4) % pl->tn, im = s / 4 / pl->tn;
-            if (l->axis == 1) {
-                if (in != 0 || (i & 1)) own = LLVMConstInt(c->ti1, 0, 0);
-                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), ""),
-                                          LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->warp, pl->wn), i32c(c, 0), "")));
-            } else {
-                if (im != 0 || (i >> 1)) own = LLVMConstInt(c->ti1, 0, 0);
-                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), ""),
-                                          LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wn), "")));
-            }
-        } else if (pl->kind == LAY_BLOCKED) {
-            int ctac = pl->v * pl->tc * pl->wc, reps_c = (pl->cols + ctac - 1) / ctac;
-            int j = s % pl->v, rc = (s / pl->v) % reps_c, rr = s / pl->v / reps_c;
-            if (l->axis == 1) {
-                if (j != 0 || rc != 0) own = LLVMConstInt(c->ti1, 0, 0);
-                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, pl->tc), i32c(c, 0), ""),
-                                          LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->warp, pl->wc), i32c(c, 0), "")));
-            } else {
-                if (rr != 0) own = LLVMConstInt(c->ti1, 0, 0);
-                else own = and1(c, own, and1(c, LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, pl->tc), ""),
-                                          LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, pl->wc), "")));
-            }
-        } else {
-            own = LLVMConstInt(c->ti1, s == 0, 0);   /* slices of slices: not produced by the layout pass */
-        }
-        p.owner = own;
+        p.owner = o.first ? and1(c, q.owner, first_along_reduced_axis(c, l)) : LLVMConstInt(c->ti1, 0, 0);
         p.row = l->axis == 1 ? q.row : i32c(c, 0);
         p.col = l->axis == 1 ? i32c(c, 0) : q.col;
-        break;
-    }
+    } else {
+        ThreadBase b = thread_base(c, l);
+        p.row = axis_pos(c, l, &b, 0, o.row);
+        p.col = axis_pos(c, l, &b, 1, o.col);
+        if (o.row_check) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
+        if (o.col_check) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
+        p.active = b.active;
     }
     p.valid = and1(c, p.active, and1(c, p.row_ok, p.col_ok));
     return p;

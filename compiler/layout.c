@@ -140,6 +140,146 @@ void layout_str(const Layout *l, char *buf, size_t n)
     }
 }
 
+/* ---- which element a thread's slot holds ---- */
+
+/* BLOCKED: lanes form (32 / tc) x tc, warps wr x wc; the pattern of
+ * ctar x ctac elements repeats over the tile, rows of patterns outermost,
+ * then columns, then the v consecutive columns of a chunk. */
+static int blocked_ctar(const Layout *l) { return (32 / l->tc) * l->wr; }
+static int blocked_ctac(const Layout *l) { return l->v * l->tc * l->wc; }
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+static LayoutTerm term(bool rem, int by, int scale) { LayoutTerm t = {rem, by, scale}; return t; }
+
+LayoutThreadMap layout_thread_map(const Layout *l)
+{
+    LayoutThreadMap m;
+    memset(&m, 0, sizeof m);
+    m.warps_in_use = l->threads / 32;
+    switch (l->kind) {
+    case LAY_BLOCKED:
+        m.warp[0] = term(false, l->wc, 32 / l->tc);
+        m.lane[0] = term(false, l->tc, 1);
+        m.warp[1] = term(true, l->wc, l->v * l->tc);
+        m.lane[1] = term(true, l->tc, l->v);
+        break;
+    case LAY_MMA:
+        /* lane l holds rows l/4 (+8) and columns 2(l%4) (+1) of each piece */
+        m.warp[0] = term(false, l->wn, l->tm * 16);
+        m.lane[0] = term(false, 4, 1);
+        m.warp[1] = term(true, l->wn, l->tn * 8);
+        m.lane[1] = term(true, 4, 2);
+        m.warps_in_use = l->wm * l->wn;
+        break;
+    case LAY_SLICE:
+        m = layout_thread_map(l->parent);
+        m.warp[l->axis] = term(false, 1, 0);
+        m.lane[l->axis] = term(false, 1, 0);
+        break;
+    }
+    return m;
+}
+
+int layout_term_eval(LayoutTerm t, int x)
+{
+    if (!t.scale) return 0;
+    return (t.rem ? x % t.by : x / t.by) * t.scale;
+}
+
+bool layout_term_is_zero(LayoutTerm t, int x)
+{
+    return !t.scale || (t.rem ? x % t.by == 0 : x < t.by);
+}
+
+/* Owner threads of a slice: the parent's terms along the reduced axis are
+ * 0, at every level of slicing. Tested on the thread's own warp: an idle
+ * warp holds nothing, so it owns nothing either way. */
+static bool first_thread(const Layout *l, int warp, int lane)
+{
+    if (l->kind != LAY_SLICE) return true;
+    LayoutThreadMap pm = layout_thread_map(l->parent);
+    return first_thread(l->parent, warp, lane) && layout_term_is_zero(pm.lane[l->axis], lane)
+        && layout_term_is_zero(pm.warp[l->axis], warp);
+}
+
+LayoutThreadBase layout_thread_base(const Layout *l, int warp, int lane)
+{
+    LayoutThreadMap m = layout_thread_map(l);
+    LayoutThreadBase b;
+    b.active = warp < m.warps_in_use;
+    int w = b.active ? warp : 0;
+    b.row = layout_term_eval(m.warp[0], w) + layout_term_eval(m.lane[0], lane);
+    b.col = layout_term_eval(m.warp[1], w) + layout_term_eval(m.lane[1], lane);
+    b.first = first_thread(l, warp, lane);
+    return b;
+}
+
+LayoutSlot layout_slot_offset(const Layout *l, int slot)
+{
+    LayoutSlot o;
+    memset(&o, 0, sizeof o);
+    o.first = true;
+    switch (l->kind) {
+    case LAY_BLOCKED: {
+        int ctar = blocked_ctar(l), ctac = blocked_ctac(l), reps_c = ceil_div(l->cols, ctac);
+        int j = slot % l->v, rc = (slot / l->v) % reps_c, rr = slot / l->v / reps_c;
+        o.row = rr * ctar;
+        o.col = rc * ctac + j;
+        o.row_check = (int64_t)(rr + 1) * ctar > l->rows;
+        o.col_check = (int64_t)(rc + 1) * ctac > l->cols;
+        break;
+    }
+    case LAY_MMA: {
+        /* four registers per 16x8 piece: rows +0 +0 +8 +8, columns +0 +1 +0 +1 */
+        int i = slot % 4, in = (slot / 4) % l->tn, im = slot / 4 / l->tn;
+        o.row = im * 16 + 8 * (i >> 1);
+        o.col = in * 8 + (i & 1);
+        break;
+    }
+    case LAY_SLICE: {
+        LayoutSlot q = layout_slot_offset(l->parent, slot);
+        o.first = q.first && (l->axis == 1 ? q.col : q.row) == 0;
+        if (l->axis == 1) {
+            o.row = q.row;
+            o.row_check = q.row_check;
+        } else {
+            o.col = q.col;
+            o.col_check = q.col_check;
+        }
+        break;
+    }
+    }
+    return o;
+}
+
+int layout_extent(const Layout *l, int axis)
+{
+    switch (l->kind) {
+    case LAY_BLOCKED:
+        return axis == 0 ? ceil_div(l->rows, blocked_ctar(l)) * blocked_ctar(l)
+                         : ceil_div(l->cols, blocked_ctac(l)) * blocked_ctac(l);
+    case LAY_MMA: return axis == 0 ? l->rows : l->cols;
+    case LAY_SLICE: return axis == l->axis ? 1 : layout_extent(l->parent, axis);
+    }
+    return 0;
+}
+
+int layout_copies(const Layout *l)
+{
+    if (l->kind != LAY_SLICE) return 1;
+    return layout_copies(l->parent) * layout_extent(l->parent, l->axis);
+}
+
+void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner)
+{
+    LayoutThreadBase b = layout_thread_base(l, warp, lane);
+    LayoutSlot o = layout_slot_offset(l, slot);
+    *row = b.row + o.row;
+    *col = b.col + o.col;
+    *valid = b.active && (!o.row_check || *row < l->rows) && (!o.col_check || *col < l->cols);
+    *owner = *valid && b.first && o.first;
+}
+
 bool layout_dot_on_tensorcores(const IrFunc *f, const IrOp *op)
 {
     if (!f->tensorcore) return false;

@@ -52,6 +52,73 @@ const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 int layout_nslots(const Layout *l);
 void layout_str(const Layout *l, char *buf, size_t n);
 
+/* ---- which element a thread's slot holds ----
+ *
+ * For every kind, the element of (warp, lane, slot) is the sum of two
+ * parts: a thread base, which depends on the thread only and is computed at
+ * run time, and a slot offset, which depends on the slot only and is a
+ * compile-time constant:
+ *
+ *   row = base.row + offset.row,   col = base.col + offset.col.
+ *
+ * A layout's pattern may be larger than the tile (BLOCKED), so a slot holds
+ * an element only where its position lies inside the tile; the offset says
+ * per axis whether any thread's position can lie outside, which is where
+ * the code generator compares at run time. The idle warps of an MMA layout
+ * (warps >= wm * wn) hold nothing: they compute warp 0's positions and never
+ * write. A SLICE's slot holds its parent slot's row (axis 1) or column
+ * (axis 0); every parent position along the reduced axis, those past the
+ * tile included, holds a copy, and the copy at parent position 0 along that
+ * axis (base 0 and offset 0) is the owner, the one that writes. */
+
+/* One term of a thread base: (x / by) * scale, or (x % by) * scale where
+ * rem; x is the warp or the lane. scale 0: no term. */
+typedef struct { bool rem; int by, scale; } LayoutTerm;
+
+/* The thread base as data, for the code generator to emit: per axis
+ * (0 rows, 1 columns) a warp term and a lane term. Warps from warps_in_use
+ * on are idle and take warp 0's base. */
+typedef struct {
+    LayoutTerm warp[2], lane[2];
+    int warps_in_use;
+} LayoutThreadMap;
+
+typedef struct {
+    int row, col;
+    bool active;   /* the warp is in use */
+    bool first;    /* a SLICE: the thread's parent position along each reduced
+                    * axis is 0 (owner threads); always true otherwise */
+} LayoutThreadBase;
+
+typedef struct {
+    int row, col;
+    bool row_check, col_check;   /* some thread's row (col) at this slot lies past the tile */
+    bool first;                  /* a SLICE: the slot's parent offset along each reduced
+                                  * axis is 0 (owner slots); always true otherwise */
+} LayoutSlot;
+
+LayoutThreadMap layout_thread_map(const Layout *l);
+int layout_term_eval(LayoutTerm t, int x);
+/* Whether term t is 0 at x: the comparison the code generator emits for
+ * owner threads (x % by == 0, or x < by). */
+bool layout_term_is_zero(LayoutTerm t, int x);
+LayoutThreadBase layout_thread_base(const Layout *l, int warp, int lane);
+LayoutSlot layout_slot_offset(const Layout *l, int slot);
+/* How many (warp, lane, slot) hold each element of the tile: 1 for BLOCKED
+ * and MMA; for a SLICE its parent's count times the parent's pattern
+ * length along the reduced axis. */
+int layout_copies(const Layout *l);
+/* Positions the pattern of l covers along axis (0 rows, 1 columns): at
+ * least the tile's length; more where BLOCKED repeats past the tile. */
+int layout_extent(const Layout *l, int axis);
+
+/* Which element (*row, *col) slot `slot` of thread (warp, lane) holds, for
+ * every kind; *valid: the slot holds it at all (active warp, inside the
+ * tile), *owner: valid and the one copy of the element that writes it.
+ * Built on layout_thread_base and layout_slot_offset; the code generator
+ * emits the same arithmetic in LLVM IR. */
+void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner);
+
 /* The layout pass: one layout per tile value of f (NULL for scalars and
  * for values materialized where they are used: splat and iota).
  * Expects verified IR; guarantees that a loop's carried value, its block

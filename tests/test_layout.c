@@ -1,9 +1,13 @@
 /* test_layout.c: the layouts and the layout pass (compiler/layout.c), which
  * need no GPU: the shapes each layout takes, how many slots a thread holds,
- * interning, and the plan the pass makes for the tutorial's kernels. */
+ * interning, the plan the pass makes for the tutorial's kernels, and the map
+ * from (warp, lane, slot) to element for every layout the pass produces for
+ * the examples, the GPU suite's programs and generated ones. */
 #include <criterion/criterion.h>
+#include <glob.h>
 
 #include "layout.h"
+#include "phgen.h"
 #include "testutil.h"
 
 Test(layout, blocked_takes_16_byte_chunks_and_spreads_warps)
@@ -104,4 +108,205 @@ Test(layout, transposed_dot_operands_are_folded_into_the_dot)
     layout_plan_free(&p);
     layout_table_free(t);
     ir_module_free(m);
+}
+
+/* ---- the map from (warp, lane, slot) to element ---- */
+
+/* Why l's map is wrong, or NULL: every slot that holds an element points
+ * inside the tile; every element is held exactly layout_copies(l) times and
+ * owned exactly once; base plus offset is the element. */
+static const char *map_defect(const Layout *l, int *bad_row, int *bad_col)
+{
+    int n = layout_nslots(l), warps = l->threads / 32, copies = layout_copies(l);
+    int *held = xcalloc((size_t)l->rows * (size_t)l->cols, sizeof *held);
+    int *owned = xcalloc((size_t)l->rows * (size_t)l->cols, sizeof *owned);
+    const char *why = NULL;
+    *bad_row = *bad_col = -1;
+    for (int w = 0; w < warps && !why; w++)
+        for (int lane = 0; lane < 32 && !why; lane++) {
+            LayoutThreadBase b = layout_thread_base(l, w, lane);
+            for (int s = 0; s < n && !why; s++) {
+                int r, c;
+                bool valid, owner;
+                layout_elem_of(l, w, lane, s, &r, &c, &valid, &owner);
+                LayoutSlot o = layout_slot_offset(l, s);
+                *bad_row = r;
+                *bad_col = c;
+                if (r != b.row + o.row || c != b.col + o.col) why = "the element is not base plus offset";
+                else if (owner && !valid) why = "an owner that holds nothing";
+                else if (valid && (r < 0 || r >= l->rows || c < 0 || c >= l->cols)) why = "a valid slot outside the tile";
+                else if (valid) {
+                    held[(size_t)r * l->cols + c]++;
+                    owned[(size_t)r * l->cols + c] += owner;
+                }
+            }
+        }
+    for (int r = 0; r < l->rows && !why; r++)
+        for (int c = 0; c < l->cols && !why; c++) {
+            *bad_row = r;
+            *bad_col = c;
+            if (held[(size_t)r * l->cols + c] != copies) why = "an element held other than layout_copies times";
+            else if (owned[(size_t)r * l->cols + c] != 1) why = "an element owned other than once";
+        }
+    free(held);
+    free(owned);
+    return why;
+}
+
+static void expect_map_covers_tile(const Layout *l, const char *where)
+{
+    int r, c;
+    const char *why = map_defect(l, &r, &c);
+    if (why) {
+        char name[300];
+        layout_str(l, name, sizeof name);
+        cr_assert_fail("%s: %s: %s (element %d, %d; %d copies)", where, name, why, r, c, layout_copies(l));
+    }
+}
+
+/* A layout and, for BLOCKED and MMA, both of its slices (the code
+ * generator slices any layout to broadcast a row or column over it). */
+static int check_with_slices(LayoutTable *t, const Layout *l, const char *where)
+{
+    expect_map_covers_tile(l, where);
+    if (l->kind == LAY_SLICE) return 1;
+    expect_map_covers_tile(layout_slice(t, l, 0), where);
+    expect_map_covers_tile(layout_slice(t, l, 1), where);
+    return 3;
+}
+
+typedef struct { const Layout **seen; int n, cap; int checked; } Checked;
+
+static void check_once(Checked *ck, LayoutTable *t, const Layout *l, const char *where)
+{
+    for (int i = 0; i < ck->n; i++)
+        if (ck->seen[i] == l) return;
+    if (ck->n == ck->cap) {
+        ck->cap = ck->cap ? 2 * ck->cap : 64;
+        ck->seen = xrealloc(ck->seen, sizeof *ck->seen * (size_t)ck->cap);
+    }
+    ck->seen[ck->n++] = l;
+    ck->checked += check_with_slices(t, l, where);
+}
+
+static int elem_bytes_of(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+
+/* Every layout the pass gives a value of m's functions (after the IR
+ * passes, as the code generator sees them), and the BLOCKED layout every
+ * tile value is materialized in by default. */
+static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const char *where)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        IrFunc *f = m->funcs[i];
+        char err[256];
+        cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
+        LayoutPlan p = layout_plan(f, t);
+        for (int v = 1; v < f->nvalues; v++) {
+            if (p.of[v]) check_once(ck, t, p.of[v], where);
+            IrType ty = ir_vtype(f, v);
+            if (ty.rank > 0)
+                check_once(ck, t, layout_blocked(t, ir_rows(ty), ir_cols(ty), f->threads, elem_bytes_of(ty.dt)), where);
+        }
+        layout_plan_free(&p);
+    }
+}
+
+Test(layout_map, covers_every_layout_of_the_examples_and_gpu_programs)
+{
+    glob_t g;
+    cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
+    cr_assert_eq(glob("tests/gpu/*.ph", GLOB_APPEND, NULL, &g), 0);
+    cr_assert_eq(glob("bench/*.ph", GLOB_APPEND, NULL, &g), 0);
+    LayoutTable *t = layout_table_new();
+    Checked ck = {0};
+    int kinds[3] = {0};
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
+        check_module_layouts(&ck, t, m, g.gl_pathv[i]);
+        ir_module_free(m);
+    }
+    for (int i = 0; i < ck.n; i++) kinds[ck.seen[i]->kind]++;
+    cr_assert_gt(kinds[LAY_BLOCKED], 20);
+    cr_assert_gt(kinds[LAY_MMA], 3, "the attention kernels' accumulators");
+    cr_assert_gt(kinds[LAY_SLICE], 3, "their row statistics");
+    free(ck.seen);
+    layout_table_free(t);
+    globfree(&g);
+}
+
+Test(layout_map, covers_every_layout_of_generated_programs, .timeout = 120)
+{
+    LayoutTable *t = layout_table_new();
+    Checked ck = {0};
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        char *src = phgen_program(seed, NULL, NULL), where[64];
+        snprintf(where, sizeof where, "phgen seed %llu", (unsigned long long)seed);
+        char *diags = NULL;
+        IrModule *m = tu_compile(where, src, NULL, &diags);
+        cr_assert_not_null(m, "%s does not compile:\n%s", where, diags);
+        check_module_layouts(&ck, t, m, where);
+        ir_module_free(m);
+        free(diags);
+        free(src);
+    }
+    cr_assert_gt(ck.n, 300, "generated programs bring many shapes");
+    free(ck.seen);
+    layout_table_free(t);
+}
+
+/* Shapes beyond what programs produce: lengths 1..130 with non-powers of
+ * two, every thread count, 2- and 4-byte elements. */
+Test(layout_map, covers_every_layout_of_a_grid_of_shapes, .timeout = 120)
+{
+    static const int lens[] = {1, 3, 8, 16, 24, 40, 48, 64, 100, 128, 130};
+    static const int threads[] = {32, 96, 128, 256, 1024};
+    int nlens = (int)(sizeof lens / sizeof *lens), nthreads = (int)(sizeof threads / sizeof *threads);
+    LayoutTable *t = layout_table_new();
+    int checked = 0, mma = 0;
+    for (int ti = 0; ti < nthreads; ti++)
+        for (int ri = 0; ri < nlens; ri++)
+            for (int ci = 0; ci < nlens; ci++) {
+                int R = lens[ri], C = lens[ci], T = threads[ti];
+                char where[64];
+                snprintf(where, sizeof where, "[%d, %d] in %d threads", R, C, T);
+                checked += check_with_slices(t, layout_blocked(t, R, C, T, 2), where);
+                checked += check_with_slices(t, layout_blocked(t, R, C, T, 4), where);
+                const Layout *m = layout_mma(t, R, C, T);
+                if (m) {
+                    checked += check_with_slices(t, m, where);
+                    mma++;
+                }
+            }
+    cr_assert_gt(mma, 100);
+    cr_assert_gt(checked, 3000);
+    layout_table_free(t);
+}
+
+/* The owner of a slice's element is the copy at parent position 0 along
+ * the reduced axis; an MMA layout's idle warps hold nothing. */
+Test(layout_map, slices_own_at_the_first_copy_and_idle_warps_hold_nothing)
+{
+    LayoutTable *t = layout_table_new();
+    const Layout *m = layout_mma(t, 16, 8, 128);   /* one warp in use of four */
+    int r, c;
+    bool valid, owner;
+    layout_elem_of(m, 0, 5, 3, &r, &c, &valid, &owner);
+    cr_assert(valid && owner);
+    cr_assert_eq(r, 1 + 8, "lane 5: row 5/4, register 3: +8");
+    cr_assert_eq(c, 2 * (5 % 4) + 1);
+    layout_elem_of(m, 2, 5, 3, &r, &c, &valid, &owner);
+    cr_assert(!valid && !owner, "warp 2 is idle");
+    const Layout *rows = layout_slice(t, m, 1);
+    cr_assert_eq(layout_copies(rows), 8, "every column of a row holds it");
+    layout_elem_of(rows, 0, 4, 0, &r, &c, &valid, &owner);
+    cr_assert(valid && owner && r == 1 && c == 0, "lane 4 holds column 0 of row 1");
+    layout_elem_of(rows, 0, 5, 0, &r, &c, &valid, &owner);
+    cr_assert(valid && !owner && r == 1, "lane 5 a copy (columns 2, 3)");
+    layout_elem_of(rows, 0, 4, 1, &r, &c, &valid, &owner);
+    cr_assert(valid && !owner && r == 1, "register 1 a copy (column 1)");
+    const Layout *b = layout_blocked(t, 3, 5, 64, 4);
+    cr_assert_eq(layout_copies(layout_slice(t, b, 1)), layout_extent(b, 1));
+    cr_assert_gt(layout_extent(b, 1), 5, "the pattern runs past the tile: those copies count too");
+    layout_table_free(t);
 }
