@@ -120,7 +120,8 @@ bool sop_bool_binary(IrBinop op, bool a, bool b)
     return op == BIN_AND ? a && b : a || b;
 }
 
-bool sop_compare_i32(IrCmp op, int32_t a, int32_t b)
+/* i32 and f32 values are exact as doubles, so one comparison serves both. */
+static bool compare(IrCmp op, double a, double b)
 {
     switch (op) {
     case CMP_LT: return a < b;
@@ -132,17 +133,8 @@ bool sop_compare_i32(IrCmp op, int32_t a, int32_t b)
     }
 }
 
-bool sop_compare_float(IrCmp op, float a, float b)
-{
-    switch (op) {
-    case CMP_LT: return a < b;
-    case CMP_LE: return a <= b;
-    case CMP_GT: return a > b;
-    case CMP_GE: return a >= b;
-    case CMP_EQ: return a == b;
-    default: return a != b;
-    }
-}
+bool sop_compare_i32(IrCmp op, int32_t a, int32_t b) { return compare(op, a, b); }
+bool sop_compare_float(IrCmp op, float a, float b) { return compare(op, a, b); }
 
 int32_t sop_float_to_i32(float x)
 {
