@@ -27,7 +27,15 @@
  * of each, and a read of another thread's write, a write over another
  * thread's read, or two threads' writes within one epoch end the launch;
  * so does a read of a byte no thread of the block wrote before it (on the
- * GPU, what an earlier block left there), at the epoch's end. */
+ * GPU, what an earlier block left there), at the epoch's end.
+ *
+ * cp.async: a copy's source is read at issue, its destination written at
+ * the wait of its thread that covers it (the GPU writes it some time in
+ * between). Until then the destination is in flight: any access of it, by
+ * any thread, its own included, is a race. At the wait the bytes count as
+ * written there by the issuing thread, so another thread's read needs a
+ * barrier after the wait; a thread that ends with copies in flight fails
+ * the launch. */
 #define _GNU_SOURCE
 #include "cpusim.h"
 #include "codegen.h"
@@ -56,7 +64,10 @@
 enum {
     IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
     IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
-    IN_EX2, IN_LG2, IN_RSQRT, IN_COUNT
+    IN_EX2, IN_LG2, IN_RSQRT,
+    /* cp.async, each size with and without src_size; then the group operations */
+    IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
+    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_COUNT
 };
 
 static const char *const intrinsic_names[IN_COUNT] = {
@@ -67,8 +78,23 @@ static const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
     "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f",
-    "llvm.nvvm.rsqrt.approx.f",
+    "llvm.nvvm.rsqrt.approx.f", "llvm.nvvm.cp.async.ca.shared.global.4", "llvm.nvvm.cp.async.ca.shared.global.8",
+    "llvm.nvvm.cp.async.ca.shared.global.16", "llvm.nvvm.cp.async.cg.shared.global.16",
+    "llvm.nvvm.cp.async.ca.shared.global.4.s", "llvm.nvvm.cp.async.ca.shared.global.8.s",
+    "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
+    "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
 };
+
+static bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
+static bool is_async_wait(int id) { return id == IN_CP_WAIT_GROUP || id == IN_CP_WAIT_ALL; }
+
+/* A cp.async's size in bytes, and whether it takes a src_size operand. */
+static unsigned async_copy_bytes(int id)
+{
+    static const unsigned bytes[4] = {4, 8, 16, 16};
+    return bytes[(id - IN_CP_CA4) % 4];
+}
+static bool async_copy_has_src_size(int id) { return id >= IN_CP_CA4_S; }
 
 /* ---- the loaded module ---- */
 
@@ -82,12 +108,14 @@ typedef struct {
 /* The race shadow of one shared byte: who wrote it last and who read it,
  * each in which barrier epoch, and the access sites (indexes into
  * cpusim.sites). Two readers are kept, so a writer always finds one that
- * is not itself when there is one. */
+ * is not itself when there is one. copier is the thread whose cp.async to
+ * the byte is in flight (issued, no wait of that thread has covered it
+ * yet), NO_THREAD when none. */
 #define NO_THREAD 0xffff
 typedef struct {
     uint64_t w_epoch, r_epoch;
-    uint16_t writer, reader[2];
-    int32_t w_site, r_site[2];
+    uint16_t writer, reader[2], copier;
+    int32_t w_site, r_site[2], c_site;
 } ByteShadow;
 
 typedef struct { char *name; unsigned char *addr; size_t bytes; ByteShadow *shadow; } SharedArea;
@@ -113,13 +141,33 @@ struct cpusim {
 
 typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_EXITED } ThreadState;
 
+/* A cp.async in flight: its source was read at issue (the GPU reads it
+ * some time before the wait; another thread's store to it meanwhile would
+ * be a global-memory race, not modelled); data reaches shared memory when
+ * a wait of its thread covers group. */
+typedef struct {
+    SharedArea *area;
+    size_t off;
+    unsigned bytes;
+    uint32_t group;
+    int32_t site;
+    unsigned char data[16];
+} AsyncCopy;
+
 typedef struct {
     ucontext_t ctx;
     ThreadState st;
     int op;                 /* the collective posted */
     const uint64_t *in;     /* its arguments, one per slot */
     uint64_t *out;          /* its results */
+    AsyncCopy *copies;      /* its cp.asyncs in flight, in issue order */
+    int ncopies, copies_cap;
+    uint32_t groups;        /* cp.async groups committed; the open one's number */
+    int32_t async_site;     /* the site of the cp.async operation it is at */
 } Thread;
+
+/* The bytes a tensor argument spans, by its dims: what a cp.async may read. */
+typedef struct { uint64_t lo, hi; } TensorSpan;
 
 typedef struct {
     cpusim *s;
@@ -138,6 +186,8 @@ typedef struct {
         const SharedArea *area;
         int32_t site;
     } unwritten;
+    TensorSpan tensors[256];
+    int ntensors;
     bool failed;
     char msg[640];
 } Launch;
@@ -162,6 +212,9 @@ static uint32_t lo32(uint64_t v) { return (uint32_t)v; }
 static float slot_f32(uint64_t v) { return ph_bits_f32(lo32(v)); }
 static uint64_t f32_slot(float f) { return ph_f32_bits(f); }
 
+static bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
+static void wait_async_copies(Launch *L, int t, uint32_t pending);
+
 /* Called by the IR wrappers: in[] holds the intrinsic's arguments, out[]
  * receives its results (an aggregate's members in order). */
 static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
@@ -180,7 +233,18 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
         me->st = TH_BARRIER;
         yield_to_scheduler(L, me);
         return;
+    case IN_CP_COMMIT: me->groups++; return;
+    case IN_CP_WAIT_GROUP: wait_async_copies(L, L->cur, lo32(in[0])); return;
+    case IN_CP_WAIT_ALL:   /* commit_group, then wait_group 0 */
+        me->groups++;
+        wait_async_copies(L, L->cur, 0);
+        return;
     default:
+        if (is_async_copy(id)) {
+            /* a bad copy abandons the block, as a race does */
+            if (!issue_async_copy(L, L->cur, id, in)) setcontext(&L->sched);
+            return;
+        }
         me->st = TH_WARP;
         me->op = id;
         me->in = in;
@@ -192,7 +256,11 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
 
 /* ---- shared-memory races ---- */
 
-enum { ACCESS_READ, ACCESS_WRITE };
+/* ACCESS_COPY is a cp.async's issue: checked as a write, but what it
+ * leaves is the copy in flight, the write coming at its wait. */
+enum { ACCESS_READ, ACCESS_WRITE, ACCESS_COPY };
+
+static const char *access_verb(int kind) { return kind == ACCESS_READ ? " reads" : kind == ACCESS_WRITE ? " writes" : "'s cp.async writes"; }
 
 /* Starts a barrier epoch: what threads did before no longer races with
  * what they do next. Epoch 0 is never (a fresh shadow). */
@@ -215,10 +283,21 @@ static SharedArea *shared_area_of(cpusim *s, uint64_t addr, uint64_t bytes)
 static void race_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, int other, bool other_wrote,
                       int32_t other_site)
 {
-    launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d %s byte %zu of %s (in %s) that thread %d %s (in %s) "
+    launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d%s byte %zu of %s (in %s) that thread %d %s (in %s) "
                 "with no barrier between",
-                L->block[0], L->block[1], L->block[2], t, kind == ACCESS_WRITE ? "writes" : "reads", off, a->name,
+                L->block[0], L->block[1], L->block[2], t, access_verb(kind), off, a->name,
                 site_name(L->s, site), other, other_wrote ? "wrote" : "read", site_name(L->s, other_site));
+}
+
+/* An access of a byte a cp.async is still copying to: on the GPU the copy
+ * lands any time before its thread's wait, so even its own thread may not
+ * touch the byte until then. */
+static void in_flight_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, const ByteShadow *b)
+{
+    launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d%s byte %zu of %s (in %s) that thread %d's cp.async "
+                "(in %s) may still be writing: no cp.async wait of thread %d covers it yet",
+                L->block[0], L->block[1], L->block[2], t, access_verb(kind), off, a->name, site_name(L->s, site), b->copier,
+                site_name(L->s, b->c_site), b->copier);
 }
 
 /* Records thread t's access of bytes bytes at addr; false, the launch
@@ -230,8 +309,8 @@ static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes,
     cpusim *s = L->s;
     SharedArea *a = shared_area_of(s, addr, bytes);
     if (!a) {
-        launch_fail(L, "block (%u, %u, %u) thread %d %s %llu bytes at %p (in %s), outside shared memory", L->block[0],
-                    L->block[1], L->block[2], t, kind == ACCESS_WRITE ? "writes" : "reads", (unsigned long long)bytes,
+        launch_fail(L, "block (%u, %u, %u) thread %d%s %llu bytes at %p (in %s), outside shared memory", L->block[0],
+                    L->block[1], L->block[2], t, access_verb(kind), (unsigned long long)bytes,
                     (void *)(uintptr_t)addr, site_name(s, site));
         return false;
     }
@@ -239,6 +318,10 @@ static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes,
     uint64_t e = s->epoch;
     for (size_t i = off; i < off + bytes; i++) {
         ByteShadow *b = &a->shadow[i];
+        if (b->copier != NO_THREAD) {
+            in_flight_fail(L, t, kind, site, a, i, b);
+            return false;
+        }
         if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
             L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
             L->unwritten.site = site;
@@ -246,14 +329,16 @@ static bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes,
             race_fail(L, t, kind, site, a, i, b->writer, true, b->w_site);
             return false;
         }
-        if (kind == ACCESS_WRITE && b->r_epoch == e) {
+        if (kind != ACCESS_READ && b->r_epoch == e) {
             int j = b->reader[0] != t ? 0 : b->reader[1] != NO_THREAD ? 1 : -1;
             if (j >= 0) {
                 race_fail(L, t, kind, site, a, i, b->reader[j], false, b->r_site[j]);
                 return false;
             }
         }
-        if (kind == ACCESS_WRITE) {
+        if (kind == ACCESS_COPY) {
+            continue;   /* marked in flight by the caller, once every byte passed */
+        } else if (kind == ACCESS_WRITE) {
             b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site;
         } else if (b->r_epoch != e) {
             b->r_epoch = e, b->reader[0] = (uint16_t)t, b->r_site[0] = site, b->reader[1] = NO_THREAD;
@@ -284,6 +369,112 @@ static void sim_shared_access(uint64_t addr, uint64_t bytes, int32_t kind, int32
 {
     Launch *L = current;
     if (!check_shared_access(L, L->cur, addr, bytes, kind, site)) setcontext(&L->sched);
+}
+
+/* ---- cp.async: a copy in flight until a wait of its thread ---- */
+
+/* Called by the instrumented code before each cp.async copy and wait, so
+ * that the executor can name where it is. */
+static void sim_async_site(int32_t site)
+{
+    Launch *L = current;
+    L->th[L->cur].async_site = site;
+}
+
+static bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes)
+{
+    for (int i = 0; i < L->ntensors; i++) {
+        const TensorSpan *ts = &L->tensors[i];
+        if (addr >= ts->lo && bytes <= ts->hi - ts->lo && addr - ts->lo <= ts->hi - ts->lo - bytes) return true;
+    }
+    return false;
+}
+
+/* Thread t's cp.async (intrinsic id, arguments in): the copy of its size
+ * from global src to shared dst, only the first src_size bytes read, the
+ * rest zeros. It is checked as a write of dst now, so a read of dst by
+ * another thread since the last barrier is a race; then every byte of dst
+ * is in flight until a wait of t covers the copy. The source must lie in
+ * a tensor argument (by its dims) unless src_size is 0. */
+static bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in)
+{
+    Thread *th = &L->th[t];
+    unsigned bytes = async_copy_bytes(id);
+    uint64_t dst = in[0], src = in[1];
+    uint32_t src_size = async_copy_has_src_size(id) ? lo32(in[2]) : bytes;
+    const char *where = site_name(L->s, th->async_site);
+    if (src_size > bytes) {
+        launch_fail(L, "block (%u, %u, %u) thread %d's cp.async (in %s) has src_size %u, past its %u bytes", L->block[0],
+                    L->block[1], L->block[2], t, where, src_size, bytes);
+        return false;
+    }
+    if (dst % bytes || (src_size && src % bytes)) {
+        launch_fail(L, "block (%u, %u, %u) thread %d's cp.async (in %s) of %u bytes %s %p, not %u-byte aligned", L->block[0],
+                    L->block[1], L->block[2], t, where, bytes, dst % bytes ? "to" : "from",
+                    (void *)(uintptr_t)(dst % bytes ? dst : src), bytes);
+        return false;
+    }
+    if (src_size && !tensor_holds(L, src, src_size)) {
+        launch_fail(L, "block (%u, %u, %u) thread %d's cp.async (in %s) reads %u bytes at %p, outside every tensor argument",
+                    L->block[0], L->block[1], L->block[2], t, where, src_size, (void *)(uintptr_t)src);
+        return false;
+    }
+    if (!check_shared_access(L, t, dst, bytes, ACCESS_COPY, th->async_site)) return false;
+    if (th->ncopies == th->copies_cap) {
+        th->copies_cap = th->copies_cap ? 2 * th->copies_cap : 8;
+        th->copies = realloc(th->copies, sizeof *th->copies * (size_t)th->copies_cap);
+    }
+    AsyncCopy *c = &th->copies[th->ncopies++];
+    c->area = shared_area_of(L->s, dst, bytes);
+    c->off = dst - (uintptr_t)c->area->addr;
+    c->bytes = bytes;
+    c->group = th->groups;
+    c->site = th->async_site;
+    memset(c->data, 0, sizeof c->data);
+    if (src_size) memcpy(c->data, (const void *)(uintptr_t)src, src_size);
+    for (unsigned i = 0; i < bytes; i++) {
+        ByteShadow *b = &c->area->shadow[c->off + i];
+        b->copier = (uint16_t)t, b->c_site = c->site;
+    }
+    return true;
+}
+
+/* Thread t waits until at most pending of its committed groups are in
+ * flight: the copies of the older groups land now, each byte then written
+ * by t at the wait (its site), so a reader in another thread needs a
+ * barrier after it. */
+static void wait_async_copies(Launch *L, int t, uint32_t pending)
+{
+    Thread *th = &L->th[t];
+    uint32_t landed = th->groups > pending ? th->groups - pending : 0;   /* the groups numbered below */
+    int kept = 0;
+    for (int i = 0; i < th->ncopies; i++) {
+        AsyncCopy *c = &th->copies[i];
+        if (c->group >= landed) {
+            th->copies[kept++] = *c;
+            continue;
+        }
+        memcpy(c->area->addr + c->off, c->data, c->bytes);
+        for (unsigned j = 0; j < c->bytes; j++) {
+            ByteShadow *b = &c->area->shadow[c->off + j];
+            b->copier = NO_THREAD;
+            b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site;
+        }
+    }
+    th->ncopies = kept;
+}
+
+/* Forgets every copy in flight (before a block, after the launch), so no
+ * byte stays in flight into the next. */
+static void drop_async_copies(Launch *L)
+{
+    for (int t = 0; t < L->T; t++) {
+        Thread *th = &L->th[t];
+        for (int i = 0; i < th->ncopies; i++)
+            for (unsigned j = 0; j < th->copies[i].bytes; j++) th->copies[i].area->shadow[th->copies[i].off + j].copier = NO_THREAD;
+        th->ncopies = 0;
+        th->groups = 0;
+    }
 }
 
 /* ---- warp collectives, computed once every lane has posted ---- */
@@ -457,7 +648,11 @@ static void fiber_main(void)
 {
     Launch *L = current;
     L->k->entry(L->slots);
-    L->th[L->cur].st = TH_EXITED;
+    Thread *me = &L->th[L->cur];
+    me->st = TH_EXITED;
+    if (me->ncopies)
+        launch_fail(L, "block (%u, %u, %u) thread %d ends with a cp.async (in %s) never waited for", L->block[0], L->block[1],
+                    L->block[2], L->cur, site_name(L->s, me->copies[0].site));
     /* returning resumes uc_link, the scheduler */
 }
 
@@ -472,6 +667,7 @@ static void run_block(Launch *L)
         makecontext(&th->ctx, fiber_main, 0);
         th->st = TH_READY;
     }
+    drop_async_copies(L);
     next_epoch(L->s);
     L->block_epoch = L->s->epoch;
     L->unwritten.seen = false;
@@ -567,6 +763,27 @@ static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, ui
     return PH_OK;
 }
 
+/* The bytes each tensor argument spans by its dims (slots packed by
+ * pack_args): where a cp.async may read. */
+static int tensor_spans(const SimKernel *k, const uint64_t *slots, TensorSpan *spans)
+{
+    int n = 0, slot = 0;
+    for (int i = 0; i < k->nparams; i++) {
+        const IrParam *p = &k->params[i];
+        if (!p->is_tensor) {
+            slot++;
+            continue;
+        }
+        int64_t d0 = (int64_t)slots[slot + 1], d1 = (int64_t)slots[slot + 2];
+        uint64_t elems = d0 > 0 && d1 > 0 ? (uint64_t)d0 * (uint64_t)d1 : 0;
+        spans[n].lo = slots[slot];
+        spans[n].hi = slots[slot] + elems * (p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4);
+        n++;
+        slot += 3;
+    }
+    return n;
+}
+
 ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], const ph_arg *args, int nargs,
                         char *err, size_t errlen)
 {
@@ -583,6 +800,7 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     Launch L = {.s = s, .k = k, .slots = slots, .grid = {grid[0], grid[1], grid[2]}, .T = k->threads};
     L.th = calloc((size_t)k->threads, sizeof *L.th);
     if (!L.th) return fail(PH_ERR_INVALID, err, errlen, "out of memory");
+    L.ntensors = tensor_spans(k, slots, L.tensors);
     static unsigned char altstack[1 << 16];
     FaultTrap old;
     trap_faults(&old, altstack, sizeof altstack);
@@ -596,6 +814,8 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
             }
     current = NULL;
     untrap_faults(&old);
+    drop_async_copies(&L);
+    for (int t = 0; t < L.T; t++) free(L.th[t].copies);
     free(L.th);
     if (L.failed) return fail(PH_ERR_INVALID, err, errlen, "%s: %s", k->name, L.msg);
     return PH_OK;
@@ -811,39 +1031,61 @@ static int shared_accesses(LLVMValueRef inst, LLVMTargetDataRef td, SharedAccess
     return n;
 }
 
-/* A site's description: "function, block %name" (the names --emit=llvm prints). */
-static int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb)
+/* A site's description: "function, block %name" (the names --emit=llvm
+ * prints), then what, if any. */
+static int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb, const char *what)
 {
     size_t len;
     const char *fname = LLVMGetValueName2(fn, &len);
     const char *bname = LLVMGetBasicBlockName(bb);
     char buf[700];
-    snprintf(buf, sizeof buf, "%.*s, block %%%s", (int)len, fname, bname && *bname ? bname : "(unnamed)");
+    snprintf(buf, sizeof buf, "%.*s, block %%%s%s", (int)len, fname, bname && *bname ? bname : "(unnamed)", what);
     s->sites = realloc(s->sites, sizeof *s->sites * (size_t)(s->nsites + 1));
     s->sites[s->nsites] = xstrdup(buf);
     return s->nsites++;
 }
 
+/* The id of the cp.async copy or wait inst calls, or -1. */
+static int async_op_called(LLVMValueRef inst)
+{
+    if (LLVMGetInstructionOpcode(inst) != LLVMCall || !callee_named(inst, "llvm.nvvm.cp.async.")) return -1;
+    size_t len;
+    int id = intrinsic_id(LLVMGetValueName2(LLVMGetCalledValue(inst), &len));
+    return id >= 0 && (is_async_copy(id) || is_async_wait(id)) ? id : -1;
+}
+
 /* Puts a call of sim_shared_access(address, bytes, kind, site) before
  * every access of shared memory in mod (ldmatrix's reads are checked where
- * the executor computes it). A site is a basic block. */
+ * the executor computes it), and one of sim_async_site(site) before every
+ * cp.async copy and wait. A site is a basic block; a wait's says what it
+ * is, since it is where its copies write. */
 static void instrument_shared_accesses(cpusim *s, LLVMModuleRef mod)
 {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTargetDataRef td = LLVMGetModuleDataLayout(mod);
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx), i64 = LLVMInt64TypeInContext(ctx), ptr = LLVMPointerTypeInContext(ctx, 0);
     LLVMTypeRef pts[4] = {i64, i64, i32, i32};
     LLVMTypeRef hty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), pts, 4, 0);
-    LLVMValueRef hook = LLVMConstIntToPtr(LLVMConstInt(i64, (uint64_t)(uintptr_t)sim_shared_access, 0),
-                                          LLVMPointerTypeInContext(ctx, 0));
+    LLVMValueRef hook = LLVMConstIntToPtr(LLVMConstInt(i64, (uint64_t)(uintptr_t)sim_shared_access, 0), ptr);
+    LLVMTypeRef aty = LLVMFunctionType(LLVMVoidTypeInContext(ctx), &i32, 1, 0);
+    LLVMValueRef async_hook = LLVMConstIntToPtr(LLVMConstInt(i64, (uint64_t)(uintptr_t)sim_async_site, 0), ptr);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
         for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
             int32_t site = -1;
             for (LLVMValueRef inst = LLVMGetFirstInstruction(bb); inst; inst = LLVMGetNextInstruction(inst)) {
+                int op = async_op_called(inst);
+                if (op >= 0) {
+                    int32_t at = is_async_wait(op) ? add_site(s, f, bb, op == IN_CP_WAIT_ALL ? ", the cp.async.wait.all completing its cp.async"
+                                                                                             : ", the cp.async.wait.group completing its cp.async")
+                               : site >= 0 ? site : (site = add_site(s, f, bb, ""));
+                    LLVMPositionBuilderBefore(b, inst);
+                    LLVMValueRef arg = LLVMConstInt(i32, (unsigned)at, 0);
+                    LLVMBuildCall2(b, aty, async_hook, &arg, 1, "");
+                }
                 SharedAccess acc[2];
                 int n = shared_accesses(inst, td, acc);
-                if (n && site < 0) site = add_site(s, f, bb);
+                if (n && site < 0) site = add_site(s, f, bb, "");
                 for (int i = 0; i < n; i++) {
                     LLVMPositionBuilderBefore(b, inst);
                     LLVMValueRef bytes = acc[i].bytes;
@@ -987,6 +1229,7 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         a->addr = (unsigned char *)(uintptr_t)LLVMGetGlobalValueAddress(s->ee, name);
         a->bytes = LLVMABISizeOfType(td, LLVMGlobalGetValueType(g));
         a->shadow = calloc(a->bytes ? a->bytes : 1, sizeof *a->shadow);
+        for (size_t i = 0; i < a->bytes; i++) a->shadow[i].copier = NO_THREAD;
         if (!a->addr) return snprintf(err, errlen, "shared global %s has no address", name), 1;
     }
     return 0;

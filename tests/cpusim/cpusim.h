@@ -7,7 +7,8 @@
  * fibers, run one at a time until each reaches a barrier, a warp
  * collective (shfl.sync, ldmatrix, mma) or its end; blocks run one after
  * another. Every shared-memory access is checked for races against the
- * other threads' since the last barrier. Tensor arguments are host
+ * other threads' since the last barrier, and against the cp.async copies
+ * in flight (issued, not yet waited for). Tensor arguments are host
  * pointers. Not modelled: timing,
  * memory ordering between blocks (they never overlap here), the ulps of
  * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here). */
@@ -40,7 +41,11 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
  * write it: the message names the block, both threads and accesses, the
  * byte's offset in its shared area and the basic blocks of both
  * accesses), a read of shared memory no thread of the block wrote before,
- * a shared access outside the shared areas, a bad ldmatrix
+ * an access of bytes a cp.async is still copying to (any thread's, before
+ * the issuing thread's wait covers it), a thread ending with a cp.async
+ * never waited for, a cp.async whose source (src_size bytes) lies outside
+ * every tensor argument by its dims, misaligned or with src_size past its
+ * size, a shared access outside the shared areas, a bad ldmatrix
  * address, or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
