@@ -9,7 +9,9 @@
  * a small size. Every past finding of the random-program fuzzer (the .ph
  * files of tests/difftest/regressions/) runs here too, through the
  * difftest engine, on the inputs `cpufuzz --regress` gives it. The
- * executor's own checks of bad launches are tested too. */
+ * executor's own checks of bad launches are tested too, and its model of
+ * cp.async on hand-written LLVM IR (a double-buffered pipeline right, then
+ * each of its barriers and waits taken out; every copy form's zero fill). */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -468,4 +470,226 @@ Test(cpusim, a_read_of_shared_memory_the_block_never_wrote_is_reported)
     cr_expect_str_eq(err, "exchange: block (0, 0, 0) thread 0 reads byte 2172 of exchange_scratch (in exchange, block %read), "
                           "which no thread of the block wrote before");
     ir_module_free(m);
+}
+
+/* ---- cp.async: copies in flight until their thread's wait ---- */
+
+/* A module naming kernel name, 64 threads, X and Y f32 matrices: the
+ * hand-written LLVM IR below stands in for its code. */
+static IrModule *stub_module(const char *name)
+{
+    char src[512], *diags = NULL;
+    snprintf(src, sizeof src,
+             "import phobos.lang as ph\n@ph.kernel\n@ph.launch(64)\n"
+             "def %s(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][P, Q]):\n"
+             "    Y[0:+1, 0:+1] = X[0:+1, 0:+1]\n",
+             name);
+    IrModule *m = tu_compile("stub.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    cr_assert_eq(m->nfuncs, 1);
+    cr_assert_str_eq(m->funcs[0]->name, name);
+    cr_assert_eq(m->funcs[0]->threads, 64);
+    return m;
+}
+
+/* tmpl with each "{KEY}" of keys[] replaced by the value of the same index */
+static char *expand(const char *tmpl, int n, const char *const keys[], const char *const values[])
+{
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    cr_assert_not_null(f);
+    for (const char *p = tmpl; *p;) {
+        int k = -1;
+        for (int i = 0; *p == '{' && i < n && k < 0; i++)
+            if (!strncmp(p + 1, keys[i], strlen(keys[i])) && p[1 + strlen(keys[i])] == '}') k = i;
+        if (k < 0) {
+            fputc(*p++, f);
+            continue;
+        }
+        fputs(values[k], f);
+        p += strlen(keys[k]) + 2;
+    }
+    fclose(f);
+    return out;
+}
+
+/* Runs kernel entry of m, given as LLVM IR, over blocks blocks; X and Y by
+ * their dims. */
+static ph_status run_ir(const IrModule *m, const char *ir, unsigned blocks, float *x, int xm, int xn, float *y, int ym, int yn,
+                        char *err, size_t errlen)
+{
+    cpusim *s = NULL;
+    cr_assert_eq(cpusim_load_llvm(m, ir, &s, err, errlen), PH_OK, "%s", err);
+    ph_arg args[2] = {ph_tensor2((uintptr_t)x, xm, xn), ph_tensor2((uintptr_t)y, ym, yn)};
+    unsigned grid[3] = {blocks, 1, 1};
+    ph_status st = cpusim_launch(s, m->funcs[0]->name, grid, args, 2, err, errlen);
+    cpusim_free(s);
+    return st;
+}
+
+#define WAIT_GROUP_1 "call void @llvm.nvvm.cp.async.wait.group(i32 1)"
+#define WAIT_ALL "call void @llvm.nvvm.cp.async.wait.all()"
+
+/* Double buffering as a pipelined K loop does it: each of the 64 threads
+ * copies 16 bytes of each of 4 stages (X row 64k + t, 4 floats) to its
+ * slot of buffer k & 1, the next stage's copy issued before the wait for
+ * this one (wait_group 1); after a barrier, each thread sums its
+ * neighbour's slot (thread t + DELTA) into Y[k][t], then a barrier before
+ * the buffer is refilled. The copy past the last stage reads nothing
+ * (src_size 0, its source past X) and is waited for at the end. */
+static const char *PIPE_IR =
+    "@pipe_buf = internal addrspace(3) global [128 x <4 x float>] undef, align 16\n"
+    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "declare void @llvm.nvvm.barrier0()\n"
+    "declare void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
+    "declare void @llvm.nvvm.cp.async.commit.group()\n"
+    "declare void @llvm.nvvm.cp.async.wait.group(i32 immarg)\n"
+    "declare void @llvm.nvvm.cp.async.wait.all()\n"
+    "define ptx_kernel void @pipe(ptr addrspace(1) %X, i64 %0, i64 %1, ptr addrspace(1) %Y, i64 %2, i64 %3) {\n"
+    "entry:\n"
+    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "  %src0 = getelementptr <4 x float>, ptr addrspace(1) %X, i32 %t\n"
+    "  %dst0 = getelementptr <4 x float>, ptr addrspace(3) @pipe_buf, i32 %t\n"
+    "  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %dst0, ptr addrspace(1) %src0, i32 16)\n"
+    "  call void @llvm.nvvm.cp.async.commit.group()\n"
+    "  %nb.wide = add i32 %t, {DELTA}\n"
+    "  %nb = and i32 %nb.wide, 63\n"
+    "  br label %issue\n"
+    "issue:\n"
+    "  %k = phi i32 [ 0, %entry ], [ %k1, %use ]\n"
+    "  %k1 = add i32 %k, 1\n"
+    "  %more = icmp ult i32 %k1, 4\n"
+    "  %size = select i1 %more, i32 16, i32 0\n"
+    "  %srow.base = mul i32 %k1, 64\n"
+    "  %srow = add i32 %srow.base, %t\n"
+    "  %src = getelementptr <4 x float>, ptr addrspace(1) %X, i32 %srow\n"
+    "  %dhalf = and i32 %k1, 1\n"
+    "  %dslot.base = mul i32 %dhalf, 64\n"
+    "  %dslot = add i32 %dslot.base, %t\n"
+    "  %dst = getelementptr <4 x float>, ptr addrspace(3) @pipe_buf, i32 %dslot\n"
+    "  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %dst, ptr addrspace(1) %src, i32 %size)\n"
+    "  call void @llvm.nvvm.cp.async.commit.group()\n"
+    "  br label %land\n"
+    "land:\n"
+    "  {WAIT}\n"
+    "  br label %use\n"
+    "use:\n"
+    "  {BARRIER1}\n"
+    "  %rhalf = and i32 %k, 1\n"
+    "  %rslot.base = mul i32 %rhalf, 64\n"
+    "  %rslot = add i32 %rslot.base, %nb\n"
+    "  %rp = getelementptr <4 x float>, ptr addrspace(3) @pipe_buf, i32 %rslot\n"
+    "  %v = load <4 x float>, ptr addrspace(3) %rp, align 16\n"
+    "  %v0 = extractelement <4 x float> %v, i32 0\n"
+    "  %v1 = extractelement <4 x float> %v, i32 1\n"
+    "  %v2 = extractelement <4 x float> %v, i32 2\n"
+    "  %v3 = extractelement <4 x float> %v, i32 3\n"
+    "  %s01 = fadd float %v0, %v1\n"
+    "  %s012 = fadd float %s01, %v2\n"
+    "  %sum = fadd float %s012, %v3\n"
+    "  %yi.base = mul i32 %k, 64\n"
+    "  %yi = add i32 %yi.base, %t\n"
+    "  %yp = getelementptr float, ptr addrspace(1) %Y, i32 %yi\n"
+    "  store float %sum, ptr addrspace(1) %yp, align 4\n"
+    "  {BARRIER2}\n"
+    "  %last = icmp eq i32 %k1, 4\n"
+    "  br i1 %last, label %done, label %issue\n"
+    "done:\n"
+    "  {FINAL}\n"
+    "  ret void\n"
+    "}\n";
+
+typedef struct { const char *delta, *wait, *barrier1, *barrier2, *final; } PipeVariant;
+
+static const PipeVariant PIPE_RIGHT = {"1", WAIT_GROUP_1, BARRIER_CALL, BARRIER_CALL, WAIT_ALL};
+
+/* Runs the pipe kernel as v has it over blocks blocks; with PH_OK, checks Y. */
+static ph_status run_pipe(PipeVariant v, unsigned blocks, char *err, size_t errlen)
+{
+    IrModule *m = stub_module("pipe");
+    static const char *const keys[5] = {"DELTA", "WAIT", "BARRIER1", "BARRIER2", "FINAL"};
+    const char *values[5] = {v.delta, v.wait, v.barrier1, v.barrier2, v.final};
+    char *ir = expand(PIPE_IR, 5, keys, values);
+    static float x[4 * 64 * 4], y[4 * 64];
+    for (int i = 0; i < 4 * 64 * 4; i++) x[i] = (float)(i % 29) * 0.5f - 3;
+    for (int i = 0; i < 4 * 64; i++) y[i] = -1;
+    ph_status st = run_ir(m, ir, blocks, x, 4 * 64, 4, y, 4, 64, err, errlen);
+    int delta = atoi(v.delta);
+    for (int k = 0; st == PH_OK && k < 4; k++)
+        for (int t = 0; t < 64; t++) {
+            const float *row = &x[(k * 64 + (t + delta) % 64) * 4];
+            cr_assert_eq(y[k * 64 + t], row[0] + row[1] + row[2] + row[3], "Y[%d][%d] = %g", k, t, y[k * 64 + t]);
+        }
+    free(ir);
+    ir_module_free(m);
+    return st;
+}
+
+Test(cpusim, a_double_buffered_cp_async_pipeline_runs_right)
+{
+    char err[1024];
+    cr_assert_eq(run_pipe(PIPE_RIGHT, 2, err, sizeof err), PH_OK, "%s", err);
+    PipeVariant back = PIPE_RIGHT;
+    back.delta = "63";
+    cr_assert_eq(run_pipe(back, 2, err, sizeof err), PH_OK, "%s", err);
+}
+
+/* The copy lands some time before the wait: reading its destination
+ * earlier, even in the thread that issued it, may see the old bytes. */
+Test(cpusim, a_read_of_a_cp_async_destination_before_the_wait_is_a_race)
+{
+    char err[1024];
+    PipeVariant v = PIPE_RIGHT;
+    v.delta = "0";
+    v.wait = "";
+    cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "no wait, no race seen");
+    cr_expect_str_eq(err, "pipe: shared-memory race in block (0, 0, 0): thread 0 reads byte 0 of pipe_buf (in pipe, block %use) "
+                          "that thread 0's cp.async (in pipe, block %entry) may still be writing: no cp.async wait of thread 0 "
+                          "covers it yet");
+
+    /* wait_group 2 lets both stages in flight stay there */
+    v = PIPE_RIGHT;
+    v.wait = "call void @llvm.nvvm.cp.async.wait.group(i32 2)";
+    cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "a wait for too little, no race seen");
+    cr_expect_str_eq(err, "pipe: shared-memory race in block (0, 0, 0): thread 0 reads byte 16 of pipe_buf (in pipe, block %use) "
+                          "that thread 1's cp.async (in pipe, block %entry) may still be writing: no cp.async wait of thread 1 "
+                          "covers it yet");
+}
+
+/* The wait makes a copy visible to its own thread only: the others need
+ * a barrier after it. Each thread reads the previous thread's slot, which
+ * that thread's wait filled earlier in the same epoch. */
+Test(cpusim, a_read_of_another_threads_cp_async_needs_a_barrier_after_the_wait)
+{
+    char err[1024];
+    PipeVariant v = PIPE_RIGHT;
+    v.delta = "63";
+    v.barrier1 = "";
+    cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "no barrier after the wait, no race seen");
+    cr_expect_str_eq(err, "pipe: shared-memory race in block (0, 0, 0): thread 1 reads byte 0 of pipe_buf (in pipe, block %use) "
+                          "that thread 0 wrote (in pipe, block %land, the cp.async.wait.group completing its cp.async) with no "
+                          "barrier between");
+}
+
+/* Without the barrier that ends each stage, thread 1 refills the slot
+ * thread 0 has just read. */
+Test(cpusim, a_cp_async_into_a_buffer_another_thread_reads_needs_a_barrier_before)
+{
+    char err[1024];
+    PipeVariant v = PIPE_RIGHT;
+    v.barrier2 = "";
+    cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "no barrier before the refill, no race seen");
+    cr_expect_str_eq(err, "pipe: shared-memory race in block (0, 0, 0): thread 1's cp.async writes byte 16 of pipe_buf (in pipe, "
+                          "block %issue) that thread 0 read (in pipe, block %use) with no barrier between");
+}
+
+Test(cpusim, a_cp_async_never_waited_for_fails_the_launch)
+{
+    char err[1024];
+    PipeVariant v = PIPE_RIGHT;
+    v.final = "";
+    cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "the last copy never waited for, and no error");
+    cr_expect_str_eq(err, "pipe: block (0, 0, 0) thread 0 ends with a cp.async (in pipe, block %issue) never waited for");
 }
