@@ -693,3 +693,139 @@ Test(cpusim, a_cp_async_never_waited_for_fails_the_launch)
     cr_assert_eq(run_pipe(v, 1, err, sizeof err), PH_ERR_INVALID, "the last copy never waited for, and no error");
     cr_expect_str_eq(err, "pipe: block (0, 0, 0) thread 0 ends with a cp.async (in pipe, block %issue) never waited for");
 }
+
+/* Every form of cp.async, each thread t to its 96-byte slot of fill_buf
+ * from the same bytes of X: cg.16.s with src_size t % 17, ca.16.s with
+ * (t + 8) % 17, ca.16, cg.16, ca.8.s with t % 9, ca.8, ca.4.s with t % 5,
+ * ca.4; a copy that reads nothing is given a source that points nowhere.
+ * After wait_all each thread stores the first 88 bytes of its slot to Y. */
+static const char *FILL_IR =
+    "@fill_buf = internal addrspace(3) global [6144 x i8] undef, align 16\n"
+    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "declare void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.16.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.8.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3), ptr addrspace(1), i32)\n"
+    "declare void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3), ptr addrspace(1))\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.16(ptr addrspace(3), ptr addrspace(1))\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.8(ptr addrspace(3), ptr addrspace(1))\n"
+    "declare void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3), ptr addrspace(1))\n"
+    "declare void @llvm.nvvm.cp.async.wait.all()\n"
+    "define ptx_kernel void @fill(ptr addrspace(1) %X, i64 %0, i64 %1, ptr addrspace(1) %Y, i64 %2, i64 %3) {\n"
+    "entry:\n"
+    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "  %base = {BASE}\n"
+    "  %d0 = getelementptr i8, ptr addrspace(3) @fill_buf, i32 %base\n"
+    "  %s0 = getelementptr i8, ptr addrspace(1) %X, i32 %base\n"
+    "  %n0 = {SIZE0}\n"
+    "  %z0 = icmp eq i32 %n0, 0\n"
+    "  %w0 = select i1 %z0, ptr addrspace(1) inttoptr (i64 8 to ptr addrspace(1)), ptr addrspace(1) %s0\n"
+    "  call void @llvm.nvvm.cp.async.cg.shared.global.16.s(ptr addrspace(3) %d0, ptr addrspace(1) %w0, i32 %n0)\n"
+    "  %d16 = getelementptr i8, ptr addrspace(3) %d0, i32 16\n"
+    "  %s16 = getelementptr i8, ptr addrspace(1) %s0, i32 16\n"
+    "  %t8 = add i32 %t, 8\n"
+    "  %n16 = urem i32 %t8, 17\n"
+    "  %z16 = icmp eq i32 %n16, 0\n"
+    "  %w16 = select i1 %z16, ptr addrspace(1) inttoptr (i64 8 to ptr addrspace(1)), ptr addrspace(1) %s16\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.16.s(ptr addrspace(3) %d16, ptr addrspace(1) %w16, i32 %n16)\n"
+    "  %d32 = getelementptr i8, ptr addrspace(3) %d0, i32 {OFF32}\n"
+    "  %s32 = getelementptr i8, ptr addrspace(1) %s0, i32 {OFF32}\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.16(ptr addrspace(3) %d32, ptr addrspace(1) %s32)\n"
+    "  %d48 = getelementptr i8, ptr addrspace(3) %d0, i32 48\n"
+    "  %s48 = getelementptr i8, ptr addrspace(1) %s0, i32 48\n"
+    "  call void @llvm.nvvm.cp.async.cg.shared.global.16(ptr addrspace(3) %d48, ptr addrspace(1) %s48)\n"
+    "  %d64 = getelementptr i8, ptr addrspace(3) %d0, i32 64\n"
+    "  %s64 = getelementptr i8, ptr addrspace(1) %s0, i32 64\n"
+    "  %n64 = urem i32 %t, 9\n"
+    "  %z64 = icmp eq i32 %n64, 0\n"
+    "  %w64 = select i1 %z64, ptr addrspace(1) inttoptr (i64 8 to ptr addrspace(1)), ptr addrspace(1) %s64\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.8.s(ptr addrspace(3) %d64, ptr addrspace(1) %w64, i32 %n64)\n"
+    "  %d72 = getelementptr i8, ptr addrspace(3) %d0, i32 72\n"
+    "  %s72 = getelementptr i8, ptr addrspace(1) %s0, i32 72\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.8(ptr addrspace(3) %d72, ptr addrspace(1) %s72)\n"
+    "  %d80 = getelementptr i8, ptr addrspace(3) %d0, i32 80\n"
+    "  %s80 = getelementptr i8, ptr addrspace(1) %s0, i32 80\n"
+    "  %n80 = urem i32 %t, 5\n"
+    "  %z80 = icmp eq i32 %n80, 0\n"
+    "  %w80 = select i1 %z80, ptr addrspace(1) inttoptr (i64 8 to ptr addrspace(1)), ptr addrspace(1) %s80\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.4.s(ptr addrspace(3) %d80, ptr addrspace(1) %w80, i32 %n80)\n"
+    "  %d84 = getelementptr i8, ptr addrspace(3) %d0, i32 84\n"
+    "  %s84 = getelementptr i8, ptr addrspace(1) %s0, i32 84\n"
+    "  call void @llvm.nvvm.cp.async.ca.shared.global.4(ptr addrspace(3) %d84, ptr addrspace(1) %s84)\n"
+    "  call void @llvm.nvvm.cp.async.wait.all()\n"
+    "  br label %out\n"
+    "out:\n"
+    "  %v = load <22 x i32>, ptr addrspace(3) %d0, align 16\n"
+    "  %yo = mul i32 %t, 88\n"
+    "  %y = getelementptr i8, ptr addrspace(1) %Y, i32 %yo\n"
+    "  store <22 x i32> %v, ptr addrspace(1) %y, align 4\n"
+    "  ret void\n"
+    "}\n";
+
+#define FILL_BASE "mul i32 %t, 96"
+#define FILL_SIZE0 "urem i32 %t, 17"
+
+/* Runs the fill kernel with BASE, SIZE0 and OFF32 (the ca.16 copy's
+ * offset in the slot) as given, X as xrows of its 64 rows of 96 bytes;
+ * with PH_OK, checks every byte of Y. */
+static ph_status run_fill(const char *base, const char *size0, const char *off32, int xrows, char *err, size_t errlen)
+{
+    IrModule *m = stub_module("fill");
+    static const char *const keys[3] = {"BASE", "SIZE0", "OFF32"};
+    const char *values[3] = {base, size0, off32};
+    char *ir = expand(FILL_IR, 3, keys, values);
+    static float xf[64 * 24], yf[64 * 22];
+    unsigned char *x = (unsigned char *)xf, *y = (unsigned char *)yf;
+    for (int i = 0; i < (int)sizeof xf; i++) x[i] = (unsigned char)(1 + i % 251);
+    memset(yf, 0xee, sizeof yf);
+    ph_status st = run_ir(m, ir, 1, xf, xrows, 24, yf, 64, 22, err, errlen);
+    static const int off[8] = {0, 16, 32, 48, 64, 72, 80, 84}, bytes[8] = {16, 16, 16, 16, 8, 8, 4, 4};
+    for (int t = 0; st == PH_OK && t < 64; t++) {
+        int read[8] = {t % 17, (t + 8) % 17, 16, 16, t % 9, 8, t % 5, 4};
+        for (int c = 0; c < 8; c++)
+            for (int i = 0; i < bytes[c]; i++) {
+                int at = off[c] + i;
+                unsigned char want = i < read[c] ? x[t * 96 + at] : 0;
+                cr_assert_eq(y[t * 88 + at], want, "thread %d, byte %d of its slot: %d, not %d", t, at, y[t * 88 + at], want);
+            }
+    }
+    free(ir);
+    ir_module_free(m);
+    return st;
+}
+
+/* Only src_size bytes are read, the rest of the copy zeros; with src_size
+ * 0 nothing is read, wherever the source points. */
+Test(cpusim, every_cp_async_form_copies_and_zero_fills)
+{
+    char err[1024];
+    cr_assert_eq(run_fill(FILL_BASE, FILL_SIZE0, "32", 64, err, sizeof err), PH_OK, "%s", err);
+}
+
+Test(cpusim, a_bad_cp_async_is_refused_with_a_message)
+{
+    char err[1024];
+    /* X half as long as the copies take: thread 32's first copy reads 15 bytes past it */
+    cr_assert_eq(run_fill(FILL_BASE, FILL_SIZE0, "32", 32, err, sizeof err), PH_ERR_INVALID);
+    cr_expect(strstr(err, "fill: block (0, 0, 0) thread 32's cp.async (in fill, block %entry) reads 15 bytes at ") &&
+              strstr(err, ", outside every tensor argument"), "%s", err);
+
+    cr_assert_eq(run_fill(FILL_BASE, "add i32 %t, 0", "32", 64, err, sizeof err), PH_ERR_INVALID);
+    cr_expect_str_eq(err, "fill: block (0, 0, 0) thread 17's cp.async (in fill, block %entry) has src_size 17, past its 16 "
+                          "bytes");
+
+    cr_assert_eq(run_fill("add i32 %t, 8", FILL_SIZE0, "32", 64, err, sizeof err), PH_ERR_INVALID);
+    cr_expect(strstr(err, "fill: block (0, 0, 0) thread 0's cp.async (in fill, block %entry) of 16 bytes to ") &&
+              strstr(err, ", not 16-byte aligned"), "%s", err);
+}
+
+/* The PTX ISA orders no two cp.asyncs without a wait between, even of one
+ * thread: the ca.16 copy moved onto the ca.16.s one's bytes. */
+Test(cpusim, two_cp_asyncs_to_one_byte_in_flight_are_a_race)
+{
+    char err[1024];
+    cr_assert_eq(run_fill(FILL_BASE, FILL_SIZE0, "16", 64, err, sizeof err), PH_ERR_INVALID);
+    cr_expect_str_eq(err, "fill: shared-memory race in block (0, 0, 0): thread 0's cp.async writes byte 16 of fill_buf (in fill, "
+                          "block %entry) that thread 0's cp.async (in fill, block %entry) may still be writing: no cp.async wait "
+                          "of thread 0 covers it yet");
+}
