@@ -399,6 +399,13 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_DOT: run_dot(in, op); break;
     case OP_LOAD: run_load(in, op); break;
     case OP_STORE: run_store(in, op); break;
+    /* copies through shared memory mean what loads mean; waiting and
+     * committing order the hardware, not the values */
+    case OP_COPY_ASYNC: run_load(in, op); break;
+    case OP_COMMIT_ASYNC: break;
+    case OP_WAIT_ASYNC:
+        for (int i = 0; i < op->nargs; i++) copy_value(in, op->res[i], op->args[i]);
+        break;
     case OP_FOR: return run_for(in, op);
     case OP_IF: return run_if(in, op);
     case OP_YIELD: in->yielded = op; return RUN_YIELD;

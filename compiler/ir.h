@@ -48,6 +48,12 @@ typedef enum {
     /* memory: tensor parameter `param`; args are the window's start per axis (i32 scalars) */
     OP_LOAD,      /* result: the window, shape = result type; out-of-bounds elements read 0 */
     OP_STORE,     /* args: starts..., value (tile of the window's shape, tensor dtype); out-of-bounds not written */
+    /* asynchronous copies through shared memory (the async pass makes them; docs/ir.md) */
+    OP_COPY_ASYNC,   /* args: starts..., slot (i32); axis: ring, ival: the ring's slots. Its value is
+                      * the window, as OP_LOAD's; it lands in shared memory only by a later wait */
+    OP_COMMIT_ASYNC, /* closes a group of the copies issued since the last commit */
+    OP_WAIT_ASYNC,   /* args: copies; results: the same values, readable. ival: the groups that may
+                      * still be in flight. Waits, then (with args) a barrier */
     /* control */
     OP_FOR,       /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
     OP_IF,        /* args: cond (bool scalar); body = then, els = else; results yielded by both */
@@ -123,6 +129,7 @@ typedef struct IrFunc {
     int nmeta;   IrMeta *meta;        /* this config, in @ph.autotune order */
     int naligned; IrAligned *aligned;
     int threads;                      /* @ph.launch, resolved */
+    int stages;                       /* @ph.stages: 1 no pipelining of loop loads, S >= 2 S-stage; 0 default */
     bool tensorcore;
     int nvalues, capvalues; IrValue *values;  /* values[0] unused */
     IrBlock *body;                    /* ends with OP_RETURN */
@@ -182,6 +189,7 @@ extern const IrPass ir_passes[];     /* the pipeline, in order; ends with {NULL}
 void ir_fold(IrFunc *f);             /* constant folding of scalar ops */
 void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that store nothing */
 void ir_licm(IrFunc *f);             /* moves loop-invariant ops out of loops (licm.c) */
+void ir_async(IrFunc *f);            /* copies loop loads feeding tensor-core dots through shared-memory rings (async.c) */
 void ir_pipeline(IrFunc *f);         /* issues loop loads one iteration ahead (pipeline.c) */
 /* Runs every pass (verifying after each when verify is set); prints the IR
  * after the pass named dump_after (may be NULL) to dump. 0 on success;

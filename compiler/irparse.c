@@ -344,7 +344,8 @@ static bool find_op(const Tok *t, OpName *out)
     if (!strcmp(name, "dot_t")) { *out = (OpName){OP_DOT, 0, DOT_TRANS_B}; return true; }
     static const IrOpKind plain[] = {OP_CONST, OP_PARAM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM, OP_IOTA,
                                      OP_SPLAT, OP_BROADCAST, OP_CONVERT, OP_TRANSPOSE, OP_SELECT,
-                                     OP_DOT, OP_LOAD, OP_STORE, OP_FOR, OP_IF, OP_YIELD, OP_RETURN};
+                                     OP_DOT, OP_LOAD, OP_STORE, OP_COPY_ASYNC, OP_COMMIT_ASYNC, OP_WAIT_ASYNC,
+                                     OP_FOR, OP_IF, OP_YIELD, OP_RETURN};
     for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
         IrOp probe = {.kind = plain[i]};
         if (!strcmp(name, ir_op_name(&probe))) { *out = (OpName){plain[i], 0, 0}; return true; }
@@ -441,6 +442,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     TypeVec tys = {0};
     Tok number = {0};
     int axis = 0, param = 0;
+    int64_t ival = 0;
     switch (on.kind) {
     case OP_CONST:
         number = ps->tok;
@@ -470,15 +472,26 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
         expect_punct(ps, ',');
         axis = (int)integer(ps, 0, 1, "an axis (0 or 1)");
         break;
-    case OP_LOAD: case OP_STORE:
+    case OP_LOAD: case OP_STORE: case OP_COPY_ASYNC:
         param = param_ref(ps);
         expect_punct(ps, '[');
         uses(ps, &args);
         expect_punct(ps, ']');
-        if (on.kind == OP_STORE) {
+        if (on.kind != OP_LOAD) {
             expect_punct(ps, ',');
             apush(ps, &args, use(ps));
         }
+        if (on.kind == OP_COPY_ASYNC) {
+            expect_word(ps, "ring");
+            axis = (int)integer(ps, 0, INT32_MAX, "a ring number");
+            expect_word(ps, "stages");
+            ival = integer(ps, 2, 64, "a stage count from 2 to 64");
+        }
+        break;
+    case OP_WAIT_ASYNC:
+        uses(ps, &args);
+        expect_word(ps, "pending");
+        ival = integer(ps, 0, 64, "a count of pending groups from 0 to 64");
         break;
     default:
         uses(ps, &args);
@@ -500,6 +513,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     op->axis = axis;
     op->param = param;
     op->loc = loc;
+    if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC) op->ival = ival;
     if (on.kind == OP_CONST) {
         DType dt = tys.len ? tys.data[0].dt : DT_I32;
         if (ir_is_float(dt)) {
@@ -668,6 +682,7 @@ static void func(Parser *ps)
     expect_word(ps, "threads");
     ps->f->threads = (int)integer(ps, INT32_MIN, INT32_MAX, "a thread count");
     ps->f->tensorcore = accept_word(ps, "tensorcore");
+    if (accept_word(ps, "stages")) ps->f->stages = (int)integer(ps, 1, 64, "a stage count from 1 to 64");
     header_lists(ps);
     ps->mapcap = 0;
     free(ps->map);

@@ -200,19 +200,27 @@ static void print_operands(Printer *p, const IrOp *op)
         print_values(p, op->nargs, op->args);
         fprintf(p->out, ", %d", op->axis);
         break;
-    case OP_LOAD: case OP_STORE: {
-        int nstart = op->kind == OP_STORE ? op->nargs - 1 : op->nargs;
+    case OP_LOAD: case OP_STORE: case OP_COPY_ASYNC: {
+        int nstart = op->kind == OP_LOAD ? op->nargs : op->nargs - 1;
         fputc(' ', p->out);
         print_param_ref(p, op->param);
         fputc('[', p->out);
         print_values(p, nstart > 0 ? nstart : 0, op->args);
         fputc(']', p->out);
-        if (op->kind == OP_STORE && op->nargs >= 1) {
+        if (op->kind != OP_LOAD && op->nargs >= 1) {
             fputs(", ", p->out);
             print_value(p, op->args[op->nargs - 1]);
         }
+        if (op->kind == OP_COPY_ASYNC) fprintf(p->out, " ring %d stages %lld", op->axis, (long long)op->ival);
         break;
     }
+    case OP_WAIT_ASYNC:
+        if (op->nargs) {
+            fputc(' ', p->out);
+            print_values(p, op->nargs, op->args);
+        }
+        fprintf(p->out, " pending %lld", (long long)op->ival);
+        break;
     default:
         if (op->nargs) {
             fputc(' ', p->out);
@@ -256,8 +264,10 @@ static void print_block(Printer *p, const IrBlock *b, int depth)
 static void print_header(Printer *p)
 {
     const IrFunc *f = p->f;
-    fprintf(p->out, "func %s kernel %s threads %d%s\n", f->name, f->kernel, f->threads,
+    fprintf(p->out, "func %s kernel %s threads %d%s", f->name, f->kernel, f->threads,
             f->tensorcore ? " tensorcore" : "");
+    if (f->stages) fprintf(p->out, " stages %d", f->stages);
+    fputc('\n', p->out);
     if (f->nmeta) {
         fputs("    meta(", p->out);
         for (int i = 0; i < f->nmeta; i++)

@@ -9,13 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { VERIFY_MAX_DEPTH = 256 };
+enum { VERIFY_MAX_DEPTH = 256, VERIFY_MAX_RINGS = 64 };
 
 typedef struct {
     const IrFunc *f;
     unsigned char *state;   /* per value: 0 never defined, 1 in scope, 2 out of scope */
     char *err; size_t errlen;
     bool failed;
+    const IrOp *ring_first[VERIFY_MAX_RINGS];   /* by ring: its first copy, which the others must match */
 } Verifier;
 
 static bool bad(Verifier *v, const IrOp *op, const char *fmt, ...)
@@ -184,13 +185,48 @@ static bool check_memory(Verifier *v, const IrOp *op)
     if (nstart != p->rank) return bad(v, op, "tensor '%s' has rank %d but the window has %d starts", p->name, p->rank, nstart < 0 ? 0 : nstart);
     for (int i = 0; i < nstart; i++)
         if (!is_i32_scalar(ty(v, op->args[i]))) return bad(v, op, "window start %d must be an i32 scalar", i + 1);
-    IrType w = op->kind == OP_LOAD ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
+    IrType w = op->kind == OP_STORE ? ty(v, op->args[op->nargs - 1]) : ty(v, op->res[0]);
     if (w.dt != p->dt || w.rank != p->rank)
         return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), p->rank);
     return true;
 }
 
 static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *owner);
+
+/* A copy's window is a load's, plus the ring slot it fills; the copies
+ * into one ring agree on the tile they carry and the ring's size. */
+static bool check_copy(Verifier *v, const IrOp *op)
+{
+    char b1[32], b2[32];
+    if (op->nargs < 1) return bad(v, op, "needs a window and a ring slot");
+    if (!is_i32_scalar(ty(v, op->args[op->nargs - 1]))) return bad(v, op, "the ring slot must be an i32 scalar");
+    if (!check_memory(v, op)) return false;
+    if (op->ival < 2) return bad(v, op, "a ring needs at least 2 stages, has %lld", (long long)op->ival);
+    if (op->axis < 0 || op->axis >= VERIFY_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, VERIFY_MAX_RINGS - 1);
+    const IrOp *first = v->ring_first[op->axis];
+    if (!first) {
+        v->ring_first[op->axis] = op;
+        return true;
+    }
+    IrType a = ty(v, first->res[0]), b = ty(v, op->res[0]);
+    if (!ir_type_eq(a, b) || first->ival != op->ival)
+        return bad(v, op, "ring %d holds %s in %lld stages elsewhere; this copy has %s in %lld", op->axis,
+                   tstr(a, b1), (long long)first->ival, tstr(b, b2), (long long)op->ival);
+    return true;
+}
+
+static bool check_wait(Verifier *v, const IrOp *op)
+{
+    char b1[32], b2[32];
+    if (op->nres != op->nargs) return bad(v, op, "has %d results for %d copies", op->nres, op->nargs);
+    if (op->ival < 0) return bad(v, op, "pending count %lld is negative", (long long)op->ival);
+    for (int i = 0; i < op->nargs; i++) {
+        IrType a = ty(v, op->args[i]), r = ty(v, op->res[i]);
+        if (a.rank == 0) return bad(v, op, "operand %d is a scalar; it waits for tiles", i + 1);
+        if (!ir_type_eq(a, r)) return bad(v, op, "result %d is %s, its copy %s", i + 1, tstr(r, b1), tstr(a, b2));
+    }
+    return true;
+}
 
 /* The yield that ends a region: its operand types must be the owner's result types. */
 static bool check_yield(Verifier *v, const IrOp *owner, const IrOp *y, const char *region)
@@ -316,6 +352,12 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return want(v, op, -1, 1) && check_memory(v, op);
     case OP_STORE:
         return want(v, op, -1, 0) && check_memory(v, op);
+    case OP_COPY_ASYNC:
+        return want(v, op, -1, 1) && check_copy(v, op);
+    case OP_COMMIT_ASYNC:
+        return want(v, op, 0, 0);
+    case OP_WAIT_ASYNC:
+        return check_wait(v, op);
     case OP_FOR:
         return check_for(v, op, depth);
     case OP_IF:
@@ -361,7 +403,7 @@ static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *ow
 
 int ir_verify(const IrFunc *f, char *err, size_t errlen)
 {
-    Verifier v = {f, xcalloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), 1), err, errlen, false};
+    Verifier v = {f, xcalloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), 1), err, errlen, false, {0}};
     if (!f->body) bad(&v, NULL, "has no body");
     else if (f->body->nargs) bad(&v, NULL, "the function body takes no arguments");
     else check_block(&v, f->body, 0, NULL);

@@ -52,6 +52,9 @@ static void unknown_binary(IrFunc *f) { third_op(f)->sub = BIN_COUNT; }
 static void unknown_compare(IrFunc *f) { third_op(f)->sub = CMP_COUNT; }
 static void unknown_reduction(IrFunc *f) { def(f, 4)->sub = RED_COUNT; }
 static void unknown_kind(IrFunc *f) { third_op(f)->kind = OP_COUNT; }
+static void copy_without_operands(IrFunc *f) { third_op(f)->nargs = 0; }
+static void ring_of_one_stage(IrFunc *f) { third_op(f)->ival = 1; }
+static void negative_pending(IrFunc *f) { third_op(f)->ival = -1; }
 static void block_id_axis_3(IrFunc *f) { first_op(f)->axis = 3; }
 static void for_without_upper(IrFunc *f) { control(f)->nargs = 1; }
 static void for_without_results(IrFunc *f) { control(f)->nres = 0; }
@@ -162,6 +165,28 @@ static const Rejected rejected[] = {
     {"X: f16[N]", C "  %3 = splat %2 : f32[4]\n  store X[%1], %3\n  return\n", NULL,
      "f: op 'store': window f32[4] does not match tensor 'X' (f16, rank 1)"},
     {"X: f32[N]", C "  load X[%1]\n  return\n", NULL, "f: op 'load': has 0 results, needs 1"},
+    /* ---- asynchronous copies ---- */
+#define COPY "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f16[4, 4]\n"
+    {"X: f16[N, M]", C COPY "  return\n", copy_without_operands, "f: op 'copy_async' (%3): needs a window and a ring slot"},
+    {"X: f16[N, M]", C "  %3 = copy_async X[%1, %1], %2 ring 0 stages 2 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'copy_async' (%3): the ring slot must be an i32 scalar"},
+    {"X: f16[N, M]", C "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f32[4, 4]\n  return\n", NULL,
+     "f: op 'copy_async' (%3): window f32[4, 4] does not match tensor 'X' (f16, rank 2)"},
+    {"X: f16[N, M]", C COPY "  return\n", ring_of_one_stage, "f: op 'copy_async' (%3): a ring needs at least 2 stages, has 1"},
+    {"X: f16[N, M]", C "  %3 = copy_async X[%1, %1], %1 ring 64 stages 2 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'copy_async' (%3): ring 64 is out of range (0 to 63)"},
+    {"X: f16[N, M]", C COPY "  %4 = copy_async X[%1, %1], %1 ring 0 stages 3 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'copy_async' (%4): ring 0 holds f16[4, 4] in 2 stages elsewhere; this copy has f16[4, 4] in 3"},
+    {"X: f16[N, M]", C COPY "  copy_async X[%1, %1], %1 ring 0 stages 2\n  return\n", NULL, "f: op 'copy_async': has 0 results, needs 1"},
+    {"X: f16[N, M]", C COPY "  %4 = wait_async %3, %3 pending 0 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'wait_async' (%4): has 1 results for 2 copies"},
+    {"", C "  wait_async pending 0\n  return\n", negative_pending, "f: op 'wait_async': pending count -1 is negative"},
+    {"", C "  %3 = wait_async %1 pending 0 : i32\n  return\n", NULL,
+     "f: op 'wait_async' (%3): operand 1 is a scalar; it waits for tiles"},
+    {"", C "  %3 = splat %2 : f32[4]\n  %4 = wait_async %3 pending 1 : f32[8]\n  return\n", NULL,
+     "f: op 'wait_async' (%4): result 1 is f32[8], its copy f32[4]"},
+    {"", C "  commit_async %1\n  return\n", NULL, "f: op 'commit_async': takes 0 operands, has 1"},
+#undef COPY
     /* ---- for ---- */
     {"", C "  %3 = for %4 = %1 to %1 step 1 iter(%5 = %1) : i32 {\n    yield %5\n  }\n  return\n", for_without_upper,
      "f: op 'for' (%3): needs lower and upper bounds"},
@@ -199,7 +224,7 @@ static const Rejected rejected[] = {
     {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body or if branch"},
     {"", B "  if %3 {\n    %4 = yield %1 : i32\n  }\n  return\n", NULL, "f: op 'yield' (%4): has 1 results, needs 0"},
     {"", C, NULL, "f: the function body must end with return"},
-    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 22"},
+    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 25"},
     {"", C "  return\n", no_body, "f: has no body"},
     {"", C "  return\n", body_with_args, "f: the function body takes no arguments"},
 };
