@@ -282,19 +282,19 @@ static void check_aligned(Diag *d, const char *alias, const Expr *e, Kernel *k)
 
 static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
-    static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned"};
-    bool seen[5] = {true, false, false, false, false};
+    static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages"};
+    bool seen[6] = {true, false, false, false, false, false};
     const Expr *aligned = NULL;
     for (int i = 1; i < fd->ndecorators; i++) {
         const Expr *e = fd->decorators[i];
         const Expr *callee = e->kind == EX_CALL ? e->lhs : e;
         const char *n = ns_attr_of(alias, callee);
         int which = -1;
-        for (int j = 0; n && j < 5; j++)
+        for (int j = 0; n && j < 6; j++)
             if (!strcmp(n, names[j])) which = j;
         if (which < 0) {
-            diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune or @%s.aligned",
-                       alias, alias, alias, alias);
+            diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune, @%s.aligned "
+                       "or @%s.stages", alias, alias, alias, alias, alias);
             continue;
         }
         if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
@@ -315,6 +315,11 @@ static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kern
             break;
         case 3: check_autotune(d, alias, e, k); break;
         case 4: aligned = e; break;
+        case 5:
+            if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
+                diag_error(d, e->loc, "@%s.stages takes one argument: a stage count or a meta-parameter name", alias);
+            else k->stages = e->items[0];
+            break;
         }
     }
     if (aligned) check_aligned(d, alias, aligned, k);
@@ -322,6 +327,11 @@ static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kern
         diag_error(d, k->launch->loc, "'%s' is not a meta-parameter of this kernel; @%s.launch takes an integer "
                    "or a meta-parameter name", k->launch->name, alias);
         k->launch = NULL;
+    }
+    if (k->stages && k->stages->kind == EX_NAME && meta_index(k, k->stages->name) < 0) {
+        diag_error(d, k->stages->loc, "'%s' is not a meta-parameter of this kernel; @%s.stages takes an integer "
+                   "or a meta-parameter name", k->stages->name, alias);
+        k->stages = NULL;
     }
 }
 
@@ -884,6 +894,19 @@ static void check_config(Sema *s, const Kernel *k, const int64_t *config)
                           s->alias, (long long)t);
         } else {
             f->threads = (int)t;
+        }
+    }
+    if (k->stages) {
+        int64_t n = k->stages->kind == EX_INT ? k->stages->ival : config[meta_index(k, k->stages->name)];
+        if (k->stages->kind == EX_INT && k->stages->overflow) n = -1;
+        if (n < 1 || n > MAX_STAGES) {
+            if (k->stages->kind == EX_NAME)
+                sema_err(s, k->stages->loc, "@%s.stages needs a stage count from 1 to %d, got %s = %lld", s->alias,
+                         MAX_STAGES, k->stages->name, (long long)n);
+            else sema_err(s, k->stages->loc, "@%s.stages needs a stage count from 1 to %d, got %lld", s->alias,
+                          MAX_STAGES, (long long)n);
+        } else {
+            f->stages = (int)n;
         }
     }
     for (int i = 0; i < k->nmeta; i++)

@@ -17,6 +17,7 @@ enum {
     MAX_NUMEL = 1 << 22,    /* largest tile */
     MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
     MAX_DEPTH = 256,        /* nesting of expressions and blocks */
+    MAX_STAGES = 8,         /* @ph.stages: slots of a shared-memory ring */
 };
 
 /* A typed value. dim[i] > 0 is a known extent; dim[i] < 0 names an iota
@@ -57,6 +58,7 @@ typedef struct {
     bool ok;                     /* false: no usable header, skip the body */
     bool tensorcore;
     const Expr *launch;          /* NULL: 128 */
+    const Expr *stages;          /* @ph.stages: NULL: the compiler's default */
     int nparams; IrParam *params;  /* strings point into the AST */
     const Expr **param_annot;
     int nmeta;

@@ -291,7 +291,7 @@ Test(header, decorators)
                "@ph.aligned(M=\"B\", N=\"Q\")\n@ph.autotune(D=[1])\n@ph.tensorcore\n@ph.kernel\n"
                "def k(X: ph.tensor[ph.f32][N]):\n    pass\n",
           "t.ph:11:2: error: @ph.kernel must be the first decorator\n"
-          "t.ph:5:2: error: unknown decorator; expected @ph.tensorcore, @ph.launch, @ph.autotune or @ph.aligned\n"
+          "t.ph:5:2: error: unknown decorator; expected @ph.tensorcore, @ph.launch, @ph.autotune, @ph.aligned or @ph.stages\n"
           "t.ph:6:2: error: @ph.tensorcore takes no arguments\n"
           "t.ph:7:20: error: value 1 of 'B' is listed twice\n"
           "t.ph:7:24: error: meta-parameter 'X' shadows a parameter\n"
@@ -301,6 +301,33 @@ Test(header, decorators)
           "t.ph:8:13: error: 'M' is not a dimension name of a tensor parameter\n"
           "t.ph:8:22: error: 'Q' is not a meta-parameter of this kernel\n"
           "t.ph:4:12: error: @ph.launch needs a multiple of 32 from 32 to 1024, got 100\n");
+}
+
+/* @ph.stages takes a count or a meta-parameter, resolved per config as
+ * @ph.launch is; without it the function asks for the compiler's default. */
+Test(header, stages)
+{
+    IrModule *m = ok(HEAD "@ph.kernel\n@ph.stages(S)\n@ph.autotune(S=[1, 3])\n"
+                     "def k(X: ph.tensor[ph.f32][N]):\n    pass\n"
+                     "@ph.kernel\n@ph.stages(4)\ndef k2(X: ph.tensor[ph.f32][N]):\n    pass\n"
+                     "@ph.kernel\ndef k3(X: ph.tensor[ph.f32][N]):\n    pass\n");
+    cr_assert_eq(m->nfuncs, 4);
+    cr_expect_eq(m->funcs[0]->stages, 1);
+    cr_expect_eq(m->funcs[1]->stages, 3);
+    cr_expect_eq(m->funcs[2]->stages, 4);
+    cr_expect_eq(m->funcs[3]->stages, 0);
+    ir_module_free(m);
+    fails(HEAD "@ph.kernel\n@ph.stages(S)\n@ph.autotune(S=[2, 9])\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:4:12: error: @ph.stages needs a stage count from 1 to 8, got S = 9\n");
+    fails(HEAD "@ph.kernel\n@ph.stages(0)\n@ph.stages(Q)\n@ph.stages\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:5:2: error: @ph.stages is given twice\n"
+          "t.ph:6:2: error: @ph.stages is given twice\n"
+          "t.ph:4:12: error: @ph.stages needs a stage count from 1 to 8, got 0\n");
+    fails(HEAD "@ph.kernel\n@ph.stages\n@ph.stages(Q)\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:4:2: error: @ph.stages takes one argument: a stage count or a meta-parameter name\n"
+          "t.ph:5:2: error: @ph.stages is given twice\n");
+    fails(HEAD "@ph.kernel\n@ph.stages(Q)\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:4:12: error: 'Q' is not a meta-parameter of this kernel; @ph.stages takes an integer or a meta-parameter name\n");
 }
 
 Test(header, parameters)
