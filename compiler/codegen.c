@@ -44,6 +44,8 @@ typedef struct { ValueId v; Slots s; } Cached;
  * iteration (attn_fwd's q). */
 typedef struct { ValueId root; bool tr; DType dt; int64_t base, stride; int depth; } Region;
 
+enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
+
 typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
@@ -65,6 +67,7 @@ typedef struct {
     LLVMValueRef opsmem;         /* placeholder for the regions of loop-invariant dot operands */
     int64_t opsmem_halves;
     VEC(Region) regions;
+    int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the operand area, slot size; -1 unplaced */
     LLVMBasicBlockRef exit_bb;
     char *err; size_t errlen;
     bool failed;
@@ -394,14 +397,28 @@ static const Layout *home_layout(Cg *c, ValueId v)
     return c->plan.of[v] ? c->plan.of[v] : default_layout(c, vtype(c, v));
 }
 
+/* The register layout a value is read in where its user has no layout
+ * of its own to ask for: its home, unless that is shared memory. */
+static const Layout *reg_layout(Cg *c, ValueId v)
+{
+    const Layout *l = home_layout(c, v);
+    return l->kind == LAY_SHARED ? default_layout(c, vtype(c, v)) : l;
+}
+
 static Slots get(Cg *c, ValueId v, const Layout *l);
 
 static Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
+static Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
 
 /* Converts s (value v) to layout l. */
 static Slots convert_layout(Cg *c, ValueId v, const Slots *s, const Layout *l)
 {
     const IrOp *def = c->f->values[v].def;
+    if (s->lay && s->lay->kind == LAY_SHARED) return read_shared(c, v, s, l);
+    if (l->kind == LAY_SHARED) {
+        cg_fail(c, def, "internal error: a register tile where a shared-memory ring slot is wanted");
+        return new_slots(1, l);
+    }
     /* a tensor the kernel never writes can be read again in the new layout */
     if (def && def->kind == OP_LOAD && !c->stored[def->param]) return emit_load_in(c, def, l);
     RowMajor m = {l->cols, 0};
@@ -484,7 +501,7 @@ static Slots materialize(Cg *c, ValueId v, const Layout *l)
         else if (r0 == 1 && c0 == l->cols && l->kind != LAY_SLICE) s = get(c, src, layout_slice(c->layouts, l, 0));
         else {
             /* anything else: through shared memory, reading the stretched element */
-            Slots home = get(c, src, home_layout(c, src));
+            Slots home = get(c, src, reg_layout(c, src));
             SourceShape shape = {r0, c0};
             free(out.v);
             return exchange(c, &home, st.dt, l, broadcast_index, &shape);
@@ -615,7 +632,7 @@ static void emit_store(Cg *c, const IrOp *op)
     const IrParam *prm = &c->f->params[op->param];
     ValueId val = op->args[op->nargs - 1];
     LLVMTypeRef et = dtype_ty(c, prm->dt);
-    const Layout *l = is_tile(c, val) ? home_layout(c, val) : NULL;
+    const Layout *l = is_tile(c, val) ? reg_layout(c, val) : NULL;
     if (!l) {
         /* a scalar stored to a one-element window (sema broadcasts tiles) */
         cg_fail(c, op, "internal error: scalar store");
@@ -631,6 +648,135 @@ static void emit_store(Cg *c, const IrOp *op)
         LLVMBuildStore(c->b, s.v[k], ptr);
         guard_end(c, g);
     }
+}
+
+/* ---- asynchronous copies into shared-memory rings ---- */
+
+static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset)
+{
+    return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->opsmem, &offset, 1, "");
+}
+
+/* Gives each ring its stages slots in the operand area, rows padded as
+ * layout_shared says. */
+static void plan_rings(Cg *c, const IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_COPY_ASYNC && c->ring_at[op->axis] < 0) {
+            const Layout *l = c->plan.of[op->res[0]];
+            int64_t slot = (int64_t)l->rows * l->stride * l->elem;
+            c->ring_slot_bytes[op->axis] = slot;
+            c->ring_at[op->axis] = c->opsmem_halves * 2;
+            c->opsmem_halves += (op->ival * slot / 2 + 7) / 8 * 8;
+        }
+        if (op->body) plan_rings(c, op->body);
+        if (op->els) plan_rings(c, op->els);
+    }
+}
+
+/* The window's 16-byte chunks, spread over the block's threads, each
+ * with cp.async.cg (zero-filled past the tensor's edges) when the rows and
+ * the window's start are whole chunks and the tensor is 16-byte aligned;
+ * else element by element, synchronously, into the same slot. */
+static void emit_copy_async(Cg *c, const IrOp *op)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *l = c->plan.of[op->res[0]];
+    const IrParam *prm = &c->f->params[op->param];
+    DType dt = vtype(c, op->res[0]).dt;
+    int chunk = 16 / l->elem, per_row = l->cols / chunk;
+    int64_t nchunks = (int64_t)l->rows * per_row;
+    LLVMValueRef slot = c->vals[op->args[op->nargs - 1]].v[0];
+    LLVMValueRef at = add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
+    LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
+    LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0);
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    LLVMValueRef chunk64 = LLVMConstInt(c->ti64, (unsigned long long)chunk, 0);
+    LLVMValueRef aligned = LLVMBuildAnd(B,
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, chunk64, ""), zero64, ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, chunk64, ""), zero64, ""), ""),
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
+    (void)prm;
+    LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
+    LLVMBuildCondBr(B, aligned, fast, slow);
+
+    LLVMPositionBuilderAtEnd(B, fast);
+    LLVMTypeRef et = dtype_ty(c, dt);
+    LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
+    for (int64_t j = 0; j < nchunks; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nchunks ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nchunks), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), cc = urem(c, idx, per_row);
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, cc, chunk), c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, add(c, mul(c, row, (int64_t)l->stride * l->elem), mul(c, cc, 16))));
+        LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+        call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+
+    LLVMPositionBuilderAtEnd(B, slow);
+    int64_t n = (int64_t)l->rows * l->cols;
+    for (int64_t j = 0; j < n; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > n ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, n), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, l->cols), col = urem(c, idx, l->cols);
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+        LLVMValueRef x = LLVMBuildLoad2(B, et, LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, ""), "");
+        x = LLVMBuildSelect(B, inb, x, LLVMConstNull(et), "");
+        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, mul(c, add(c, mul(c, row, l->stride), col), l->elem)));
+        LLVMBuildStore(B, x, dst);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    Slots out = new_slots(1, l);
+    out.v[0] = at;
+    c->vals[op->res[0]] = out;
+}
+
+/* Waits until at most ival groups of this thread's copies are in flight;
+ * with copies to publish, a barrier then makes every thread's visible
+ * (and ends every read of the slots the next copies refill). */
+static void emit_wait_async(Cg *c, const IrOp *op)
+{
+    LLVMTypeRef ti32 = c->ti32;
+    LLVMValueRef pending = i32c(c, op->ival);
+    call(c, "llvm.nvvm.cp.async.wait.group", c->tvoid, 1, &ti32, &pending);
+    if (op->nargs) barrier(c);
+    for (int i = 0; i < op->nargs; i++) {
+        Slots s = c->vals[op->args[i]];
+        if (!s.v) s = get(c, op->args[i], home_layout(c, op->args[i]));
+        Slots r = new_slots(s.n, s.lay);
+        memcpy(r.v, s.v, sizeof *r.v * (size_t)s.n);
+        c->vals[op->res[i]] = r;
+    }
+}
+
+/* A tile in a ring slot (s holds its byte offset), read into layout l. */
+static Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
+{
+    const Layout *sl = s->lay;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef idx = add(c, mul(c, p.row, sl->stride), p.col);
+        if (p.valid) idx = LLVMBuildSelect(c->b, p.valid, idx, i32c(c, 0), "");
+        LLVMValueRef ptr = opsmem_byte_ptr(c, add(c, s->v[0], mul(c, idx, sl->elem)));
+        out.v[k] = LLVMBuildLoad2(c->b, et, ptr, "");
+    }
+    return out;
 }
 
 /* ---- reductions ---- */
@@ -704,7 +850,7 @@ static void emit_reduce(Cg *c, const IrOp *op)
     IrReduce r = op->sub;
     if (!out_l || out_l->kind != LAY_SLICE) {
         /* a reduction the layout pass left to shared memory: a thread per output element */
-        Slots home = get(c, src, home_layout(c, src));
+        Slots home = get(c, src, reg_layout(c, src));
         slots_to_smem(c, &home, st.dt, 0);
         barrier(c);
         const Layout *l = home_layout(c, op->res[0]);
@@ -817,7 +963,7 @@ static void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t st
 static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem)
 {
     IrType rt = vtype(c, root);
-    const Layout *l = home_layout(c, root);
+    const Layout *l = reg_layout(c, root);
     Slots s = get(c, root, l);
     /* chunks of consecutive halves go out as one 16-byte store */
     int vec = !tr && elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && stride % l->v == 0 && base % l->v == 0 ? l->v : 1;
@@ -919,6 +1065,7 @@ static void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 bool tr;
                 ValueId root = operand_root(c, op->args[a], &tr);
                 if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
+                if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
                 int64_t stride = t.shape[1] + 8, halves = (int64_t)t.shape[0] * stride;
                 Region r = {root, tr, dt, c->opsmem_halves, stride, def_depth[root]};
@@ -940,7 +1087,26 @@ static void write_regions(Cg *c, ValueId v)
         /* inside a loop, the previous iteration's readers must be done first */
         if (r->depth > 0) barrier(c);
         root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base, r->stride, 2);
+        barrier(c);   /* the dots that read it need not write anything, so publish it here */
     }
+}
+
+/* The ring slot value a tensor-core operand is read in place from, when
+ * it is one (not transposed, of the dot's dtype): NULL otherwise. */
+static ValueId ring_root(Cg *c, ValueId operand)
+{
+    bool tr;
+    ValueId root = operand_root(c, operand, &tr);
+    const Layout *l = c->plan.of[root];
+    return !tr && l && l->kind == LAY_SHARED ? root : 0;
+}
+
+/* Its start in the operand area, in halves. */
+static LLVMValueRef ring_operand(Cg *c, ValueId operand, DType dt)
+{
+    ValueId root = ring_root(c, operand);
+    if (!root || vtype(c, root).dt != dt || !c->vals[root].v) return NULL;
+    return udiv(c, c->vals[root].v[0], 2);
 }
 
 static void emit_dot_mma(Cg *c, const IrOp *op)
@@ -954,6 +1120,8 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
     int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
+    /* operands in a ring slot are read where they lie */
+    LLVMValueRef aring = ring_operand(c, op->args[0], at.dt), bring = ring_operand(c, op->args[1], at.dt);
     /* An A operand held in an MMA layout whose warps own whole rows, split
      * like the result's, is already in fragments: FlashAttention-2 keeps P
      * in registers this way. */
@@ -963,11 +1131,17 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMValueRef aarea = c->smem, barea = c->smem;
     if (ra) { aarea = c->opsmem; abase = ra->base; }
     if (rb) { barea = c->opsmem; bbase = rb->base; }
-    smem_need(c, (halves + 1) / 2);
-    barrier(c);
-    if (!ra && !a_regs) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
-    if (!rb) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
-    barrier(c);
+    LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
+    if (aring) { aarea = c->opsmem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0]))->stride; }
+    if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1]))->stride; }
+    bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
+    if (write_a || write_b) {
+        smem_need(c, (halves + 1) / 2);
+        barrier(c);
+        if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
+        if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
+        barrier(c);
+    }
 
     Slots acc = get(c, op->args[2], l);
     Slots out = new_slots(layout_nslots(l), l);
@@ -1001,7 +1175,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
             /* lanes 0-15 give rows m..m+15 at column k0, lanes 16-31 the same rows at k0 + 8 */
             LLVMValueRef row = add(c, add(c, m_base, i32c(c, im * 16)), l16);
             LLVMValueRef col = add(c, i32c(c, k0), mul(c, udiv(c, c->lane, 16), 8));
-            LLVMValueRef p = smem_half_ptr_in(c, aarea, add(c, add(c, mul(c, row, sa), col), i32c(c, abase)));
+            LLVMValueRef p = smem_half_ptr_in(c, aarea, add(c, add(c, mul(c, row, sa), col), abase_v));
             LLVMValueRef fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p);
             for (int i = 0; i < 4; i++) {
                 LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
@@ -1014,12 +1188,12 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
                 /* B is [N, K]: lanes 0-7 rows n..n+7 at k0, lanes 8-15 at k0 + 8 */
                 LLVMValueRef row = add(c, nb, l8);
                 LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, udiv(c, c->lane, 8), 2), 8));
-                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), i32c(c, bbase)));
+                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), bbase_v));
                 fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
             } else {
                 /* B is [K, N]: lanes 0-15 rows k0..k0+15 at column n, transposed on load */
                 LLVMValueRef row = add(c, i32c(c, k0), l16);
-                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), nb), i32c(c, bbase)));
+                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), nb), bbase_v));
                 fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
             }
             for (int i = 0; i < 2; i++) {
@@ -1295,6 +1469,12 @@ static void free_yielded(Slots *yielded, int n);
 
 static LLVMTypeRef value_ty(Cg *c, ValueId v) { return dtype_ty(c, vtype(c, v).dt); }
 
+/* A slot's LLVM type: the element's, or a ring slot's i32 byte offset. */
+static LLVMTypeRef slot_ty(Cg *c, ValueId v, const Layout *l)
+{
+    return l && l->kind == LAY_SHARED ? c->ti32 : value_ty(c, v);
+}
+
 /* The layout a block argument or op result carried through control flow has. */
 static const Layout *carried_layout(Cg *c, ValueId v) { return is_tile(c, v) ? home_layout(c, v) : NULL; }
 
@@ -1319,7 +1499,7 @@ static void emit_for(Cg *c, const IrOp *op)
         ValueId arg = body->args[1 + i];
         Slots ph = new_slots(init[i].n, carried_layout(c, arg));
         for (int s = 0; s < init[i].n; s++) {
-            ph.v[s] = LLVMBuildPhi(c->b, value_ty(c, arg), "");
+            ph.v[s] = LLVMBuildPhi(c->b, slot_ty(c, arg, ph.lay), "");
             LLVMAddIncoming(ph.v[s], &init[i].v[s], &pre, 1);
         }
         c->vals[arg] = ph;
@@ -1367,7 +1547,7 @@ static void emit_if(Cg *c, const IrOp *op)
     for (int i = 0; i < nres; i++) {
         Slots r = new_slots(yt[i].n, carried_layout(c, op->res[i]));
         for (int s = 0; s < r.n; s++) {
-            r.v[s] = LLVMBuildPhi(c->b, value_ty(c, op->res[i]), "");
+            r.v[s] = LLVMBuildPhi(c->b, slot_ty(c, op->res[i], r.lay), "");
             LLVMValueRef vs[2] = {yt[i].v[s], ye[i].v[s]};
             LLVMBasicBlockRef bs[2] = {tend, eend};
             LLVMAddIncoming(r.v[s], vs, bs, 2);
@@ -1450,7 +1630,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_TRANSPOSE: {
         if (c->plan.absorbed[op->res[0]]) break;
         ValueId src = op->args[0];
-        Slots home = get(c, src, home_layout(c, src));
+        Slots home = get(c, src, reg_layout(c, src));
         int scols = ir_cols(vtype(c, src));
         Slots out = exchange(c, &home, vtype(c, src).dt, home_layout(c, op->res[0]), transposed_index, &scols);
         c->vals[op->res[0]] = out;
@@ -1470,6 +1650,9 @@ static void emit_op(Cg *c, const IrOp *op)
         break;
     case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
     case OP_STORE: emit_store(c, op); break;
+    case OP_COPY_ASYNC: emit_copy_async(c, op); break;
+    case OP_COMMIT_ASYNC: call0(c, "llvm.nvvm.cp.async.commit.group", c->tvoid); break;
+    case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;
     case OP_RETURN:
@@ -1604,6 +1787,8 @@ static void emit_func(Cg *c, const IrFunc *f)
     c->opsmem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
     c->opsmem_halves = 0;
     c->regions.len = 0;
+    for (int i = 0; i < CG_MAX_RINGS; i++) c->ring_at[i] = -1;
+    plan_rings(c, f->body);
     {
         int *def_depth = xcalloc((size_t)f->nvalues + 1, sizeof *def_depth);
         plan_regions(c, f->body, 0, def_depth);

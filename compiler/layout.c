@@ -110,6 +110,18 @@ const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
     return intern(t, &l);
 }
 
+const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_SHARED;
+    l.rows = rows;
+    l.cols = cols;
+    l.elem = elem_bytes;
+    l.stride = cols + 16 / elem_bytes;
+    return intern(t, &l);
+}
+
 int layout_nslots(const Layout *l)
 {
     switch (l->kind) {
@@ -119,6 +131,7 @@ int layout_nslots(const Layout *l)
     }
     case LAY_MMA: return l->tm * l->tn * 4;
     case LAY_SLICE: return layout_nslots(l->parent);
+    case LAY_SHARED: return 1;
     }
     return 0;
 }
@@ -136,6 +149,9 @@ void layout_str(const Layout *l, char *buf, size_t n)
     case LAY_SLICE:
         layout_str(l->parent, p, sizeof p);
         snprintf(buf, n, "slice(%s, axis %d)", p, l->axis);
+        break;
+    case LAY_SHARED:
+        snprintf(buf, n, "shared[%dx%d: row stride %d]", l->rows, l->cols, l->stride);
         break;
     }
 }
@@ -176,6 +192,8 @@ LayoutThreadMap layout_thread_map(const Layout *l)
         m.warp[l->axis] = term(false, 1, 0);
         m.lane[l->axis] = term(false, 1, 0);
         break;
+    case LAY_SHARED:
+        break;   /* no register holds an element: every thread names the tile's start */
     }
     return m;
 }
@@ -248,6 +266,8 @@ LayoutSlot layout_slot_offset(const Layout *l, int slot)
         }
         break;
     }
+    case LAY_SHARED:
+        break;
     }
     return o;
 }
@@ -260,6 +280,7 @@ int layout_extent(const Layout *l, int axis)
                          : ceil_div(l->cols, blocked_ctac(l)) * blocked_ctac(l);
     case LAY_MMA: return axis == 0 ? l->rows : l->cols;
     case LAY_SLICE: return axis == l->axis ? 1 : layout_extent(l->parent, axis);
+    case LAY_SHARED: return axis == 0 ? l->rows : l->cols;
     }
     return 0;
 }
@@ -339,6 +360,18 @@ static void plan_op(Pass *ps, const IrOp *op)
     case OP_LOAD: case OP_TRANSPOSE:
         of[r] = default_layout(ps, r);
         break;
+    case OP_COPY_ASYNC: {
+        IrType t = ir_vtype(f, r);
+        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), elem_bytes(t.dt));
+        break;
+    }
+    case OP_WAIT_ASYNC:
+        for (int i = 0; i < op->nres; i++) {
+            ValueId a = op->args[i];
+            if (ps->lazy[a]) ps->lazy[op->res[i]] = true;
+            else of[op->res[i]] = of[a] ? of[a] : default_layout(ps, op->res[i]);
+        }
+        break;
     case OP_DOT: {
         IrType t = ir_vtype(f, r);
         const Layout *m = layout_dot_on_tensorcores(f, op) ? layout_mma(ps->t, t.shape[0], t.shape[1], f->threads) : NULL;
@@ -347,7 +380,8 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     }
     case OP_REDUCE: {
-        const Layout *src = ps->lazy[op->args[0]] || !of[op->args[0]] ? default_layout(ps, op->args[0]) : of[op->args[0]];
+        const Layout *src = ps->lazy[op->args[0]] || !of[op->args[0]] || of[op->args[0]]->kind == LAY_SHARED
+                                ? default_layout(ps, op->args[0]) : of[op->args[0]];
         of[r] = src->kind == LAY_SLICE ? default_layout(ps, r) : layout_slice(ps->t, src, op->axis);
         break;
     }

@@ -13,6 +13,10 @@
  *            parent's slot s's row (axis 1) or column (axis 0), so a value
  *            broadcast back over that axis needs no data movement. Several
  *            slots and threads hold one element; one of them owns it.
+ *   SHARED   not in registers: the tile lies in shared memory (a ring slot
+ *            that an asynchronous copy fills); dots read it from there and
+ *            other users convert it to a register layout. The maps below
+ *            are for the three register kinds only.
  *
  * The layout pass (layout.c) gives every tile value of a function one
  * layout; the code generator converts between layouts through shared
@@ -22,7 +26,7 @@
 
 #include "ir.h"
 
-typedef enum { LAY_BLOCKED, LAY_MMA, LAY_SLICE } LayKind;
+typedef enum { LAY_BLOCKED, LAY_MMA, LAY_SLICE, LAY_SHARED } LayKind;
 
 typedef struct Layout {
     LayKind kind;
@@ -37,6 +41,10 @@ typedef struct Layout {
     /* SLICE */
     const struct Layout *parent;
     int axis;                  /* the axis reduced away: 1 gives [rows, 1], 0 gives [1, cols] */
+    /* SHARED: the tile lies in shared memory, row-major, rows stride
+     * elements of elem bytes apart; its one slot holds the byte offset
+     * where it starts (a ring slot of an asynchronous copy) */
+    int stride, elem;
 } Layout;
 
 /* Interned layouts: equal layouts are the same pointer. */
@@ -48,6 +56,9 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
 /* NULL when the shape does not cut into 16x8 pieces. */
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
+/* Rows padded by 16 bytes, so that ldmatrix's eight row addresses fall in
+ * different banks. */
+const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
 
 int layout_nslots(const Layout *l);
 void layout_str(const Layout *l, char *buf, size_t n);

@@ -191,9 +191,10 @@ static void check_once(Checked *ck, LayoutTable *t, const Layout *l, const char 
 
 static int elem_bytes_of(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
 
-/* Every layout the pass gives a value of m's functions (after the IR
- * passes, as the code generator sees them), and the BLOCKED layout every
- * tile value is materialized in by default. */
+/* Every register layout the pass gives a value of m's functions (after
+ * the IR passes, as the code generator sees them), and the BLOCKED layout
+ * every tile value is materialized in by default. A SHARED layout holds no
+ * element in registers: its check is that ring tiles keep 16-byte rows. */
 static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const char *where)
 {
     for (int i = 0; i < m->nfuncs; i++) {
@@ -202,7 +203,10 @@ static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const
         cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
         LayoutPlan p = layout_plan(f, t);
         for (int v = 1; v < f->nvalues; v++) {
-            if (p.of[v]) check_once(ck, t, p.of[v], where);
+            if (p.of[v] && p.of[v]->kind == LAY_SHARED)
+                cr_expect_eq(p.of[v]->stride * p.of[v]->elem % 16, 0, "%s: value %d: a ring row of %d bytes", where, v,
+                             p.of[v]->stride * p.of[v]->elem);
+            else if (p.of[v]) check_once(ck, t, p.of[v], where);
             IrType ty = ir_vtype(f, v);
             if (ty.rank > 0)
                 check_once(ck, t, layout_blocked(t, ir_rows(ty), ir_cols(ty), f->threads, elem_bytes_of(ty.dt)), where);
