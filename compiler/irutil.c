@@ -103,3 +103,46 @@ bool *ir_stored_params(const IrFunc *f)
     mark_stored(f->body, stored);
     return stored;
 }
+
+/* Whether v can be recomputed from the induction variable and values from
+ * outside the loop through scalar ops of the body; marks those ops. */
+bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *inside, bool *need, int depth)
+{
+    if (v == iv || !inside[v]) return true;
+    const IrOp *d = f->values[v].def;
+    if (!d || depth > 32 || ir_vtype(f, v).rank != 0) return false;
+    switch (d->kind) {
+    case OP_CONST: case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
+        break;
+    default:
+        return false;
+    }
+    if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD)) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!ir_loop_computable(f, d->args[i], iv, inside, need, depth + 1)) return false;
+    need[v] = true;
+    return true;
+}
+
+void ir_copy_marked(IrFunc *f, const IrBlock *body, const bool *need, int nneed, ValueId iv, ValueId at,
+                    IrBlock *blk, int *pos, ValueId *map)
+{
+    int nvalues = nneed < f->nvalues ? nneed : f->nvalues;
+    map[iv] = at;
+    /* the marked ops first: blk may be body, growing as the copies go in */
+    const IrOp **marked = xcalloc((size_t)body->nops + 1, sizeof *marked);
+    int n = 0;
+    for (int i = 0; i < body->nops; i++) {
+        const IrOp *op = body->ops[i];
+        if (op->nres == 1 && op->res[0] < nvalues && need[op->res[0]]) marked[n++] = op;
+    }
+    for (int i = 0; i < n; i++) {
+        const IrOp *op = marked[i];
+        ValueId args[4];
+        for (int j = 0; j < op->nargs && j < 4; j++) args[j] = map[op->args[j]] ? map[op->args[j]] : op->args[j];
+        IrOp *c = ir_clone_op(f, op, args);
+        ir_block_insert(f, blk, (*pos)++, c);
+        map[op->res[0]] = c->res[0];
+    }
+    free(marked);
+}

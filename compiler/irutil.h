@@ -1,5 +1,5 @@
 /* irutil.h: editing IR in place, for the passes that move and copy ops
- * (licm.c, pipeline.c): inserting and removing ops, copying an op,
+ * (licm.c, pipeline.c, async.c): inserting and removing ops, copying an op,
  * rewriting uses, growing a loop's carried values. */
 #ifndef PHC_IRUTIL_H
 #define PHC_IRUTIL_H
@@ -20,5 +20,14 @@ void ir_mark_defined(const IrBlock *blk, bool *inside);
 /* By parameter: whether the kernel stores to that tensor anywhere (a
  * malloc'd array, nparams entries at least one). */
 bool *ir_stored_params(const IrFunc *f);
+/* Whether v can be recomputed from the loop's induction variable iv and
+ * values from outside the loop (inside[] marks the loop's values) through
+ * scalar ops of the body; marks those ops in need[]. */
+bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *inside, bool *need, int depth);
+/* Copies the ops of body marked in need[] (values below nneed), in order,
+ * into blk from index *pos, with iv replaced by at; map[old] = new for
+ * each (map: nvalues + 1 entries, zeroed; map[iv] is set to at). */
+void ir_copy_marked(IrFunc *f, const IrBlock *body, const bool *need, int nneed, ValueId iv, ValueId at,
+                    IrBlock *blk, int *pos, ValueId *map);
 
 #endif

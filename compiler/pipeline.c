@@ -17,26 +17,6 @@
 
 enum { PIPELINE_BUDGET = 8192 };
 
-/* Whether v can be recomputed from the induction variable and values from
- * outside the loop through scalar ops of the body; marks those ops. */
-static bool computable(const IrFunc *f, ValueId v, ValueId iv, const bool *inside, bool *need, int depth)
-{
-    if (v == iv || !inside[v]) return true;
-    const IrOp *d = f->values[v].def;
-    if (!d || depth > 32 || ir_vtype(f, v).rank != 0) return false;
-    switch (d->kind) {
-    case OP_CONST: case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
-        break;
-    default:
-        return false;
-    }
-    if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD)) return false;
-    for (int i = 0; i < d->nargs; i++)
-        if (!computable(f, d->args[i], iv, inside, need, depth + 1)) return false;
-    need[v] = true;
-    return true;
-}
-
 /* Copies the marked scalar ops of body (in order) and then the load, with
  * iv replaced by at, inserting them into blk from index *pos; returns the
  * new load's value. */
@@ -44,17 +24,7 @@ static ValueId copy_window(IrFunc *f, IrBlock *body, const IrOp *load, const boo
                            ValueId at, IrBlock *blk, int *pos)
 {
     ValueId *map = xcalloc((size_t)f->nvalues + 1, sizeof *map);
-    int nvalues = nneed < f->nvalues ? nneed : f->nvalues;
-    map[iv] = at;
-    for (int i = 0; i < body->nops; i++) {
-        const IrOp *op = body->ops[i];
-        if (op->nres != 1 || op->res[0] >= nvalues || !need[op->res[0]]) continue;
-        ValueId args[4];
-        for (int j = 0; j < op->nargs && j < 4; j++) args[j] = map[op->args[j]] ? map[op->args[j]] : op->args[j];
-        IrOp *c = ir_clone_op(f, op, args);
-        ir_block_insert(f, blk, (*pos)++, c);
-        map[op->res[0]] = c->res[0];
-    }
+    ir_copy_marked(f, body, need, nneed, iv, at, blk, pos, map);
     ValueId args[2];
     for (int j = 0; j < load->nargs && j < 2; j++) args[j] = map[load->args[j]] ? map[load->args[j]] : load->args[j];
     IrOp *c = ir_clone_op(f, load, args);
@@ -79,7 +49,7 @@ static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, cons
         bool *need = xcalloc((size_t)nneed + 1, sizeof *need);
         ir_mark_defined(body, inside);
         bool ok = true;
-        for (int j = 0; j < load->nargs && ok; j++) ok = computable(f, load->args[j], iv, inside, need, 0);
+        for (int j = 0; j < load->nargs && ok; j++) ok = ir_loop_computable(f, load->args[j], iv, inside, need, 0);
         if (ok) {
             carried += n;
             /* the first window, before the loop */
@@ -118,6 +88,7 @@ static void pipeline_block(IrFunc *f, IrBlock *blk, const bool *stored)
 
 void ir_pipeline(IrFunc *f)
 {
+    if (f->stages == 1) return;   /* @ph.stages(1): no software pipelining */
     bool *stored = ir_stored_params(f);
     pipeline_block(f, f->body, stored);
     free(stored);

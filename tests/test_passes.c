@@ -1,9 +1,11 @@
-/* test_passes.c: the loop passes, licm and pipeline, on IR in its text form
- * (tests/ir/loops.ir): what moves and what stays, and that the interpreter
- * computes the same results before and after. */
+/* test_passes.c: the loop passes, licm, async and pipeline, on IR in its
+ * text form (tests/ir/loops.ir, tests/ir/async.ir): what moves and what
+ * stays, and that the interpreter computes the same results before and
+ * after. */
 #include <criterion/criterion.h>
 #include <math.h>
 
+#include "half.h"
 #include "testutil.h"
 
 static IrModule *load_ir(const char *path)
@@ -189,4 +191,109 @@ Test(passes, pipeline_keeps_a_store_then_load_loop_s_results)
         ir_module_free(a);
         ir_module_free(b);
     }
+}
+
+/* ---- async: tests/ir/async.ir is a 3-stage loop (after licm) loading A
+ * and B for tensor-core dots, Y (which the loop stores) for one, and B
+ * again for an elementwise add. ---- */
+
+static int count_kind(const IrBlock *b, IrOpKind kind, int param)
+{
+    int n = 0;
+    for (int i = 0; i < b->nops; i++)
+        n += b->ops[i]->kind == kind && (param < 0 || b->ops[i]->param == param);
+    return n;
+}
+
+/* Runs mm on fixed non-zero inputs with n = 96 (three iterations, so the
+ * copies past the loop's range read past A's and B's rows); returns C and
+ * Y (32 * 32 floats, then 96 * 32 halves as floats; caller frees). */
+static float *run_mm(const IrFunc *f)
+{
+    enum { N = 96, K = 32 };
+    static uint16_t a[(N + 32) * K], b[(N + 32) * K], y[N * K];
+    for (int i = 0; i < (N + 32) * K; i++) {
+        a[i] = ph_f32_to_f16((float)((i * 7) % 11 - 5) * 0.125f);
+        b[i] = ph_f32_to_f16((float)((i * 5) % 13 - 6) * 0.25f);
+    }
+    for (int i = 0; i < N * K; i++) y[i] = ph_f32_to_f16((float)(i % 9 - 4) * 0.5f);
+    float *out = calloc(32 * 32 + N * K, sizeof *out);
+    for (int i = 0; i < 32 * 32; i++) out[i] = -7.0f;   /* poison */
+    IrArg args[5] = {{a, {N + 32, K}, 0, 0}, {b, {N + 32, K}, 0, 0}, {y, {N, K}, 0, 0}, {out, {32, 32}, 0, 0}, {NULL, {0, 0}, N, 0}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < N * K; i++) out[32 * 32 + i] = ph_f16_to_f32(y[i]);
+    return out;
+}
+
+Test(passes, async_copies_dot_operands_through_a_ring_of_stages)
+{
+    IrModule *ref = load_ir("tests/ir/async.ir"), *m = load_ir("tests/ir/async.ir");
+    IrFunc *f = m->funcs[0];
+    cr_assert_eq(f->stages, 3);
+    ir_async(f);
+    char err[512];
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s\n%s", err, tu_func_text(f));
+    const IrOp *loop = find_loop(f->body);
+    const IrBlock *body = loop->body;
+    /* before the loop: iterations 0 and 1 of A and B, a commit each */
+    cr_expect_eq(count_kind(f->body, OP_COPY_ASYNC, 0), 2, "%s", tu_func_text(f));
+    cr_expect_eq(count_kind(f->body, OP_COPY_ASYNC, 1), 2);
+    cr_expect_eq(count_kind(f->body, OP_COMMIT_ASYNC, -1), 2);
+    /* in the loop: first the wait for this iteration's tiles, allowing the one younger group */
+    const IrOp *wait = body->ops[0];
+    cr_assert_eq(wait->kind, OP_WAIT_ASYNC, "%s", tu_func_text(f));
+    cr_expect_eq(wait->ival, 1);
+    cr_expect_eq(wait->nargs, 2);
+    cr_expect_eq(count_kind(body, OP_COPY_ASYNC, 0), 1);
+    cr_expect_eq(count_kind(body, OP_COPY_ASYNC, 1), 1);
+    cr_expect_eq(count_kind(body, OP_COMMIT_ASYNC, -1), 1);
+    cr_expect_eq(count_loads(body, 0), 0, "A is copied, not loaded");
+    cr_expect_eq(count_loads(body, 1), 1, "B's elementwise use keeps its own load");
+    cr_expect_eq(count_loads(body, 2), 1, "Y is stored in the loop: its load stays");
+    /* the tiles of two iterations and the write slot are carried */
+    cr_expect_eq(loop->nargs - 2, 1 + 2 * 2 + 1);
+    /* after the loop: nothing left in flight */
+    int at = -1;
+    for (int i = 0; i < f->body->nops; i++)
+        if (f->body->ops[i] == loop) at = i;
+    const IrOp *drain = f->body->ops[at + 1];
+    cr_expect(drain->kind == OP_WAIT_ASYNC && drain->nargs == 0 && drain->ival == 0, "%s", tu_func_text(f));
+    /* the same results, in the interpreter */
+    float *want = run_mm(ref->funcs[0]), *got = run_mm(f);
+    for (int i = 0; i < 32 * 32 + 96 * 32; i++) cr_assert_eq(got[i], want[i], "element %d: %g, want %g", i, got[i], want[i]);
+    free(want); free(got);
+    ir_module_free(ref);
+    ir_module_free(m);
+}
+
+/* Two stages wait for everything; one stage, or no tensor cores, copies nothing. */
+Test(passes, async_stage_count_decides_the_schedule)
+{
+    for (int stages = 1; stages <= 4; stages++)
+        for (int tc = 0; tc < 2; tc++) {
+            IrModule *m = load_ir("tests/ir/async.ir");
+            IrFunc *f = m->funcs[0];
+            f->stages = stages;
+            f->tensorcore = tc;
+            ir_async(f);
+            char err[512];
+            cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+            const IrOp *loop = find_loop(f->body);
+            int copies = count_kind(f->body, OP_COPY_ASYNC, -1);
+            if (stages == 1 || !tc) {
+                cr_expect_eq(copies, 0, "stages %d, tensorcore %d", stages, tc);
+                cr_expect_eq(count_loads(loop->body, 0), 1);
+                ir_pipeline(f);
+                int ahead = loop->nargs - 2 - 1;   /* loads the register pipeline carries */
+                cr_expect_eq(ahead > 0, stages != 1, "stages %d, tensorcore %d: %d loads carried", stages, tc, ahead);
+            } else {
+                cr_expect_eq(copies, 2 * (stages - 1), "stages %d", stages);
+                cr_expect_eq(loop->body->ops[0]->ival, stages - 2, "stages %d", stages);
+                float *r = run_mm(f);
+                free(r);
+            }
+            ir_module_free(m);
+        }
 }

@@ -1,0 +1,247 @@
+/* async.c: the loads of a loop that feed tensor-core dots become
+ * asynchronous copies into shared-memory rings of S slots (S: the
+ * function's stages, @ph.stages). The copies for the first S-1 iterations
+ * are issued before the loop; iteration i waits for its own (all but the
+ * S-2 youngest groups, then a barrier), and then issues those of iteration
+ * i+S-1 into the slot that iteration i-1 read. So S-1 tiles are in flight
+ * while the block computes, and one barrier per iteration both publishes
+ * the arrived tile and retires the slot about to be refilled. A dot reads
+ * its operand straight from the ring (ldmatrix); nothing passes through
+ * registers.
+ *
+ *   copies of iterations 0 .. S-2 into slots 0 .. S-2; commit each
+ *   for iv, (tiles of iterations iv .. iv+S-2, write slot w = S-1):
+ *       tile = wait_async (tile of iv), pending S-2
+ *       copy of iteration iv+S-1 into slot w; commit
+ *       ... the body, reading tile ...
+ *       yield (tiles of iv+1 .. iv+S-1, w + 1 mod S)
+ *   wait_async pending 0
+ *
+ * Expects: verified IR, after licm. Guarantees: the same values (a copy
+ * means what its load meant; the copies of iterations past the loop's
+ * range read windows nobody uses, zero-filled where they leave the
+ * tensor); the ring slots' contents are each read only between the wait
+ * that publishes them and the next wait's barrier. A load moves only when
+ * the kernel never stores its tensor, its window follows from the loop
+ * counter, every use is an operand of a dot on the tensor cores, and its
+ * rows are whole 16-byte chunks. The rings of a function take at most
+ * ASYNC_BUDGET bytes; loads past it stay for the register pipeline. */
+#include "irutil.h"
+#include "layout.h"
+
+#include <stdlib.h>
+
+enum { ASYNC_BUDGET = 160 * 1024, ASYNC_DEFAULT_STAGES = 2, ASYNC_MAX_RINGS = 64 };
+
+typedef struct {
+    IrFunc *f;
+    int stages;
+    bool *stored;
+    int *uses, *tc_uses;   /* by value: all uses, uses as a tensor-core dot's A or B */
+    int64_t ring_bytes;
+    int nrings;
+} Async;
+
+static void count_uses(const IrFunc *f, const IrBlock *b, int *uses, int *tc_uses)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        bool tc = op->kind == OP_DOT && layout_dot_on_tensorcores(f, op);
+        for (int j = 0; j < op->nargs; j++) {
+            uses[op->args[j]]++;
+            if (tc && j < 2) tc_uses[op->args[j]]++;
+        }
+        if (op->body) count_uses(f, op->body, uses, tc_uses);
+        if (op->els) count_uses(f, op->els, uses, tc_uses);
+    }
+}
+
+static bool has_return(const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++)
+        if (b->ops[i]->kind == OP_RETURN || has_return(b->ops[i]->body) || has_return(b->ops[i]->els)) return true;
+    return false;
+}
+
+/* Shared-memory bytes of one slot: rows padded by 16 bytes, as the code
+ * generator lays rings out. */
+static int64_t slot_bytes(IrType t)
+{
+    int elem = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
+    return (int64_t)ir_rows(t) * ((int64_t)ir_cols(t) * elem + 16);
+}
+
+static bool wanted(Async *a, const IrOp *load)
+{
+    if (load->kind != OP_LOAD || a->stored[load->param]) return false;
+    ValueId r = load->res[0];
+    IrType t = ir_vtype(a->f, r);
+    int elem = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
+    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * elem) % 16) return false;
+    return a->uses[r] > 0 && a->uses[r] == a->tc_uses[r];
+}
+
+static ValueId emit_const(IrFunc *f, IrBlock *b, int *pos, int64_t v)
+{
+    IrType i32 = ir_scalar(DT_I32);
+    IrOp *k = ir_emit(f, NULL, OP_CONST, 0, NULL, 1, &i32);
+    k->ival = v;
+    ir_block_insert(f, b, (*pos)++, k);
+    return k->res[0];
+}
+
+static ValueId emit_binary(IrFunc *f, IrBlock *b, int *pos, IrBinop op, ValueId x, ValueId y)
+{
+    IrType i32 = ir_scalar(DT_I32);
+    ValueId xy[2] = {x, y};
+    IrOp *o = ir_emit(f, NULL, OP_BINARY, 2, xy, 1, &i32);
+    o->sub = op;
+    ir_block_insert(f, b, (*pos)++, o);
+    return o->res[0];
+}
+
+static void emit_commit(IrFunc *f, IrBlock *b, int *pos)
+{
+    ir_block_insert(f, b, (*pos)++, ir_emit(f, NULL, OP_COMMIT_ASYNC, 0, NULL, 0, NULL));
+}
+
+/* The copy of load's window at iteration `at` (the window's scalar chain,
+ * marked in need, copied with iv replaced) into ring slot `slot`. */
+static ValueId emit_copy(IrFunc *f, IrBlock *body, const IrOp *load, const bool *need, int nneed, ValueId iv,
+                         ValueId at, ValueId slot, int ring, int stages, IrBlock *blk, int *pos)
+{
+    ValueId *map = xcalloc((size_t)f->nvalues + 1, sizeof *map);
+    ir_copy_marked(f, body, need, nneed, iv, at, blk, pos, map);
+    ValueId args[3];
+    for (int j = 0; j < 2; j++) args[j] = map[load->args[j]] ? map[load->args[j]] : load->args[j];
+    args[2] = slot;
+    free(map);
+    IrType t = ir_vtype(f, load->res[0]);
+    IrOp *c = ir_emit(f, NULL, OP_COPY_ASYNC, 3, args, 1, &t);
+    c->param = load->param;
+    c->axis = ring;
+    c->ival = stages;
+    c->loc = load->loc;
+    f->values[c->res[0]].name = f->values[load->res[0]].name;
+    ir_block_insert(f, blk, (*pos)++, c);
+    return c->res[0];
+}
+
+typedef struct { IrOp *load; bool *need; int nneed; int ring; } Moved;
+
+static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
+{
+    IrFunc *f = a->f;
+    IrBlock *body = loop->body;
+    ValueId iv = body->args[0];
+    int S = a->stages;
+    if (has_return(body)) return;
+    Moved *mv = xcalloc((size_t)body->nops + 1, sizeof *mv);
+    int n = 0;
+    for (int i = 0; i < body->nops && a->nrings < ASYNC_MAX_RINGS; i++) {
+        IrOp *load = body->ops[i];
+        if (!wanted(a, load)) continue;
+        int64_t bytes = S * slot_bytes(ir_vtype(f, load->res[0]));
+        if (a->ring_bytes + bytes > ASYNC_BUDGET) continue;
+        int nneed = f->nvalues;
+        bool *inside = xcalloc((size_t)nneed + 1, sizeof *inside);
+        bool *need = xcalloc((size_t)nneed + 1, sizeof *need);
+        ir_mark_defined(body, inside);
+        bool ok = true;
+        for (int j = 0; j < load->nargs && ok; j++) ok = ir_loop_computable(f, load->args[j], iv, inside, need, 0);
+        free(inside);
+        if (!ok) { free(need); continue; }
+        a->ring_bytes += bytes;
+        mv[n++] = (Moved){load, need, nneed, a->nrings++};
+    }
+    if (!n) { free(mv); return; }
+
+    /* before the loop: the tiles of iterations 0 .. S-2 */
+    ValueId *first = xcalloc((size_t)n * (size_t)(S - 1), sizeof *first);
+    for (int j = 0; j < S - 1; j++) {
+        ValueId at = j ? emit_binary(f, parent, pos, BIN_ADD, loop->args[0], emit_const(f, parent, pos, (int64_t)j * loop->ival))
+                       : loop->args[0];
+        ValueId slot = emit_const(f, parent, pos, j);
+        for (int m = 0; m < n; m++)
+            first[m * (S - 1) + j] = emit_copy(f, body, mv[m].load, mv[m].need, mv[m].nneed, iv, at, slot, mv[m].ring, S, parent, pos);
+        emit_commit(f, parent, pos);
+    }
+    ValueId *tile = xcalloc((size_t)n * (size_t)(S - 1), sizeof *tile);
+    for (int k = 0; k < n * (S - 1); k++) tile[k] = ir_for_add_carried(f, loop, first[k], 0);
+    int ncar_before = loop->nargs - 2 - n * (S - 1);
+    ValueId wslot = ir_for_add_carried(f, loop, emit_const(f, parent, pos, S - 1), 0);
+
+    /* the top of the body: wait for this iteration's tiles, then issue iteration iv+S-1's */
+    int at = 0;
+    ValueId *oldest = xcalloc((size_t)n, sizeof *oldest);
+    IrType *types = xcalloc((size_t)n, sizeof *types);
+    for (int m = 0; m < n; m++) {
+        oldest[m] = tile[m * (S - 1)];
+        types[m] = ir_vtype(f, oldest[m]);
+    }
+    IrOp *wait = ir_emit(f, NULL, OP_WAIT_ASYNC, n, oldest, n, types);
+    wait->ival = S - 2;
+    ir_block_insert(f, body, at++, wait);
+    for (int m = 0; m < n; m++) {
+        f->values[wait->res[m]].name = f->values[mv[m].load->res[0]].name;
+        ir_replace_uses(body, mv[m].load->res[0], wait->res[m]);
+        for (int i = 0; i < body->nops; i++)
+            if (body->ops[i] == mv[m].load) { ir_block_remove(body, i); break; }
+    }
+    ValueId ahead = emit_binary(f, body, &at, BIN_ADD, iv, emit_const(f, body, &at, (int64_t)(S - 1) * loop->ival));
+    ValueId *next = xcalloc((size_t)n, sizeof *next);
+    for (int m = 0; m < n; m++)
+        next[m] = emit_copy(f, body, mv[m].load, mv[m].need, mv[m].nneed, iv, ahead, wslot, mv[m].ring, S, body, &at);
+    emit_commit(f, body, &at);
+
+    /* the end of the body: the tiles shift by one, the write slot turns */
+    int end = body->nops - 1;
+    ValueId w1 = emit_binary(f, body, &end, BIN_ADD, wslot, emit_const(f, body, &end, 1));
+    ValueId ss = emit_const(f, body, &end, S);
+    IrType b1 = ir_scalar(DT_BOOL), i32 = ir_scalar(DT_I32);
+    ValueId cmp_args[2] = {w1, ss};
+    IrOp *wrap = ir_emit(f, NULL, OP_CMP, 2, cmp_args, 1, &b1);
+    wrap->sub = CMP_EQ;
+    ir_block_insert(f, body, end++, wrap);
+    ValueId sel_args[3] = {wrap->res[0], emit_const(f, body, &end, 0), w1};
+    IrOp *turned = ir_emit(f, NULL, OP_SELECT, 3, sel_args, 1, &i32);
+    ir_block_insert(f, body, end++, turned);
+    IrOp *y = body->ops[body->nops - 1];
+    for (int m = 0; m < n; m++)
+        for (int j = 0; j < S - 1; j++)
+            y->args[ncar_before + m * (S - 1) + j] = j + 1 < S - 1 ? tile[m * (S - 1) + j + 1] : next[m];
+    y->args[y->nargs - 1] = turned->res[0];
+
+    /* after the loop: nothing left in flight */
+    (*pos)++;
+    IrOp *drain = ir_emit(f, NULL, OP_WAIT_ASYNC, 0, NULL, 0, NULL);
+    ir_block_insert(f, parent, *pos, drain);
+
+    for (int m = 0; m < n; m++) free(mv[m].need);
+    free(mv); free(first); free(tile); free(oldest); free(types); free(next);
+}
+
+static void async_block(Async *a, IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) async_block(a, op->body);
+        if (op->els) async_block(a, op->els);
+        if (op->kind == OP_FOR) async_loop(a, blk, &i, op);
+    }
+}
+
+void ir_async(IrFunc *f)
+{
+    Async a = {f, f->stages ? f->stages : ASYNC_DEFAULT_STAGES, NULL, NULL, NULL, 0, 0};
+    if (a.stages < 2 || !f->tensorcore) return;
+    size_t n = (size_t)f->nvalues + 1;
+    a.stored = ir_stored_params(f);
+    a.uses = xcalloc(n, sizeof *a.uses);
+    a.tc_uses = xcalloc(n, sizeof *a.tc_uses);
+    count_uses(f, f->body, a.uses, a.tc_uses);
+    async_block(&a, f->body);
+    free(a.stored);
+    free(a.uses);
+    free(a.tc_uses);
+}
