@@ -3,7 +3,9 @@
  * (scalarops.h) that the interpreter computes with too; exact
  * identities (x*1, and x+0, x-0 on i32) drop their op; an `if` on a
  * constant is replaced by its taken branch and a `for` that provably runs
- * zero times by its initial values. Expects verified IR; keeps it so. */
+ * zero times by its initial values; `x + dot(a, b, 0)` becomes
+ * `dot(a, b, x)` (a dot's sum order is unspecified: the tensor cores then
+ * accumulate into x). Expects verified IR; keeps it so. */
 #include "ir.h"
 #include "scalarops.h"
 
@@ -18,6 +20,7 @@ typedef VEC(IrOp *) OpVec;
 typedef struct {
     IrFunc *f;
     ValueId *repl;      /* value -> the value that now stands for it, 0 if none */
+    int *uses;          /* by value: its uses in the function as it came in */
 } Folder;
 
 /* Follows replacements; they always point at earlier values, so this ends. */
@@ -157,6 +160,45 @@ static ValueId identity(const IrFunc *f, const IrOp *op)
     return 0;
 }
 
+/* index of the op of out defining v, or -1 */
+static int defined_at(const OpVec *out, ValueId v)
+{
+    for (int i = 0; i < out->len; i++)
+        for (int k = 0; k < out->data[i]->nres; k++)
+            if (out->data[i]->res[k] == v) return i;
+    return -1;
+}
+
+/* x + dot(a, b, 0), the dot used only there and x available where the dot
+ * is (defined outside this block or before the dot): the dot takes x as
+ * its accumulator and stands for the sum. */
+static bool fold_accumulate(Folder *fo, const IrOp *op, const OpVec *out)
+{
+    const IrFunc *f = fo->f;
+    if (op->kind != OP_BINARY || op->sub != BIN_ADD || f->values[op->res[0]].type.rank == 0) return false;
+    for (int side = 0; side < 2; side++) {
+        ValueId d = op->args[side], x = op->args[1 - side];
+        IrOp *dot = f->values[d].def;
+        if (!dot || dot->kind != OP_DOT || fo->uses[d] != 1 || !is_number(f, dot->args[2], 0)) continue;
+        /* x is used by this add, so it is defined by out's ops or outside the block */
+        int at = defined_at(out, d), xat = defined_at(out, x);
+        if (at < 0 || xat >= at) continue;
+        dot->args[2] = x;
+        fo->repl[op->res[0]] = d;
+        return true;
+    }
+    return false;
+}
+
+static void count_uses(const IrBlock *b, int *uses)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        for (int k = 0; k < b->ops[i]->nargs; k++) uses[b->ops[i]->args[k]]++;
+        count_uses(b->ops[i]->body, uses);
+        count_uses(b->ops[i]->els, uses);
+    }
+}
+
 static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth);
 
 static void fold_block(Folder *fo, IrBlock *b, int depth)
@@ -207,6 +249,8 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
         if (op->kind == OP_FOR || op->kind == OP_IF) {
             fold_block(fo, op->body, depth + 1);
             fold_block(fo, op->els, depth + 1);
+        } else if (fold_accumulate(fo, op, out)) {
+            continue;
         } else if (!fold_constant(fo->f, op)) {
             ValueId same = identity(fo->f, op);
             if (same) {
@@ -220,7 +264,9 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
 
 void ir_fold(IrFunc *f)
 {
-    Folder fo = {f, xcalloc((size_t)f->nvalues, sizeof(ValueId))};
+    Folder fo = {f, xcalloc((size_t)f->nvalues, sizeof(ValueId)), xcalloc((size_t)f->nvalues + 1, sizeof(int))};
+    count_uses(f->body, fo.uses);
     fold_block(&fo, f->body, 0);
     free(fo.repl);
+    free(fo.uses);
 }

@@ -278,3 +278,74 @@ Test(fold, f32_floordiv_and_mod_floor_like_python)
         check_float_op("mod", a, b, float_divmods[i].rem);
     }
 }
+
+/* ---- x + dot(a, b, 0) -> dot(a, b, x) ---- */
+
+static const IrOp *def_of(const IrFunc *f, ValueId v) { return f->values[v].def; }
+
+/* %7 sums a dot into the carried %5: fused. %11 + %9: %9's dot has a second
+ * use. %14 + %12: %12's dot accumulates 1s already. %17 + %16: %17 is
+ * defined after the dot, which cannot take it. */
+Test(fold, an_add_of_a_dot_accumulates_in_the_dot)
+{
+    const char *text =
+        "func f kernel f threads 128\n"
+        "    params(A: f32[4, 4], B: f32[4, 4], C: f32[4, 4]) {\n"
+        "  %1 = const 0 : i32\n"
+        "  %2 = const 4 : i32\n"
+        "  %3 = const 0.0 : f32\n"
+        "  %4 = splat %3 : f32[4, 4]\n"
+        "  %20 = load A[%1, %1] : f32[4, 4]\n"
+        "  %21 = load B[%1, %1] : f32[4, 4]\n"
+        "  %22 = for %23 = %1 to %2 step 1 iter(%5 = %4) : f32[4, 4] {\n"
+        "    %6 = dot %20, %21, %4 : f32[4, 4]\n"
+        "    %7 = add %5, %6 : f32[4, 4]\n"
+        "    yield %7\n"
+        "  }\n"
+        "  %9 = dot %20, %21, %4 : f32[4, 4]\n"
+        "  %10 = mul %9, %9 : f32[4, 4]\n"
+        "  %11 = add %10, %9 : f32[4, 4]\n"
+        "  %30 = const 1.0 : f32\n"
+        "  %31 = splat %30 : f32[4, 4]\n"
+        "  %12 = dot %20, %21, %31 : f32[4, 4]\n"
+        "  %14 = add %12, %11 : f32[4, 4]\n"
+        "  %16 = dot %20, %21, %4 : f32[4, 4]\n"
+        "  %17 = mul %14, %22 : f32[4, 4]\n"
+        "  %18 = add %17, %16 : f32[4, 4]\n"
+        "  store C[%1, %1], %18\n"
+        "  return\n"
+        "}\n";
+    char err[512];
+    IrModule *m = ir_parse(text, err, sizeof err), *ref = ir_parse(text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    IrFunc *f = m->funcs[0];
+    ir_fold(f);
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    ir_dce(f);
+    const IrOp *loop = NULL, *store = NULL;
+    for (int i = 0; i < f->body->nops; i++) {
+        if (f->body->ops[i]->kind == OP_FOR) loop = f->body->ops[i];
+        if (f->body->ops[i]->kind == OP_STORE) store = f->body->ops[i];
+    }
+    const IrOp *y = loop->body->ops[loop->body->nops - 1];
+    const IrOp *fused = def_of(f, y->args[0]);
+    cr_expect(fused->kind == OP_DOT && fused->args[2] == loop->body->args[1], "the loop's dot accumulates the carried value");
+    cr_expect_eq(loop->body->nops, 2, "dot and yield: the add is gone");
+    const IrOp *last = def_of(f, store->args[2]);
+    cr_expect(last->kind == OP_BINARY && last->sub == BIN_ADD, "the dot before %%17 keeps its add");
+    const IrOp *d14 = def_of(f, def_of(f, last->args[0])->args[0]);
+    cr_expect(d14->kind == OP_BINARY && d14->sub == BIN_ADD, "a dot with its own accumulator keeps its add");
+    const IrOp *d11 = def_of(f, d14->args[1]);
+    cr_expect(d11->kind == OP_BINARY && d11->sub == BIN_ADD, "a dot used twice keeps its add");
+    /* the same numbers (small integers: every sum is exact in any order) */
+    float a[16], b[16], c1[16], c2[16];
+    for (int i = 0; i < 16; i++) { a[i] = (float)(i % 5 - 2); b[i] = (float)(i % 3 - 1); c1[i] = c2[i] = -9.0f; }
+    int grid[3] = {1, 1, 1};
+    IrArg args1[3] = {{a, {4, 4}, 0, 0}, {b, {4, 4}, 0, 0}, {c1, {4, 4}, 0, 0}};
+    IrArg args2[3] = {{a, {4, 4}, 0, 0}, {b, {4, 4}, 0, 0}, {c2, {4, 4}, 0, 0}};
+    cr_assert_eq(ir_interp(ref->funcs[0], args1, 3, grid, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(ir_interp(f, args2, 3, grid, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < 16; i++) cr_expect_eq(c2[i], c1[i], "element %d", i);
+    ir_module_free(m);
+    ir_module_free(ref);
+}
