@@ -1182,21 +1182,27 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
                 afr[im * 4 + i] = bf ? x : LLVMBuildBitCast(B, x, tv2, "");
             }
         }
-        for (int in = 0; in < tn; in++) {
+        /* two 8-column pieces of B per ldmatrix.x4 (matrices 2 and 3 the second's), a lone last one with .x2 */
+        for (int in = 0; in < tn; in += 2) {
+            bool pair = in + 1 < tn;
             LLVMValueRef nb = add(c, n_base, i32c(c, in * 8)), p, fr;
+            LLVMValueRef quad = udiv(c, c->lane, 8);   /* the matrix this lane addresses */
             if (tb) {
-                /* B is [N, K]: lanes 0-7 rows n..n+7 at k0, lanes 8-15 at k0 + 8 */
-                LLVMValueRef row = add(c, nb, l8);
-                LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, udiv(c, c->lane, 8), 2), 8));
+                /* B is [N, K]: matrix i holds rows n + 8(i/2) .. +7 at column k0 + 8(i%2) */
+                LLVMValueRef row = add(c, add(c, nb, l8), pair ? mul(c, udiv(c, quad, 2), 8) : i32c(c, 0));
+                LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, quad, 2), 8));
                 p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), bbase_v));
-                fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
+                fr = pair ? call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p)
+                          : call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
             } else {
-                /* B is [K, N]: lanes 0-15 rows k0..k0+15 at column n, transposed on load */
+                /* B is [K, N]: matrix i holds rows k0 + 8(i%2) .. +7 at column n + 8(i/2), transposed on load */
                 LLVMValueRef row = add(c, i32c(c, k0), l16);
-                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), nb), bbase_v));
-                fr = call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
+                LLVMValueRef col = pair ? add(c, nb, mul(c, udiv(c, c->lane, 16), 8)) : nb;
+                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), bbase_v));
+                fr = pair ? call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3", tvec4, 1, &c->tptr3, &p)
+                          : call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
             }
-            for (int i = 0; i < 2; i++) {
+            for (int i = 0; i < (pair ? 4 : 2); i++) {
                 LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
                 bfr[in * 2 + i] = bf ? x : LLVMBuildBitCast(B, x, tv2, "");
             }

@@ -67,7 +67,7 @@ enum {
     IN_EX2, IN_LG2, IN_RSQRT,
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
-    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_COUNT
+    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS, IN_COUNT
 };
 
 static const char *const intrinsic_names[IN_COUNT] = {
@@ -83,6 +83,7 @@ static const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.ca.shared.global.4.s", "llvm.nvvm.cp.async.ca.shared.global.8.s",
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
+    "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
 };
 
 static bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -593,6 +594,7 @@ static bool release_warps(Launch *L)
         case IN_LDM_X4: warp_ldmatrix(L, w, 4, false); break;
         case IN_LDM_X2: warp_ldmatrix(L, w, 2, false); break;
         case IN_LDM_X2_TRANS: warp_ldmatrix(L, w, 2, true); break;
+        case IN_LDM_X4_TRANS: warp_ldmatrix(L, w, 4, true); break;
         case IN_MMA_F16: warp_mma(w, false); break;
         case IN_MMA_BF16: warp_mma(w, true); break;
         }
