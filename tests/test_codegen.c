@@ -81,8 +81,8 @@ static void check_examples_with_ptxas(const char *arch)
     globfree(&g);
 }
 
-Test(codegen, every_example_assembles_for_sm90, .timeout = 120) { check_examples_with_ptxas("sm_90"); }
-Test(codegen, every_example_assembles_for_sm80, .timeout = 120) { check_examples_with_ptxas("sm_80"); }
+Test(codegen, every_example_assembles_for_sm90, .timeout = 300) { check_examples_with_ptxas("sm_90"); }
+Test(codegen, every_example_assembles_for_sm80, .timeout = 300) { check_examples_with_ptxas("sm_80"); }
 
 /* text with every `from` replaced by `to` (malloc'd). */
 static char *replace_all(const char *text, const char *from, const char *to)
