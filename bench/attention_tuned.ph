@@ -1,5 +1,6 @@
 """The attention tutorial's four kernels, unchanged, with more configs for the
-autotuner: larger tiles and 256-thread blocks. bench/attention_bench.c times
+autotuner: larger tiles, 256-thread blocks, and for the forward pass 2 or 3
+stages of K and V in flight. bench/attention_bench.c times
 both files; tests/gpucheck.sh checks every config of this one."""
 
 
@@ -14,7 +15,8 @@ import phobos.lang as ph
 @ph.kernel
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(D=[64], BR=[64, 128], BC=[32, 64], NT=[128, 256])
+@ph.stages(S)
+@ph.autotune(D=[64], BR=[64, 128], BC=[32, 64], NT=[128, 256], S=[2, 3])
 @ph.aligned(R="BR")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
