@@ -407,14 +407,15 @@ static Slots materialize(Cg *c, ValueId v, const Layout *l);
 static Slots cache_find(Cg *c, ValueId v, const Layout *l)
 {
     for (int i = c->cache.len - 1; i >= 0; i--)
-        if (c->cache.data[i].v == v && c->cache.data[i].s.lay == l) return c->cache.data[i].s;
+        if (c->cache.data[i].v == v && layout_same_map(c->cache.data[i].s.lay, l)) return c->cache.data[i].s;
     return (Slots){NULL, 0, NULL};
 }
 
 static Slots get(Cg *c, ValueId v, const Layout *l)
 {
     Slots *own = &c->vals[v];
-    if (!is_tile(c, v) || (own->v && own->lay == l)) return *own;
+    /* a layout with the same map holds the value already */
+    if (!is_tile(c, v) || (own->v && layout_same_map(own->lay, l))) return *own;
     Slots s = cache_find(c, v, l);
     if (s.v) return s;
     s = own->v ? convert_layout(c, v, own, l) : materialize(c, v, l);

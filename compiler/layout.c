@@ -311,6 +311,23 @@ void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int
     *owner = *valid && b.first;
 }
 
+bool layout_same_map(const Layout *a, const Layout *b)
+{
+    if (a == b) return true;
+    int n = layout_nslots(a);
+    if (a->rows != b->rows || a->cols != b->cols || a->threads != b->threads || n != layout_nslots(b)) return false;
+    for (int w = 0; w < a->threads / 32; w++)
+        for (int lane = 0; lane < 32; lane++)
+            for (int s = 0; s < n; s++) {
+                int ra, ca, rb, cb;
+                bool va, oa, vb, ob;
+                layout_elem_of(a, w, lane, s, &ra, &ca, &va, &oa);
+                layout_elem_of(b, w, lane, s, &rb, &cb, &vb, &ob);
+                if (va != vb || oa != ob || (va && (ra != rb || ca != cb))) return false;
+            }
+    return true;
+}
+
 bool layout_dot_on_tensorcores(const IrFunc *f, const IrOp *op)
 {
     if (!f->tensorcore) return false;

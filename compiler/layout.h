@@ -122,6 +122,13 @@ int layout_copies(const Layout *l);
  * emits the same arithmetic in LLVM IR. */
 void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner);
 
+/* Whether a and b are one layout whatever their kinds and fields say: the
+ * same tile and slots, and layout_elem_of gives the same answer for every
+ * (warp, lane, slot), the element compared where the slot is valid. A
+ * value in one needs no conversion to the other: the slices of two MMA
+ * layouts that differ only in their columns, say. */
+bool layout_same_map(const Layout *a, const Layout *b);
+
 /* The layout pass: one layout per tile value of f (NULL for scalars and
  * for values materialized where they are used: splat and iota).
  * Expects verified IR; guarantees that a loop's carried value, its block

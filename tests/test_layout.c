@@ -355,3 +355,36 @@ Test(layout_map, slices_own_at_the_first_copy_and_idle_warps_hold_nothing)
     cr_assert(!valid && c == 7, "column 7 lies past the tile");
     layout_table_free(t);
 }
+
+/* One layout is another where the maps agree, whatever the fields say:
+ * the row slices of the attention scores [BR, BC] and of its accumulator
+ * [BR, D] when the warps split the rows alike (alpha and 1/l broadcast
+ * over the accumulator stay in registers), and even a BLOCKED slice and an
+ * MMA slice whose threads own the same rows. */
+Test(layout_map, slices_with_the_same_rows_in_the_same_threads_are_one_layout)
+{
+    LayoutTable *t = layout_table_new();
+    static const struct { int br, bc, d, threads; } same[] = {
+        {128, 32, 64, 256}, {128, 32, 64, 128}, {64, 32, 64, 256}, {64, 32, 64, 128}, {32, 32, 64, 128},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        const Layout *s = layout_mma(t, same[i].br, same[i].bc, same[i].threads);
+        const Layout *acc = layout_mma(t, same[i].br, same[i].d, same[i].threads);
+        cr_assert_neq(s, acc);
+        cr_assert(!layout_same_map(s, acc), "[%d, %d] and [%d, %d] are different tiles", same[i].br, same[i].bc, same[i].br, same[i].d);
+        const Layout *ms = layout_slice(t, s, 1), *macc = layout_slice(t, acc, 1);
+        cr_assert_neq(ms, macc, "different parents: different layouts by their fields");
+        cr_assert(layout_same_map(ms, macc) && layout_same_map(macc, ms), "BR %d, BC %d, D %d, %d threads: one row slice",
+                  same[i].br, same[i].bc, same[i].d, same[i].threads);
+    }
+    /* 32 rows in 4 warps: two warps along rows, or one warp holding them all */
+    const Layout *split = layout_slice(t, layout_mma(t, 32, 32, 128), 1), *narrow = layout_slice(t, layout_mma(t, 32, 8, 128), 1);
+    cr_assert_eq(layout_mma(t, 32, 8, 128)->wm, 2);
+    cr_assert_eq(layout_mma(t, 32, 8, 128)->wn, 1);
+    cr_assert(!layout_same_map(split, narrow), "warp 1 owns rows 0-15 in one, rows 16-31 in the other");
+    const Layout *bs = layout_slice(t, layout_blocked(t, 16, 16, 32, 4), 1), *mslice = layout_slice(t, layout_mma(t, 16, 16, 32), 1);
+    cr_assert(layout_same_map(bs, mslice), "lane/4 and lane/4 + 8 in both, owned by lanes 0, 4, ...");
+    cr_assert(!layout_same_map(layout_slice(t, layout_blocked(t, 16, 16, 32, 2), 1), mslice), "f16 chunks of 8: two lanes a row");
+    cr_assert(!layout_same_map(layout_blocked(t, 16, 16, 32, 4), layout_mma(t, 16, 16, 32)), "4 columns a chunk against 2");
+    layout_table_free(t);
+}
