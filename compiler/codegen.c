@@ -11,8 +11,9 @@
  * layout (splat, iota, broadcast and elementwise ops over those) are
  * materialized in the layout of their user. Where a value is wanted in
  * another layout it is converted through shared memory (barrier, write,
- * barrier, read), except that broadcasting a SLICE back over its parent
- * and reloading a tensor the kernel never writes need no exchange.
+ * barrier, read), except that a layout with the same map, broadcasting a
+ * SLICE back over its parent and reloading a tensor the kernel never
+ * writes need no exchange.
  * Reductions run in registers, then across lanes with shfl.sync.bfly, then
  * across warps through shared memory. Tensor-core dots write their
  * operands to shared memory as 16-bit elements (rows padded by 16 bytes so

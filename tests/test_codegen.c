@@ -3,8 +3,9 @@
  * and so does the attention example at head dim 128, whose configs need
  * more than 48 KB of shared memory and take it dynamically; tensor-core
  * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
- * memory (ptxas -v: no stack frame, no spills). Skips, saying why, where
- * ptxas is not installed. */
+ * memory (ptxas -v: no stack frame, no spills); attn_fwd keeps its row
+ * statistics one value per row a thread owns, in registers also where
+ * BC != D. Skips, saying why, where ptxas is not installed. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <unistd.h>
