@@ -11,8 +11,9 @@
  * layout (splat, iota, broadcast and elementwise ops over those) are
  * materialized in the layout of their user. Where a value is wanted in
  * another layout it is converted through shared memory (barrier, write,
- * barrier, read), except that broadcasting a SLICE back over its parent
- * and reloading a tensor the kernel never writes need no exchange.
+ * barrier, read), except that a layout with the same map, broadcasting a
+ * SLICE back over its parent and reloading a tensor the kernel never
+ * writes need no exchange.
  * Reductions run in registers, then across lanes with shfl.sync.bfly, then
  * across warps through shared memory. Tensor-core dots write their
  * operands to shared memory as 16-bit elements (rows padded by 16 bytes so
@@ -258,15 +259,19 @@ static ThreadBase thread_base(Cg *c, const Layout *l)
     return b;
 }
 
+static LLVMValueRef add_opt(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : add(c, a, b); }
+
 /* The position along axis a: the slot's offset plus the thread's warp term
- * plus its lane term. The sums associate as the generated code always has
- * (an MMA slot's offset joins the warp's term first, the lane's last), so
- * the PTX LLVM schedules from them stays the same. */
+ * plus its lane term (a slice has neither along its reduced axis). The
+ * sums associate as the generated code always has (an MMA slot's offset
+ * joins the warp's term first, the lane's last), so the PTX LLVM schedules
+ * from them stays the same. */
 static LLVMValueRef axis_pos(Cg *c, const Layout *l, const ThreadBase *b, int a, int offset)
 {
     LLVMValueRef lt = term_scaled(c, b->m.lane[a], b->lane_digit[a]), wt = term_scaled(c, b->m.warp[a], b->warp_digit[a]);
-    if (l->kind == LAY_MMA) return add(c, add(c, wt, i32c(c, offset)), lt);
-    return add(c, i32c(c, offset), add(c, wt, lt));
+    LayKind kind = l->kind == LAY_SLICE ? l->parent->kind : l->kind;
+    if (kind == LAY_MMA) return add_opt(c, add_opt(c, wt, i32c(c, offset)), lt);
+    return add_opt(c, i32c(c, offset), add_opt(c, wt, lt));
 }
 
 /* Whether term t is 0 at x (layout_term_is_zero); NULL: always. */
@@ -278,8 +283,8 @@ static LLVMValueRef term_is_zero(Cg *c, LayoutTerm t, LLVMValueRef x)
 }
 
 /* Whether this thread holds the owning copy of slice l's elements: its
- * parent's terms along the reduced axis are 0 (layout_thread_base's first,
- * one level of slicing); NULL: always. */
+ * parent's terms along the reduced axis are 0 (layout_thread_base's
+ * first); NULL: always. */
 static LLVMValueRef first_along_reduced_axis(Cg *c, const Layout *l)
 {
     LayoutThreadMap pm = layout_thread_map(l->parent);
@@ -292,25 +297,15 @@ static SlotPos slot_pos(Cg *c, const Layout *l, int s)
 {
     SlotPos p = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     LayoutSlot o = layout_slot_offset(l, s);
-    if (l->kind == LAY_SLICE) {
-        /* the parent's slot, projected onto the kept axis; every copy along
-         * the reduced axis holds the element, those whose parent position
-         * lies past the tile on that axis too */
-        SlotPos q = slot_pos(c, l->parent, s);
-        p.active = q.active;
-        if (l->axis == 1) p.row_ok = q.row_ok;
-        else p.col_ok = q.col_ok;
-        p.owner = o.first ? and1(c, q.owner, first_along_reduced_axis(c, l)) : LLVMConstInt(c->ti1, 0, 0);
-        p.row = l->axis == 1 ? q.row : i32c(c, 0);
-        p.col = l->axis == 1 ? i32c(c, 0) : q.col;
-    } else {
-        ThreadBase b = thread_base(c, l);
-        p.row = axis_pos(c, l, &b, 0, o.row);
-        p.col = axis_pos(c, l, &b, 1, o.col);
-        if (o.row_check) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
-        if (o.col_check) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
-        p.active = b.active;
-    }
+    ThreadBase b = thread_base(c, l);
+    p.row = axis_pos(c, l, &b, 0, o.row);
+    p.col = axis_pos(c, l, &b, 1, o.col);
+    if (o.row_check) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
+    if (o.col_check) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
+    p.active = b.active;
+    /* every thread along a slice's reduced axis holds the element, those
+     * whose parent position lies past the tile on that axis too */
+    if (l->kind == LAY_SLICE) p.owner = first_along_reduced_axis(c, l);
     p.valid = and1(c, p.active, and1(c, p.row_ok, p.col_ok));
     return p;
 }
@@ -430,14 +425,15 @@ static Slots materialize(Cg *c, ValueId v, const Layout *l);
 static Slots cache_find(Cg *c, ValueId v, const Layout *l)
 {
     for (int i = c->cache.len - 1; i >= 0; i--)
-        if (c->cache.data[i].v == v && c->cache.data[i].s.lay == l) return c->cache.data[i].s;
+        if (c->cache.data[i].v == v && layout_same_map(c->cache.data[i].s.lay, l)) return c->cache.data[i].s;
     return (Slots){NULL, 0, NULL};
 }
 
 static Slots get(Cg *c, ValueId v, const Layout *l)
 {
     Slots *own = &c->vals[v];
-    if (!is_tile(c, v) || (own->v && own->lay == l)) return *own;
+    /* a layout with the same map holds the value already */
+    if (!is_tile(c, v) || (own->v && layout_same_map(own->lay, l))) return *own;
     Slots s = cache_find(c, v, l);
     if (s.v) return s;
     s = own->v ? convert_layout(c, v, own, l) : materialize(c, v, l);
@@ -495,19 +491,25 @@ static Slots materialize(Cg *c, ValueId v, const Layout *l)
         ValueId src = op->args[0];
         IrType st = vtype(c, src);
         int r0 = ir_rows(st), c0 = ir_cols(st);
-        Slots s;
-        if (r0 == l->rows && c0 == l->cols) s = get(c, src, l);
-        else if (r0 == l->rows && c0 == 1 && l->kind != LAY_SLICE) s = get(c, src, layout_slice(c->layouts, l, 1));
-        else if (r0 == 1 && c0 == l->cols && l->kind != LAY_SLICE) s = get(c, src, layout_slice(c->layouts, l, 0));
-        else {
-            /* anything else: through shared memory, reading the stretched element */
-            Slots home = get(c, src, reg_layout(c, src));
-            SourceShape shape = {r0, c0};
-            free(out.v);
-            return exchange(c, &home, st.dt, l, broadcast_index, &shape);
+        if (r0 == l->rows && c0 == l->cols) {
+            Slots s = get(c, src, l);
+            for (int k = 0; k < n; k++) out.v[k] = s.v[k];
+            break;
         }
-        for (int k = 0; k < n; k++) out.v[k] = s.v[k];
-        break;
+        /* a row or column over a layout that is not a slice: each slot
+         * reads the slice's slot at its position */
+        int axis = r0 == l->rows && c0 == 1 ? 1 : r0 == 1 && c0 == l->cols ? 0 : -1;
+        if (axis >= 0 && l->kind != LAY_SLICE) {
+            const Layout *sl = layout_slice(c->layouts, l, axis);
+            Slots s = get(c, src, sl);
+            for (int k = 0; k < n; k++) out.v[k] = s.v[layout_slice_slot(sl, k)];
+            break;
+        }
+        /* anything else: through shared memory, reading the stretched element */
+        Slots home = get(c, src, reg_layout(c, src));
+        SourceShape shape = {r0, c0};
+        free(out.v);
+        return exchange(c, &home, st.dt, l, broadcast_index, &shape);
     }
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
         Slots args[3];
@@ -805,38 +807,27 @@ static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a
     return scalar_binop(c, op, isint ? DT_I32 : DT_F32, a, b);
 }
 
-/* Which group of a thread's slots shares one output element, and the
- * lanes and warps that share it, for reducing layout l along axis. */
+/* For reducing layout l along axis into slice out: the slot of out each
+ * of a thread's slots adds to, and the lanes and warps that share an
+ * output element. */
 typedef struct { int ngroups; int *group; int lane_masks[5], nmasks; int nwarps; LLVMValueRef warp_index; } ReducePlan;
 
-static ReducePlan reduce_plan(Cg *c, const Layout *l, int axis)
+static ReducePlan reduce_plan(Cg *c, const Layout *l, const Layout *out, int axis)
 {
-    ReducePlan rp = {0, xcalloc((size_t)layout_nslots(l), sizeof(int)), {0}, 0, 1, NULL};
     int n = layout_nslots(l);
+    ReducePlan rp = {layout_nslots(out), xcalloc((size_t)n, sizeof(int)), {0}, 0, 1, NULL};
+    for (int s = 0; s < n; s++) rp.group[s] = layout_slice_slot(out, s);
     if (l->kind == LAY_MMA) {
-        for (int s = 0; s < n; s++) {
-            int i = s % 4, in = (s / 4) % l->tn, im = s / 4 / l->tn;
-            rp.group[s] = axis == 1 ? im * 2 + (i >> 1) : in * 2 + (i & 1);
-        }
-        rp.ngroups = axis == 1 ? l->tm * 2 : l->tn * 2;
         if (axis == 1) { rp.lane_masks[0] = 1; rp.lane_masks[1] = 2; rp.nmasks = 2; rp.nwarps = l->wn; rp.warp_index = urem(c, c->warp, l->wn); }
         else { rp.lane_masks[0] = 4; rp.lane_masks[1] = 8; rp.lane_masks[2] = 16; rp.nmasks = 3; rp.nwarps = l->wm; rp.warp_index = udiv(c, c->warp, l->wn); }
+    } else if (axis == 1) {
+        for (int m = 1; m < l->tc; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+        rp.nwarps = l->wc;
+        rp.warp_index = urem(c, c->warp, l->wc);
     } else {
-        int ctac = l->v * l->tc * l->wc, reps_c = (l->cols + ctac - 1) / ctac;
-        for (int s = 0; s < n; s++) {
-            int j = s % l->v, rc = (s / l->v) % reps_c, rr = s / l->v / reps_c;
-            rp.group[s] = axis == 1 ? rr : rc * l->v + j;
-        }
-        rp.ngroups = axis == 1 ? n / (l->v * reps_c) : reps_c * l->v;
-        if (axis == 1) {
-            for (int m = 1; m < l->tc; m *= 2) rp.lane_masks[rp.nmasks++] = m;
-            rp.nwarps = l->wc;
-            rp.warp_index = urem(c, c->warp, l->wc);
-        } else {
-            for (int m = l->tc; m < 32; m *= 2) rp.lane_masks[rp.nmasks++] = m;
-            rp.nwarps = l->wr;
-            rp.warp_index = udiv(c, c->warp, l->wc);
-        }
+        for (int m = l->tc; m < 32; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+        rp.nwarps = l->wr;
+        rp.warp_index = udiv(c, c->warp, l->wc);
     }
     return rp;
 }
@@ -872,7 +863,7 @@ static void emit_reduce(Cg *c, const IrOp *op)
     }
     const Layout *l = out_l->parent;
     Slots s = get(c, src, l);
-    ReducePlan rp = reduce_plan(c, l, op->axis);
+    ReducePlan rp = reduce_plan(c, l, out_l, op->axis);
     LLVMValueRef *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
     for (int g = 0; g < rp.ngroups; g++) part[g] = reduce_identity(c, r, isint);
     for (int k = 0; k < s.n; k++) {
@@ -889,17 +880,13 @@ static void emit_reduce(Cg *c, const IrOp *op)
         int len = op->axis == 1 ? l->rows : l->cols;
         smem_need(c, (int64_t)rp.nwarps * len);
         barrier(c);
-        int *first = xmalloc(sizeof *first * (size_t)rp.ngroups);
-        for (int g = 0; g < rp.ngroups; g++) first[g] = -1;
-        for (int k = 0; k < s.n; k++)
-            if (first[rp.group[k]] < 0) first[rp.group[k]] = k;
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
          * identity for a warp whose rows (columns) all lie past the tile,
          * since every warp's is read; every copy reads the total. */
         LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp.ngroups), *kept = xmalloc(sizeof *kept * (size_t)rp.ngroups);
         for (int g = 0; g < rp.ngroups; g++) {
-            SlotPos p = slot_pos(c, out_l, first[g]);
+            SlotPos p = slot_pos(c, out_l, g);
             pos[g] = op->axis == 1 ? p.row : p.col;
             kept[g] = p.valid;
             LLVMValueRef lead = op->axis == 1
@@ -922,12 +909,11 @@ static void emit_reduce(Cg *c, const IrOp *op)
             }
             part[g] = acc;
         }
-        free(first);
         free(pos);
         free(kept);
     }
-    Slots out = new_slots(s.n, out_l);
-    for (int k = 0; k < s.n; k++) out.v[k] = isint ? part[rp.group[k]] : from_f32(c, part[rp.group[k]], t.dt);
+    Slots out = new_slots(rp.ngroups, out_l);
+    for (int g = 0; g < rp.ngroups; g++) out.v[g] = isint ? part[g] : from_f32(c, part[g], t.dt);
     c->vals[op->res[0]] = out;
     free(part);
     free(rp.group);

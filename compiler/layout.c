@@ -99,6 +99,7 @@ const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads)
 
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
 {
+    if (parent->kind == LAY_SLICE) return NULL;
     Layout l;
     memset(&l, 0, sizeof l);
     l.kind = LAY_SLICE;
@@ -108,6 +109,47 @@ const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
     l.parent = parent;
     l.axis = axis;
     return intern(t, &l);
+}
+
+static int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+/* BLOCKED: lanes form (32 / tc) x tc, warps wr x wc; the pattern of
+ * ctar x ctac elements repeats over the tile, rows of patterns outermost,
+ * then columns, then the v consecutive columns of a chunk. */
+static int blocked_ctar(const Layout *l) { return (32 / l->tc) * l->wr; }
+static int blocked_ctac(const Layout *l) { return l->v * l->tc * l->wc; }
+
+/* A SLICE's slots are the distinct positions along the kept axis of its
+ * parent's slots, numbered in the order the parent's slots first reach
+ * them: BLOCKED rows of patterns (axis 1) or columns of patterns times the
+ * chunk's columns (axis 0); MMA rows +0 and +8 of each piece's row (axis 1)
+ * or columns +0 and +1 of each piece's column (axis 0). */
+static int slice_nslots(const Layout *l)
+{
+    const Layout *p = l->parent;
+    if (p->kind == LAY_MMA) return l->axis == 1 ? p->tm * 2 : p->tn * 2;
+    return l->axis == 1 ? ceil_div(p->rows, blocked_ctar(p)) : ceil_div(p->cols, blocked_ctac(p)) * p->v;
+}
+
+int layout_slice_slot(const Layout *l, int parent_slot)
+{
+    const Layout *p = l->parent;
+    int s = parent_slot;
+    if (p->kind == LAY_MMA) {
+        int i = s % 4, in = (s / 4) % p->tn, im = s / 4 / p->tn;
+        return l->axis == 1 ? im * 2 + (i >> 1) : in * 2 + (i & 1);
+    }
+    int reps_c = ceil_div(p->cols, blocked_ctac(p));
+    int j = s % p->v, rc = (s / p->v) % reps_c, rr = s / p->v / reps_c;
+    return l->axis == 1 ? rr : rc * p->v + j;
+}
+
+/* The first parent slot that holds slice slot j. */
+static int slice_parent_slot(const Layout *l, int j)
+{
+    const Layout *p = l->parent;
+    if (p->kind == LAY_MMA) return l->axis == 1 ? (j / 2) * p->tn * 4 + (j % 2) * 2 : (j / 2) * 4 + j % 2;
+    return l->axis == 1 ? j * ceil_div(p->cols, blocked_ctac(p)) * p->v : j;
 }
 
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
@@ -130,7 +172,7 @@ int layout_nslots(const Layout *l)
         return ((l->rows + ctar - 1) / ctar) * ((l->cols + ctac - 1) / ctac) * l->v;
     }
     case LAY_MMA: return l->tm * l->tn * 4;
-    case LAY_SLICE: return layout_nslots(l->parent);
+    case LAY_SLICE: return slice_nslots(l);
     case LAY_SHARED: return 1;
     }
     return 0;
@@ -157,13 +199,6 @@ void layout_str(const Layout *l, char *buf, size_t n)
 }
 
 /* ---- which element a thread's slot holds ---- */
-
-/* BLOCKED: lanes form (32 / tc) x tc, warps wr x wc; the pattern of
- * ctar x ctac elements repeats over the tile, rows of patterns outermost,
- * then columns, then the v consecutive columns of a chunk. */
-static int blocked_ctar(const Layout *l) { return (32 / l->tc) * l->wr; }
-static int blocked_ctac(const Layout *l) { return l->v * l->tc * l->wc; }
-static int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 static LayoutTerm term(bool rem, int by, int scale) { LayoutTerm t = {rem, by, scale}; return t; }
 
@@ -210,14 +245,13 @@ bool layout_term_is_zero(LayoutTerm t, int x)
 }
 
 /* Owner threads of a slice: the parent's terms along the reduced axis are
- * 0, at every level of slicing. Tested on the thread's own warp: an idle
- * warp holds nothing, so it owns nothing either way. */
+ * 0. Tested on the thread's own warp: an idle warp holds nothing, so it
+ * owns nothing either way. */
 static bool first_thread(const Layout *l, int warp, int lane)
 {
     if (l->kind != LAY_SLICE) return true;
     LayoutThreadMap pm = layout_thread_map(l->parent);
-    return first_thread(l->parent, warp, lane) && layout_term_is_zero(pm.lane[l->axis], lane)
-        && layout_term_is_zero(pm.warp[l->axis], warp);
+    return layout_term_is_zero(pm.lane[l->axis], lane) && layout_term_is_zero(pm.warp[l->axis], warp);
 }
 
 LayoutThreadBase layout_thread_base(const Layout *l, int warp, int lane)
@@ -236,7 +270,6 @@ LayoutSlot layout_slot_offset(const Layout *l, int slot)
 {
     LayoutSlot o;
     memset(&o, 0, sizeof o);
-    o.first = true;
     switch (l->kind) {
     case LAY_BLOCKED: {
         int ctar = blocked_ctar(l), ctac = blocked_ctac(l), reps_c = ceil_div(l->cols, ctac);
@@ -255,8 +288,9 @@ LayoutSlot layout_slot_offset(const Layout *l, int slot)
         break;
     }
     case LAY_SLICE: {
-        LayoutSlot q = layout_slot_offset(l->parent, slot);
-        o.first = q.first && (l->axis == 1 ? q.col : q.row) == 0;
+        /* the kept axis of the first parent slot at this position; along
+         * it, the parent's slots at one position agree on the check */
+        LayoutSlot q = layout_slot_offset(l->parent, slice_parent_slot(l, slot));
         if (l->axis == 1) {
             o.row = q.row;
             o.row_check = q.row_check;
@@ -272,23 +306,19 @@ LayoutSlot layout_slot_offset(const Layout *l, int slot)
     return o;
 }
 
-int layout_extent(const Layout *l, int axis)
+/* How many values term t takes for x in [0, n). */
+static int term_values(LayoutTerm t, int n)
 {
-    switch (l->kind) {
-    case LAY_BLOCKED:
-        return axis == 0 ? ceil_div(l->rows, blocked_ctar(l)) * blocked_ctar(l)
-                         : ceil_div(l->cols, blocked_ctac(l)) * blocked_ctac(l);
-    case LAY_MMA: return axis == 0 ? l->rows : l->cols;
-    case LAY_SLICE: return axis == l->axis ? 1 : layout_extent(l->parent, axis);
-    case LAY_SHARED: return axis == 0 ? l->rows : l->cols;
-    }
-    return 0;
+    if (!t.scale) return 1;
+    return t.rem ? (t.by < n ? t.by : n) : ceil_div(n, t.by);
 }
 
 int layout_copies(const Layout *l)
 {
     if (l->kind != LAY_SLICE) return 1;
-    return layout_copies(l->parent) * layout_extent(l->parent, l->axis);
+    /* the threads that differ only in the parent's terms along the reduced axis */
+    LayoutThreadMap pm = layout_thread_map(l->parent);
+    return term_values(pm.lane[l->axis], 32) * term_values(pm.warp[l->axis], pm.warps_in_use);
 }
 
 void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner)
@@ -298,7 +328,25 @@ void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int
     *row = b.row + o.row;
     *col = b.col + o.col;
     *valid = b.active && (!o.row_check || *row < l->rows) && (!o.col_check || *col < l->cols);
-    *owner = *valid && b.first && o.first;
+    *owner = *valid && b.first;
+}
+
+bool layout_same_map(const Layout *a, const Layout *b)
+{
+    if (a == b) return true;
+    if (a->kind == LAY_SHARED || b->kind == LAY_SHARED) return false;   /* in registers or not */
+    int n = layout_nslots(a);
+    if (a->rows != b->rows || a->cols != b->cols || a->threads != b->threads || n != layout_nslots(b)) return false;
+    for (int w = 0; w < a->threads / 32; w++)
+        for (int lane = 0; lane < 32; lane++)
+            for (int s = 0; s < n; s++) {
+                int ra, ca, rb, cb;
+                bool va, oa, vb, ob;
+                layout_elem_of(a, w, lane, s, &ra, &ca, &va, &oa);
+                layout_elem_of(b, w, lane, s, &rb, &cb, &vb, &ob);
+                if (va != vb || oa != ob || (va && (ra != rb || ca != cb))) return false;
+            }
+    return true;
 }
 
 bool layout_dot_on_tensorcores(const IrFunc *f, const IrOp *op)
@@ -328,7 +376,7 @@ static const Layout *default_layout(Pass *ps, ValueId v)
     return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, elem_bytes(t.dt));
 }
 
-static int rank_of(const Layout *l) { return !l ? 0 : l->kind == LAY_MMA ? 3 : l->kind == LAY_SLICE ? 2 : 1; }
+static int rank_of(const Layout *l) { return !l || l->kind == LAY_SHARED ? 0 : l->kind == LAY_MMA ? 3 : l->kind == LAY_SLICE ? 2 : 1; }
 
 static void plan_block(Pass *ps, const IrBlock *blk);
 

@@ -1,7 +1,7 @@
 /* layout.h: where each element of a tile lives, as data.
  *
  * A layout maps a thread (warp w, lane l) and a register slot s to the
- * element (row, col) of a tile's 2-D view that the slot holds. Three kinds:
+ * element (row, col) of a tile's 2-D view that the slot holds. Four kinds:
  *
  *   BLOCKED  rows and columns spread over lanes and warps, each thread
  *            holding v consecutive columns per chunk (16-byte accesses for
@@ -9,10 +9,12 @@
  *   MMA      the accumulator of mma.sync.m16n8k16: the tile cut into 16x8
  *            pieces, warps owning wm x wn blocks of them, lane l holding
  *            rows l/4 and l/4+8, columns 2(l%4) and 2(l%4)+1 of each piece;
- *   SLICE    a parent layout with one axis reduced away: slot s holds the
- *            parent's slot s's row (axis 1) or column (axis 0), so a value
- *            broadcast back over that axis needs no data movement. Several
- *            slots and threads hold one element; one of them owns it.
+ *   SLICE    a parent layout with one axis reduced away: a thread's slots
+ *            are the distinct rows (axis 1) or columns (axis 0) its
+ *            parent's slots hold, one slot each, so a value broadcast back
+ *            over that axis needs no data movement (parent slot s reads
+ *            slot layout_slice_slot(s)). The threads that differ only
+ *            along the reduced axis hold copies; one of them owns it.
  *   SHARED   not in registers: the tile lies in shared memory (a ring slot
  *            that an asynchronous copy fills); dots read it from there and
  *            other users convert it to a register layout. The maps below
@@ -55,12 +57,16 @@ void layout_table_free(LayoutTable *t);
 const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, int elem_bytes);
 /* NULL when the shape does not cut into 16x8 pieces. */
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
+/* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 /* Rows padded by 16 bytes, so that ldmatrix's eight row addresses fall in
  * different banks. */
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
 
 int layout_nslots(const Layout *l);
+/* The slot of slice l that holds the kept-axis position of its parent's
+ * slot parent_slot (in every thread). */
+int layout_slice_slot(const Layout *l, int parent_slot);
 void layout_str(const Layout *l, char *buf, size_t n);
 
 /* ---- which element a thread's slot holds ----
@@ -77,10 +83,12 @@ void layout_str(const Layout *l, char *buf, size_t n);
  * per axis whether any thread's position can lie outside, which is where
  * the code generator compares at run time. The idle warps of an MMA layout
  * (warps >= wm * wn) hold nothing: they compute warp 0's positions and never
- * write. A SLICE's slot holds its parent slot's row (axis 1) or column
- * (axis 0); every parent position along the reduced axis, those past the
- * tile included, holds a copy, and the copy at parent position 0 along that
- * axis (base 0 and offset 0) is the owner, the one that writes. */
+ * write. A SLICE keeps its parent's terms along the kept axis and drops
+ * those along the reduced one; its slot j's offset is that of the first
+ * parent slot at the j-th distinct kept-axis offset. Every thread along the
+ * reduced axis, those whose parent positions lie past the tile included,
+ * holds a copy, and the thread whose parent terms along that axis are 0
+ * is the owner, the one that writes. */
 
 /* One term of a thread base: (x / by) * scale, or (x % by) * scale where
  * rem; x is the warp or the lane. scale 0: no term. */
@@ -97,15 +105,13 @@ typedef struct {
 typedef struct {
     int row, col;
     bool active;   /* the warp is in use */
-    bool first;    /* a SLICE: the thread's parent position along each reduced
-                    * axis is 0 (owner threads); always true otherwise */
+    bool first;    /* a SLICE: the thread's parent terms along the reduced
+                    * axis are 0 (owner threads); always true otherwise */
 } LayoutThreadBase;
 
 typedef struct {
     int row, col;
     bool row_check, col_check;   /* some thread's row (col) at this slot lies past the tile */
-    bool first;                  /* a SLICE: the slot's parent offset along each reduced
-                                  * axis is 0 (owner slots); always true otherwise */
 } LayoutSlot;
 
 LayoutThreadMap layout_thread_map(const Layout *l);
@@ -116,12 +122,9 @@ bool layout_term_is_zero(LayoutTerm t, int x);
 LayoutThreadBase layout_thread_base(const Layout *l, int warp, int lane);
 LayoutSlot layout_slot_offset(const Layout *l, int slot);
 /* How many (warp, lane, slot) hold each element of the tile: 1 for BLOCKED
- * and MMA; for a SLICE its parent's count times the parent's pattern
- * length along the reduced axis. */
+ * and MMA; for a SLICE the threads along the reduced axis (one slot
+ * each): the values its parent's lane and warp terms take there. */
 int layout_copies(const Layout *l);
-/* Positions the pattern of l covers along axis (0 rows, 1 columns): at
- * least the tile's length; more where BLOCKED repeats past the tile. */
-int layout_extent(const Layout *l, int axis);
 
 /* Which element (*row, *col) slot `slot` of thread (warp, lane) holds, for
  * every kind; *valid: the slot holds it at all (active warp, inside the
@@ -129,6 +132,13 @@ int layout_extent(const Layout *l, int axis);
  * Built on layout_thread_base and layout_slot_offset; the code generator
  * emits the same arithmetic in LLVM IR. */
 void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner);
+
+/* Whether a and b are one layout whatever their kinds and fields say: the
+ * same tile and slots, and layout_elem_of gives the same answer for every
+ * (warp, lane, slot), the element compared where the slot is valid. A
+ * value in one needs no conversion to the other: the slices of two MMA
+ * layouts that differ only in their columns, say. */
+bool layout_same_map(const Layout *a, const Layout *b);
 
 /* The layout pass: one layout per tile value of f (NULL for scalars and
  * for values materialized where they are used: splat and iota).

@@ -3,13 +3,15 @@
  * and so does the attention example at head dim 128, whose configs need
  * more than 48 KB of shared memory and take it dynamically; tensor-core
  * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
- * memory (ptxas -v: no stack frame, no spills). Skips, saying why, where
- * ptxas is not installed. */
+ * memory (ptxas -v: no stack frame, no spills); attn_fwd keeps its row
+ * statistics one value per row a thread owns, in registers also where
+ * BC != D. Skips, saying why, where ptxas is not installed. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <unistd.h>
 
 #include "codegen.h"
+#include "layout.h"
 #include "testutil.h"
 
 static const char *ptxas_path(void)
@@ -20,14 +22,16 @@ static const char *ptxas_path(void)
     return NULL;
 }
 
-static char *emit(const IrModule *m, const char *arch, CgEmit what)
+static char *emit_at(const IrModule *m, const char *arch, int opt_level, CgEmit what)
 {
-    CodegenOptions o = {arch, 3};
+    CodegenOptions o = {arch, opt_level};
     char *out = NULL, err[2048];
     int rc = codegen_emit(m, &o, what, &out, err, sizeof err);
     cr_assert_eq(rc, 0, "codegen failed: %s", err);
     return out;
 }
+
+static char *emit(const IrModule *m, const char *arch, CgEmit what) { return emit_at(m, arch, 3, what); }
 
 /* Runs ptxas -v on ptx; returns its exit status and its report in *log. */
 static int run_ptxas(const char *ptx, const char *arch, char **log)
@@ -99,8 +103,8 @@ static char *replace_all(const char *text, const char *from, const char *to)
 }
 
 /* The attention example at head dim 128 with 64x64 tiles: the forward
- * kernel needs 87296 bytes of shared memory (Q's region, two-stage rings
- * for K and V), the backward ones 131072 and 104448, more than ptxas
+ * kernel needs 87040 bytes of shared memory (Q's region, two-stage rings
+ * for K and V, no scratch), the backward ones 131072 and 104448, more than ptxas
  * allows a kernel statically (0xc000 bytes). They declare one extern
  * array and say their size; the delta kernel stays static; ptxas accepts
  * them all. */
@@ -114,7 +118,7 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
     cr_assert_not_null(m, "%s", diags);
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     static const struct { const char *entry; int64_t bytes; } want[] = {
-        {"attn_fwd__D_128__BR_64__BC_64", 87296}, {"attn_bwd_delta__D_128__BR_64", 0},
+        {"attn_fwd__D_128__BR_64__BC_64", 87040}, {"attn_bwd_delta__D_128__BR_64", 0},
         {"attn_bwd_dkdv__D_128__BR_64__BC_64", 131072}, {"attn_bwd_dq__D_128__BR_64__BC_64", 104448},
     };
     cr_assert_eq(m->nfuncs, 4);
@@ -336,4 +340,125 @@ Test(codegen, parameters_over_the_parameter_space_are_refused)
     f->nparams = 2;
     ir_module_free(m);
     free(src);
+}
+
+static int count_in(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+static const IrOp *first_op_of(const IrBlock *b, IrOpKind kind)
+{
+    for (int i = 0; i < b->nops; i++) {
+        if (b->ops[i]->kind == kind) return b->ops[i];
+        const IrOp *in = b->ops[i]->body ? first_op_of(b->ops[i]->body, kind) : NULL;
+        if (in) return in;
+    }
+    return NULL;
+}
+
+/* The float phis of function name's loop header (its block "for") in
+ * LLVM IR text: one per f32 value the loop carries. */
+static int loop_carried_floats(const char *llvm, const char *name)
+{
+    char key[512];
+    snprintf(key, sizeof key, "@%s(", name);
+    const char *f = strstr(llvm, key), *head = f ? strstr(f, "\nfor:") : NULL;
+    cr_assert_not_null(head, "%s: no loop header in the LLVM IR", name);
+    const char *end = strstr(head, "\n\n");
+    char *block = xstrndup(head, end ? (size_t)(end - head) : strlen(head));
+    int n = count_in(block, " = phi float ");
+    free(block);
+    return n;
+}
+
+/* attn_fwd's row statistics m and l are slices of the scores' MMA layout,
+ * which hold one value per row a thread owns: a warp owns rows / wm rows
+ * of the tile, and a lane 2 rows of each 16 (lane/4 and lane/4 + 8), so
+ * rows / (8 wm) each. The loop carries the accumulator's slots and that
+ * many values for each of m and l (it carried one per score slot), and
+ * the PTX's max.f32 are the row max (each score once, 2 shuffle steps and
+ * wn - 1 other warps per row) and the new m (one per row), with one per
+ * row to spare: far fewer than one per score slot for m alone. */
+static void expect_row_statistics_per_owned_row(const char *path)
+{
+    IrModule *m = ph_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m, "%s does not compile", path);
+    char *llvm = emit_at(m, "sm_90", 0, CG_EMIT_LLVM), *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    int kernels = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        if (strncmp(f->name, "attn_fwd__", 10)) continue;
+        kernels++;
+        LayoutTable *t = layout_table_new();
+        LayoutPlan p = layout_plan(f, t);
+        const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
+        cr_assert(loop && rowmax && loop->nres >= 3);
+        const Layout *s = p.of[rowmax->res[0]]->parent, *acc = p.of[loop->res[0]];
+        cr_assert_eq(s->kind, LAY_MMA, "%s: the scores are not in the MMA layout", f->name);
+        cr_assert_eq(p.of[loop->res[1]]->kind, LAY_SLICE);
+        cr_assert_eq(p.of[loop->res[2]]->kind, LAY_SLICE);
+        int rows = s->rows / (8 * s->wm);
+        int carried = loop_carried_floats(llvm, f->name);
+        cr_expect_eq(carried, layout_nslots(acc) + 2 * rows, "%s: the loop carries %d floats: acc's %d slots and %d rows for m and l",
+                     f->name, carried, layout_nslots(acc), rows);
+        char *text = entry_text(ptx, f->name);
+        cr_assert_not_null(text);
+        int maxes = count_in(text, "max.f32"), bound = layout_nslots(s) + (3 + s->wn) * rows;
+        cr_expect_leq(maxes, bound, "%s: %d max.f32, more than %d (%d score slots, %d rows, %d warps a row)", f->name, maxes, bound,
+                      layout_nslots(s), rows, s->wn);
+        free(text);
+        layout_plan_free(&p);
+        layout_table_free(t);
+    }
+    cr_expect_gt(kernels, 0, "%s: no attn_fwd config", path);
+    free(llvm);
+    free(ptx);
+    ir_module_free(m);
+}
+
+Test(codegen, attention_carries_one_row_statistic_per_owned_row, .timeout = 120)
+{
+    expect_row_statistics_per_owned_row("examples/attention/attention.ph");
+    expect_row_statistics_per_owned_row("bench/attention_tuned.ph");
+}
+
+/* alpha = exp(m - m_new) lives in the row slice of the scores [BR, BC]
+ * and multiplies the accumulator [BR, D]; where the warps split the rows
+ * alike, the slices are one layout and the broadcast stays in registers.
+ * The forward kernel with BC 32 (!= D) then has as many barriers as with
+ * BC 64 (= D): none for an exchange of alpha (or of 1/l after the loop). */
+Test(codegen, attention_with_bc_other_than_d_exchanges_no_row_statistic, .timeout = 120)
+{
+    IrModule *m = ph_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    int pairs = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        const char *name = m->funcs[i]->name;
+        if (strncmp(name, "attn_fwd__", 10) || !strstr(name, "__BC_32__")) continue;
+        char *wide = replace_all(name, "__BC_32__", "__BC_64__");
+        char *narrow_text = entry_text(ptx, name), *wide_text = entry_text(ptx, wide);
+        cr_assert(narrow_text && wide_text, "no entry %s", wide);
+        LayoutTable *t = layout_table_new();
+        LayoutPlan p = layout_plan(m->funcs[i], t);
+        const IrOp *loop = first_op_of(m->funcs[i]->body, OP_FOR), *rowmax = first_op_of(m->funcs[i]->body, OP_REDUCE);
+        const Layout *alpha = p.of[rowmax->res[0]], *acc = p.of[loop->res[0]];
+        cr_assert_eq(acc->cols, 64);
+        cr_assert(alpha->parent != acc && layout_same_map(alpha, layout_slice(t, acc, 1)), "%s: the warps split the rows alike", name);
+        layout_plan_free(&p);
+        layout_table_free(t);
+        int narrow_bars = count_in(narrow_text, "bar.sync"), wide_bars = count_in(wide_text, "bar.sync");
+        cr_expect_gt(wide_bars, 0);
+        cr_expect_eq(narrow_bars, wide_bars, "%s: %d barriers, %s: %d", name, narrow_bars, wide, wide_bars);
+        pairs++;
+        free(narrow_text);
+        free(wide_text);
+        free(wide);
+    }
+    cr_expect_eq(pairs, 8, "BR 64 and 128, 128 and 256 threads, 2 and 3 stages");
+    free(ptx);
+    ir_module_free(m);
 }

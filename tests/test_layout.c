@@ -48,7 +48,10 @@ Test(layout, mma_uses_the_most_warps_and_prefers_rows)
     const Layout *sl = layout_slice(t, s, 1);
     cr_assert_eq(sl->rows, 32);
     cr_assert_eq(sl->cols, 1);
-    cr_assert_eq(layout_nslots(sl), layout_nslots(s), "a slice has its parent's slots");
+    cr_assert_eq(layout_nslots(s), 8, "one 16x8 piece across, two down, per warp");
+    cr_assert_eq(layout_nslots(sl), 2, "a slice holds each distinct row once: lane/4 and lane/4 + 8");
+    cr_assert_eq(layout_nslots(layout_slice(t, s, 0)), 4, "columns 2(lane%%4), +1 of two pieces");
+    cr_assert_null(layout_slice(t, sl, 0), "a slice of a slice is no layout");
     layout_table_free(t);
 }
 
@@ -112,19 +115,46 @@ Test(layout, transposed_dot_operands_are_folded_into_the_dot)
 
 /* ---- the map from (warp, lane, slot) to element ---- */
 
+/* Why slice l's slots do not serve a broadcast back over its parent, or
+ * NULL: every parent slot that holds an element reads, through
+ * layout_slice_slot, a slot of the same thread that holds that element's
+ * row (column). */
+static const char *broadcast_defect(const Layout *l, int w, int lane, int *bad_row, int *bad_col)
+{
+    const Layout *p = l->parent;
+    for (int s = 0; s < layout_nslots(p); s++) {
+        int pr, pc, r, c;
+        bool pvalid, valid, owner;
+        layout_elem_of(p, w, lane, s, &pr, &pc, &pvalid, &owner);
+        if (!pvalid) continue;
+        int j = layout_slice_slot(l, s);
+        *bad_row = pr;
+        *bad_col = pc;
+        if (j < 0 || j >= layout_nslots(l)) return "a parent slot reads no slot of the slice";
+        layout_elem_of(l, w, lane, j, &r, &c, &valid, &owner);
+        if (!valid || (l->axis == 1 ? r != pr || c != 0 : c != pc || r != 0))
+            return "a parent slot reads another element of the slice";
+    }
+    return NULL;
+}
+
 /* Why l's map is wrong, or NULL: every slot that holds an element points
- * inside the tile; every element is held exactly layout_copies(l) times and
- * owned exactly once; base plus offset is the element. */
+ * inside the tile; every element is held exactly layout_copies(l) times,
+ * by as many threads (no thread holds one twice), and owned exactly once;
+ * base plus offset is the element; a slice serves its parent's broadcast. */
 static const char *map_defect(const Layout *l, int *bad_row, int *bad_col)
 {
     int n = layout_nslots(l), warps = l->threads / 32, copies = layout_copies(l);
-    int *held = xcalloc((size_t)l->rows * (size_t)l->cols, sizeof *held);
-    int *owned = xcalloc((size_t)l->rows * (size_t)l->cols, sizeof *owned);
+    size_t elems = (size_t)l->rows * (size_t)l->cols;
+    int *held = xcalloc(elems, sizeof *held), *owned = xcalloc(elems, sizeof *owned);
+    int *holder = xmalloc(elems * sizeof *holder);   /* the last thread seen holding it */
+    for (size_t e = 0; e < elems; e++) holder[e] = -1;
     const char *why = NULL;
     *bad_row = *bad_col = -1;
     for (int w = 0; w < warps && !why; w++)
         for (int lane = 0; lane < 32 && !why; lane++) {
             LayoutThreadBase b = layout_thread_base(l, w, lane);
+            if (l->kind == LAY_SLICE) why = broadcast_defect(l, w, lane, bad_row, bad_col);
             for (int s = 0; s < n && !why; s++) {
                 int r, c;
                 bool valid, owner;
@@ -135,9 +165,11 @@ static const char *map_defect(const Layout *l, int *bad_row, int *bad_col)
                 if (r != b.row + o.row || c != b.col + o.col) why = "the element is not base plus offset";
                 else if (owner && !valid) why = "an owner that holds nothing";
                 else if (valid && (r < 0 || r >= l->rows || c < 0 || c >= l->cols)) why = "a valid slot outside the tile";
+                else if (valid && holder[(size_t)r * l->cols + c] == w * 32 + lane) why = "a thread holds an element twice";
                 else if (valid) {
                     held[(size_t)r * l->cols + c]++;
                     owned[(size_t)r * l->cols + c] += owner;
+                    holder[(size_t)r * l->cols + c] = w * 32 + lane;
                 }
             }
         }
@@ -150,6 +182,7 @@ static const char *map_defect(const Layout *l, int *bad_row, int *bad_col)
         }
     free(held);
     free(owned);
+    free(holder);
     return why;
 }
 
@@ -287,8 +320,9 @@ Test(layout_map, covers_every_layout_of_a_grid_of_shapes, .timeout = 120)
     layout_table_free(t);
 }
 
-/* The owner of a slice's element is the copy at parent position 0 along
- * the reduced axis; an MMA layout's idle warps hold nothing. */
+/* A slice holds each distinct row (column) of its parent's slots once per
+ * thread; the owner of its element is the thread at parent position 0
+ * along the reduced axis; an MMA layout's idle warps hold nothing. */
 Test(layout_map, slices_own_at_the_first_copy_and_idle_warps_hold_nothing)
 {
     LayoutTable *t = layout_table_new();
@@ -302,15 +336,59 @@ Test(layout_map, slices_own_at_the_first_copy_and_idle_warps_hold_nothing)
     layout_elem_of(m, 2, 5, 3, &r, &c, &valid, &owner);
     cr_assert(!valid && !owner, "warp 2 is idle");
     const Layout *rows = layout_slice(t, m, 1);
-    cr_assert_eq(layout_copies(rows), 8, "every column of a row holds it");
+    cr_assert_eq(layout_nslots(rows), 2, "rows lane/4 and lane/4 + 8");
+    cr_assert_eq(layout_copies(rows), 4, "the four lanes of a row group hold it");
     layout_elem_of(rows, 0, 4, 0, &r, &c, &valid, &owner);
-    cr_assert(valid && owner && r == 1 && c == 0, "lane 4 holds column 0 of row 1");
+    cr_assert(valid && owner && r == 1 && c == 0, "lane 4 owns row 1");
     layout_elem_of(rows, 0, 5, 0, &r, &c, &valid, &owner);
     cr_assert(valid && !owner && r == 1, "lane 5 a copy (columns 2, 3)");
     layout_elem_of(rows, 0, 4, 1, &r, &c, &valid, &owner);
-    cr_assert(valid && !owner && r == 1, "register 1 a copy (column 1)");
+    cr_assert(valid && owner && r == 9, "slot 1: row 1 + 8");
+    for (int s = 0; s < 4; s++)
+        cr_assert_eq(layout_slice_slot(rows, s), s / 2, "registers 0, 1 read slot 0; 2, 3 slot 1");
+    layout_elem_of(rows, 1, 4, 0, &r, &c, &valid, &owner);
+    cr_assert(!valid && !owner, "an idle warp holds no row either");
+    /* [3, 5] f32 in 64 threads: 16 rows of threads, 4 lanes along a row */
     const Layout *b = layout_blocked(t, 3, 5, 64, 4);
-    cr_assert_eq(layout_copies(layout_slice(t, b, 1)), layout_extent(b, 1));
-    cr_assert_gt(layout_extent(b, 1), 5, "the pattern runs past the tile: those copies count too");
+    const Layout *cols = layout_slice(t, b, 0);
+    cr_assert_eq(layout_copies(cols), 16, "threads whose rows lie past the tile hold copies too");
+    cr_assert_eq(layout_nslots(cols), 2, "two columns per lane: the pattern of 4 repeats once, past the tile");
+    layout_elem_of(cols, 1, 3, 0, &r, &c, &valid, &owner);
+    cr_assert(valid && !owner && c == 3, "row 8 of threads: a copy of column 3");
+    layout_elem_of(cols, 0, 3, 1, &r, &c, &valid, &owner);
+    cr_assert(!valid && c == 7, "column 7 lies past the tile");
+    layout_table_free(t);
+}
+
+/* One layout is another where the maps agree, whatever the fields say:
+ * the row slices of the attention scores [BR, BC] and of its accumulator
+ * [BR, D] when the warps split the rows alike (alpha and 1/l broadcast
+ * over the accumulator stay in registers), and even a BLOCKED slice and an
+ * MMA slice whose threads own the same rows. */
+Test(layout_map, slices_with_the_same_rows_in_the_same_threads_are_one_layout)
+{
+    LayoutTable *t = layout_table_new();
+    static const struct { int br, bc, d, threads; } same[] = {
+        {128, 32, 64, 256}, {128, 32, 64, 128}, {64, 32, 64, 256}, {64, 32, 64, 128}, {32, 32, 64, 128},
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        const Layout *s = layout_mma(t, same[i].br, same[i].bc, same[i].threads);
+        const Layout *acc = layout_mma(t, same[i].br, same[i].d, same[i].threads);
+        cr_assert_neq(s, acc);
+        cr_assert(!layout_same_map(s, acc), "[%d, %d] and [%d, %d] are different tiles", same[i].br, same[i].bc, same[i].br, same[i].d);
+        const Layout *ms = layout_slice(t, s, 1), *macc = layout_slice(t, acc, 1);
+        cr_assert_neq(ms, macc, "different parents: different layouts by their fields");
+        cr_assert(layout_same_map(ms, macc) && layout_same_map(macc, ms), "BR %d, BC %d, D %d, %d threads: one row slice",
+                  same[i].br, same[i].bc, same[i].d, same[i].threads);
+    }
+    /* 32 rows in 4 warps: two warps along rows, or one warp holding them all */
+    const Layout *split = layout_slice(t, layout_mma(t, 32, 32, 128), 1), *narrow = layout_slice(t, layout_mma(t, 32, 8, 128), 1);
+    cr_assert_eq(layout_mma(t, 32, 8, 128)->wm, 2);
+    cr_assert_eq(layout_mma(t, 32, 8, 128)->wn, 1);
+    cr_assert(!layout_same_map(split, narrow), "warp 1 owns rows 0-15 in one, rows 16-31 in the other");
+    const Layout *bs = layout_slice(t, layout_blocked(t, 16, 16, 32, 4), 1), *mslice = layout_slice(t, layout_mma(t, 16, 16, 32), 1);
+    cr_assert(layout_same_map(bs, mslice), "lane/4 and lane/4 + 8 in both, owned by lanes 0, 4, ...");
+    cr_assert(!layout_same_map(layout_slice(t, layout_blocked(t, 16, 16, 32, 2), 1), mslice), "f16 chunks of 8: two lanes a row");
+    cr_assert(!layout_same_map(layout_blocked(t, 16, 16, 32, 4), layout_mma(t, 16, 16, 32)), "4 columns a chunk against 2");
     layout_table_free(t);
 }
