@@ -1243,8 +1243,12 @@ static LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
     LLVMValueRef x = to_f32(c, a, dt), r;
     switch (op) {
     case UN_NEG: r = LLVMBuildFNeg(B, x, ""); break;
-    case UN_EXP: r = call1f(c, "llvm.nvvm.ex2.approx.f", LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
-    case UN_EXP2: r = call1f(c, "llvm.nvvm.ex2.approx.f", x); break;
+    /* ex2.approx.ftz: one MUFU.EX2; without .ftz ptxas wraps each in a
+     * range fix-up (a compare and two predicated multiplies) to produce
+     * subnormal results, which the GPU flushes to zero instead
+     * (docs/language.md) */
+    case UN_EXP: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
+    case UN_EXP2: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", x); break;
     case UN_LOG: r = LLVMBuildFMul(B, call1f(c, "llvm.nvvm.lg2.approx.f", x), f32c(c, 0.6931471805599453), ""); break;
     case UN_LOG2: r = call1f(c, "llvm.nvvm.lg2.approx.f", x); break;
     case UN_SQRT: r = call1f(c, "llvm.sqrt.f32", x); break;

@@ -56,7 +56,7 @@
 enum {
     IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
     IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
-    IN_EX2, IN_LG2, IN_RSQRT, IN_COUNT
+    IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT, IN_COUNT
 };
 
 static const char *const intrinsic_names[IN_COUNT] = {
@@ -66,8 +66,8 @@ static const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.barrier0", "llvm.nvvm.shfl.sync.bfly.i32", "llvm.nvvm.shfl.sync.bfly.f32",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-    "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f",
-    "llvm.nvvm.rsqrt.approx.f",
+    "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.ex2.approx.ftz.f",
+    "llvm.nvvm.lg2.approx.f", "llvm.nvvm.rsqrt.approx.f",
 };
 
 /* ---- the loaded module ---- */
@@ -162,6 +162,9 @@ static uint32_t lo32(uint64_t v) { return (uint32_t)v; }
 static float slot_f32(uint64_t v) { return ph_bits_f32(lo32(v)); }
 static uint64_t f32_slot(float f) { return ph_f32_bits(f); }
 
+/* A subnormal as the .ftz forms of PTX take and give it: a zero of its sign. */
+static float flush_subnormal(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+
 /* Called by the IR wrappers: in[] holds the intrinsic's arguments, out[]
  * receives its results (an aggregate's members in order). */
 static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
@@ -174,6 +177,7 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     case IN_CTAID_X: case IN_CTAID_Y: case IN_CTAID_Z: out[0] = L->block[id - IN_CTAID_X]; return;
     case IN_NCTAID_X: case IN_NCTAID_Y: case IN_NCTAID_Z: out[0] = L->grid[id - IN_NCTAID_X]; return;
     case IN_EX2: out[0] = f32_slot(exp2f(slot_f32(in[0]))); return;
+    case IN_EX2_FTZ: out[0] = f32_slot(flush_subnormal(exp2f(flush_subnormal(slot_f32(in[0]))))); return;
     case IN_LG2: out[0] = f32_slot(log2f(slot_f32(in[0]))); return;
     case IN_RSQRT: out[0] = f32_slot(1.0f / sqrtf(slot_f32(in[0]))); return;
     case IN_BARRIER:

@@ -10,7 +10,9 @@
  * other threads' since the last barrier. Tensor arguments are host
  * pointers. Not modelled: timing,
  * memory ordering between blocks (they never overlap here), the ulps of
- * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here). */
+ * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here; the
+ * .ftz form of ex2 flushes a subnormal argument and result to zero, as the
+ * GPU's does). */
 #ifndef PHC_CPUSIM_H
 #define PHC_CPUSIM_H
 
