@@ -1203,6 +1203,16 @@ static LLVMValueRef float_max_min(Cg *c, LLVMValueRef x, LLVMValueRef y, bool ma
     return LLVMBuildSelect(B, equal, LLVMBuildBitCast(B, both, c->tf32, ""), r, "");
 }
 
+/* An f32 multiply and the add or subtract it feeds may fuse into one
+ * fma.rn.f32, rounded once, as nvcc (-fmad=true) and Triton do by default
+ * (docs/language.md). f16 and bf16 values are rounded to their dtype
+ * after each op, which keeps their products apart. */
+static LLVMValueRef contractable(DType dt, LLVMValueRef inst)
+{
+    if (dt == DT_F32 && LLVMIsAInstruction(inst)) LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);
+    return inst;
+}
+
 static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMBuilderRef B = c->b;
@@ -1220,9 +1230,9 @@ static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LL
     }
     LLVMValueRef x = to_f32(c, a, dt), y = to_f32(c, b, dt), r;
     switch (op) {
-    case BIN_ADD: r = LLVMBuildFAdd(B, x, y, ""); break;
-    case BIN_SUB: r = LLVMBuildFSub(B, x, y, ""); break;
-    case BIN_MUL: r = LLVMBuildFMul(B, x, y, ""); break;
+    case BIN_ADD: r = contractable(dt, LLVMBuildFAdd(B, x, y, "")); break;
+    case BIN_SUB: r = contractable(dt, LLVMBuildFSub(B, x, y, "")); break;
+    case BIN_MUL: r = contractable(dt, LLVMBuildFMul(B, x, y, "")); break;
     case BIN_DIV: r = LLVMBuildFDiv(B, x, y, ""); break;
     case BIN_MAX: case BIN_MIN: r = float_max_min(c, x, y, op == BIN_MAX); break;
     case BIN_FLOORDIV: case BIN_MOD: r = floor_divmod(c, x, y, op == BIN_FLOORDIV); break;

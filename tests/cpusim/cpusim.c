@@ -5,7 +5,9 @@
  * gets the C convention and an entry trampoline that reads its parameters
  * from an array of 64-bit slots; each llvm.nvvm.* declaration is replaced
  * by a small IR function that stores its arguments to a slot array and
- * calls sim_intrinsic (no aggregate or vector crosses into C by value).
+ * calls sim_intrinsic (no aggregate or vector crosses into C by value);
+ * a contract fmul and the fadd or fsub of its block that uses it become
+ * one llvm.fma.f32, as the NVPTX back end fuses them (fma.rn.f32).
  * MCJIT compiles the module; the half and bfloat libcalls the x86 back
  * end emits are provided here (round to nearest even, compiler/half.h).
  *
@@ -624,6 +626,7 @@ static void add_libcalls(void)
     LLVMAddSymbol("__gnu_f2h_ieee", (void *)sim_truncsfhf2);
     LLVMAddSymbol("__truncsfbf2", (void *)sim_truncsfbf2);
     LLVMAddSymbol("__truncdfbf2", (void *)sim_truncdfbf2);
+    LLVMAddSymbol("fmaf", (void *)fmaf);   /* llvm.fma.f32 where the host has no FMA instruction */
 }
 
 /* ---- loading: the GPU module made runnable on the host ---- */
@@ -889,15 +892,83 @@ static int define_dynamic_shared(LLVMModuleRef mod, LLVMValueRef kernel, char *e
     return 0;
 }
 
+/* ---- contraction: the GPU's fused multiply-adds ----
+ * The NVPTX back end fuses an fmul into the fadd or fsub it feeds when both
+ * carry the contract flag and sit in one basic block (its selection DAG
+ * is built a block at a time), even when the product has other users
+ * (NVPTX asks for aggressive fusion). The same rewrite here, into
+ * llvm.fma.f32, which the host computes exactly rounded, makes the
+ * executor round as the GPU does; the order of preference is the DAG
+ * combiner's: the left operand, unless both are products and the left
+ * has more users. */
+
+static bool contract_flag(LLVMValueRef v) { return LLVMCanValueUseFastMathFlags(v) && (LLVMGetFastMathFlags(v) & LLVMFastMathAllowContract); }
+
+static unsigned count_uses(LLVMValueRef v)
+{
+    unsigned n = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) n++;
+    return n;
+}
+
+/* An fmul of f32 values with the contract flag, in block bb. */
+static bool fusable_product(LLVMValueRef v, LLVMBasicBlockRef bb)
+{
+    return LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFMul && contract_flag(v)
+        && LLVMGetInstructionParent(v) == bb && LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMFloatTypeKind;
+}
+
+/* Replaces add (an fadd or fsub) by an fma of product operand `which`;
+ * the product goes when nothing else uses it. */
+static void fuse(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef add, int which)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx);
+    LLVMTypeRef fty = LLVMFunctionType(f32, (LLVMTypeRef[]){f32, f32, f32}, 3, 0);
+    LLVMValueRef fma_fn = LLVMGetNamedFunction(mod, "llvm.fma.f32");
+    if (!fma_fn) fma_fn = LLVMAddFunction(mod, "llvm.fma.f32", fty);
+    bool sub = LLVMGetInstructionOpcode(add) == LLVMFSub;
+    LLVMValueRef prod = LLVMGetOperand(add, (unsigned)which), other = LLVMGetOperand(add, (unsigned)!which);
+    LLVMValueRef x = LLVMGetOperand(prod, 0), y = LLVMGetOperand(prod, 1);
+    LLVMPositionBuilderBefore(b, add);
+    if (sub && which == 0) other = LLVMBuildFNeg(b, other, "");   /* x*y - z: fma(x, y, -z) */
+    if (sub && which == 1) x = LLVMBuildFNeg(b, x, "");           /* z - x*y: fma(-x, y, z) */
+    LLVMValueRef r = LLVMBuildCall2(b, fty, fma_fn, (LLVMValueRef[]){x, y, other}, 3, "");
+    LLVMReplaceAllUsesWith(add, r);
+    LLVMInstructionEraseFromParent(add);
+    if (!LLVMGetFirstUse(prod)) LLVMInstructionEraseFromParent(prod);
+}
+
+static void fuse_multiply_adds(LLVMModuleRef mod)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+            LLVMValueRef next;
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = next) {
+                next = LLVMGetNextInstruction(i);
+                LLVMOpcode op = LLVMGetInstructionOpcode(i);
+                if ((op != LLVMFAdd && op != LLVMFSub) || !contract_flag(i)) continue;
+                bool p0 = fusable_product(LLVMGetOperand(i, 0), bb), p1 = fusable_product(LLVMGetOperand(i, 1), bb);
+                if (p0 && p1) fuse(mod, b, i, count_uses(LLVMGetOperand(i, 0)) > count_uses(LLVMGetOperand(i, 1)));
+                else if (p0 || p1) fuse(mod, b, i, p1);
+            }
+        }
+    }
+    LLVMDisposeBuilder(b);
+}
+
 /* Retargets mod to the host: intrinsics lowered, kernels callable, shared
  * memory made visible to the executor (external linkage, so MCJIT can say
- * where each global lies), every shared access checked for races. */
+ * where each global lies), every shared access checked for races,
+ * multiply-adds fused as on the GPU. */
 static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen)
 {
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
         if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) == 71 /* PTX_Kernel */ && define_dynamic_shared(mod, f, err, errlen))
             return 1;
     instrument_shared_accesses(s, mod);
+    fuse_multiply_adds(mod);
     LLVMValueRef next;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = next) {
         next = LLVMGetNextFunction(f);
