@@ -1103,10 +1103,9 @@ void sema_online_softmax(Sema *s, const Expr *e)
     ValueId ab = sema_emit1(s, OP_BROADCAST, 1, &a, mn_t, loc, NULL);
     ValueId scaled = emit_bin(s, BIN_MUL, acc.v, ab, mn_t, loc);
     ValueId p16 = sema_emit1(s, OP_CONVERT, 1, &p, ir_tile2(vv.dt, M, K), loc, NULL);
-    Val z = zero_acc(s, M, N, loc);
-    ValueId dargs[3] = {p16, vv.v, z.v};
-    ValueId d = sema_emit1(s, OP_DOT, 3, dargs, mn_t, loc, NULL);
-    ValueId accnew = emit_bin(s, BIN_ADD, scaled, d, mn_t, loc);
+    /* the dot accumulates onto the rescaled acc: no separate add per element */
+    ValueId dargs[3] = {p16, vv.v, scaled};
+    ValueId accnew = sema_emit1(s, OP_DOT, 3, dargs, mn_t, loc, NULL);
     Sym *ys[3] = {&s->syms.data[iacc], &s->syms.data[im], &s->syms.data[il]};
     ValueId nv[3] = {accnew, mn, lnew};
     for (int i = 0; i < 3; i++) {

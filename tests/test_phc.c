@@ -267,10 +267,10 @@ Test(phc, layouts_of_the_attention_forward_pass)
     static const char *const want[] = {
         "func attn_fwd__D_64__BR_32__BC_32 (128 threads)\n",
         "  %11.q = load : f16[32, 64]  blocked[32x64: v8 lanes 4x8 warps 4x1]\n",
-        "    %48.s = dot_t : f32[32, 32]  mma[32x32: warps 2x2, 1x2 pieces each] (tensor cores)\n",
-        "    %44.m = loop value : f32[32, 1]  slice(mma[32x32: warps 2x2, 1x2 pieces each], axis 1)\n",
-        "    %43.acc = loop value : f32[32, 64]  mma[32x64: warps 2x2, 1x4 pieces each]\n",
-        "      %59 = le : bool[32, 32]  built where used\n",
+        "    %46.s = dot_t : f32[32, 32]  mma[32x32: warps 2x2, 1x2 pieces each] (tensor cores)\n",
+        "    %42.m = loop value : f32[32, 1]  slice(mma[32x32: warps 2x2, 1x2 pieces each], axis 1)\n",
+        "    %41.acc = loop value : f32[32, 64]  mma[32x64: warps 2x2, 1x4 pieces each]\n",
+        "      %57 = le : bool[32, 32]  built where used\n",
     };
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) cr_expect(strstr(out, want[i]) != NULL, "missing: %s\n%s", want[i], out);
     free(out);
