@@ -1369,6 +1369,16 @@ static LLVMValueRef float_max_min(Cg *c, LLVMValueRef x, LLVMValueRef y, bool ma
     return LLVMBuildSelect(B, equal, LLVMBuildBitCast(B, both, c->tf32, ""), r, "");
 }
 
+/* An f32 multiply and the add or subtract it feeds may fuse into one
+ * fma.rn.f32, rounded once, as nvcc (-fmad=true) and Triton do by default
+ * (docs/language.md). f16 and bf16 values are rounded to their dtype
+ * after each op, which keeps their products apart. */
+static LLVMValueRef contractable(DType dt, LLVMValueRef inst)
+{
+    if (dt == DT_F32 && LLVMIsAInstruction(inst)) LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);
+    return inst;
+}
+
 static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
     LLVMBuilderRef B = c->b;
@@ -1386,9 +1396,9 @@ static LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LL
     }
     LLVMValueRef x = to_f32(c, a, dt), y = to_f32(c, b, dt), r;
     switch (op) {
-    case BIN_ADD: r = LLVMBuildFAdd(B, x, y, ""); break;
-    case BIN_SUB: r = LLVMBuildFSub(B, x, y, ""); break;
-    case BIN_MUL: r = LLVMBuildFMul(B, x, y, ""); break;
+    case BIN_ADD: r = contractable(dt, LLVMBuildFAdd(B, x, y, "")); break;
+    case BIN_SUB: r = contractable(dt, LLVMBuildFSub(B, x, y, "")); break;
+    case BIN_MUL: r = contractable(dt, LLVMBuildFMul(B, x, y, "")); break;
     case BIN_DIV: r = LLVMBuildFDiv(B, x, y, ""); break;
     case BIN_MAX: case BIN_MIN: r = float_max_min(c, x, y, op == BIN_MAX); break;
     case BIN_FLOORDIV: case BIN_MOD: r = floor_divmod(c, x, y, op == BIN_FLOORDIV); break;
@@ -1409,8 +1419,12 @@ static LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
     LLVMValueRef x = to_f32(c, a, dt), r;
     switch (op) {
     case UN_NEG: r = LLVMBuildFNeg(B, x, ""); break;
-    case UN_EXP: r = call1f(c, "llvm.nvvm.ex2.approx.f", LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
-    case UN_EXP2: r = call1f(c, "llvm.nvvm.ex2.approx.f", x); break;
+    /* ex2.approx.ftz: one MUFU.EX2; without .ftz ptxas wraps each in a
+     * range fix-up (a compare and two predicated multiplies) to produce
+     * subnormal results, which the GPU flushes to zero instead
+     * (docs/language.md) */
+    case UN_EXP: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
+    case UN_EXP2: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", x); break;
     case UN_LOG: r = LLVMBuildFMul(B, call1f(c, "llvm.nvvm.lg2.approx.f", x), f32c(c, 0.6931471805599453), ""); break;
     case UN_LOG2: r = call1f(c, "llvm.nvvm.lg2.approx.f", x); break;
     case UN_SQRT: r = call1f(c, "llvm.sqrt.f32", x); break;

@@ -1097,16 +1097,19 @@ void sema_online_softmax(Sema *s, const Expr *e)
     ValueId rm = emit_rowred(s, RED_MAX, sv.v, col, loc);
     ValueId mn = emit_bin(s, BIN_MAX, m.v, rm, col, loc);
     ValueId a = emit_un(s, UN_EXP, emit_bin(s, BIN_SUB, m.v, mn, col, loc), col, loc);
+    /* s - mn before exp scales by log2(e): s * log2e - mn * log2e would be
+     * one fma per score on the GPU, whose exponent for s == mn is the
+     * rounding error of mn * log2e, huge when mn is a mask value such as
+     * -1.0e30 (tests/difftest/regressions/softmax-masked-leading-blocks.ph) */
     ValueId mnb = sema_emit1(s, OP_BROADCAST, 1, &mn, mk, loc, NULL);
     ValueId p = emit_un(s, UN_EXP, emit_bin(s, BIN_SUB, sv.v, mnb, mk, loc), mk, loc);
     ValueId lnew = emit_bin(s, BIN_ADD, emit_bin(s, BIN_MUL, l.v, a, col, loc), emit_rowred(s, RED_SUM, p, col, loc), col, loc);
     ValueId ab = sema_emit1(s, OP_BROADCAST, 1, &a, mn_t, loc, NULL);
     ValueId scaled = emit_bin(s, BIN_MUL, acc.v, ab, mn_t, loc);
     ValueId p16 = sema_emit1(s, OP_CONVERT, 1, &p, ir_tile2(vv.dt, M, K), loc, NULL);
-    Val z = zero_acc(s, M, N, loc);
-    ValueId dargs[3] = {p16, vv.v, z.v};
-    ValueId d = sema_emit1(s, OP_DOT, 3, dargs, mn_t, loc, NULL);
-    ValueId accnew = emit_bin(s, BIN_ADD, scaled, d, mn_t, loc);
+    /* the dot accumulates onto the rescaled acc: no separate add per element */
+    ValueId dargs[3] = {p16, vv.v, scaled};
+    ValueId accnew = sema_emit1(s, OP_DOT, 3, dargs, mn_t, loc, NULL);
     Sym *ys[3] = {&s->syms.data[iacc], &s->syms.data[im], &s->syms.data[il]};
     ValueId nv[3] = {accnew, mn, lnew};
     for (int i = 0; i < 3; i++) {

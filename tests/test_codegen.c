@@ -252,6 +252,36 @@ Test(codegen, loop_operands_of_tensorcore_dots_arrive_by_cp_async)
     ir_module_free(m);
 }
 
+/* Y = A * A + A in dtype dt, lowered to PTX. */
+static char *muladd_ptx(const char *dt)
+{
+    char src[512];
+    snprintf(src, sizeof src,
+             "import phobos.lang as ph\n"
+             "@ph.kernel\n"
+             "def muladd(A: ph.tensor[ph.%s][N], Y: ph.tensor[ph.%s][N]):\n"
+             "    a: ph.let = A[0:+128]\n"
+             "    Y[0:+128] = a * a + a\n", dt, dt);
+    IrModule *m = tu_compile("muladd.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    ir_module_free(m);
+    return ptx;
+}
+
+/* f32 a*b + c is one fma.rn.f32 (docs/language.md); in f16 the product is
+ * rounded to f16 first, so the two stay apart. */
+Test(codegen, f32_multiply_adds_contract_into_fma)
+{
+    char *ptx = muladd_ptx("f32");
+    cr_expect(strstr(ptx, "fma.rn.f32") != NULL, "%s", ptx);
+    cr_expect(strstr(ptx, "mul.rn.f32") == NULL && strstr(ptx, "add.rn.f32") == NULL, "%s", ptx);
+    free(ptx);
+    ptx = muladd_ptx("f16");
+    cr_expect(strstr(ptx, "fma.rn") == NULL, "%s", ptx);
+    free(ptx);
+}
+
 Test(codegen, attention_kernels_use_no_local_memory, .timeout = 120)
 {
     if (!ptxas_path()) cr_skip_test("ptxas not found: resource usage not read");

@@ -11,10 +11,12 @@
  * difftest engine, on the inputs `cpufuzz --regress` gives it. The
  * executor's own checks of bad launches are tested too, and its model of
  * cp.async on hand-written LLVM IR (a double-buffered pipeline right, then
- * each of its barriers and waits taken out; every copy form's zero fill). */
+ * each of its barriers and waits taken out; every copy form's zero fill),
+ * and of the GPU's fused multiply-adds. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <math.h>
 #include <sys/mman.h>
 
 #include "attention/attention_host.h"
@@ -259,6 +261,49 @@ Test(cpusim, bad_launches_are_refused_with_a_message)
     cpusim *none_loaded = (cpusim *)1;
     cr_expect_eq(cpusim_load(NULL, &none_loaded, err, sizeof err), PH_ERR_INVALID);
     cr_expect_null(none_loaded);
+}
+
+/* ---- contraction: a*b - c rounded once, as on the GPU ---- */
+
+static const char *MULSUB =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "def mulsub(A: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], b: ph.f32, c: ph.f32):\n"
+    "    Y[0:+128] = A[0:+128] * b - c\n";
+
+/* With c near every a*b, a*b - c shows the product's rounding: the
+ * interpreter rounds the product first, the executor fuses the two into
+ * one fma as the NVPTX back end does. */
+Test(cpusim, a_multiply_feeding_a_subtract_is_fused)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("mulsub.ph", MULSUB, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    cpusim *s = load(m);
+    static float a[128], y[128], yi[128];
+    const float b = 1.0f / 3.0f, c = b;
+    for (int i = 0; i < 128; i++) {
+        a[i] = 1.0f + (float)i * 0x1p-20f;
+        y[i] = yi[i] = -1;
+    }
+    ph_arg args[4] = {ph_tensor1((uintptr_t)a, 128), ph_tensor1((uintptr_t)y, 128), ph_f32(b), ph_f32(c)};
+    unsigned grid[3] = {1, 1, 1};
+    char err[256];
+    cr_assert_eq(cpusim_launch(s, m->funcs[0]->name, grid, args, 4, err, sizeof err), PH_OK, "%s", err);
+    IrArg iargs[4] = {{a, {128, 0}, 0, 0}, {yi, {128, 0}, 0, 0}, {.f = b}, {.f = c}};
+    int igrid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(m->funcs[0], iargs, 4, igrid, err, sizeof err), 0, "%s", err);
+    int differ = 0;
+    for (int i = 0; i < 128; i++) {
+        volatile float product = a[i] * b;   /* rounded, whatever the host compiler contracts */
+        cr_expect_eq(yi[i], product - c, "interpreter: Y[%d] = %a, not %a", i, yi[i], product - c);
+        cr_expect_eq(y[i], fmaf(a[i], b, -c), "executor: Y[%d] = %a, not fma's %a", i, y[i], fmaf(a[i], b, -c));
+        differ += y[i] != yi[i];
+    }
+    cr_expect_gt(differ, 64, "fused and unfused agree on %d of 128", 128 - differ);
+    cpusim_free(s);
+    ir_module_free(m);
 }
 
 /* Each regression file is a program and its run spec (its "# run:" line);

@@ -12,7 +12,8 @@
  *   - the generated LLVM IR run on the CPU executor (tests/cpusim/), on both.
  * Results compare bit for bit (a zero's sign counts; any NaN matches a
  * NaN), except the executor's exp/exp2/log/log2/rsqrt, which are the GPU's
- * approximations: within a few ulps there, special values exact. */
+ * approximations: within a few ulps there, special values exact, and a
+ * subnormal result of exp/exp2 flushed to zero (ex2.approx.ftz). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
@@ -88,6 +89,19 @@ static void i32_cases(void)
     cmp("ge", DT_I32, MIN32, MAX32, 0);
 }
 
+/* exp and exp2 where a subnormal is the result or the argument: the
+ * interpreter gives the subnormal, the GPU's ex2.approx.ftz zero (a
+ * subnormal argument is taken as zero there: 2^0 is the result anyway). */
+static void subnormal_exp_cases(void)
+{
+    un("exp2", DT_F32, -130, 0x1p-130);
+    un("exp2", DT_F32, -149, 0x1p-149);             /* the least subnormal */
+    un("exp", DT_F32, -100, expf(-100));
+    un("exp2", DT_F32, -126, 0x1p-126);             /* the least normal: kept */
+    un("exp2", DT_F32, 0x1p-140, 1);
+    un("exp2", DT_F32, -0x1p-140, 1);
+}
+
 static void f32_cases(void)
 {
     const double inf = INFINITY, nan = NAN;
@@ -136,6 +150,7 @@ static void f32_cases(void)
     un("exp2", DT_F32, -inf, 0.0);
     un("exp2", DT_F32, 3, 8);
     un("exp2", DT_F32, 128, inf);
+    subnormal_exp_cases();
     un("log", DT_F32, 0.0, -inf);
     un("log", DT_F32, -0.0, -inf);
     un("log", DT_F32, -1, nan);
@@ -398,10 +413,14 @@ static bool approximate(const char *op)
     return !strcmp(op, "exp") || !strcmp(op, "exp2") || !strcmp(op, "log") || !strcmp(op, "log2") || !strcmp(op, "rsqrt");
 }
 
-/* The GPU's approximations: special values exact, others within 8 ulps of f32. */
+static bool subnormal(double want) { return want != 0 && fabs(want) < 0x1p-126; }
+
+/* The GPU's approximations: special values exact, others within 8 ulps of
+ * f32, a subnormal flushed to zero (exp and exp2 on the GPU). */
 static bool close_enough(double got, double want)
 {
     if (same(got, want)) return true;
+    if (subnormal(want)) return same(got, copysign(0.0, want));
     if (!isfinite(want) || !isfinite(got) || want == 0) return false;
     return fabs(got - want) <= 8 * 0x1p-23 * fabs(want);
 }
@@ -535,6 +554,41 @@ Test(scalarops, fold_gives_the_documented_results)
         bad += check("fold", c, result(c, t.z, 1), false);
     }
     cr_expect_eq(bad, 0, "%d of %d cases differ", bad, ncases);
+    ir_module_free(m);
+}
+
+/* The executor models ex2.approx.ftz: where the interpreter gives a
+ * subnormal, the generated exp and exp2 give zero, and nowhere else. */
+Test(scalarops, generated_exp_flushes_subnormal_results_to_zero, .timeout = 120)
+{
+    ncases = 0;
+    subnormal_exp_cases();
+    IrModule *m = case_module();
+    cpusim *s = NULL;
+    char err[1024];
+    cr_assert_eq(cpusim_load(m, &s, err, sizeof err), PH_OK, "cpusim_load: %s", err);
+    int flushed = 0;
+    for (int k = 0; k < ncases; k++) {
+        const Case *c = &cases[k];
+        Tensors t = tensors_for(c);
+        ph_arg args[3] = {ph_tensor1((ph_devptr)(uintptr_t)t.a, 2), ph_tensor1((ph_devptr)(uintptr_t)t.b, 2),
+                          ph_tensor1((ph_devptr)(uintptr_t)t.z, 2)};
+        unsigned grid[3] = {1, 1, 1};
+        cr_assert_eq(cpusim_launch(s, m->funcs[k]->name, grid, args, 3, err, sizeof err), PH_OK, "c%d: %s", k, err);
+        char what[128];
+        describe(what, sizeof what, c);
+        for (int i = 0; i < 2; i++) {
+            double got = result(c, t.z, i);
+            if (subnormal(c->want)) {
+                cr_expect(same(got, 0.0), "%s gave %a, not zero", what, got);
+                flushed++;
+            } else {
+                cr_expect(same(got, c->want), "%s gave %a, not %a", what, got, c->want);
+            }
+        }
+    }
+    cr_expect_eq(flushed, 6);
+    cpusim_free(s);
     ir_module_free(m);
 }
 

@@ -158,6 +158,15 @@ Test(seed, attention_kernels)
     cr_assert_eq(cond->nres, 1);
     cr_assert_eq(count_ops(loop->body, OP_DOT), 2);
     cr_assert_eq(count_ops(loop->body, OP_REDUCE), 2);
+    /* P.V accumulates onto acc * a, and that is the new acc: no add after the dot */
+    IrOp *pv = find_op(loop->body, OP_DOT, 1);
+    cr_assert(pv);
+    const IrOp *scaled = f->values[pv->args[2]].def;
+    cr_assert(scaled && scaled->kind == OP_BINARY && scaled->sub == BIN_MUL);
+    cr_assert_eq(scaled->args[0], loop->body->args[1]);
+    const IrOp *yield = loop->body->ops[loop->body->nops - 1];
+    cr_assert_eq(yield->kind, OP_YIELD);
+    cr_assert_eq(yield->args[0], pv->res[0]);
     cr_assert_eq(count_ops(f->body, OP_STORE), 2);
     cr_assert_eq(last_op(f, 0)->kind, OP_RETURN);
     /* attn_bwd_dkdv carries dk and dv */

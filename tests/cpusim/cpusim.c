@@ -5,7 +5,9 @@
  * gets the C convention and an entry trampoline that reads its parameters
  * from an array of 64-bit slots; each llvm.nvvm.* declaration is replaced
  * by a small IR function that stores its arguments to a slot array and
- * calls sim_intrinsic (no aggregate or vector crosses into C by value).
+ * calls sim_intrinsic (no aggregate or vector crosses into C by value);
+ * a contract fmul and the fadd or fsub of its block that uses it become
+ * one llvm.fma.f32, as the NVPTX back end fuses them (fma.rn.f32).
  * MCJIT compiles the module; the half and bfloat libcalls the x86 back
  * end emits are provided here (round to nearest even, compiler/half.h).
  *
@@ -64,7 +66,7 @@
 enum {
     IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
     IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
-    IN_EX2, IN_LG2, IN_RSQRT,
+    IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT,
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS, IN_COUNT
@@ -77,8 +79,8 @@ static const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.barrier0", "llvm.nvvm.shfl.sync.bfly.i32", "llvm.nvvm.shfl.sync.bfly.f32",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
-    "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.lg2.approx.f",
-    "llvm.nvvm.rsqrt.approx.f", "llvm.nvvm.cp.async.ca.shared.global.4", "llvm.nvvm.cp.async.ca.shared.global.8",
+    "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.ex2.approx.ftz.f",
+    "llvm.nvvm.lg2.approx.f", "llvm.nvvm.rsqrt.approx.f", "llvm.nvvm.cp.async.ca.shared.global.4", "llvm.nvvm.cp.async.ca.shared.global.8",
     "llvm.nvvm.cp.async.ca.shared.global.16", "llvm.nvvm.cp.async.cg.shared.global.16",
     "llvm.nvvm.cp.async.ca.shared.global.4.s", "llvm.nvvm.cp.async.ca.shared.global.8.s",
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
@@ -216,6 +218,9 @@ static uint64_t f32_slot(float f) { return ph_f32_bits(f); }
 static bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
 static void wait_async_copies(Launch *L, int t, uint32_t pending);
 
+/* A subnormal as the .ftz forms of PTX take and give it: a zero of its sign. */
+static float flush_subnormal(float x) { return fpclassify(x) == FP_SUBNORMAL ? copysignf(0.0f, x) : x; }
+
 /* Called by the IR wrappers: in[] holds the intrinsic's arguments, out[]
  * receives its results (an aggregate's members in order). */
 static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
@@ -228,6 +233,7 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     case IN_CTAID_X: case IN_CTAID_Y: case IN_CTAID_Z: out[0] = L->block[id - IN_CTAID_X]; return;
     case IN_NCTAID_X: case IN_NCTAID_Y: case IN_NCTAID_Z: out[0] = L->grid[id - IN_NCTAID_X]; return;
     case IN_EX2: out[0] = f32_slot(exp2f(slot_f32(in[0]))); return;
+    case IN_EX2_FTZ: out[0] = f32_slot(flush_subnormal(exp2f(flush_subnormal(slot_f32(in[0]))))); return;
     case IN_LG2: out[0] = f32_slot(log2f(slot_f32(in[0]))); return;
     case IN_RSQRT: out[0] = f32_slot(1.0f / sqrtf(slot_f32(in[0]))); return;
     case IN_BARRIER:
@@ -842,6 +848,7 @@ static void add_libcalls(void)
     LLVMAddSymbol("__gnu_f2h_ieee", (void *)sim_truncsfhf2);
     LLVMAddSymbol("__truncsfbf2", (void *)sim_truncsfbf2);
     LLVMAddSymbol("__truncdfbf2", (void *)sim_truncdfbf2);
+    LLVMAddSymbol("fmaf", (void *)fmaf);   /* llvm.fma.f32 where the host has no FMA instruction */
 }
 
 /* ---- loading: the GPU module made runnable on the host ---- */
@@ -1129,15 +1136,83 @@ static int define_dynamic_shared(LLVMModuleRef mod, LLVMValueRef kernel, char *e
     return 0;
 }
 
+/* ---- contraction: the GPU's fused multiply-adds ----
+ * The NVPTX back end fuses an fmul into the fadd or fsub it feeds when both
+ * carry the contract flag and sit in one basic block (its selection DAG
+ * is built a block at a time), even when the product has other users
+ * (NVPTX asks for aggressive fusion). The same rewrite here, into
+ * llvm.fma.f32, which the host computes exactly rounded, makes the
+ * executor round as the GPU does; the order of preference is the DAG
+ * combiner's: the left operand, unless both are products and the left
+ * has more users. */
+
+static bool contract_flag(LLVMValueRef v) { return LLVMCanValueUseFastMathFlags(v) && (LLVMGetFastMathFlags(v) & LLVMFastMathAllowContract); }
+
+static unsigned count_uses(LLVMValueRef v)
+{
+    unsigned n = 0;
+    for (LLVMUseRef u = LLVMGetFirstUse(v); u; u = LLVMGetNextUse(u)) n++;
+    return n;
+}
+
+/* An fmul of f32 values with the contract flag, in block bb. */
+static bool fusable_product(LLVMValueRef v, LLVMBasicBlockRef bb)
+{
+    return LLVMIsAInstruction(v) && LLVMGetInstructionOpcode(v) == LLVMFMul && contract_flag(v)
+        && LLVMGetInstructionParent(v) == bb && LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMFloatTypeKind;
+}
+
+/* Replaces add (an fadd or fsub) by an fma of product operand `which`;
+ * the product goes when nothing else uses it. */
+static void fuse(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef add, int which)
+{
+    LLVMContextRef ctx = LLVMGetModuleContext(mod);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(ctx);
+    LLVMTypeRef fty = LLVMFunctionType(f32, (LLVMTypeRef[]){f32, f32, f32}, 3, 0);
+    LLVMValueRef fma_fn = LLVMGetNamedFunction(mod, "llvm.fma.f32");
+    if (!fma_fn) fma_fn = LLVMAddFunction(mod, "llvm.fma.f32", fty);
+    bool sub = LLVMGetInstructionOpcode(add) == LLVMFSub;
+    LLVMValueRef prod = LLVMGetOperand(add, (unsigned)which), other = LLVMGetOperand(add, (unsigned)!which);
+    LLVMValueRef x = LLVMGetOperand(prod, 0), y = LLVMGetOperand(prod, 1);
+    LLVMPositionBuilderBefore(b, add);
+    if (sub && which == 0) other = LLVMBuildFNeg(b, other, "");   /* x*y - z: fma(x, y, -z) */
+    if (sub && which == 1) x = LLVMBuildFNeg(b, x, "");           /* z - x*y: fma(-x, y, z) */
+    LLVMValueRef r = LLVMBuildCall2(b, fty, fma_fn, (LLVMValueRef[]){x, y, other}, 3, "");
+    LLVMReplaceAllUsesWith(add, r);
+    LLVMInstructionEraseFromParent(add);
+    if (!LLVMGetFirstUse(prod)) LLVMInstructionEraseFromParent(prod);
+}
+
+static void fuse_multiply_adds(LLVMModuleRef mod)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb)) {
+            LLVMValueRef next;
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = next) {
+                next = LLVMGetNextInstruction(i);
+                LLVMOpcode op = LLVMGetInstructionOpcode(i);
+                if ((op != LLVMFAdd && op != LLVMFSub) || !contract_flag(i)) continue;
+                bool p0 = fusable_product(LLVMGetOperand(i, 0), bb), p1 = fusable_product(LLVMGetOperand(i, 1), bb);
+                if (p0 && p1) fuse(mod, b, i, count_uses(LLVMGetOperand(i, 0)) > count_uses(LLVMGetOperand(i, 1)));
+                else if (p0 || p1) fuse(mod, b, i, p1);
+            }
+        }
+    }
+    LLVMDisposeBuilder(b);
+}
+
 /* Retargets mod to the host: intrinsics lowered, kernels callable, shared
  * memory made visible to the executor (external linkage, so MCJIT can say
- * where each global lies), every shared access checked for races. */
+ * where each global lies), every shared access checked for races,
+ * multiply-adds fused as on the GPU. */
 static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen)
 {
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
         if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) == 71 /* PTX_Kernel */ && define_dynamic_shared(mod, f, err, errlen))
             return 1;
     instrument_shared_accesses(s, mod);
+    fuse_multiply_adds(mod);
     LLVMValueRef next;
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = next) {
         next = LLVMGetNextFunction(f);

@@ -3,7 +3,8 @@
  *
  * The module's LLVM IR (codegen_emit, CG_EMIT_LLVM, optimized as for the
  * GPU) is retargeted to the host and JIT-compiled; each llvm.nvvm.*
- * intrinsic becomes a call into the executor. A block's threads are
+ * intrinsic becomes a call into the executor, and multiply-adds are fused
+ * into fmas where the NVPTX back end fuses them. A block's threads are
  * fibers, run one at a time until each reaches a barrier, a warp
  * collective (shfl.sync, ldmatrix, mma) or its end; blocks run one after
  * another. Every shared-memory access is checked for races against the
@@ -11,7 +12,9 @@
  * in flight (issued, not yet waited for). Tensor arguments are host
  * pointers. Not modelled: timing,
  * memory ordering between blocks (they never overlap here), the ulps of
- * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here). */
+ * the GPU's approximate ex2/lg2/rsqrt (exp2f, log2f, 1/sqrtf here; the
+ * .ftz form of ex2 flushes a subnormal argument and result to zero, as the
+ * GPU's does). */
 #ifndef PHC_CPUSIM_H
 #define PHC_CPUSIM_H
 
