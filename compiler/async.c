@@ -17,7 +17,8 @@
  *       yield (tiles of iv+1 .. iv+S-1, w + 1 mod S)
  *   wait_async pending 0
  *
- * Expects: verified IR, after licm. Guarantees: the same values (a copy
+ * Expects: verified IR, after licm; runs dce first, since the waits and
+ * commits it adds keep their loop alive. Guarantees: the same values (a copy
  * means what its load meant; the copies of iterations past the loop's
  * range read windows nobody uses, zero-filled where they leave the
  * tensor); the ring slots' contents are each read only between the wait
@@ -235,6 +236,8 @@ void ir_async(IrFunc *f)
 {
     Async a = {f, f->stages ? f->stages : ASYNC_DEFAULT_STAGES, NULL, NULL, NULL, 0, 0};
     if (a.stages < 2 || !f->tensorcore) return;
+    /* waits and commits are effects dce keeps: dead loads must go first */
+    ir_dce(f);
     size_t n = (size_t)f->nvalues + 1;
     a.stored = ir_stored_params(f);
     a.uses = xcalloc(n, sizeof *a.uses);

@@ -297,3 +297,34 @@ Test(passes, async_stage_count_decides_the_schedule)
             ir_module_free(m);
         }
 }
+
+/* A dot nobody uses leaves no copies behind: the waits and commits async
+ * adds are effects, so the dead loads go before it copies anything. */
+Test(passes, async_copies_nothing_for_a_dead_dot)
+{
+    const char *text =
+        "func f kernel f threads 128 tensorcore stages 3\n"
+        "    params(A: f16[M, 32], C: f32[32, 32], n: i32) {\n"
+        "  %1 = const 0 : i32\n"
+        "  %2 = param n : i32\n"
+        "  %3 = const 0.0 : f32\n"
+        "  %4 = splat %3 : f32[32, 32]\n"
+        "  for %5 = %1 to %2 step 32 {\n"
+        "    %6 = load A[%5, %1] : f16[32, 32]\n"
+        "    %7 = dot_t %6, %6, %4 : f32[32, 32]\n"
+        "    yield\n"
+        "  }\n"
+        "  store C[%1, %1], %4\n"
+        "  return\n"
+        "}\n";
+    char err[512];
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    IrFunc *f = m->funcs[0];
+    ir_async(f);
+    ir_dce(f);
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(count_kind(f->body, OP_COPY_ASYNC, -1), 0, "%s", tu_func_text(f));
+    cr_expect_null(find_loop(f->body), "the empty loop goes too:\n%s", tu_func_text(f));
+    ir_module_free(m);
+}
