@@ -7,6 +7,37 @@
 #include "phobos.h"
 #include "testutil.h"
 
+/* ---- counting heap allocations ----
+ * This binary's malloc, calloc and realloc are glibc's own, counted while
+ * the calling thread asks for it, so a test can see that a launch
+ * allocates nothing. Under AddressSanitizer, which brings its allocator,
+ * nothing is replaced and the test that counts skips. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#endif
+#if defined(__GLIBC__) && !defined(UNDER_ASAN)
+#define COUNTS_ALLOCATIONS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t count, size_t n);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+static _Thread_local bool counting;
+static _Thread_local long allocations;
+void *malloc(size_t n) { allocations += counting; return __libc_malloc(n); }
+void *calloc(size_t count, size_t n) { allocations += counting; return __libc_calloc(count, n); }
+void *realloc(void *p, size_t n) { allocations += counting; return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+#else
+#define COUNTS_ALLOCATIONS 0
+static bool counting;
+static long allocations;
+#endif
+
 static const char *vecadd_src =
     "import phobos.lang as ph\n"
     "@ph.kernel\n"
@@ -661,6 +692,54 @@ Test(runtime, the_refusal_names_each_eligible_configs_reason)
     cr_assert_str_eq(ph_last_error(), want);
     cr_assert_eq(fake.nloads, 2, "a refused config is not loaded again");
     cr_assert_eq(fake.nlaunches, 0);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* How many times ph_launch allocated. */
+static long allocations_of(ph_kernel *k, const ph_arg *args, int nargs, ph_status *s)
+{
+    allocations = 0;
+    counting = true;
+    *s = ph_launch(k, grid1, NULL, args, nargs);
+    counting = false;
+    return allocations;
+}
+
+/* Once a kernel's configs are loaded and tuned for the launch's dims, a
+ * launch allocates nothing: through the autotuner, or one config by its
+ * entry name. Tuning new dims allocates (the winner is remembered), which
+ * shows the count sees the runtime's allocations. */
+Test(runtime, a_tuned_launch_allocates_nothing)
+{
+    if (!COUNTS_ALLOCATIONS) cr_skip_test("AddressSanitizer owns malloc here: allocations are not counted");
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k, *one;
+    ph_status s;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_128", &one), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    long first = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_gt(first, 0, "the first launch generates and loads three configs");
+
+    long again = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(again, 0, "a launch with tuned dims allocated %ld times", again);
+
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    long tuned = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(tuned, 1, "tuning new dims remembers the winner (%ld allocations)", tuned);
+    cr_assert_eq(allocations_of(k, args, 4, &s), 0);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+
+    cr_assert_eq(ph_launch(one, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    long single = allocations_of(one, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(single, 0, "a launch of one loaded config allocated %ld times", single);
     ph_module_free(m);
     ph_shutdown();
 }
