@@ -221,7 +221,8 @@ examples-check: $(EXAMPLES)
 	done; exit $$status
 
 # Everything on the GPU (a driver and a device are required): the example
-# checks, the tutorial at the seed's size and at H 4, N_CTX 4096, the GPU suites.
+# checks, the tutorial at the seed's size and at H 4, N_CTX 4096, every config
+# of bench/attention_tuned.ph and tests/gpu/attention_shapes.ph, the GPU suites.
 # It runs what the build made and builds nothing, so a build folder made
 # where LLVM is installed runs as it is on the GPU machine (make all
 # build-tests first).

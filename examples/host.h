@@ -221,6 +221,16 @@ static inline int64_t host_meta(const IrFunc *f, const char *name)
     return -1;
 }
 
+/* How many configs of kernel fit, as fits(f, ctx) decides (NULL: any). */
+static inline int host_count_fits(const IrModule *m, const char *kernel,
+                                  bool (*fits)(const IrFunc *f, const void *ctx), const void *ctx)
+{
+    int nfit = 0;
+    for (int i = 0; m && i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->kernel, kernel) && (!fits || fits(m->funcs[i], ctx))) nfit++;
+    return nfit;
+}
+
 /* The first config of kernel that fits, as fits(f, ctx) decides (NULL: any).
  * PHOBOS_CONFIG_INDEX=i picks the i-th fitting config instead (counting
  * modulo how many fit), so a test can walk every config of a file. */
@@ -228,9 +238,7 @@ static inline IrFunc *host_pick(const IrModule *m, const char *kernel,
                                 bool (*fits)(const IrFunc *f, const void *ctx), const void *ctx)
 {
     const char *env = getenv("PHOBOS_CONFIG_INDEX");
-    int want = env ? atoi(env) : 0, nfit = 0;
-    for (int i = 0; m && i < m->nfuncs; i++)
-        if (!strcmp(m->funcs[i]->kernel, kernel) && (!fits || fits(m->funcs[i], ctx))) nfit++;
+    int want = env ? atoi(env) : 0, nfit = host_count_fits(m, kernel, fits, ctx);
     if (nfit) want = (want % nfit + nfit) % nfit;
     for (int i = 0; m && i < m->nfuncs; i++) {
         IrFunc *f = m->funcs[i];

@@ -153,6 +153,14 @@ struct ph_kernel {
     int first, count;          /* its configs: module->ir->funcs[first .. first+count) */
     Tuned *tuned;
     int last;
+    /* What a launch works in, sized once with the module so that a launch
+     * allocates nothing: the eligible configs (indices into first ..) and
+     * their grids, and cuLaunchKernel's parameters, params[i] pointing at
+     * values[i]. Like the autotuner's memory, one launch of k at a time. */
+    int *eligible;
+    unsigned (*grids)[3];
+    void **params;
+    uint64_t *values;
 };
 
 /* Each config is its own CUDA module, loaded when a launch first needs it,
@@ -166,6 +174,8 @@ typedef struct {
     CUfunction fn;
     unsigned shared_bytes; /* CONFIG_LOADED: the dynamic shared memory each launch asks for */
     char *why;             /* CONFIG_REFUSED: the driver's words, or ours */
+    const char **meta_names;  /* its meta-parameters as the grid callback sees them, */
+    int64_t *meta_values;     /* built once with the module (the names are the IR's) */
 } Config;
 
 struct ph_module {
@@ -176,6 +186,47 @@ struct ph_module {
     ph_kernel *kernels;    /* one per kernel, all its configs */
     ph_kernel *configs;    /* one per config (IrFunc), by entry name */
 };
+
+/* The parameters cuLaunchKernel takes for f: three a tensor (its address
+ * and two dims), one a scalar. */
+static int launch_param_count(const IrFunc *f)
+{
+    int n = 0;
+    for (int i = 0; i < f->nparams; i++) n += f->params[i].is_tensor ? 3 : 1;
+    return n;
+}
+
+/* Sizes k's launch scratch for its configs and its kernel's parameters. */
+static void kernel_scratch_init(ph_kernel *k)
+{
+    int n = launch_param_count(k->module->ir->funcs[k->first]);
+    k->eligible = xcalloc((size_t)k->count, sizeof *k->eligible);
+    k->grids = xcalloc((size_t)k->count, sizeof *k->grids);
+    k->params = xcalloc((size_t)n + 1, sizeof *k->params);
+    k->values = xcalloc((size_t)n + 1, sizeof *k->values);
+    for (int i = 0; i < n; i++) k->params[i] = &k->values[i];
+}
+
+static void kernel_free(ph_kernel *k)
+{
+    for (Tuned *t = k->tuned, *n; t; t = n) { n = t->next; free(t); }
+    free(k->name);
+    free(k->eligible);
+    free(k->grids);
+    free(k->params);
+    free(k->values);
+}
+
+/* Config c's meta-parameters, as every launch passes them to the grid callback. */
+static void config_meta_init(Config *c, const IrFunc *f)
+{
+    c->meta_names = xcalloc((size_t)f->nmeta + 1, sizeof *c->meta_names);
+    c->meta_values = xcalloc((size_t)f->nmeta + 1, sizeof *c->meta_values);
+    for (int i = 0; i < f->nmeta; i++) {
+        c->meta_names[i] = f->meta[i].name;
+        c->meta_values[i] = f->meta[i].value;
+    }
+}
 
 static ph_status module_from_ir(IrModule *ir, ph_module **out)
 {
@@ -196,8 +247,11 @@ static ph_status module_from_ir(IrModule *ir, ph_module **out)
     }
     m->configs = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->configs);
     for (int i = 0; i < ir->nfuncs; i++)
-        m->configs[i] = (ph_kernel){m, xstrdup(ir->funcs[i]->name), i, 1, NULL, -1};
+        m->configs[i] = (ph_kernel){.module = m, .name = xstrdup(ir->funcs[i]->name), .first = i, .count = 1, .last = -1};
     m->state = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->state);
+    for (int i = 0; i < ir->nfuncs; i++) config_meta_init(&m->state[i], ir->funcs[i]);
+    for (int i = 0; i < m->nkernels; i++) kernel_scratch_init(&m->kernels[i]);
+    for (int i = 0; i < ir->nfuncs; i++) kernel_scratch_init(&m->configs[i]);
     *out = m;
     return PH_OK;
 }
@@ -335,12 +389,11 @@ void ph_module_free(ph_module *m)
     for (int i = 0; i < nconfigs; i++) {
         if (m->state[i].state == CONFIG_LOADED && rt.ready) cu.ModuleUnload(m->state[i].mod);
         free(m->state[i].why);
+        free(m->state[i].meta_names);
+        free(m->state[i].meta_values);
     }
-    for (int i = 0; i < m->nkernels + nconfigs; i++) {
-        ph_kernel *k = i < m->nkernels ? &m->kernels[i] : &m->configs[i - m->nkernels];
-        for (Tuned *t = k->tuned, *n; t; t = n) { n = t->next; free(t); }
-        free(k->name);
-    }
+    for (int i = 0; i < m->nkernels; i++) kernel_free(&m->kernels[i]);
+    for (int i = 0; i < nconfigs; i++) kernel_free(&m->configs[i]);
     free(m->state);
     free(m->kernels);
     free(m->configs);
@@ -435,31 +488,39 @@ static ph_status config_load(ph_module *m, int c)
     return PH_OK;
 }
 
+/* k could load none of its eligible configs: PH_ERR_MODULE with each
+ * one's reason, as it was kept when the config left the eligible set. */
+static ph_status none_loaded(const ph_kernel *k, const int *eligible, int ne)
+{
+    fail(PH_ERR_MODULE, "%s: no eligible config could be loaded: ", k->name);
+    size_t len = strlen(last_error);
+    for (int i = 0; i < ne && len + 1 < sizeof last_error; i++) {
+        const char *why = k->module->state[k->first + eligible[i]].why;
+        int n = snprintf(last_error + len, sizeof last_error - len, "%s%s", i ? "; " : "", why ? why : "refused");
+        len += n > 0 ? (size_t)n : 0;
+    }
+    return PH_ERR_MODULE;
+}
+
 /* Loads the eligible configs of k (indices into its configs, with their
  * grids) and drops those the driver refuses; none left is PH_ERR_MODULE
  * with every reason. */
 static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne)
 {
-    char *whys = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&whys, &len);
     int kept = 0;
-    ph_status s = PH_OK;
-    for (int i = 0; i < *ne && !s; i++) {
-        s = config_load(k->module, k->first + eligible[i]);
-        if (s == PH_ERR_MODULE) {
-            fprintf(out, "%s%s", ftell(out) ? "; " : "", ph_last_error());
-            s = PH_OK;
-            continue;
-        }
+    for (int i = 0; i < *ne; i++) {
+        int c = k->first + eligible[i];
+        if (k->module->state[c].state == CONFIG_REFUSED) continue;   /* for good, its reason kept */
+        ph_status s = config_load(k->module, c);
+        if (s == PH_ERR_MODULE) continue;
+        if (s) return s;
         eligible[kept] = eligible[i];
         memcpy(grids[kept++], grids[i], sizeof *grids);
     }
-    fclose(out);
+    /* with none kept, nothing was moved: eligible[] still names every refused config */
+    if (!kept) return none_loaded(k, eligible, *ne);
     *ne = kept;
-    if (!s && !kept) s = fail(PH_ERR_MODULE, "%s: no eligible config could be loaded: %s", k->name, whys);
-    free(whys);
-    return s;
+    return PH_OK;
 }
 
 /* ---- launching ---- */
@@ -538,41 +599,29 @@ static const char *ineligible(const IrFunc *f, const ph_arg *args, char *why, si
     return NULL;
 }
 
-typedef struct { void **params; void *storage; } Packed;
-
-static Packed pack_args(const IrFunc *f, const ph_arg *args)
+/* Writes args into k's launch parameters, as the kernel ABI passes them. */
+static void pack_args(ph_kernel *k, const IrFunc *f, const ph_arg *args)
 {
-    Packed p;
-    int n = 0;
-    for (int i = 0; i < f->nparams; i++) n += f->params[i].is_tensor ? 3 : 1;
-    p.params = xcalloc((size_t)n + 1, sizeof *p.params);
-    uint64_t *store = xcalloc((size_t)n + 1, sizeof *store);
-    p.storage = store;
-    for (int i = 0, k = 0; i < f->nparams; i++) {
+    uint64_t *store = k->values;
+    for (int i = 0, n = 0; i < f->nparams; i++) {
         if (f->params[i].is_tensor) {
-            store[k] = args[i].ptr; p.params[k] = &store[k]; k++;
-            memcpy(&store[k], &args[i].dims[0], 8); p.params[k] = &store[k]; k++;
+            store[n++] = args[i].ptr;
+            memcpy(&store[n++], &args[i].dims[0], 8);
             int64_t d1 = f->params[i].rank == 2 ? args[i].dims[1] : 1;
-            memcpy(&store[k], &d1, 8); p.params[k] = &store[k]; k++;
+            memcpy(&store[n++], &d1, 8);
         } else if (f->params[i].dt == DT_I32) {
-            memcpy(&store[k], &args[i].i32, 4); p.params[k] = &store[k]; k++;
+            memcpy(&store[n++], &args[i].i32, 4);
         } else {
-            memcpy(&store[k], &args[i].f32, 4); p.params[k] = &store[k]; k++;
+            memcpy(&store[n++], &args[i].f32, 4);
         }
     }
-    return p;
 }
 
-static ph_status grid_for(const IrFunc *f, ph_grid_fn grid, void *user, unsigned g[3])
+static ph_status grid_for(const IrFunc *f, const Config *c, ph_grid_fn grid, void *user, unsigned g[3])
 {
-    const char **names = xcalloc((size_t)f->nmeta + 1, sizeof *names);
-    int64_t *values = xcalloc((size_t)f->nmeta + 1, sizeof *values);
-    for (int i = 0; i < f->nmeta; i++) { names[i] = f->meta[i].name; values[i] = f->meta[i].value; }
-    ph_meta meta = {f->nmeta, names, values};
+    ph_meta meta = {f->nmeta, c->meta_names, c->meta_values};
     g[0] = g[1] = g[2] = 1;
     grid(&meta, user, g);
-    free(names);
-    free(values);
     for (int i = 0; i < 3; i++)
         if (g[i] == 0 || (rt.ready && g[i] > (unsigned)rt.max_grid[i]))
             return fail(PH_ERR_GRID, "%s: grid %u x %u x %u is empty or over the device's limits (%d x %d x %d)", f->name,
@@ -584,10 +633,8 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
 {
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     const Config *st = &k->module->state[k->first + cfg];
-    Packed p = pack_args(f, args);
-    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, NULL, p.params, NULL);
-    free(p.params);
-    free(p.storage);
+    pack_args(k, f, args);
+    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, NULL, k->params, NULL);
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
 }
 
@@ -612,7 +659,8 @@ static float time_config(ph_kernel *k, int cfg, const unsigned g[3], const ph_ar
     return best;
 }
 
-/* The key of the autotuner's choice: every tensor argument's two dims. */
+/* The autotuner's choices are kept per kernel and tensor dims (every
+ * tensor argument's two, in order). */
 static Tuned *tuned_key(const ph_arg *args, int nargs)
 {
     int n = 0;
@@ -623,34 +671,56 @@ static Tuned *tuned_key(const ph_arg *args, int nargs)
     return t;
 }
 
-static Tuned *tuned_find(const ph_kernel *k, const Tuned *key)
+/* Whether t was chosen for these arguments' dims: compared in place, so a
+ * launch that finds its winner builds no key. */
+static bool tuned_for(const Tuned *t, const ph_arg *args, int nargs)
 {
-    for (Tuned *t = k->tuned; t; t = t->next)
-        if (t->ndims == key->ndims && !memcmp(t->dims, key->dims, (size_t)key->ndims * sizeof *key->dims)) return t;
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != PH_ARG_TENSOR) continue;
+        if (n + 2 > t->ndims || t->dims[n] != args[i].dims[0] || t->dims[n + 1] != args[i].dims[1]) return false;
+        n += 2;
+    }
+    return n == t->ndims;
+}
+
+static const Tuned *tuned_find(const ph_kernel *k, const ph_arg *args, int nargs)
+{
+    for (const Tuned *t = k->tuned; t; t = t->next)
+        if (tuned_for(t, args, nargs)) return t;
     return NULL;
+}
+
+/* Times each eligible config (ne > 1) and remembers the fastest for these
+ * dims; its index into eligible[] in *pick. */
+static ph_status autotune(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs, int *pick)
+{
+    ph_status s = PH_OK;
+    float best = 1e30f;
+    for (int i = 0; i < ne && !s; i++) {
+        float ms = time_config(k, eligible[i], grids[i], args, &s);
+        if (ms < best) { best = ms; *pick = i; }
+    }
+    if (s) return s;
+    Tuned *t = tuned_key(args, nargs);
+    t->config = eligible[*pick];
+    t->next = k->tuned;
+    k->tuned = t;
+    return PH_OK;
 }
 
 /* Picks among the eligible configs (ne > 0) and launches: the remembered
  * winner for these dims, else each one timed and the fastest kept. */
 static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs)
 {
-    ph_status s = PH_OK;
     int pick = 0;   /* index into eligible[] and grids[] */
     if (ne > 1) {
-        Tuned *key = tuned_key(args, nargs), *t = tuned_find(k, key);
+        const Tuned *t = tuned_find(k, args, nargs);
         if (t) {
-            free(key);
             while (pick < ne - 1 && eligible[pick] != t->config) pick++;
         } else {
-            float best = 1e30f;
-            for (int i = 0; i < ne && !s; i++) {
-                float ms = time_config(k, eligible[i], grids[i], args, &s);
-                if (ms < best) { best = ms; pick = i; }
-            }
-            if (s) { free(key); return s; }
-            key->config = eligible[pick];
-            key->next = k->tuned;
-            k->tuned = key;
+            ph_status s = autotune(k, eligible, grids, ne, args, nargs, &pick);
+            if (s) return s;
         }
     }
     k->last = eligible[pick];
@@ -664,8 +734,8 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     ph_status s = check_args(f0, args, nargs);
     if (s) return s;
     char why[512] = "";
-    int *eligible = xcalloc((size_t)k->count, sizeof *eligible), ne = 0;
-    unsigned (*grids)[3] = xcalloc((size_t)k->count, sizeof *grids);
+    int *eligible = k->eligible, ne = 0;
+    unsigned (*grids)[3] = k->grids;
     for (int i = 0; i < k->count; i++) {
         char w[512];
         if (ineligible(k->module->ir->funcs[k->first + i], args, w, sizeof w)) snprintf(why, sizeof why, "%s", w);
@@ -673,12 +743,13 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     }
     if (!ne) s = fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
     /* the grid callback runs once per eligible config */
-    for (int i = 0; i < ne && !s; i++) s = grid_for(k->module->ir->funcs[k->first + eligible[i]], grid, user, grids[i]);
+    for (int i = 0; i < ne && !s; i++) {
+        int c = k->first + eligible[i];
+        s = grid_for(k->module->ir->funcs[c], &k->module->state[c], grid, user, grids[i]);
+    }
     if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
     if (!s) s = load_eligible(k, eligible, grids, &ne);
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
-    free(eligible);
-    free(grids);
     return s;
 }
 

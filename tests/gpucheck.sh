@@ -1,13 +1,75 @@
 #!/bin/sh
 # gpucheck.sh: every GPU test, run from a build folder made elsewhere (the GPU
 # machine has no LLVM): the example checks on the GPU, the tutorial at the
-# seed's size and at H 4, N_CTX 4096, the GPU suites, and 100 generated
-# programs (seed 1) and every regression of tests/difftest against the
-# interpreter. Builds nothing.
+# seed's size and at H 4, N_CTX 4096, the attention check with every config
+# of bench/attention_tuned.ph and of tests/gpu/attention_shapes.ph (head dim
+# 64 and 128, every tile shape up to 128 x 128, 4 and 8 warps), the GPU
+# suites, and 100 generated programs (seed 1) and every regression of
+# tests/difftest against the interpreter. Builds nothing.
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 status=0
+
+# The one refusal that is no failure: a config needing more shared memory
+# than a block of this device may have leaves before the driver sees it
+# (docs/runtime.md, "Loading configs").
+REFUSAL='[A-Za-z0-9_]* is refused: it needs [0-9]* bytes of shared memory, more than the [0-9]* a block of this device may have'
+
+# attention_configs FILE HEAD_DIM: the attention check of FILE at Z 1 H 2
+# N_CTX 1024 HEAD_DIM, once per config index i (PHOBOS_CONFIG_INDEX: each
+# kernel's i-th config of those that fit, modulo their number) until every
+# config of the kernel with the most has run; a line per run, its configs
+# and the check's verdict. A run whose launch the runtime refused as above
+# is "refused (reason)", its other kernels unchecked; anything else that
+# is not "N of N ok" is a failure, shown whole. Every config named in
+# $ran (a line each); the counts in $passed, $refused.
+attention_configs() {
+    i=0 runs=1
+    while [ $i -lt "$runs" ]; do
+        out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 2 1024 "$2" 2>&1)
+        rc=$?
+        [ $i = 0 ] && runs=$(printf '%s\n' "$out" | sed -n 's/^configs that fit: //p' | tr ',' '\n' |
+                             awk '$2 > most { most = $2 } END { print most + 0 }')
+        configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
+        ran=$(printf '%s\n%s\n' "$ran" "$configs" | tr -d ' ' | tr ',' '\n' | grep . | sort -u)
+        verdict=$(printf '%s\n' "$out" | tail -1)
+        why=$(printf '%s\n' "$out" | grep ' (gpu): ' | grep -o "$REFUSAL" | head -1)
+        if [ $rc = 0 ]; then
+            echo "  index $i: $configs: ${verdict##*: }"
+            passed=$((passed + 1))
+        elif [ -n "$why" ] && [ "$verdict" = "attention: FAIL (a launch failed)" ] &&
+             [ "$(printf '%s\n' "$out" | grep -c ' (gpu): ')" = 1 ] && ! printf '%s\n' "$out" | grep -q 'max diff.* FAIL'; then
+            echo "  index $i: $configs: refused ($why)"
+            refused=$((refused + 1))
+        else
+            echo "  index $i: ${configs:-no configs}: FAILED"
+            printf '%s\n' "$out" | sed 's/^/    /'
+            status=1
+        fi
+        i=$((i + 1))
+    done
+}
+
+# attention_file FILE: attention_configs at each head dim FILE's configs
+# have (their D), then a summary; a config phc --list names that no run
+# took is a failure.
+attention_file() {
+    echo "== every config of $1"
+    ran="" passed=0 refused=0
+    dims=$("$BUILD/bin/phc" --list "$1" | grep -o ' D=[0-9]*' | cut -d= -f2 | sort -nu)
+    [ -n "$dims" ] || { echo "  phc --list $1 names no head dim D"; status=1; return; }
+    for d in $dims; do
+        echo " HEAD_DIM $d"
+        attention_configs "$1" "$d"
+    done
+    missed=$("$BUILD/bin/phc" --list "$1" | awk '/^  / { print $1 }' | while read -r c; do
+        printf '%s\n' "$ran" | grep -qxF "$c" || echo "$c"
+    done)
+    [ -z "$missed" ] || { echo "  never run:"; printf '%s\n' "$missed" | sed 's/^/    /'; status=1; }
+    echo "  $1: $passed runs passed, $refused refused; $(printf '%s\n' "$ran" | grep -c .) configs run"
+}
+
 for e in "$BUILD"/examples/*_check; do
     name=$(basename "$e" _check)
     echo "== $name"
@@ -15,11 +77,8 @@ for e in "$BUILD"/examples/*_check; do
 done
 echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 "$BUILD/examples/attention_check" examples/attention/attention.ph --size 1 4 4096 64 || status=1
-echo "== every config of bench/attention_tuned.ph"
-for i in 0 1 2 3 4 5 6 7; do
-    out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" bench/attention_tuned.ph 2>&1) || status=1
-    echo "config index $i: $(echo "$out" | tail -1)"
-done
+attention_file bench/attention_tuned.ph
+attention_file tests/gpu/attention_shapes.ph
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 for t in test_gpu test_gpu_ops test_runtime test_codegen; do

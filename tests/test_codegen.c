@@ -1,6 +1,7 @@
 /* test_codegen.c: lowering to PTX, checked without a GPU. Every config of
  * every example and bench program goes through ptxas for sm_90 and sm_80,
- * and so does the attention example at head dim 128, whose configs need
+ * and so does every tile shape of tests/gpu/attention_shapes.ph and
+ * the attention example at head dim 128, whose configs need
  * more than 48 KB of shared memory and take it dynamically; tensor-core
  * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
  * memory (ptxas -v: no stack frame, no spills); attn_fwd keeps its row
@@ -58,6 +59,9 @@ static int run_ptxas(const char *ptx, const char *arch, char **log)
     return rc;
 }
 
+/* Its 114 configs take minutes through LLVM and ptxas: tests of their own, below. */
+#define ATTENTION_SHAPES "tests/gpu/attention_shapes.ph"
+
 static void check_examples_with_ptxas(const char *arch)
 {
     if (!ptxas_path()) cr_skip_test("ptxas not found in /usr/local/cuda/bin or /usr/bin: PTX not assembled");
@@ -67,6 +71,7 @@ static void check_examples_with_ptxas(const char *arch)
     cr_assert_eq(glob("tests/gpu/*.ph", GLOB_APPEND, NULL, &g), 0, "no tests/gpu programs");
     cr_assert_eq(glob("bench/*.ph", GLOB_APPEND, NULL, &g), 0, "no bench programs");
     for (size_t i = 0; i < g.gl_pathc; i++) {
+        if (!strcmp(g.gl_pathv[i], ATTENTION_SHAPES)) continue;
         IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         char *ptx = emit(m, arch, CG_EMIT_PTX), *log = NULL;
@@ -87,6 +92,53 @@ static void check_examples_with_ptxas(const char *arch)
 
 Test(codegen, every_example_assembles_for_sm90, .timeout = 300) { check_examples_with_ptxas("sm_90"); }
 Test(codegen, every_example_assembles_for_sm80, .timeout = 300) { check_examples_with_ptxas("sm_80"); }
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
+
+/* tests/gpu/attention_shapes.ph holds the attention kernels at head dim 64
+ * and 128 in every tile shape tests/gpucheck.sh runs (query and key tiles
+ * of 32, 64 and 128 rows, 4 and 8 warps), and ptxas assembles every one of
+ * its configs. The sanitized build, whose LLVM and ptxas are the same,
+ * leaves these minutes out. */
+static void check_attention_shapes_with_ptxas(const char *arch)
+{
+    if (!ptxas_path()) cr_skip_test("ptxas not found in /usr/local/cuda/bin or /usr/bin: PTX not assembled");
+    if (SANITIZED) cr_skip_test("sanitized build: the plain build assembles the same PTX");
+    IrModule *m = ph_compile_file(ATTENTION_SHAPES, NULL, stderr);
+    cr_assert_not_null(m, "%s does not compile (run from the repository root)", ATTENTION_SHAPES);
+    char *ptx = emit(m, arch, CG_EMIT_PTX), *log = NULL;
+    static const char *const tiled[] = {"attn_fwd", "attn_bwd_dkdv", "attn_bwd_dq"};
+    static const int dims[] = {64, 128}, blocks[] = {32, 64, 128}, threads[] = {128, 256};
+    int entries = 0;
+    for (int d = 0; d < 2; d++)
+        for (int r = 0; r < 3; r++) {
+            char entry[256];
+            snprintf(entry, sizeof entry, ".entry attn_bwd_delta__D_%d__BR_%d(", dims[d], blocks[r]);
+            cr_expect(strstr(ptx, entry) != NULL, "no %s in the PTX", entry);
+            entries++;
+            for (int k = 0; k < 3; k++)
+                for (int c = 0; c < 3; c++)
+                    for (int t = 0; t < 2; t++) {
+                        snprintf(entry, sizeof entry, ".entry %s__D_%d__BR_%d__BC_%d__NT_%d(", tiled[k], dims[d], blocks[r],
+                                 blocks[c], threads[t]);
+                        cr_expect(strstr(ptx, entry) != NULL, "no %s in the PTX", entry);
+                        entries++;
+                    }
+        }
+    cr_expect_eq(m->nfuncs, entries, "%s has %d configs, not the %d shapes", ATTENTION_SHAPES, m->nfuncs, entries);
+    int rc = run_ptxas(ptx, arch, &log);
+    cr_expect_eq(rc, 0, "ptxas -arch=%s rejects %s:\n%s", arch, ATTENTION_SHAPES, log);
+    free(log);
+    free(ptx);
+    ir_module_free(m);
+}
+
+Test(codegen, every_attention_shape_assembles_for_sm90, .timeout = 1800) { check_attention_shapes_with_ptxas("sm_90"); }
+Test(codegen, every_attention_shape_assembles_for_sm80, .timeout = 1800) { check_attention_shapes_with_ptxas("sm_80"); }
 
 /* text with every `from` replaced by `to` (malloc'd). */
 static char *replace_all(const char *text, const char *from, const char *to)

@@ -7,6 +7,37 @@
 #include "phobos.h"
 #include "testutil.h"
 
+/* ---- counting heap allocations ----
+ * This binary's malloc, calloc and realloc are glibc's own, counted while
+ * the calling thread asks for it, so a test can see that a launch
+ * allocates nothing. Under AddressSanitizer, which brings its allocator,
+ * nothing is replaced and the test that counts skips. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#endif
+#if defined(__GLIBC__) && !defined(UNDER_ASAN)
+#define COUNTS_ALLOCATIONS 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t count, size_t n);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+static _Thread_local bool counting;
+static _Thread_local long allocations;
+void *malloc(size_t n) { allocations += counting; return __libc_malloc(n); }
+void *calloc(size_t count, size_t n) { allocations += counting; return __libc_calloc(count, n); }
+void *realloc(void *p, size_t n) { allocations += counting; return __libc_realloc(p, n); }
+void free(void *p) { __libc_free(p); }
+#else
+#define COUNTS_ALLOCATIONS 0
+static bool counting;
+static long allocations;
+#endif
+
 static const char *vecadd_src =
     "import phobos.lang as ph\n"
     "@ph.kernel\n"
@@ -279,6 +310,7 @@ static struct {
     int allowed_bytes[64], nallowed;
     bool deny_shared;
     const char *fast;       /* this config times 1 ms, others 2 ms */
+    int ntimings;           /* times the autotuner read an event's elapsed time */
 } fake;
 
 static CUresult fake_ok(void) { return 0; }
@@ -351,6 +383,7 @@ static CUresult fake_sync(CUevent e) { (void)e; return 0; }
 static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
 {
     (void)a; (void)b;
+    fake.ntimings++;
     const char *last = fake.launched[(fake.nlaunches - 1) % 256];
     *ms = fake.fast && !strcmp(last, fake.fast) ? 1.0f : 2.0f;
     return 0;
@@ -551,6 +584,162 @@ Test(runtime, a_refused_shared_memory_allowance_leaves_the_eligible_set)
     cr_assert_eq(ph_launch(one, grid1, NULL, args, 2), PH_ERR_MODULE);
     cr_assert_str_eq(ph_last_error(), "tr__BM_128: no eligible config could be loaded: the CUDA driver refused tr__BM_128 "
                      "65536 bytes of dynamic shared memory (error 1): fake error");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* A second launch with the same dims takes the remembered winner: nothing
+ * is timed again, even when another config would now be faster. */
+Test(runtime, a_second_launch_with_the_same_dims_is_not_tuned_again)
+{
+    use_fake_driver();
+    fake.fast = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 15, "three configs, five timed runs each");
+    cr_assert_eq(fake.nlaunches, 19);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+
+    fake.fast = "vadd__BLOCK_512";
+    args[0].ptr = 0x40000;   /* other buffers, the same dims */
+    args[3] = ph_f32(3);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 15, "nothing timed again");
+    cr_assert_eq(fake.nlaunches, 20, "one launch");
+    cr_assert_str_eq(fake.launched[19], "vadd__BLOCK_256");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+    cr_assert_eq(fake.nloads, 3);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* Two tensors with dims of their own: a change in any one dim (here the
+ * second tensor's second) is new dims, tuned again; each set of dims keeps
+ * its own winner. */
+static const char *two_tensors_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(B=[16, 32])\n"
+    "def cp(A: ph.tensor[ph.f32][M, K], C: ph.tensor[ph.f32][P, Q]):\n"
+    "    C[0:+B, 0:+16] = A[0:+B, 0:+16]\n";
+
+Test(runtime, other_dims_are_tuned_again)
+{
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("cp.ph", two_tensors_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "cp", &k), PH_OK);
+    ph_arg first[2] = {ph_tensor2(0x10000, 64, 64), ph_tensor2(0x20000, 64, 64)};
+    ph_arg other[2] = {ph_tensor2(0x10000, 64, 64), ph_tensor2(0x20000, 64, 32)};
+    fake.fast = "cp__B_16";
+    cr_assert_eq(ph_launch(k, grid1, NULL, first, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 10);
+    cr_assert_str_eq(ph_kernel_last_config(k), "cp__B_16");
+
+    fake.fast = "cp__B_32";
+    cr_assert_eq(ph_launch(k, grid1, NULL, other, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 20, "new dims: both configs timed again");
+    cr_assert_str_eq(ph_kernel_last_config(k), "cp__B_32");
+
+    cr_assert_eq(ph_launch(k, grid1, NULL, first, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_kernel_last_config(k), "cp__B_16", "the first dims keep their winner");
+    cr_assert_eq(ph_launch(k, grid1, NULL, other, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_kernel_last_config(k), "cp__B_32");
+    cr_assert_eq(fake.ntimings, 20, "neither is timed a second time");
+    cr_assert_eq(fake.nlaunches, 13 + 13 + 2, "two tunings (six runs a config and the winner), then two launches");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* The refusal names the reason of each config that was eligible, and only
+ * those; a later launch gives the same reasons, kept from the first, with
+ * nothing loaded again. */
+static const char *aligned_three_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256, 512])\n"
+    "@ph.aligned(N=\"BLOCK\")\n"
+    "def vadd(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n";
+
+Test(runtime, the_refusal_names_each_eligible_configs_reason)
+{
+    use_fake_driver();
+    fake.refuse[0] = "vadd__BLOCK_128";
+    fake.refuse[1] = "vadd__BLOCK_256";
+    fake.refuse[2] = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", aligned_three_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    /* N = 768: BLOCK 512 breaks its promise and is not eligible */
+    ph_arg args[4] = {ph_tensor1(0x10000, 768), ph_tensor1(0x20000, 768), ph_tensor1(0x30000, 768), ph_f32(2)};
+    const char *want = "vadd: no eligible config could be loaded: "
+        "the CUDA driver refused vadd__BLOCK_128 (error 218): ptxas error   : Entry function 'vadd__BLOCK_128' uses too much "
+        "shared data (0x10000 bytes, 0xc000 max); "
+        "the CUDA driver refused vadd__BLOCK_256 (error 218): ptxas error   : Entry function 'vadd__BLOCK_256' uses too much "
+        "shared data (0x10000 bytes, 0xc000 max)";
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_MODULE);
+    cr_assert_str_eq(ph_last_error(), want);
+    cr_assert_eq(fake.nloads, 2);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_MODULE);
+    cr_assert_str_eq(ph_last_error(), want);
+    cr_assert_eq(fake.nloads, 2, "a refused config is not loaded again");
+    cr_assert_eq(fake.nlaunches, 0);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* How many times ph_launch allocated. */
+static long allocations_of(ph_kernel *k, const ph_arg *args, int nargs, ph_status *s)
+{
+    allocations = 0;
+    counting = true;
+    *s = ph_launch(k, grid1, NULL, args, nargs);
+    counting = false;
+    return allocations;
+}
+
+/* Once a kernel's configs are loaded and tuned for the launch's dims, a
+ * launch allocates nothing: through the autotuner, or one config by its
+ * entry name. Tuning new dims allocates (the winner is remembered), which
+ * shows the count sees the runtime's allocations. */
+Test(runtime, a_tuned_launch_allocates_nothing)
+{
+    if (!COUNTS_ALLOCATIONS) cr_skip_test("AddressSanitizer owns malloc here: allocations are not counted");
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k, *one;
+    ph_status s;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_128", &one), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    long first = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_gt(first, 0, "the first launch generates and loads three configs");
+
+    long again = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(again, 0, "a launch with tuned dims allocated %ld times", again);
+
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    long tuned = allocations_of(k, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(tuned, 1, "tuning new dims remembers the winner (%ld allocations)", tuned);
+    cr_assert_eq(allocations_of(k, args, 4, &s), 0);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+
+    cr_assert_eq(ph_launch(one, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    long single = allocations_of(one, args, 4, &s);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    cr_assert_eq(single, 0, "a launch of one loaded config allocated %ld times", single);
     ph_module_free(m);
     ph_shutdown();
 }

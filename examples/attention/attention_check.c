@@ -7,6 +7,9 @@
  *
  *   attention_check attention.ph [--size Z H N_CTX HEAD_DIM]
  *
+ * It names the config of each kernel it runs and how many of each fit
+ * the size; PHOBOS_CONFIG_INDEX=i runs each kernel's i-th (host_pick), so
+ * tests/gpucheck.sh runs every config of a file.
  * The launches go through a HostLauncher, so the GPU runtime can run the
  * same sequence; only the interpreter exists now. */
 #include "host.h"
@@ -175,6 +178,15 @@ static int attn_check_one(const HostLauncher *l, const AttnKernels *k, const Att
 
 /* ---- main ---- */
 
+/* "configs: NAME, ..." and "configs that fit: KERNEL COUNT, ...", in launch order. */
+static void attn_print_configs(const IrModule *m, const AttnSize *s, const AttnKernels *k)
+{
+    printf("configs: %s, %s, %s, %s\n", k->fwd->name, k->delta->name, k->dkdv->name, k->dq->name);
+    printf("configs that fit: attn_fwd %d, attn_bwd_delta %d, attn_bwd_dkdv %d, attn_bwd_dq %d\n",
+           host_count_fits(m, "attn_fwd", attn_fits, s), host_count_fits(m, "attn_bwd_delta", delta_fits, s),
+           host_count_fits(m, "attn_bwd_dkdv", attn_fits, s), host_count_fits(m, "attn_bwd_dq", attn_fits, s));
+}
+
 static int parse_size(int argc, char **argv, AttnSize *s)
 {
     *s = (AttnSize){1, 2, 1024, 64, 0.5};
@@ -208,6 +220,7 @@ int main(int argc, char **argv)
         ir_module_free(m);
         return 1;
     }
+    attn_print_configs(m, &s, &k);
     size_t rows = (size_t)s.z * s.h * s.n, total = rows * (size_t)s.d;
     AttnBufs b = {
         host_alloc(DT_F16, total), host_alloc(DT_F16, total), host_alloc(DT_F16, total),

@@ -1,0 +1,109 @@
+"""The attention tutorial's four kernels, unchanged, over every tile shape
+tests/gpucheck.sh checks on the GPU: head dim 64 and 128, query and key
+tiles of 32, 64 and 128 rows, 4 and 8 warps. A config whose shared memory
+is more than a block may have is refused by the runtime, and the check
+reports it as refused. CI assembles every config for sm_80 and sm_90."""
+from __future__ import annotations
+
+
+import phobos.lang as ph
+
+
+
+
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(D=[64, 128], BR=[32, 64, 128], BC=[32, 64, 128], NT=[128, 256])
+@ph.aligned(R="BR")
+def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+             O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    q0: ph.let = ph.ctx.block.x * BR
+    q: ph.let = Q[base + q0:+BR, :]
+    acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
+    m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
+    l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
+    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    for kt in range(0, end, BC):
+        k: ph.let = K[base + kt:+BC, :]
+        v: ph.let = V[base + kt:+BC, :]
+        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+        s = s * scale
+        if causal == 1:
+            s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
+        ph.online_softmax(acc, m, l, s, v)
+    acc = acc / l
+    O[base + q0:+BR, :] = acc
+    L[base + q0:+BR, 0:+1] = m + ph.log(l)
+
+
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128], BR=[32, 64, 128])
+def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delta: ph.tensor[ph.f32][R, 1]):
+    r0: ph.let = ph.ctx.block.x * BR
+    p: ph.var[ph.tile[ph.f32][BR, D]] = ph.f32(O[r0:+BR, :]) * ph.f32(DO[r0:+BR, :])
+    Delta[r0:+BR, 0:+1] = ph.rowsum(p)
+
+
+
+
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(D=[64, 128], BR=[32, 64, 128], BC=[32, 64, 128], NT=[128, 256])
+def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+                  DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
+                  DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    k0: ph.let = ph.ctx.block.x * BC
+    k: ph.let = K[base + k0:+BC, :]
+    v: ph.let = V[base + k0:+BC, :]
+    dk: ph.var[ph.tile[ph.f32][BC, D]] = 0.0
+    dv: ph.var[ph.tile[ph.f32][BC, D]] = 0.0
+    start: ph.let = ph.where(causal == 1, k0 // BR * BR, 0)
+    for qt in range(start, n_ctx, BR):
+        q: ph.let = Q[base + qt:+BR, :]
+        do: ph.let = DO[base + qt:+BR, :]
+        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+        p: ph.var[ph.tile[ph.f32][BR, BC]] = ph.exp(s * scale - L[base + qt:+BR, 0:+1])
+        if causal == 1:
+            p = ph.where(k0 + ph.iota(1) <= qt + ph.iota(0), p, 0.0)
+        pt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.transpose(p)
+        dv += ph.dot(pt, do)
+        dp: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(do, v)
+        ds: ph.var[ph.tile[ph.f32][BR, BC]] = p * (dp - Delta[base + qt:+BR, 0:+1])
+        dst: ph.var[ph.tile[ph.f32][BC, BR]] = ph.transpose(ds)
+        dk += ph.dot(dst, q)
+    DK[base + k0:+BC, :] = dk * scale
+    DV[base + k0:+BC, :] = dv
+
+
+
+
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(D=[64, 128], BR=[32, 64, 128], BC=[32, 64, 128], NT=[128, 256])
+def attn_bwd_dq(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+                DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
+                DQ: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    q0: ph.let = ph.ctx.block.x * BR
+    q: ph.let = Q[base + q0:+BR, :]
+    do: ph.let = DO[base + q0:+BR, :]
+    dq: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
+    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    for kt in range(0, end, BC):
+        k: ph.let = K[base + kt:+BC, :]
+        v: ph.let = V[base + kt:+BC, :]
+        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+        p: ph.var[ph.tile[ph.f32][BR, BC]] = ph.exp(s * scale - L[base + q0:+BR, 0:+1])
+        if causal == 1:
+            p = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), p, 0.0)
+        dp: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(do, v)
+        ds: ph.var[ph.tile[ph.f32][BR, BC]] = p * (dp - Delta[base + q0:+BR, 0:+1])
+        dq += ph.dot(ds, k)
+    DQ[base + q0:+BR, :] = dq * scale
