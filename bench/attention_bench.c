@@ -2,8 +2,9 @@
  * the runtime: forward (attn_fwd) and backward (attn_bwd_delta +
  * attn_bwd_dkdv + attn_bwd_dq), causal and not, and prints milliseconds and
  * TFLOP/s in the convention of Triton's tutorial (forward 4·Z·H·N²·D flops,
- * half when causal; backward 2.5 times the forward). Inputs are random;
- * each figure is the median of 20 timed repetitions after 3 warm-ups. */
+ * half when causal; backward 2.5 times the forward), each row with the
+ * configs the autotuner chose. Inputs are random; each figure is the
+ * median of 20 timed repetitions after 3 warm-ups. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,8 +131,11 @@ int main(int argc, char **argv)
             double flops = 4.0 * s.z * s.h * (double)s.n * s.n * s.d * (causal ? 0.5 : 1.0);
             forward(&a, s, causal);   /* lse for the backward pass */
             double f = time_ms(&a, s, causal, 0), b = time_ms(&a, s, causal, 1);
-            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f\n", causal, "fwd", s.n, s.z, s.h, "", f, flops / f / 1e9);
-            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f\n", causal, "bwd", s.n, s.z, s.h, "", b, 2.5 * flops / b / 1e9);
+            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f   %s\n", causal, "fwd", s.n, s.z, s.h, "", f, flops / f / 1e9,
+                   ph_kernel_last_config(a.fwd));
+            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f   %s %s %s\n", causal, "bwd", s.n, s.z, s.h, "", b,
+                   2.5 * flops / b / 1e9, ph_kernel_last_config(a.delta), ph_kernel_last_config(a.dkdv),
+                   ph_kernel_last_config(a.dq));
         }
         for (int b = 0; b < 8; b++) ph_free(*bufs16[b]);
         ph_free(a.lse);
