@@ -28,7 +28,19 @@ CODEGEN_SRCS = compiler/codegen.c runtime/runtime.c
 LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
-HEADERS   = $(wildcard dsl/*.h compiler/*.h)
+# The runtime's files that need no LLVM header.
+RUNTIME_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(CODEGEN_SRCS),$(wildcard runtime/*.c)))
+HEADERS   = $(wildcard dsl/*.h compiler/*.h runtime/*.h runtime/include/*.h)
+
+# The version has one home, phobos.h (PH_VERSION_MAJOR, _MINOR, _PATCH);
+# the library's soname carries the major number.
+version_part = $(shell sed -n 's/^\#define PH_VERSION_$(1) *\([0-9][0-9]*\)$$/\1/p' runtime/include/phobos.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION_MINOR := $(call version_part,MINOR)
+VERSION_PATCH := $(call version_part,PATCH)
+VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+LIBPHOBOS_SONAME = libphobos.so.$(VERSION_MAJOR)
+LIBPHOBOS_REAL   = libphobos.so.$(VERSION)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The CPU executor's suite runs JIT-compiled code on ucontext fibers, whose
@@ -83,10 +95,18 @@ $(BUILD)/libphc.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 # The runtime library a host links: front end, code generator, runtime and
-# LLVM in one shared object; the CUDA driver is loaded at run time.
-$(BUILD)/libphobos.so: $(CODEGEN_OBJS) $(LIB_OBJS)
+# LLVM in one shared object; the CUDA driver is loaded at run time. The real
+# file is libphobos.so.MAJOR.MINOR.PATCH; libphobos.so.MAJOR (its soname,
+# what programs load) and libphobos.so (what -lphobos finds) are links.
+$(BUILD)/$(LIBPHOBOS_REAL): $(CODEGEN_OBJS) $(LIB_OBJS) $(RUNTIME_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+
+$(BUILD)/$(LIBPHOBOS_SONAME): $(BUILD)/$(LIBPHOBOS_REAL)
+	ln -sf $(LIBPHOBOS_REAL) $@
+
+$(BUILD)/libphobos.so: $(BUILD)/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $@
 
 # Programs that lower to PTX link libphobos.so, found next to them by rpath.
 LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
@@ -200,9 +220,11 @@ build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/em
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
 	    | grep -v 'libc\.so\|libm\.so\|libstdc++\|libgcc_s\|ld-linux\|libphobos\|libz\.so\|libzstd' \
 	    | xargs -r cp -L -t $(BUILD)/gpulibs
-	@# and libphobos.so without its static symbol table (9 MB of LLVM's): found
-	@# first through LD_LIBRARY_PATH, so build/libphobos.so need not travel
-	strip --strip-unneeded $(BUILD)/libphobos.so -o $(BUILD)/gpulibs/libphobos.so
+	@# and libphobos.so.MAJOR, the name programs load, without its static symbol
+	@# table (9 MB of LLVM's): found first through LD_LIBRARY_PATH, so the
+	@# library in $(BUILD) need not travel
+	rm -f $(BUILD)/gpulibs/libphobos.so*
+	strip --strip-unneeded $(BUILD)/$(LIBPHOBOS_REAL) -o $(BUILD)/gpulibs/$(LIBPHOBOS_SONAME)
 
 # Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)

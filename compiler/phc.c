@@ -3,14 +3,13 @@
 #include "dsl.h"
 #include "codegen.h"
 #include "layout.h"
+#include "phobos.h"
 
 #include <errno.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PHC_VERSION "0.1.0"
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
@@ -79,7 +78,7 @@ static int parse_args(Options *o, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); exit(EXIT_OK); }
-        else if (!strcmp(a, "--version")) { printf("phc %s\n", PHC_VERSION); exit(EXIT_OK); }
+        else if (!strcmp(a, "--version")) { printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK); }
         else if (!strcmp(a, "--passes")) {
             for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
             exit(EXIT_OK);

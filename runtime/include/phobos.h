@@ -13,9 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; the library's own is ph_version(). The
+ * library's soname, libphobos.so.MAJOR, changes when its ABI does. */
+#define PH_VERSION_MAJOR 0
+#define PH_VERSION_MINOR 1
+#define PH_VERSION_PATCH 0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* "0.1.0": the version of the library the program runs with. */
+const char *ph_version(void);
 
 typedef enum {
     PH_OK = 0,
