@@ -111,9 +111,11 @@ $(BUILD)/libphobos.so: $(BUILD)/$(LIBPHOBOS_SONAME)
 # Programs that lower to PTX link libphobos.so, found next to them by rpath.
 LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
 
-$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphobos.so
+# phc: the front end from libphc.a, the code generator through libphobos's
+# ph_compile; it finds the library in ../lib (installed) or .. (the build).
+$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
 # Suites that lower to PTX or use the runtime link libphobos.so.
 PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops

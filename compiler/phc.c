@@ -1,7 +1,6 @@
 /* phc.c: the command line. The whole pipeline reads in compile():
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
 #include "dsl.h"
-#include "codegen.h"
 #include "layout.h"
 #include "phobos.h"
 
@@ -19,7 +18,7 @@ typedef struct {
     Emit emit;
     bool check_only, list;
     SemaOptions sema;
-    CodegenOptions codegen;
+    ph_compile_options code;   /* for the code generator, in libphobos */
     const char *define_names[64];
     int64_t define_values[64];
 } Options;
@@ -98,9 +97,9 @@ static int parse_args(Options *o, int argc, char **argv)
         }
         else if (!strncmp(a, "--arch=", 7)) {
             if (strcmp(a + 7, "sm_80") && strcmp(a + 7, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", a + 7);
-            o->codegen.arch = a + 7;
+            o->code.arch = a + 7;
         }
-        else if (!strcmp(a, "-O0") || !strcmp(a, "-O3")) o->codegen.opt_level = a[2] - '0';
+        else if (!strcmp(a, "-O0") || !strcmp(a, "-O3")) o->code.no_opt = a[2] == '0';
         else if (!strncmp(a, "--dump-after=", 13)) o->dump_after = a + 13;
         else if (!strcmp(a, "-o") || !strcmp(a, "--kernel") || !strcmp(a, "-D")) {
             if (i + 1 >= argc) return usage_error("%s needs an argument", a);
@@ -119,6 +118,11 @@ static int parse_args(Options *o, int argc, char **argv)
     if (!o->input) return usage_error("%s", "no input file");
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
+    o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
+    o->code.kernel = o->sema.kernel;
+    o->code.ndefines = o->sema.ndefines;
+    o->code.define_names = o->define_names;
+    o->code.define_values = o->define_values;
     return EXIT_OK;
 }
 
@@ -236,7 +240,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     int status = EXIT_INTERNAL;
     if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
         snprintf(cmd, sizeof cmd, "PATH=\"$PATH:${CUDA_HOME:-/usr/local/cuda}/bin\" ptxas -arch=%s -o %s %s > %s 2>&1",
-                 o->codegen.arch, cubin_path, ptx_path, log_path);
+                 o->code.arch, cubin_path, ptx_path, log_path);
         int rc = system(cmd);
         if (rc != 0) report_ptxas(rc, log_path);
         else {
@@ -256,12 +260,14 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     return status;
 }
 
-static int emit_code(const Options *o, const IrModule *ir, FILE *out)
+/* The code generator is the library's (ph_compile, phobos.h): it compiles
+ * the source again, as the front end here just did without errors, and
+ * lowers the same configs. */
+static int emit_code(const Options *o, const SrcFile *src, FILE *out)
 {
-    char *text = NULL, err[1024];
-    CgEmit what = o->emit == EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
-    if (codegen_emit(ir, &o->codegen, what, &text, err, sizeof err)) {
-        fprintf(stderr, "phc: %s\n", err);
+    char *text = NULL;
+    if (ph_compile(src->path, src->text, &o->code, &text) != PH_OK) {
+        fprintf(stderr, "phc: %s\n", ph_last_error());
         return EXIT_INTERNAL;
     }
     int status = EXIT_OK;
@@ -348,7 +354,7 @@ static int compile(const Options *o, FILE *out)
     if (o->check_only || o->dump_after) goto done;
     if (o->emit == EMIT_IR) ir_print_module(out, ir);
     else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
-    else status = emit_code(o, ir, out);
+    else status = emit_code(o, &src, out);
 
 done:
     if (d.nerrors && !status) status = EXIT_PROGRAM;
@@ -363,8 +369,7 @@ int main(int argc, char **argv)
 {
     Options o = {0};
     o.emit = EMIT_PTX;
-    o.codegen.arch = "sm_90";
-    o.codegen.opt_level = 3;
+    o.code.arch = "sm_90";
     int status = parse_args(&o, argc, argv);
     if (status) return status;
     char *buf = NULL;
