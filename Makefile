@@ -98,9 +98,12 @@ $(BUILD)/libphc.a: $(LIB_OBJS)
 # LLVM in one shared object; the CUDA driver is loaded at run time. The real
 # file is libphobos.so.MAJOR.MINOR.PATCH; libphobos.so.MAJOR (its soname,
 # what programs load) and libphobos.so (what -lphobos finds) are links.
-$(BUILD)/$(LIBPHOBOS_REAL): $(CODEGEN_OBJS) $(LIB_OBJS) $(RUNTIME_OBJS)
+# It exports phobos.h's functions and nothing else (runtime/phobos.map).
+PHOBOS_OBJS = $(CODEGEN_OBJS) $(LIB_OBJS) $(RUNTIME_OBJS)
+$(BUILD)/$(LIBPHOBOS_REAL): $(PHOBOS_OBJS) runtime/phobos.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--version-script=runtime/phobos.map -Wl,--exclude-libs,ALL \
+	    -o $@ $(PHOBOS_OBJS) $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
 
 $(BUILD)/$(LIBPHOBOS_SONAME): $(BUILD)/$(LIBPHOBOS_REAL)
 	ln -sf $(LIBPHOBOS_REAL) $@
@@ -108,8 +111,23 @@ $(BUILD)/$(LIBPHOBOS_SONAME): $(BUILD)/$(LIBPHOBOS_REAL)
 $(BUILD)/libphobos.so: $(BUILD)/$(LIBPHOBOS_SONAME)
 	ln -sf $(LIBPHOBOS_SONAME) $@
 
-# Programs that lower to PTX link libphobos.so, found next to them by rpath.
+# The same library with every symbol of its own exported (LLVM's stay
+# hidden), for the suites and tools that reach past phobos.h: the code
+# generator, the runtime's test hooks. Never installed. It keeps the
+# soname, so the GPU machine's build/gpulibs holds one libphobos.so.0, this
+# one, which serves the programs of either kind.
+$(BUILD)/internal/$(LIBPHOBOS_SONAME): $(PHOBOS_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+
+$(BUILD)/internal/libphobos.so: $(BUILD)/internal/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $@
+
+# Programs of phobos.h link libphobos.so, found next to them by rpath;
+# those that need the compiler's internals too link libphc.a before it.
 LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
+# Programs that reach the code generator or the runtime's internals.
+LINK_PHOBOS_INTERNAL = -L$(BUILD)/internal -lphobos -Wl,-rpath,'$$ORIGIN/../internal'
 
 # phc: the front end from libphc.a, the code generator through libphobos's
 # ph_compile; it finds the library in ../lib (installed) or .. (the build).
@@ -117,11 +135,17 @@ $(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
-# Suites that lower to PTX or use the runtime link libphobos.so.
-PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
-$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphobos.so
+# Suites of the runtime's API link libphobos.so (the interpreter from libphc.a).
+PHOBOS_TESTS = $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
+$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
+
+# Suites of the code generator and of the runtime's insides link the internal build.
+INTERNAL_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime
+$(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/internal/libphobos.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 
 # The CPU executor of generated code (tests/cpusim/) needs LLVM's host
 # target and MCJIT besides NVPTX: its suite links the code generator and the
@@ -154,9 +178,9 @@ $(BUILD)/tests/test_layout: tests/test_layout.c $(DIFFTEST_DEPS) $(BUILD)/libphc
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 # gpufuzz is no Criterion suite (it is not in TESTS): make gpufuzz and make gpucheck run it.
-$(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/libphobos.so
+$(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/internal/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 
 # cpufuzz: the same driver over the CPU executor of generated code (linked
 # like test_cpusim), to fuzz the code generator without a GPU:
@@ -203,9 +227,9 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 
-$(BUILD)/examples/%: $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/*.h examples/*.h)
+$(BUILD)/examples/%: $(BUILD)/libphc.a $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/*.h examples/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 # The embedding example of docs/runtime.md, extracted, compiled and run.
 $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos.so
@@ -216,7 +240,7 @@ $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos
 docs-check: $(BUILD)/docs/embed
 	$(BUILD)/docs/embed
 
-build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
+build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
@@ -224,9 +248,10 @@ build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/em
 	    | xargs -r cp -L -t $(BUILD)/gpulibs
 	@# and libphobos.so.MAJOR, the name programs load, without its static symbol
 	@# table (9 MB of LLVM's): found first through LD_LIBRARY_PATH, so the
-	@# library in $(BUILD) need not travel
+	@# libraries in $(BUILD) need not travel. It is the internal build, which
+	@# exports what phobos.h's programs need and what the others reach besides.
 	rm -f $(BUILD)/gpulibs/libphobos.so*
-	strip --strip-unneeded $(BUILD)/$(LIBPHOBOS_REAL) -o $(BUILD)/gpulibs/$(LIBPHOBOS_SONAME)
+	strip --strip-unneeded $(BUILD)/internal/$(LIBPHOBOS_SONAME) -o $(BUILD)/gpulibs/$(LIBPHOBOS_SONAME)
 
 # Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)
