@@ -5,6 +5,7 @@
 #include "phobos.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
@@ -25,9 +26,11 @@ typedef struct {
 
 static const char usage[] =
     "usage: phc [options] FILE.ph\n"
+    "       phc [options] -          (the program from standard input)\n"
     "\n"
     "Compiles a Phobos kernel file to one PTX module with an entry per (kernel,\n"
-    "config), named kernel__NAME_VALUE__... (see --list).\n"
+    "config), named kernel__NAME_VALUE__... (see --list). An option's value may\n"
+    "follow it as --opt=VALUE or --opt VALUE (-oFILE or -o FILE).\n"
     "\n"
     "options:\n"
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
@@ -36,19 +39,23 @@ static const char usage[] =
     "                     cubin runs ptxas, which must be on PATH or in $CUDA_HOME/bin,\n"
     "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
-    "  -O0                no LLVM optimization: readable LLVM IR and PTX\n"
-    "  -o FILE            write the output to FILE instead of standard output; nothing\n"
-    "                     is written when there are errors\n"
-    "  --kernel NAME      only kernel NAME\n"
+    "  -O0, -O3           no LLVM optimization (readable LLVM IR and PTX); full (default)\n"
+    "  -o FILE, --output=FILE\n"
+    "                     write the output to FILE instead of standard output (- is\n"
+    "                     standard output); nothing is written when there are errors\n"
+    "  --kernel=NAME      only kernel NAME\n"
     "  -D NAME=VALUE      only configs whose meta-parameter NAME is VALUE (repeatable)\n"
     "  --list             list the kernels and their configs (entry names, meta-parameters)\n"
     "  --dump-after=PASS  print the IR after pass PASS (parse = as lowered; see --passes)\n"
     "  --passes           list the IR passes in pipeline order\n"
-    "  --help             this text\n"
+    "  -h, --help         this text\n"
     "  --version          phc's version\n"
     "\n"
+    "Errors are in colour on a terminal, unless NO_COLOR is set.\n"
+    "\n"
     "exit status: 0 success; 1 errors in the program (reported as file:line:col: error:);\n"
-    "2 bad command line or unreadable file; 3 internal error.\n";
+    "2 bad command line (an unknown option or --kernel, a malformed -D, ...), an input\n"
+    "it cannot read or an output it cannot write; 3 internal error.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -72,50 +79,97 @@ static int parse_define(Options *o, const char *arg)
     return EXIT_OK;
 }
 
+static int parse_emit(Options *o, const char *k)
+{
+    static const struct { const char *name; Emit emit; } kinds[] = {
+        {"tokens", EMIT_TOKENS}, {"ast", EMIT_AST}, {"ir", EMIT_IR}, {"layouts", EMIT_LAYOUTS},
+        {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"cubin", EMIT_CUBIN},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (!strcmp(k, kinds[i].name)) { o->emit = kinds[i].emit; return EXIT_OK; }
+    return usage_error("unknown --emit kind '%s' (tokens, ast, ir, layouts, llvm, ptx, cubin)", k);
+}
+
+/* Every long option has a value of its own, past any character, so that
+ * after an error optopt tells a short option (a character) from a long one. */
+enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION };
+
+static const struct option long_options[] = {
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"emit", required_argument, NULL, OPT_EMIT},
+    {"arch", required_argument, NULL, OPT_ARCH},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"kernel", required_argument, NULL, OPT_KERNEL},
+    {"list", no_argument, NULL, OPT_LIST},
+    {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
+    {"passes", no_argument, NULL, OPT_PASSES},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* The leading ':' has getopt_long say ':' for a missing value and print
+ * nothing itself, so every message here has phc's form. */
+static const char short_options[] = ":ho:D:O:";
+
+static const char *long_option_name(int val)
+{
+    for (const struct option *l = long_options; l->name; l++)
+        if (l->val == val) return l->name;
+    return "?";
+}
+
+/* What getopt_long refused. optopt is the short option's character (it
+ * may sit inside a cluster, -Xq), a long option's value, or 0 for a long
+ * option it does not know, which is then the word before optind. */
+static int option_error(int c, char **argv)
+{
+    char word[64];
+    if (optopt > 0 && optopt < 256) snprintf(word, sizeof word, "-%c", optopt);
+    else if (optopt >= 256) snprintf(word, sizeof word, "--%s", long_option_name(optopt));
+    if (c == ':') return usage_error("option '%s' needs a value", word);
+    if (optopt >= 256) return usage_error("option '%s' takes no value", word);   /* --check=x */
+    return usage_error("unknown option '%s'", optopt ? word : argv[optind - 1]);
+}
+
+/* One option; EXIT_OK to go on, another status to stop with (--help,
+ * --version and --passes stop at once, with EXIT_OK, through exit). */
+static int take_option(Options *o, int c, char **argv)
+{
+    switch (c) {
+    case 'h': case OPT_HELP: fputs(usage, stdout); exit(EXIT_OK);
+    case OPT_VERSION: printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK);
+    case OPT_PASSES:
+        for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
+        exit(EXIT_OK);
+    case OPT_CHECK: o->check_only = true; return EXIT_OK;
+    case OPT_LIST: o->list = true; return EXIT_OK;
+    case OPT_EMIT: return parse_emit(o, optarg);
+    case OPT_ARCH:
+        if (strcmp(optarg, "sm_80") && strcmp(optarg, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", optarg);
+        o->code.arch = optarg;
+        return EXIT_OK;
+    case 'O':
+        if (strcmp(optarg, "0") && strcmp(optarg, "3")) return usage_error("unknown optimization level '-O%s' (-O0, -O3)", optarg);
+        o->code.no_opt = optarg[0] == '0';
+        return EXIT_OK;
+    case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
+    case 'o': case OPT_OUTPUT: o->output = optarg; return EXIT_OK;
+    case OPT_KERNEL: o->sema.kernel = optarg; return EXIT_OK;
+    case 'D': return parse_define(o, optarg);
+    default: return option_error(c, argv);
+    }
+}
+
 static int parse_args(Options *o, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); exit(EXIT_OK); }
-        else if (!strcmp(a, "--version")) { printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK); }
-        else if (!strcmp(a, "--passes")) {
-            for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
-            exit(EXIT_OK);
-        }
-        else if (!strcmp(a, "--check")) o->check_only = true;
-        else if (!strcmp(a, "--list")) o->list = true;
-        else if (!strncmp(a, "--emit=", 7)) {
-            const char *k = a + 7;
-            if (!strcmp(k, "tokens")) o->emit = EMIT_TOKENS;
-            else if (!strcmp(k, "ast")) o->emit = EMIT_AST;
-            else if (!strcmp(k, "ir")) o->emit = EMIT_IR;
-            else if (!strcmp(k, "llvm")) o->emit = EMIT_LLVM;
-            else if (!strcmp(k, "ptx")) o->emit = EMIT_PTX;
-            else if (!strcmp(k, "cubin")) o->emit = EMIT_CUBIN;
-            else if (!strcmp(k, "layouts")) o->emit = EMIT_LAYOUTS;
-            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir, layouts, llvm, ptx, cubin)", k);
-        }
-        else if (!strncmp(a, "--arch=", 7)) {
-            if (strcmp(a + 7, "sm_80") && strcmp(a + 7, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", a + 7);
-            o->code.arch = a + 7;
-        }
-        else if (!strcmp(a, "-O0") || !strcmp(a, "-O3")) o->code.no_opt = a[2] == '0';
-        else if (!strncmp(a, "--dump-after=", 13)) o->dump_after = a + 13;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--kernel") || !strcmp(a, "-D")) {
-            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
-            const char *v = argv[++i];
-            if (a[1] == 'o') o->output = v;
-            else if (a[1] == 'D') { if (parse_define(o, v)) return EXIT_USAGE; }
-            else o->sema.kernel = v;
-        }
-        else if (!strncmp(a, "-D", 2)) { if (parse_define(o, a + 2)) return EXIT_USAGE; }
-        else if (!strncmp(a, "-o", 2)) o->output = a + 2;
-        else if (!strncmp(a, "--kernel=", 9)) o->sema.kernel = a + 9;
-        else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
-        else if (o->input) return usage_error("more than one input file ('%s')", a);
-        else o->input = a;
-    }
-    if (!o->input) return usage_error("%s", "no input file");
+    int c, status;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1)
+        if ((status = take_option(o, c, argv))) return status;
+    if (optind == argc) return usage_error("%s", "no input file");
+    if (optind + 1 < argc) return usage_error("more than one input file ('%s')", argv[optind + 1]);
+    o->input = argv[optind];
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
     o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
@@ -324,16 +378,30 @@ static void print_layouts(FILE *out, const IrModule *m)
     }
 }
 
+/* Colour on a terminal only, and not when NO_COLOR is set (to anything
+ * but the empty string, as no-color.org asks) or TERM is dumb. */
+static bool diagnostics_in_color(void)
+{
+    const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+    return isatty(STDERR_FILENO) && !(no_color && *no_color) && !(term && !strcmp(term, "dumb"));
+}
+
+/* FILE.ph, or standard input for "-", named <stdin> in messages. */
+static int load_input(const char *input, SrcFile *src)
+{
+    char err[512];
+    int failed = strcmp(input, "-") ? src_load(src, input, err, sizeof err) : src_read(src, stdin, "<stdin>", err, sizeof err);
+    if (failed) fprintf(stderr, "phc: %s\n", err);
+    return failed ? EXIT_USAGE : EXIT_OK;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
-    char err[512];
-    if (src_load(&src, o->input, err, sizeof err)) {
-        fprintf(stderr, "phc: %s\n", err);
-        return EXIT_USAGE;
-    }
+    if (load_input(o->input, &src)) return EXIT_USAGE;
     Diag d;
     diag_init(&d, &src, stderr);
+    d.color = diagnostics_in_color();
     Arena *arena = arena_new();
     IrModule *ir = NULL;
     int status = EXIT_OK;
@@ -357,7 +425,7 @@ static int compile(const Options *o, FILE *out)
     else status = emit_code(o, &src, out);
 
 done:
-    if (d.nerrors && !status) status = EXIT_PROGRAM;
+    if (d.nerrors && !status) status = d.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
     ir_module_free(ir);
     arena_free(arena);
     diag_free(&d);
