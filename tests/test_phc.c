@@ -1,7 +1,8 @@
 /* test_phc.c: the command line, run as a user runs it: outputs compared
  * with golden files (the IR of every example, --list, diagnostics), exit
- * statuses, option spellings, standard input and output, colour on a
- * terminal, and no output file when there are errors. */
+ * statuses, option spellings, standard input and output, what -o does to
+ * links and special files, colour on a terminal, and no output file when
+ * there are errors. */
 #define _XOPEN_SOURCE 700   /* posix_openpt */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -413,6 +414,153 @@ Test(phc, standard_input_and_output)
     }
     cr_expect_eq(*e, 0);
     free(out); free(err); free(golden); free(want);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* -o through a symbolic link writes the file it points to and leaves the
+ * link a link, relative or dangling; a file replaced keeps its mode; on
+ * errors the file is untouched. */
+Test(phc, output_through_a_symlink_keeps_the_link)
+{
+    char dir[] = "/tmp/phc-links.XXXXXX", real[96], link[96], dangling[96], made[96], args[256];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(real, sizeof real, "%s/real.ir", dir);
+    snprintf(link, sizeof link, "%s/link.ir", dir);
+    snprintf(dangling, sizeof dangling, "%s/dangling.ir", dir);
+    snprintf(made, sizeof made, "%s/made.ir", dir);
+    write_text(real, "old\n");
+    cr_assert_eq(chmod(real, 0640), 0);
+    cr_assert_eq(symlink("real.ir", link), 0);
+    cr_assert_eq(symlink("made.ir", dangling), 0);
+
+    snprintf(args, sizeof args, "--emit=ir -o %s tests/golden/type_errors.ph", link);
+    free(phc_out(args, 1));
+    char *got = tu_read_file(real);
+    cr_expect_str_eq(got, "old\n", "a failing run wrote through the link");
+    free(got);
+
+    char *want = tu_read_file("tests/golden/vecadd.ir");
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", link);
+    free(phc_out(args, 0));
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the link was replaced");
+    cr_assert_eq(stat(real, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+    got = tu_read_file(real);
+    cr_expect_str_eq(got, want);
+    free(got);
+
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", dangling);
+    free(phc_out(args, 0));
+    cr_assert_eq(lstat(dangling, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the dangling link was replaced");
+    got = tu_read_file(made);
+    cr_expect(got && !strcmp(got, want), "the link's target holds %s", got ? got : "nothing");
+    free(got); free(want);
+    remove_folder(dir);
+}
+
+/* What -o refuses: a directory, the input file, a file it may not write,
+ * a folder that is not there; each is a status 2 and leaves things as
+ * they were. */
+Test(phc, output_that_cannot_be_written_is_refused)
+{
+    char dir[] = "/tmp/phc-refused.XXXXXX", path[96], args[256], *out, *err;
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", dir);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "it is a directory") != NULL, "%s", err);
+    struct stat st;
+    cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    free(out); free(err);
+
+    snprintf(path, sizeof path, "%s/in.ph", dir);
+    char *src = tu_read_file("examples/vecadd/vecadd.ph");
+    write_text(path, src);
+    snprintf(args, sizeof args, "--emit=ir -o %s %s", path, path);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "it is the input file") != NULL, "%s", err);
+    char *now = tu_read_file(path);
+    cr_expect_str_eq(now, src);
+    free(now); free(src); free(out); free(err);
+
+    snprintf(path, sizeof path, "%s/nowhere/x.ir", dir);
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", path);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "cannot write") != NULL, "%s", err);
+    free(out); free(err);
+
+    if (geteuid() != 0) {   /* root may write anything */
+        snprintf(path, sizeof path, "%s/ro.ir", dir);
+        write_text(path, "read only\n");
+        cr_assert_eq(chmod(path, 0444), 0);
+        snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", path);
+        cr_expect_eq(phc(args, &out, &err), 2);
+        now = tu_read_file(path);
+        cr_expect_str_eq(now, "read only\n");
+        free(now); free(out); free(err);
+    }
+    remove_folder(dir);
+}
+
+/* A special file is written, never replaced: a FIFO stays a FIFO and its
+ * reader gets the output; a link to /proc/self/fd/1, as /dev/stdout is,
+ * when standard output is a file opened for appending, appends to it (the
+ * file is not renamed over); a character device stays one. The links and
+ * devices are the test's own, so a phc that replaced them would harm
+ * nothing outside its folder. */
+Test(phc, special_files_are_written_not_replaced)
+{
+    char dir[] = "/tmp/phc-special.XXXXXX", fifo[96], got_path[96], cmd[512], args[256];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(got_path, sizeof got_path, "%s/read", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    snprintf(cmd, sizeof cmd, "timeout 20 cat %s > %s &", fifo, got_path);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", fifo);
+    free(phc_out(args, 0));
+    struct stat st;
+    cr_assert_eq(lstat(fifo, &st), 0);
+    cr_expect(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    char *want = tu_read_file("tests/golden/vecadd.ir"), *got = NULL;
+    for (int i = 0; i < 200 && !(got && *got && !strcmp(got, want)); i++) {   /* the reader finishes on its own time */
+        free(got);
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        got = tu_read_file(got_path);
+    }
+    cr_expect(got && !strcmp(got, want), "the FIFO's reader got %s", got ? got : "nothing");
+    free(got);
+
+    char appended[96], stdout_link[96];
+    snprintf(appended, sizeof appended, "%s/appended", dir);
+    snprintf(stdout_link, sizeof stdout_link, "%s/stdout", dir);
+    write_text(appended, "first line\n");
+    cr_assert_eq(symlink("/proc/self/fd/1", stdout_link), 0);
+    snprintf(cmd, sizeof cmd, PHC " --emit=ir -o %s examples/vecadd/vecadd.ph >> %s", stdout_link, appended);
+    cr_assert_eq(system(cmd), 0);
+    got = tu_read_file(appended);
+    cr_expect(!strncmp(got, "first line\n", 11) && !strcmp(got + 11, want), "%s", got);
+    free(got);
+
+    char node[96];
+    snprintf(node, sizeof node, "%s/null", dir);
+    if (mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0) {   /* a /dev/null of our own, where allowed */
+        snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", node);
+        free(phc_out(args, 0));
+        cr_assert_eq(lstat(node, &st), 0);
+        cr_expect(S_ISCHR(st.st_mode), "the character device was replaced");
+    }
+    free(want);
+    remove_folder(dir);
 }
 
 /* Every kind of bad command line is status 2, with a message that says
