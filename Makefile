@@ -4,6 +4,8 @@
 #   make check      install what is missing, build, run every test and example check
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
 #   make bench      front-end timing benchmark
+#   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
+#                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
 
 CC      ?= cc
@@ -53,7 +55,8 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
+.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
+        install uninstall install-check
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -282,6 +285,7 @@ check: deps
 	$(MAKE) test
 	$(MAKE) examples-check
 	$(MAKE) docs-check
+	$(MAKE) install-check
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	@# every Criterion suite, plain and sanitized, in one closing line
@@ -379,6 +383,36 @@ demo: deps
 	@echo "wrote $(BUILD)/attention.ptx: $$(grep -c '.entry ' $(BUILD)/attention.ptx) entries, $$(grep -c mma.sync $(BUILD)/attention.ptx) mma.sync"
 
 	$(MAKE) attention-check
+
+# ---- installing ----
+#   make install [PREFIX=/usr/local] [DESTDIR=staging]   phc, libphobos, phobos.h, phobos.pc
+#   make uninstall [PREFIX=...] [DESTDIR=...]             removes exactly those files
+# phc finds the library in ../lib beside its bin folder (its runpath), so an
+# installed tree may be moved or copied whole.
+PREFIX       ?= /usr/local
+BINDIR        = $(PREFIX)/bin
+LIBDIR        = $(PREFIX)/lib
+INCLUDEDIR    = $(PREFIX)/include
+PKGCONFIGDIR  = $(LIBDIR)/pkgconfig
+INSTALLED     = $(BINDIR)/phc $(LIBDIR)/$(LIBPHOBOS_REAL) $(LIBDIR)/$(LIBPHOBOS_SONAME) $(LIBDIR)/libphobos.so \
+                $(INCLUDEDIR)/phobos.h $(PKGCONFIGDIR)/phobos.pc
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(PHC) $(DESTDIR)$(BINDIR)/phc
+	install -m 755 $(BUILD)/$(LIBPHOBOS_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPHOBOS_REAL)
+	ln -sf $(LIBPHOBOS_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $(DESTDIR)$(LIBDIR)/libphobos.so
+	install -m 644 runtime/include/phobos.h $(DESTDIR)$(INCLUDEDIR)/phobos.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/phobos.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/phobos.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/phobos.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# Installs into a temporary prefix and uses what is there (tests/install_check.sh).
+install-check: all
+	BUILD=$(BUILD) MAKE="$(MAKE)" sh tests/install_check.sh
 
 # Runs what the build made (so it also runs on the GPU machine): make all build-tests first.
 bench:
