@@ -276,9 +276,9 @@ static int replace_file(const char *shown, const char *target, const char *buf, 
     if (fd < 0) return cannot_write(shown, strerror(errno));
     bool ok = (!exists || !fchmod(fd, st.st_mode & 07777)) && write_all(fd, buf, len);
     int saved = errno;
-    ok = !close(fd) && ok;
-    if (ok && !rename(tmp, target)) return EXIT_OK;
-    saved = ok ? errno : saved;
+    if (close(fd) && ok) ok = false, saved = errno;
+    if (ok && rename(tmp, target)) ok = false, saved = errno;
+    if (ok) return EXIT_OK;
     unlink(tmp);
     return cannot_write(shown, strerror(saved));
 }
