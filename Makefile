@@ -4,6 +4,8 @@
 #   make check      install what is missing, build, run every test and example check
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
 #   make bench      front-end timing benchmark
+#   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
+#                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
 
 CC      ?= cc
@@ -28,7 +30,19 @@ CODEGEN_SRCS = compiler/codegen.c runtime/runtime.c
 LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
-HEADERS   = $(wildcard dsl/*.h compiler/*.h)
+# The runtime's files that need no LLVM header.
+RUNTIME_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(CODEGEN_SRCS),$(wildcard runtime/*.c)))
+HEADERS   = $(wildcard dsl/*.h compiler/*.h runtime/*.h runtime/include/*.h)
+
+# The version has one home, phobos.h (PH_VERSION_MAJOR, _MINOR, _PATCH);
+# the library's soname carries the major number.
+version_part = $(shell sed -n 's/^\#define PH_VERSION_$(1) *\([0-9][0-9]*\)$$/\1/p' runtime/include/phobos.h)
+VERSION_MAJOR := $(call version_part,MAJOR)
+VERSION_MINOR := $(call version_part,MINOR)
+VERSION_PATCH := $(call version_part,PATCH)
+VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+LIBPHOBOS_SONAME = libphobos.so.$(VERSION_MAJOR)
+LIBPHOBOS_REAL   = libphobos.so.$(VERSION)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
 # The CPU executor's suite runs JIT-compiled code on ucontext fibers, whose
@@ -41,7 +55,8 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean
+.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
+        install uninstall install-check
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -83,23 +98,57 @@ $(BUILD)/libphc.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
 
 # The runtime library a host links: front end, code generator, runtime and
-# LLVM in one shared object; the CUDA driver is loaded at run time.
-$(BUILD)/libphobos.so: $(CODEGEN_OBJS) $(LIB_OBJS)
+# LLVM in one shared object; the CUDA driver is loaded at run time. The real
+# file is libphobos.so.MAJOR.MINOR.PATCH; libphobos.so.MAJOR (its soname,
+# what programs load) and libphobos.so (what -lphobos finds) are links.
+# It exports phobos.h's functions and nothing else (runtime/phobos.map).
+PHOBOS_OBJS = $(CODEGEN_OBJS) $(LIB_OBJS) $(RUNTIME_OBJS)
+$(BUILD)/$(LIBPHOBOS_REAL): $(PHOBOS_OBJS) runtime/phobos.map
 	@mkdir -p $(dir $@)
-	$(CC) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--version-script=runtime/phobos.map -Wl,--exclude-libs,ALL \
+	    -o $@ $(PHOBOS_OBJS) $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
 
-# Programs that lower to PTX link libphobos.so, found next to them by rpath.
+$(BUILD)/$(LIBPHOBOS_SONAME): $(BUILD)/$(LIBPHOBOS_REAL)
+	ln -sf $(LIBPHOBOS_REAL) $@
+
+$(BUILD)/libphobos.so: $(BUILD)/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $@
+
+# The same library with every symbol of its own exported (LLVM's stay
+# hidden), for the suites and tools that reach past phobos.h: the code
+# generator, the runtime's test hooks. Never installed. It keeps the
+# soname, so the GPU machine's build/gpulibs holds one libphobos.so.0, this
+# one, which serves the programs of either kind.
+$(BUILD)/internal/$(LIBPHOBOS_SONAME): $(PHOBOS_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--exclude-libs,ALL -o $@ $^ $(LDFLAGS) $(LLVM_LIBS) $(LDLIBS)
+
+$(BUILD)/internal/libphobos.so: $(BUILD)/internal/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $@
+
+# Programs of phobos.h link libphobos.so, found next to them by rpath;
+# those that need the compiler's internals too link libphc.a before it.
 LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
+# Programs that reach the code generator or the runtime's internals.
+LINK_PHOBOS_INTERNAL = -L$(BUILD)/internal -lphobos -Wl,-rpath,'$$ORIGIN/../internal'
 
-$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphobos.so
+# phc: the front end from libphc.a, the code generator through libphobos's
+# ph_compile; it finds the library in ../lib (installed) or .. (the build).
+$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
-# Suites that lower to PTX or use the runtime link libphobos.so.
-PHOBOS_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
-$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphobos.so
+# Suites of the runtime's API link libphobos.so (the interpreter from libphc.a).
+PHOBOS_TESTS = $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
+$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
+
+# Suites of the code generator and of the runtime's insides link the internal build.
+INTERNAL_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime
+$(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/internal/libphobos.so
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 
 # The CPU executor of generated code (tests/cpusim/) needs LLVM's host
 # target and MCJIT besides NVPTX: its suite links the code generator and the
@@ -132,9 +181,9 @@ $(BUILD)/tests/test_layout: tests/test_layout.c $(DIFFTEST_DEPS) $(BUILD)/libphc
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 # gpufuzz is no Criterion suite (it is not in TESTS): make gpufuzz and make gpucheck run it.
-$(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/libphobos.so
+$(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $(DIFFTEST_DEPS) $(BUILD)/internal/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< tests/difftest/difftest_gpu.c $(DIFFTEST_SRCS) -o $@ $(LDFLAGS) $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 
 # cpufuzz: the same driver over the CPU executor of generated code (linked
 # like test_cpusim), to fuzz the code generator without a GPU:
@@ -181,9 +230,9 @@ $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
 
-$(BUILD)/examples/%: $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/*.h examples/*.h)
+$(BUILD)/examples/%: $(BUILD)/libphc.a $(BUILD)/libphobos.so $(wildcard examples/*/*.c examples/*/*.h examples/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -Iexamples $(wildcard examples/*/$*.c) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
 
 # The embedding example of docs/runtime.md, extracted, compiled and run.
 $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos.so
@@ -194,15 +243,18 @@ $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos
 docs-check: $(BUILD)/docs/embed
 	$(BUILD)/docs/embed
 
-build-tests: $(TESTS) $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
+build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
 	    | grep -v 'libc\.so\|libm\.so\|libstdc++\|libgcc_s\|ld-linux\|libphobos\|libz\.so\|libzstd' \
 	    | xargs -r cp -L -t $(BUILD)/gpulibs
-	@# and libphobos.so without its static symbol table (9 MB of LLVM's): found
-	@# first through LD_LIBRARY_PATH, so build/libphobos.so need not travel
-	strip --strip-unneeded $(BUILD)/libphobos.so -o $(BUILD)/gpulibs/libphobos.so
+	@# and libphobos.so.MAJOR, the name programs load, without its static symbol
+	@# table (9 MB of LLVM's): found first through LD_LIBRARY_PATH, so the
+	@# libraries in $(BUILD) need not travel. It is the internal build, which
+	@# exports what phobos.h's programs need and what the others reach besides.
+	rm -f $(BUILD)/gpulibs/libphobos.so*
+	strip --strip-unneeded $(BUILD)/internal/$(LIBPHOBOS_SONAME) -o $(BUILD)/gpulibs/$(LIBPHOBOS_SONAME)
 
 # Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)
@@ -234,6 +286,7 @@ check: deps
 	$(MAKE) test
 	$(MAKE) examples-check
 	$(MAKE) docs-check
+	$(MAKE) install-check
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	@# every Criterion suite, plain and sanitized, in one closing line
@@ -331,6 +384,36 @@ demo: deps
 	@echo "wrote $(BUILD)/attention.ptx: $$(grep -c '.entry ' $(BUILD)/attention.ptx) entries, $$(grep -c mma.sync $(BUILD)/attention.ptx) mma.sync"
 
 	$(MAKE) attention-check
+
+# ---- installing ----
+#   make install [PREFIX=/usr/local] [DESTDIR=staging]   phc, libphobos, phobos.h, phobos.pc
+#   make uninstall [PREFIX=...] [DESTDIR=...]             removes exactly those files
+# phc finds the library in ../lib beside its bin folder (its runpath), so an
+# installed tree may be moved or copied whole.
+PREFIX       ?= /usr/local
+BINDIR        = $(PREFIX)/bin
+LIBDIR        = $(PREFIX)/lib
+INCLUDEDIR    = $(PREFIX)/include
+PKGCONFIGDIR  = $(LIBDIR)/pkgconfig
+INSTALLED     = $(BINDIR)/phc $(LIBDIR)/$(LIBPHOBOS_REAL) $(LIBDIR)/$(LIBPHOBOS_SONAME) $(LIBDIR)/libphobos.so \
+                $(INCLUDEDIR)/phobos.h $(PKGCONFIGDIR)/phobos.pc
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(PHC) $(DESTDIR)$(BINDIR)/phc
+	install -m 755 $(BUILD)/$(LIBPHOBOS_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPHOBOS_REAL)
+	ln -sf $(LIBPHOBOS_REAL) $(DESTDIR)$(LIBDIR)/$(LIBPHOBOS_SONAME)
+	ln -sf $(LIBPHOBOS_SONAME) $(DESTDIR)$(LIBDIR)/libphobos.so
+	install -m 644 runtime/include/phobos.h $(DESTDIR)$(INCLUDEDIR)/phobos.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' runtime/phobos.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/phobos.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/phobos.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+
+# Installs into a temporary prefix and uses what is there (tests/install_check.sh).
+install-check: all
+	BUILD=$(BUILD) MAKE="$(MAKE)" sh tests/install_check.sh
 
 # Runs what the build made (so it also runs on the GPU machine): make all build-tests first.
 bench:

@@ -1,16 +1,17 @@
 /* phc.c: the command line. The whole pipeline reads in compile():
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
 #include "dsl.h"
-#include "codegen.h"
 #include "layout.h"
+#include "phobos.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define PHC_VERSION "0.1.0"
 
 enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
@@ -20,16 +21,18 @@ typedef struct {
     Emit emit;
     bool check_only, list;
     SemaOptions sema;
-    CodegenOptions codegen;
+    ph_compile_options code;   /* for the code generator, in libphobos */
     const char *define_names[64];
     int64_t define_values[64];
 } Options;
 
 static const char usage[] =
     "usage: phc [options] FILE.ph\n"
+    "       phc [options] -          (the program from standard input)\n"
     "\n"
     "Compiles a Phobos kernel file to one PTX module with an entry per (kernel,\n"
-    "config), named kernel__NAME_VALUE__... (see --list).\n"
+    "config), named kernel__NAME_VALUE__... (see --list). An option's value may\n"
+    "follow it as --opt=VALUE or --opt VALUE (-oFILE or -o FILE).\n"
     "\n"
     "options:\n"
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
@@ -38,19 +41,23 @@ static const char usage[] =
     "                     cubin runs ptxas, which must be on PATH or in $CUDA_HOME/bin,\n"
     "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
-    "  -O0                no LLVM optimization: readable LLVM IR and PTX\n"
-    "  -o FILE            write the output to FILE instead of standard output; nothing\n"
-    "                     is written when there are errors\n"
-    "  --kernel NAME      only kernel NAME\n"
+    "  -O0, -O3           no LLVM optimization (readable LLVM IR and PTX); full (default)\n"
+    "  -o FILE, --output=FILE\n"
+    "                     write the output to FILE instead of standard output (- is\n"
+    "                     standard output); nothing is written when there are errors\n"
+    "  --kernel=NAME      only kernel NAME\n"
     "  -D NAME=VALUE      only configs whose meta-parameter NAME is VALUE (repeatable)\n"
     "  --list             list the kernels and their configs (entry names, meta-parameters)\n"
     "  --dump-after=PASS  print the IR after pass PASS (parse = as lowered; see --passes)\n"
     "  --passes           list the IR passes in pipeline order\n"
-    "  --help             this text\n"
+    "  -h, --help         this text\n"
     "  --version          phc's version\n"
     "\n"
+    "Errors are in colour on a terminal, unless NO_COLOR is set.\n"
+    "\n"
     "exit status: 0 success; 1 errors in the program (reported as file:line:col: error:);\n"
-    "2 bad command line or unreadable file; 3 internal error.\n";
+    "2 bad command line (an unknown option or --kernel, a malformed -D, ...), an input\n"
+    "it cannot read or an output it cannot write; 3 internal error.\n";
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -74,52 +81,104 @@ static int parse_define(Options *o, const char *arg)
     return EXIT_OK;
 }
 
+static int parse_emit(Options *o, const char *k)
+{
+    static const struct { const char *name; Emit emit; } kinds[] = {
+        {"tokens", EMIT_TOKENS}, {"ast", EMIT_AST}, {"ir", EMIT_IR}, {"layouts", EMIT_LAYOUTS},
+        {"llvm", EMIT_LLVM}, {"ptx", EMIT_PTX}, {"cubin", EMIT_CUBIN},
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (!strcmp(k, kinds[i].name)) { o->emit = kinds[i].emit; return EXIT_OK; }
+    return usage_error("unknown --emit kind '%s' (tokens, ast, ir, layouts, llvm, ptx, cubin)", k);
+}
+
+/* Every long option has a value of its own, past any character, so that
+ * after an error optopt tells a short option (a character) from a long one. */
+enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION };
+
+static const struct option long_options[] = {
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"emit", required_argument, NULL, OPT_EMIT},
+    {"arch", required_argument, NULL, OPT_ARCH},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"kernel", required_argument, NULL, OPT_KERNEL},
+    {"list", no_argument, NULL, OPT_LIST},
+    {"dump-after", required_argument, NULL, OPT_DUMP_AFTER},
+    {"passes", no_argument, NULL, OPT_PASSES},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* The leading ':' has getopt_long say ':' for a missing value and print
+ * nothing itself, so every message here has phc's form. */
+static const char short_options[] = ":ho:D:O:";
+
+static const char *long_option_name(int val)
+{
+    for (const struct option *l = long_options; l->name; l++)
+        if (l->val == val) return l->name;
+    return "?";
+}
+
+/* What getopt_long refused. optopt is the short option's character (it
+ * may sit inside a cluster, -Xq), a long option's value, or 0 for a long
+ * option it does not know, which is then the word before optind. */
+static int option_error(int c, char **argv)
+{
+    char word[64];
+    if (optopt > 0 && optopt < 256) snprintf(word, sizeof word, "-%c", optopt);
+    else if (optopt >= 256) snprintf(word, sizeof word, "--%s", long_option_name(optopt));
+    if (c == ':') return usage_error("option '%s' needs a value", word);
+    if (optopt >= 256) return usage_error("option '%s' takes no value", word);   /* --check=x */
+    return usage_error("unknown option '%s'", optopt ? word : argv[optind - 1]);
+}
+
+/* One option; EXIT_OK to go on, another status to stop with (--help,
+ * --version and --passes stop at once, with EXIT_OK, through exit). */
+static int take_option(Options *o, int c, char **argv)
+{
+    switch (c) {
+    case 'h': case OPT_HELP: fputs(usage, stdout); exit(EXIT_OK);
+    case OPT_VERSION: printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK);
+    case OPT_PASSES:
+        for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
+        exit(EXIT_OK);
+    case OPT_CHECK: o->check_only = true; return EXIT_OK;
+    case OPT_LIST: o->list = true; return EXIT_OK;
+    case OPT_EMIT: return parse_emit(o, optarg);
+    case OPT_ARCH:
+        if (strcmp(optarg, "sm_80") && strcmp(optarg, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", optarg);
+        o->code.arch = optarg;
+        return EXIT_OK;
+    case 'O':
+        if (strcmp(optarg, "0") && strcmp(optarg, "3")) return usage_error("unknown optimization level '-O%s' (-O0, -O3)", optarg);
+        o->code.no_opt = optarg[0] == '0';
+        return EXIT_OK;
+    case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
+    case 'o': case OPT_OUTPUT: o->output = optarg; return EXIT_OK;
+    case OPT_KERNEL: o->sema.kernel = optarg; return EXIT_OK;
+    case 'D': return parse_define(o, optarg);
+    default: return option_error(c, argv);
+    }
+}
+
 static int parse_args(Options *o, int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(usage, stdout); exit(EXIT_OK); }
-        else if (!strcmp(a, "--version")) { printf("phc %s\n", PHC_VERSION); exit(EXIT_OK); }
-        else if (!strcmp(a, "--passes")) {
-            for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
-            exit(EXIT_OK);
-        }
-        else if (!strcmp(a, "--check")) o->check_only = true;
-        else if (!strcmp(a, "--list")) o->list = true;
-        else if (!strncmp(a, "--emit=", 7)) {
-            const char *k = a + 7;
-            if (!strcmp(k, "tokens")) o->emit = EMIT_TOKENS;
-            else if (!strcmp(k, "ast")) o->emit = EMIT_AST;
-            else if (!strcmp(k, "ir")) o->emit = EMIT_IR;
-            else if (!strcmp(k, "llvm")) o->emit = EMIT_LLVM;
-            else if (!strcmp(k, "ptx")) o->emit = EMIT_PTX;
-            else if (!strcmp(k, "cubin")) o->emit = EMIT_CUBIN;
-            else if (!strcmp(k, "layouts")) o->emit = EMIT_LAYOUTS;
-            else return usage_error("unknown --emit kind '%s' (tokens, ast, ir, layouts, llvm, ptx, cubin)", k);
-        }
-        else if (!strncmp(a, "--arch=", 7)) {
-            if (strcmp(a + 7, "sm_80") && strcmp(a + 7, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", a + 7);
-            o->codegen.arch = a + 7;
-        }
-        else if (!strcmp(a, "-O0") || !strcmp(a, "-O3")) o->codegen.opt_level = a[2] - '0';
-        else if (!strncmp(a, "--dump-after=", 13)) o->dump_after = a + 13;
-        else if (!strcmp(a, "-o") || !strcmp(a, "--kernel") || !strcmp(a, "-D")) {
-            if (i + 1 >= argc) return usage_error("%s needs an argument", a);
-            const char *v = argv[++i];
-            if (a[1] == 'o') o->output = v;
-            else if (a[1] == 'D') { if (parse_define(o, v)) return EXIT_USAGE; }
-            else o->sema.kernel = v;
-        }
-        else if (!strncmp(a, "-D", 2)) { if (parse_define(o, a + 2)) return EXIT_USAGE; }
-        else if (!strncmp(a, "-o", 2)) o->output = a + 2;
-        else if (!strncmp(a, "--kernel=", 9)) o->sema.kernel = a + 9;
-        else if (a[0] == '-' && a[1]) return usage_error("unknown option '%s'", a);
-        else if (o->input) return usage_error("more than one input file ('%s')", a);
-        else o->input = a;
-    }
-    if (!o->input) return usage_error("%s", "no input file");
+    int c, status;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1)
+        if ((status = take_option(o, c, argv))) return status;
+    if (optind == argc) return usage_error("%s", "no input file");
+    if (optind + 1 < argc) return usage_error("more than one input file ('%s')", argv[optind + 1]);
+    o->input = argv[optind];
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
+    o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
+    o->code.kernel = o->sema.kernel;
+    o->code.ndefines = o->sema.ndefines;
+    o->code.define_names = o->define_names;
+    o->code.define_values = o->define_values;
     return EXIT_OK;
 }
 
@@ -153,27 +212,101 @@ static void print_list(FILE *out, const IrModule *m)
     }
 }
 
-/* Output goes to memory first, so a failing run writes no file at all. */
-static int write_output(const Options *o, const char *buf, size_t len)
+/* ---- writing the output ----
+ * The output is made in memory first, so a failing run writes nothing.
+ * A regular file is replaced whole (written aside, then renamed over it);
+ * the file a symbolic link points to is the one replaced, so the link
+ * stays; phc's own standard output (-o -, /dev/stdout) is written through
+ * the stream it has; another file that is not a regular one (a device, a
+ * FIFO) is opened and written, never replaced; a directory is refused. */
+
+static int cannot_write(const char *path, const char *why)
 {
-    if (!o->output || !strcmp(o->output, "-")) {
-        fwrite(buf, 1, len, stdout);
-        return EXIT_OK;
+    fprintf(stderr, "phc: cannot write %s: %s\n", path, why);
+    return EXIT_USAGE;
+}
+
+static bool write_all(int fd, const char *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        buf += n;
+        len -= (size_t)n;
     }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", o->output, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
-        fprintf(stderr, "phc: cannot write %s: %s\n", o->output, strerror(errno));
-        if (f) remove(tmp);
-        return EXIT_USAGE;
-    }
-    if (rename(tmp, o->output)) {
-        fprintf(stderr, "phc: cannot write %s: %s\n", o->output, strerror(errno));
-        remove(tmp);
-        return EXIT_USAGE;
-    }
+    return true;
+}
+
+static int write_stdout(const char *buf, size_t len)
+{
+    if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) return cannot_write("standard output", strerror(errno));
     return EXIT_OK;
+}
+
+/* The file the chain of symbolic links from path ends at, whether it
+ * exists or not (path itself when it is no link). 0, or -1 with errno. */
+static int resolve_links(const char *path, char *out, size_t n)
+{
+    if ((size_t)snprintf(out, n, "%s", path) >= n) return errno = ENAMETOOLONG, -1;
+    for (int hops = 0; hops < 40; hops++) {
+        char link[4096], next[4096];
+        ssize_t len = readlink(out, link, sizeof link - 1);
+        if (len < 0) return errno == EINVAL || errno == ENOENT ? 0 : -1;   /* no link, or nothing there yet */
+        link[len] = 0;
+        const char *slash = strrchr(out, '/');
+        int dir = link[0] == '/' || !slash ? 0 : (int)(slash - out + 1);   /* a relative link is read from its folder */
+        if ((size_t)snprintf(next, sizeof next, "%.*s%s", dir, out, link) >= sizeof next || strlen(next) >= n)
+            return errno = ENAMETOOLONG, -1;
+        strcpy(out, next);
+    }
+    return errno = ELOOP, -1;
+}
+
+/* Writes target whole or not at all: into a new file beside it, then
+ * renamed over it; an existing file keeps its permissions. */
+static int replace_file(const char *shown, const char *target, const char *buf, size_t len)
+{
+    struct stat st;
+    bool exists = stat(target, &st) == 0;
+    if (exists && access(target, W_OK)) return cannot_write(shown, strerror(errno));
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.phc%ld.tmp", target, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    if (fd < 0) return cannot_write(shown, strerror(errno));
+    bool ok = (!exists || !fchmod(fd, st.st_mode & 07777)) && write_all(fd, buf, len);
+    int saved = errno;
+    if (close(fd) && ok) ok = false, saved = errno;
+    if (ok && rename(tmp, target)) ok = false, saved = errno;
+    if (ok) return EXIT_OK;
+    unlink(tmp);
+    return cannot_write(shown, strerror(saved));
+}
+
+static int write_in_place(const char *path, const char *buf, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_NOCTTY);
+    if (fd < 0) return cannot_write(path, strerror(errno));
+    bool ok = write_all(fd, buf, len);
+    int saved = errno;
+    if (close(fd) && ok) ok = false, saved = errno;
+    return ok ? EXIT_OK : cannot_write(path, strerror(saved));
+}
+
+static int write_output(const char *path, const char *input, const char *buf, size_t len)
+{
+    if (!path || !strcmp(path, "-")) return write_stdout(buf, len);
+    struct stat st, out, in;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return cannot_write(path, "it is a directory");
+        if (strcmp(input, "-") && !stat(input, &in) && st.st_dev == in.st_dev && st.st_ino == in.st_ino)
+            return cannot_write(path, "it is the input file");
+        if (!fstat(STDOUT_FILENO, &out) && st.st_dev == out.st_dev && st.st_ino == out.st_ino) return write_stdout(buf, len);
+        if (!S_ISREG(st.st_mode)) return write_in_place(path, buf, len);
+    }
+    char target[4096];
+    if (resolve_links(path, target, sizeof target)) return cannot_write(path, strerror(errno));
+    return replace_file(path, target, buf, len);
 }
 
 static int run_passes(const Options *o, IrModule *ir, FILE *out)
@@ -237,7 +370,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     int status = EXIT_INTERNAL;
     if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
         snprintf(cmd, sizeof cmd, "PATH=\"$PATH:${CUDA_HOME:-/usr/local/cuda}/bin\" ptxas -arch=%s -o %s %s > %s 2>&1",
-                 o->codegen.arch, cubin_path, ptx_path, log_path);
+                 o->code.arch, cubin_path, ptx_path, log_path);
         int rc = system(cmd);
         if (rc != 0) report_ptxas(rc, log_path);
         else {
@@ -257,12 +390,14 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     return status;
 }
 
-static int emit_code(const Options *o, const IrModule *ir, FILE *out)
+/* The code generator is the library's (ph_compile, phobos.h): it compiles
+ * the source again, as the front end here just did without errors, and
+ * lowers the same configs. */
+static int emit_code(const Options *o, const SrcFile *src, FILE *out)
 {
-    char *text = NULL, err[1024];
-    CgEmit what = o->emit == EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
-    if (codegen_emit(ir, &o->codegen, what, &text, err, sizeof err)) {
-        fprintf(stderr, "phc: %s\n", err);
+    char *text = NULL;
+    if (ph_compile(src->path, src->text, &o->code, &text) != PH_OK) {
+        fprintf(stderr, "phc: %s\n", ph_last_error());
         return EXIT_INTERNAL;
     }
     int status = EXIT_OK;
@@ -319,16 +454,30 @@ static void print_layouts(FILE *out, const IrModule *m)
     }
 }
 
+/* Colour on a terminal only, and not when NO_COLOR is set (to anything
+ * but the empty string, as no-color.org asks) or TERM is dumb. */
+static bool diagnostics_in_color(void)
+{
+    const char *no_color = getenv("NO_COLOR"), *term = getenv("TERM");
+    return isatty(STDERR_FILENO) && !(no_color && *no_color) && !(term && !strcmp(term, "dumb"));
+}
+
+/* FILE.ph, or standard input for "-", named <stdin> in messages. */
+static int load_input(const char *input, SrcFile *src)
+{
+    char err[512];
+    int failed = strcmp(input, "-") ? src_load(src, input, err, sizeof err) : src_read(src, stdin, "<stdin>", err, sizeof err);
+    if (failed) fprintf(stderr, "phc: %s\n", err);
+    return failed ? EXIT_USAGE : EXIT_OK;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
-    char err[512];
-    if (src_load(&src, o->input, err, sizeof err)) {
-        fprintf(stderr, "phc: %s\n", err);
-        return EXIT_USAGE;
-    }
+    if (load_input(o->input, &src)) return EXIT_USAGE;
     Diag d;
     diag_init(&d, &src, stderr);
+    d.color = diagnostics_in_color();
     Arena *arena = arena_new();
     IrModule *ir = NULL;
     int status = EXIT_OK;
@@ -349,10 +498,10 @@ static int compile(const Options *o, FILE *out)
     if (o->check_only || o->dump_after) goto done;
     if (o->emit == EMIT_IR) ir_print_module(out, ir);
     else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
-    else status = emit_code(o, ir, out);
+    else status = emit_code(o, &src, out);
 
 done:
-    if (d.nerrors && !status) status = EXIT_PROGRAM;
+    if (d.nerrors && !status) status = d.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
     ir_module_free(ir);
     arena_free(arena);
     diag_free(&d);
@@ -364,8 +513,7 @@ int main(int argc, char **argv)
 {
     Options o = {0};
     o.emit = EMIT_PTX;
-    o.codegen.arch = "sm_90";
-    o.codegen.opt_level = 3;
+    o.code.arch = "sm_90";
     int status = parse_args(&o, argc, argv);
     if (status) return status;
     char *buf = NULL;
@@ -374,7 +522,7 @@ int main(int argc, char **argv)
     if (!out) { perror("phc"); return EXIT_INTERNAL; }
     status = compile(&o, out);
     fclose(out);
-    if (status == EXIT_OK && !o.check_only) status = write_output(&o, buf, len);
+    if (status == EXIT_OK && !o.check_only) status = write_output(o.output, o.input, buf, len);
     free(buf);
     for (int i = 0; i < o.sema.ndefines; i++) free((char *)o.define_names[i]);
     return status;

@@ -17,6 +17,14 @@ int src_load(SrcFile *f, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return 1;
     }
+    int status = src_read(f, in, path, err, errlen);
+    fclose(in);
+    return status;
+}
+
+int src_read(SrcFile *f, FILE *in, const char *name, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
     size_t cap = 1 << 16, len = 0;
     char *buf = xmalloc(cap + 1);
     size_t n;
@@ -27,15 +35,13 @@ int src_load(SrcFile *f, const char *path, char *err, size_t errlen)
             buf = xrealloc(buf, cap + 1);
         }
     }
-    int bad = ferror(in);
-    fclose(in);
-    if (bad) {
+    if (ferror(in)) {
         free(buf);
-        snprintf(err, errlen, "cannot read %s", path);
+        snprintf(err, errlen, "cannot read %s", name);
         return 1;
     }
     buf[len] = 0;
-    f->path = xstrdup(path);
+    f->path = xstrdup(name);
     f->text = buf;
     f->len = len;
     return 0;
@@ -128,6 +134,13 @@ void diag_free(Diag *d)
     d->seen = NULL;
 }
 
+/* The colours of a terminal's messages, as clang's: the place and the
+ * message in bold, "error:" in red, the caret in green. */
+#define BOLD  "\033[1m"
+#define RED   "\033[1;31m"
+#define GREEN "\033[1;32m"
+#define PLAIN "\033[0m"
+
 /* Prints the source line holding loc with a caret under its column. Bytes
  * that are not printable are shown as '?', so a binary file cannot upset
  * the terminal; a tab stays a tab so the caret lines up. A message costs
@@ -163,7 +176,7 @@ static void show_line(Diag *d, Loc loc)
     fputs("\n    ", out);
     for (int i = 1; i < loc.col && (size_t)i <= n; i++)
         fputc(p[i - 1] == '\t' ? '\t' : ' ', out);
-    fputs("^\n", out);
+    fputs(d->color ? GREEN "^" PLAIN "\n" : "^\n", out);
 }
 
 void diag_error(Diag *d, Loc loc, const char *fmt, ...)
@@ -182,10 +195,10 @@ void diag_error(Diag *d, Loc loc, const char *fmt, ...)
         return;
     }
     const char *path = d->file ? d->file->path : "<input>";
-    if (loc.line < 1) {   /* about the whole file (a -D or --kernel that selects nothing) */
-        fprintf(d->out, "%s: error: %s\n", path, msg);
-        return;
-    }
-    fprintf(d->out, "%s:%d:%d: error: %s\n", path, loc.line, loc.col, msg);
-    show_line(d, loc);
+    if (d->color) fputs(BOLD, d->out);
+    if (loc.line < 1) fprintf(d->out, "%s: ", path);   /* the whole file (a -D or --kernel that selects nothing) */
+    else fprintf(d->out, "%s:%d:%d: ", path, loc.line, loc.col);
+    if (d->color) fprintf(d->out, RED "error: " PLAIN BOLD "%s" PLAIN "\n", msg);
+    else fprintf(d->out, "error: %s\n", msg);
+    if (loc.line >= 1) show_line(d, loc);
 }

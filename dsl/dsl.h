@@ -17,6 +17,8 @@ typedef struct {
 
 /* Reads path whole. 0 on success; otherwise 1 with a message in err. */
 int src_load(SrcFile *f, const char *path, char *err, size_t errlen);
+/* Reads the stream in to its end, named name in messages ("<stdin>"). */
+int src_read(SrcFile *f, FILE *in, const char *name, char *err, size_t errlen);
 void src_from_string(SrcFile *f, const char *path, const char *text);  /* copies text */
 void src_free(SrcFile *f);
 
@@ -24,7 +26,9 @@ typedef struct {
     const SrcFile *file;
     FILE *out;          /* where messages go (stderr for phc) */
     int nerrors;
+    int noption_errors; /* of those, errors of the options (--kernel, -D), not of the program */
     int max_errors;     /* stop printing after this many (0: 50) */
+    bool color;         /* "error:" and the caret in colour, as for a terminal */
     void *seen;         /* messages already printed: a message is printed once */
     int shown_line;     /* the line last shown under a message (0: none) */
     size_t shown_start; /* and where it starts in file->text */

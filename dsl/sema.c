@@ -1018,8 +1018,10 @@ static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const Sema
             idx[i] = 0;
         }
     }
-    if (!nselected)
+    if (!nselected) {
         diag_error(d, k->def->loc, "the -D values select no config of kernel '%s'", k->def->name);
+        d->noption_errors++;
+    }
 }
 
 /* ---- the module ---- */
@@ -1092,15 +1094,20 @@ static void check_options(Diag *d, const Module *m, const KernelVec *ks, const S
     if (opt->kernel) {
         bool found = false;
         for (int i = 0; i < ks->len; i++) found |= kernel_selected(&ks->data[i], opt);
-        if (!found) diag_error(d, none, "no kernel named '%s'", opt->kernel);
+        if (!found) {
+            diag_error(d, none, "no kernel named '%s'", opt->kernel);
+            d->noption_errors++;
+        }
     }
     for (int j = 0; j < opt->ndefines; j++) {
         bool found = false;
         for (int i = 0; i < ks->len; i++)
             found |= kernel_selected(&ks->data[i], opt) && meta_index(&ks->data[i], opt->define_names[j]) >= 0;
-        if (!found)
+        if (!found) {
             diag_error(d, none, "-D %s=%lld: no selected kernel has a meta-parameter named '%s'",
                        opt->define_names[j], (long long)opt->define_values[j], opt->define_names[j]);
+            d->noption_errors++;
+        }
     }
 }
 

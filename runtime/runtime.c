@@ -45,6 +45,8 @@ static ph_status fail(ph_status s, const char *fmt, ...)
     return s;
 }
 
+ph_status ph_internal_fail(ph_status s, const char *message) { return fail(s, "%s", message); }
+
 static ph_status cu_fail(CUresult r, const char *what)
 {
     const char *msg = NULL;

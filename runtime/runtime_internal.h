@@ -68,4 +68,8 @@ void ph_internal_use_driver(const PhDriver *fake);
  * which); 1 with err filled. */
 int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen);
 
+/* Sets the message ph_last_error() returns, and returns s: for the
+ * runtime's files other than runtime.c. */
+ph_status ph_internal_fail(ph_status s, const char *message);
+
 #endif

@@ -1,11 +1,19 @@
 /* test_phc.c: the command line, run as a user runs it: outputs compared
  * with golden files (the IR of every example, --list, diagnostics), exit
- * statuses, and no output file when there are errors. */
+ * statuses, option spellings, standard input and output, what -o does to
+ * links and special files, colour on a terminal, and no output file when
+ * there are errors. */
+#define _XOPEN_SOURCE 700   /* posix_openpt */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "phobos.h"
 #include "testutil.h"
 
 #define PHC "build/bin/phc"
@@ -113,8 +121,14 @@ Test(phc, help_and_version)
     for (size_t i = 0; i < sizeof options / sizeof *options; i++)
         cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
     free(out); free(err);
+    cr_assert_eq(phc("-h", &out, &err), 0);
+    cr_expect(strstr(out, "usage: phc") != NULL);
+    free(out); free(err);
     cr_assert_eq(phc("--version", &out, &err), 0);
-    cr_expect(!strncmp(out, "phc ", 4));
+    char want[64];
+    snprintf(want, sizeof want, "phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH);
+    cr_expect_str_eq(out, want);
+    cr_expect_str_eq(err, "");
     free(out); free(err);
 }
 
@@ -128,7 +142,7 @@ Test(phc, kernel_and_define_restrict_what_is_emitted)
     cr_expect(strstr(out, "func attn_bwd_delta__D_64__BR_64") != NULL);
     cr_expect(strstr(out, "attn_fwd") == NULL);
     free(out); free(err);
-    cr_assert_eq(phc("--list -D BLOCK=64 examples/vecadd/vecadd.ph", &out, &err), 1);
+    cr_assert_eq(phc("--list -D BLOCK=64 examples/vecadd/vecadd.ph", &out, &err), 2, "a -D that selects nothing is a bad command line");
     cr_expect(strstr(err, "select no config") != NULL, "%s", err);
     free(out); free(err);
 }
@@ -321,4 +335,313 @@ Test(phc, kernel_parameter_space_is_checked)
         free(out); free(err);
     }
     unlink(path);
+}
+
+/* The output of phc args, which must exit with status_want. */
+static char *phc_out(const char *args, int status_want)
+{
+    char *out, *err;
+    int rc = phc(args, &out, &err);
+    cr_assert_eq(rc, status_want, "phc %s: status %d, not %d\n%s", args, rc, status_want, err);
+    free(err);
+    return out;
+}
+
+/* Each option that takes a value takes it as --opt=VALUE or --opt VALUE
+ * (-oFILE or -o FILE, -DNAME=V or -D NAME=V), before the file or after it,
+ * and a file named like an option follows --. */
+Test(phc, options_take_their_values_in_either_spelling)
+{
+    static const char *const pairs[][2] = {
+        {"--emit=ir examples/vecadd/vecadd.ph", "--emit ir examples/vecadd/vecadd.ph"},
+        {"--emit=ir --kernel=attn_bwd_delta examples/attention/attention.ph", "examples/attention/attention.ph --kernel attn_bwd_delta --emit ir"},
+        {"--list -D BLOCK=256 examples/vecadd/vecadd.ph", "--list -DBLOCK=256 examples/vecadd/vecadd.ph"},
+        {"--arch=sm_80 -O0 examples/vecadd/vecadd.ph", "--arch sm_80 -O 0 examples/vecadd/vecadd.ph"},
+        {"--dump-after=licm examples/vecadd/vecadd.ph", "--dump-after licm -- examples/vecadd/vecadd.ph"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        char *a = phc_out(pairs[i][0], 0), *b = phc_out(pairs[i][1], 0);
+        cr_expect(strlen(a) > 40, "phc %s wrote %zu bytes", pairs[i][0], strlen(a));
+        cr_expect_str_eq(a, b, "phc %s and phc %s differ", pairs[i][0], pairs[i][1]);
+        free(a); free(b);
+    }
+    char *want = tu_read_file("tests/golden/vecadd.ir");
+    static const char *const outputs[] = {"-o %s", "-o%s", "--output=%s", "--output %s"};
+    for (size_t i = 0; i < sizeof outputs / sizeof *outputs; i++) {
+        char path[64], opt[128], args[256];
+        snprintf(path, sizeof path, "/tmp/phc_test_o.%d.ir", getpid());
+        unlink(path);
+        snprintf(opt, sizeof opt, outputs[i], path);
+        snprintf(args, sizeof args, "--emit=ir %s examples/vecadd/vecadd.ph", opt);
+        free(phc_out(args, 0));
+        char *got = tu_read_file(path);
+        cr_expect(got && !strcmp(got, want), "phc %s wrote %s", args, got ? got : "nothing");
+        free(got);
+        unlink(path);
+    }
+    free(want);
+}
+
+/* "-" is standard input, named <stdin> in messages; "-o -" is standard output. */
+Test(phc, standard_input_and_output)
+{
+    char *want = tu_read_file("tests/golden/vecadd.ir");
+    char *a = phc_out("--emit=ir - < examples/vecadd/vecadd.ph", 0);
+    char *b = phc_out("--emit=ir -o - - < examples/vecadd/vecadd.ph", 0);
+    cr_expect_str_eq(a, want);
+    cr_expect_str_eq(b, want);
+    free(a); free(b);
+    a = phc_out("--emit=ptx --kernel vecadd -o - - < examples/vecadd/vecadd.ph", 0);
+    cr_expect(strstr(a, ".entry vecadd__BLOCK_256(") != NULL, "%.300s", a);
+    free(a);
+
+    char *out, *err;
+    cr_assert_eq(phc("--check - < tests/golden/type_errors.ph", &out, &err), 1);
+    char *golden = tu_read_file("tests/golden/type_errors.err");
+    cr_expect(!strncmp(err, "<stdin>:8:22: error: '/' on two i32 values", 41), "%s", err);
+    /* every message as for the file, with <stdin> for its name */
+    size_t n = 0;
+    for (char *p = golden; (p = strstr(p, "tests/golden/type_errors.ph")); p++) n++;
+    cr_expect_gt(n, 1);
+    char *e = err, *g = golden;
+    while (*g) {
+        if (!strncmp(g, "tests/golden/type_errors.ph", 27)) {
+            cr_assert(!strncmp(e, "<stdin>", 7), "at %.60s", e);
+            g += 27, e += 7;
+        } else {
+            cr_assert_eq(*e, *g, "stdin's messages differ from the file's at %.60s", e);
+            e++, g++;
+        }
+    }
+    cr_expect_eq(*e, 0);
+    free(out); free(err); free(golden); free(want);
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* -o through a symbolic link writes the file it points to and leaves the
+ * link a link, relative or dangling; a file replaced keeps its mode; on
+ * errors the file is untouched. */
+Test(phc, output_through_a_symlink_keeps_the_link)
+{
+    char dir[] = "/tmp/phc-links.XXXXXX", real[96], link[96], dangling[96], made[96], args[256];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(real, sizeof real, "%s/real.ir", dir);
+    snprintf(link, sizeof link, "%s/link.ir", dir);
+    snprintf(dangling, sizeof dangling, "%s/dangling.ir", dir);
+    snprintf(made, sizeof made, "%s/made.ir", dir);
+    write_text(real, "old\n");
+    cr_assert_eq(chmod(real, 0640), 0);
+    cr_assert_eq(symlink("real.ir", link), 0);
+    cr_assert_eq(symlink("made.ir", dangling), 0);
+
+    snprintf(args, sizeof args, "--emit=ir -o %s tests/golden/type_errors.ph", link);
+    free(phc_out(args, 1));
+    char *got = tu_read_file(real);
+    cr_expect_str_eq(got, "old\n", "a failing run wrote through the link");
+    free(got);
+
+    char *want = tu_read_file("tests/golden/vecadd.ir");
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", link);
+    free(phc_out(args, 0));
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the link was replaced");
+    cr_assert_eq(stat(real, &st), 0);
+    cr_expect_eq(st.st_mode & 07777, 0640, "mode %o", st.st_mode & 07777);
+    got = tu_read_file(real);
+    cr_expect_str_eq(got, want);
+    free(got);
+
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", dangling);
+    free(phc_out(args, 0));
+    cr_assert_eq(lstat(dangling, &st), 0);
+    cr_expect(S_ISLNK(st.st_mode), "the dangling link was replaced");
+    got = tu_read_file(made);
+    cr_expect(got && !strcmp(got, want), "the link's target holds %s", got ? got : "nothing");
+    free(got); free(want);
+    remove_folder(dir);
+}
+
+/* What -o refuses: a directory, the input file, a file it may not write,
+ * a folder that is not there; each is a status 2 and leaves things as
+ * they were. */
+Test(phc, output_that_cannot_be_written_is_refused)
+{
+    char dir[] = "/tmp/phc-refused.XXXXXX", path[96], args[256], *out, *err;
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", dir);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "it is a directory") != NULL, "%s", err);
+    struct stat st;
+    cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    free(out); free(err);
+
+    snprintf(path, sizeof path, "%s/in.ph", dir);
+    char *src = tu_read_file("examples/vecadd/vecadd.ph");
+    write_text(path, src);
+    snprintf(args, sizeof args, "--emit=ir -o %s %s", path, path);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "it is the input file") != NULL, "%s", err);
+    char *now = tu_read_file(path);
+    cr_expect_str_eq(now, src);
+    free(now); free(src); free(out); free(err);
+
+    snprintf(path, sizeof path, "%s/nowhere/x.ir", dir);
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", path);
+    cr_expect_eq(phc(args, &out, &err), 2);
+    cr_expect(strstr(err, "cannot write") != NULL, "%s", err);
+    free(out); free(err);
+
+    if (geteuid() != 0) {   /* root may write anything */
+        snprintf(path, sizeof path, "%s/ro.ir", dir);
+        write_text(path, "read only\n");
+        cr_assert_eq(chmod(path, 0444), 0);
+        snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", path);
+        cr_expect_eq(phc(args, &out, &err), 2);
+        now = tu_read_file(path);
+        cr_expect_str_eq(now, "read only\n");
+        free(now); free(out); free(err);
+    }
+    remove_folder(dir);
+}
+
+/* A special file is written, never replaced: a FIFO stays a FIFO and its
+ * reader gets the output; a link to /proc/self/fd/1, as /dev/stdout is,
+ * when standard output is a file opened for appending, appends to it (the
+ * file is not renamed over); a character device stays one. The links and
+ * devices are the test's own, so a phc that replaced them would harm
+ * nothing outside its folder. */
+Test(phc, special_files_are_written_not_replaced)
+{
+    char dir[] = "/tmp/phc-special.XXXXXX", fifo[96], got_path[96], cmd[512], args[256];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(got_path, sizeof got_path, "%s/read", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    snprintf(cmd, sizeof cmd, "timeout 20 cat %s > %s &", fifo, got_path);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", fifo);
+    free(phc_out(args, 0));
+    struct stat st;
+    cr_assert_eq(lstat(fifo, &st), 0);
+    cr_expect(S_ISFIFO(st.st_mode), "the FIFO was replaced");
+    char *want = tu_read_file("tests/golden/vecadd.ir"), *got = NULL;
+    for (int i = 0; i < 200 && !(got && *got && !strcmp(got, want)); i++) {   /* the reader finishes on its own time */
+        free(got);
+        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        got = tu_read_file(got_path);
+    }
+    cr_expect(got && !strcmp(got, want), "the FIFO's reader got %s", got ? got : "nothing");
+    free(got);
+
+    char appended[96], stdout_link[96];
+    snprintf(appended, sizeof appended, "%s/appended", dir);
+    snprintf(stdout_link, sizeof stdout_link, "%s/stdout", dir);
+    write_text(appended, "first line\n");
+    cr_assert_eq(symlink("/proc/self/fd/1", stdout_link), 0);
+    snprintf(cmd, sizeof cmd, PHC " --emit=ir -o %s examples/vecadd/vecadd.ph >> %s", stdout_link, appended);
+    cr_assert_eq(system(cmd), 0);
+    got = tu_read_file(appended);
+    cr_expect(!strncmp(got, "first line\n", 11) && !strcmp(got + 11, want), "%s", got);
+    free(got);
+
+    char node[96];
+    snprintf(node, sizeof node, "%s/null", dir);
+    if (mknod(node, S_IFCHR | 0666, makedev(1, 3)) == 0) {   /* a /dev/null of our own, where allowed */
+        snprintf(args, sizeof args, "--emit=ir -o %s examples/vecadd/vecadd.ph", node);
+        free(phc_out(args, 0));
+        cr_assert_eq(lstat(node, &st), 0);
+        cr_expect(S_ISCHR(st.st_mode), "the character device was replaced");
+    }
+    free(want);
+    remove_folder(dir);
+}
+
+/* Every kind of bad command line is status 2, with a message that says
+ * which; errors in the program are 1. */
+Test(phc, exit_status_of_each_bad_command_line)
+{
+    static const struct { const char *args, *says; } bad[] = {
+        {"--bogus examples/vecadd/vecadd.ph", "unknown option '--bogus'"},
+        {"-X examples/vecadd/vecadd.ph", "unknown option '-X'"},
+        {"--check=yes examples/vecadd/vecadd.ph", "option '--check' takes no value"},
+        {"examples/vecadd/vecadd.ph --kernel", "option '--kernel' needs a value"},
+        {"examples/vecadd/vecadd.ph -o", "option '-o' needs a value"},
+        {"--emit=bogus examples/vecadd/vecadd.ph", "unknown --emit kind 'bogus'"},
+        {"--arch sm_70 examples/vecadd/vecadd.ph", "unknown --arch 'sm_70'"},
+        {"-O2 examples/vecadd/vecadd.ph", "unknown optimization level '-O2'"},
+        {"--kernel nope examples/vecadd/vecadd.ph", "no kernel named 'nope'"},
+        {"-D BLOCK examples/vecadd/vecadd.ph", "-D expects NAME=VALUE"},
+        {"-D =3 examples/vecadd/vecadd.ph", "-D expects NAME=VALUE"},
+        {"-D BLOCK=x examples/vecadd/vecadd.ph", "-D expects an integer value"},
+        {"-D NOPE=1 examples/vecadd/vecadd.ph", "no selected kernel has a meta-parameter named 'NOPE'"},
+        {"-D BLOCK=64 examples/vecadd/vecadd.ph", "the -D values select no config"},
+        {"examples/vecadd/vecadd.ph examples/softmax/softmax.ph", "more than one input file"},
+        {"", "no input file"},
+        {"/nonexistent.ph", "cannot open /nonexistent.ph"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char *out, *err;
+        cr_expect_eq(phc(bad[i].args, &out, &err), 2, "phc %s", bad[i].args);
+        cr_expect(strstr(err, bad[i].says) != NULL, "phc %s says: %s", bad[i].args, err);
+        cr_expect_str_eq(out, "", "phc %s", bad[i].args);
+        free(out); free(err);
+    }
+    free(phc_out("--check tests/golden/syntax_error.ph", 1));
+    free(phc_out("--check examples/vecadd/vecadd.ph", 0));
+}
+
+/* Runs phc after env with its standard error on a pseudo-terminal, as in
+ * an interactive shell; returns what it printed there. */
+static char *phc_on_tty(const char *env, const char *args)
+{
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert_geq(master, 0, "no pseudo-terminal");
+    cr_assert_eq(grantpt(master), 0);
+    cr_assert_eq(unlockpt(master), 0);
+    const char *name = ptsname(master);
+    cr_assert_not_null(name);
+    int keep = open(name, O_RDWR | O_NOCTTY);   /* so the output stays readable after phc exits */
+    cr_assert_geq(keep, 0);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s " PHC " %s 2>%s >/dev/null", env, args, name);
+    int st = system(cmd);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 1, "phc %s: status %d", args, st);
+    cr_assert_eq(fcntl(master, F_SETFL, O_NONBLOCK), 0);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    ssize_t n;
+    while (len + 1 < cap && (n = read(master, buf + len, cap - 1 - len)) > 0) len += (size_t)n;
+    buf[len] = 0;
+    close(keep);
+    close(master);
+    return buf;
+}
+
+/* On a terminal "error:" is red and the caret green, as clang has them;
+ * NO_COLOR, TERM=dumb or a file instead of a terminal turn colour off. */
+Test(phc, colour_on_a_terminal_only)
+{
+    char *tty = phc_on_tty("TERM=xterm NO_COLOR=", "--check tests/golden/syntax_error.ph");
+    cr_expect(strstr(tty, "\033[1;31merror: \033[0m") != NULL, "%s", tty);
+    cr_expect(strstr(tty, "\033[1;32m^\033[0m") != NULL, "%s", tty);
+    free(tty);
+    static const char *const plain[] = {"TERM=xterm NO_COLOR=1", "TERM=dumb"};
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+        tty = phc_on_tty(plain[i], "--check tests/golden/syntax_error.ph");
+        cr_expect(strstr(tty, "error: ") != NULL, "%s: %s", plain[i], tty);
+        cr_expect(strchr(tty, '\033') == NULL, "%s: colour: %s", plain[i], tty);
+        free(tty);
+    }
+    char *out, *err;
+    cr_assert_eq(phc_env("TERM=xterm", "--check tests/golden/syntax_error.ph", &out, &err), 1);
+    cr_expect(strchr(err, '\033') == NULL, "colour into a file: %s", err);
+    free(out); free(err);
 }

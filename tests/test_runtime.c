@@ -88,6 +88,45 @@ Test(runtime, compile_errors_carry_the_diagnostics)
     cr_assert_eq(ph_module_load_file("/nonexistent/k.ph", &m), PH_ERR_NOT_FOUND, "%s", ph_last_error());
 }
 
+/* ph_compile, ahead of time and without ph_init: every config by
+ * default; a kernel and a -D's worth of options narrow it to one entry;
+ * LLVM IR on request; errors come back as diagnostics or PH_ERR_INVALID. */
+Test(runtime, compile_ahead_of_time)
+{
+    char *text = NULL;
+    cr_assert_eq(ph_compile("v.ph", vecadd_src, NULL, &text), PH_OK, "%s", ph_last_error());
+    cr_expect(strstr(text, ".target sm_90") != NULL);
+    static const char *const entries[] = {".entry vadd__BLOCK_128(", ".entry vadd__BLOCK_256(", ".entry twod("};
+    for (size_t i = 0; i < sizeof entries / sizeof *entries; i++) cr_expect(strstr(text, entries[i]) != NULL, "no %s", entries[i]);
+    free(text);
+
+    const char *names[] = {"BLOCK"};
+    int64_t values[] = {256};
+    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values};
+    cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
+    cr_expect(strstr(text, ".target sm_80") && strstr(text, ".entry vadd__BLOCK_256("), "%.400s", text);
+    cr_expect(!strstr(text, "vadd__BLOCK_128") && !strstr(text, "twod"), "%.400s", text);
+    free(text);
+
+    o.emit = PH_EMIT_LLVM;
+    cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
+    cr_expect(strstr(text, "define ptx_kernel void @vadd__BLOCK_256(") != NULL, "%.400s", text);
+    free(text);
+
+    text = (char *)"untouched";
+    cr_assert_eq(ph_compile("bad.ph", "import phobos.lang as ph\n@ph.kernel\ndef k(n: ph.i32):\n    x: ph.let = n / 2\n", NULL, &text),
+                 PH_ERR_COMPILE);
+    cr_expect_null(text);
+    cr_expect(strstr(ph_last_error(), "bad.ph:4:") != NULL, "%s", ph_last_error());
+    o = (ph_compile_options){.kernel = "nope"};
+    cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_COMPILE);
+    cr_expect(strstr(ph_last_error(), "no kernel named 'nope'") != NULL, "%s", ph_last_error());
+    o = (ph_compile_options){.arch = "sm_70"};
+    cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_INVALID);
+    cr_expect_eq(ph_compile("v.ph", NULL, NULL, &text), PH_ERR_INVALID);
+    cr_expect_eq(ph_compile("v.ph", vecadd_src, NULL, NULL), PH_ERR_INVALID);
+}
+
 Test(runtime, unknown_kernel)
 {
     ph_module *m;

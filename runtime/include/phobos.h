@@ -13,9 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; the library's own is ph_version(). The
+ * library's soname, libphobos.so.MAJOR, changes when its ABI does. */
+#define PH_VERSION_MAJOR 0
+#define PH_VERSION_MINOR 1
+#define PH_VERSION_PATCH 0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* "0.1.0": the version of the library the program runs with. */
+const char *ph_version(void);
 
 typedef enum {
     PH_OK = 0,
@@ -89,6 +98,26 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
 
 /* The config the last launch of k used (its entry name), or NULL. */
 const char *ph_kernel_last_config(const ph_kernel *k);
+
+/* ---- ahead of time: a module's code as text, as phc writes it ----
+ * Needs no driver and no ph_init. */
+typedef enum { PH_EMIT_PTX = 0, PH_EMIT_LLVM } ph_emit;
+
+/* A zeroed struct asks for every kernel and config, as optimized PTX for sm_90. */
+typedef struct {
+    const char *arch;                 /* "sm_80" or "sm_90"; NULL: "sm_90" */
+    ph_emit emit;                     /* PTX, or the LLVM IR handed to the NVPTX backend */
+    int no_opt;                       /* nonzero: no LLVM optimization (phc -O0) */
+    const char *kernel;               /* only this kernel; NULL: every kernel */
+    int ndefines;                     /* only configs whose meta-parameter define_names[i] */
+    const char *const *define_names;  /* equals define_values[i] (phc -D NAME=VALUE) */
+    const int64_t *define_values;
+} ph_compile_options;
+
+/* Compiles source (called name in messages) to one module with an entry
+ * per (kernel, config). On success *text is that module, NUL-terminated
+ * and malloc'd (the caller frees it); opt may be NULL. */
+ph_status ph_compile(const char *name, const char *source, const ph_compile_options *opt, char **text);
 
 /* ---- device memory ---- */
 ph_status ph_malloc(ph_devptr *p, size_t bytes);
