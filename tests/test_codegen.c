@@ -456,6 +456,28 @@ static int loop_carried_floats(const char *llvm, const char *name)
     return n;
 }
 
+/* The attn_fwd configs of path, lowered to LLVM IR without optimization
+ * and to PTX. Only that kernel: the backward ones would take the most time. */
+typedef struct { IrModule *m; char *llvm, *ptx; } FwdCode;
+
+static FwdCode fwd_code(const char *path)
+{
+    SemaOptions o = {.kernel = "attn_fwd"};
+    FwdCode fc = {ph_compile_file(path, &o, stderr), NULL, NULL};
+    cr_assert_not_null(fc.m, "%s does not compile", path);
+    cr_assert_gt(fc.m->nfuncs, 0, "%s: no attn_fwd config", path);
+    fc.llvm = emit_at(fc.m, "sm_90", 0, CG_EMIT_LLVM);
+    fc.ptx = emit(fc.m, "sm_90", CG_EMIT_PTX);
+    return fc;
+}
+
+static void fwd_code_free(FwdCode *fc)
+{
+    free(fc->llvm);
+    free(fc->ptx);
+    ir_module_free(fc->m);
+}
+
 /* attn_fwd's row statistics m and l are slices of the scores' MMA layout,
  * which hold one value per row a thread owns: a warp owns rows / wm rows
  * of the tile, and a lane 2 rows of each 16 (lane/4 and lane/4 + 8), so
@@ -464,16 +486,10 @@ static int loop_carried_floats(const char *llvm, const char *name)
  * the PTX's max.f32 are the row max (each score once, 2 shuffle steps and
  * wn - 1 other warps per row) and the new m (one per row), with one per
  * row to spare: far fewer than one per score slot for m alone. */
-static void expect_row_statistics_per_owned_row(const char *path)
+static void expect_row_statistics_per_owned_row(const FwdCode *fc)
 {
-    IrModule *m = ph_compile_file(path, NULL, stderr);
-    cr_assert_not_null(m, "%s does not compile", path);
-    char *llvm = emit_at(m, "sm_90", 0, CG_EMIT_LLVM), *ptx = emit(m, "sm_90", CG_EMIT_PTX);
-    int kernels = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        const IrFunc *f = m->funcs[i];
-        if (strncmp(f->name, "attn_fwd__", 10)) continue;
-        kernels++;
+    for (int i = 0; i < fc->m->nfuncs; i++) {
+        const IrFunc *f = fc->m->funcs[i];
         LayoutTable *t = layout_table_new();
         LayoutPlan p = layout_plan(f, t);
         const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
@@ -483,10 +499,10 @@ static void expect_row_statistics_per_owned_row(const char *path)
         cr_assert_eq(p.of[loop->res[1]]->kind, LAY_SLICE);
         cr_assert_eq(p.of[loop->res[2]]->kind, LAY_SLICE);
         int rows = s->rows / (8 * s->wm);
-        int carried = loop_carried_floats(llvm, f->name);
+        int carried = loop_carried_floats(fc->llvm, f->name);
         cr_expect_eq(carried, layout_nslots(acc) + 2 * rows, "%s: the loop carries %d floats: acc's %d slots and %d rows for m and l",
                      f->name, carried, layout_nslots(acc), rows);
-        char *text = entry_text(ptx, f->name);
+        char *text = entry_text(fc->ptx, f->name);
         cr_assert_not_null(text);
         int maxes = count_in(text, "max.f32"), bound = layout_nslots(s) + (3 + s->wn) * rows;
         cr_expect_leq(maxes, bound, "%s: %d max.f32, more than %d (%d score slots, %d rows, %d warps a row)", f->name, maxes, bound,
@@ -495,16 +511,6 @@ static void expect_row_statistics_per_owned_row(const char *path)
         layout_plan_free(&p);
         layout_table_free(t);
     }
-    cr_expect_gt(kernels, 0, "%s: no attn_fwd config", path);
-    free(llvm);
-    free(ptx);
-    ir_module_free(m);
-}
-
-Test(codegen, attention_carries_one_row_statistic_per_owned_row, .timeout = 120)
-{
-    expect_row_statistics_per_owned_row("examples/attention/attention.ph");
-    expect_row_statistics_per_owned_row("bench/attention_tuned.ph");
 }
 
 /* alpha = exp(m - m_new) lives in the row slice of the scores [BR, BC]
@@ -512,35 +518,40 @@ Test(codegen, attention_carries_one_row_statistic_per_owned_row, .timeout = 120)
  * alike, the slices are one layout and the broadcast stays in registers.
  * The forward kernel with BC 32 (!= D) then has as many barriers as with
  * BC 64 (= D): none for an exchange of alpha (or of 1/l after the loop). */
-Test(codegen, attention_with_bc_other_than_d_exchanges_no_row_statistic, .timeout = 120)
+static void expect_no_exchange_where_bc_is_not_d(const FwdCode *fc)
 {
-    IrModule *m = ph_compile_file("bench/attention_tuned.ph", NULL, stderr);
-    cr_assert_not_null(m);
-    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     int pairs = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        const char *name = m->funcs[i]->name;
-        if (strncmp(name, "attn_fwd__", 10) || !strstr(name, "__BC_32__")) continue;
-        char *wide = replace_all(name, "__BC_32__", "__BC_64__");
-        char *narrow_text = entry_text(ptx, name), *wide_text = entry_text(ptx, wide);
+    for (int i = 0; i < fc->m->nfuncs; i++) {
+        const IrFunc *f = fc->m->funcs[i];
+        if (!strstr(f->name, "__BC_32__")) continue;
+        char *wide = replace_all(f->name, "__BC_32__", "__BC_64__");
+        char *narrow_text = entry_text(fc->ptx, f->name), *wide_text = entry_text(fc->ptx, wide);
         cr_assert(narrow_text && wide_text, "no entry %s", wide);
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(m->funcs[i], t);
-        const IrOp *loop = first_op_of(m->funcs[i]->body, OP_FOR), *rowmax = first_op_of(m->funcs[i]->body, OP_REDUCE);
+        LayoutPlan p = layout_plan(f, t);
+        const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
         const Layout *alpha = p.of[rowmax->res[0]], *acc = p.of[loop->res[0]];
         cr_assert_eq(acc->cols, 64);
-        cr_assert(alpha->parent != acc && layout_same_map(alpha, layout_slice(t, acc, 1)), "%s: the warps split the rows alike", name);
+        cr_assert(alpha->parent != acc && layout_same_map(alpha, layout_slice(t, acc, 1)), "%s: the warps split the rows alike", f->name);
         layout_plan_free(&p);
         layout_table_free(t);
         int narrow_bars = count_in(narrow_text, "bar.sync"), wide_bars = count_in(wide_text, "bar.sync");
         cr_expect_gt(wide_bars, 0);
-        cr_expect_eq(narrow_bars, wide_bars, "%s: %d barriers, %s: %d", name, narrow_bars, wide, wide_bars);
+        cr_expect_eq(narrow_bars, wide_bars, "%s: %d barriers, %s: %d", f->name, narrow_bars, wide, wide_bars);
         pairs++;
         free(narrow_text);
         free(wide_text);
         free(wide);
     }
     cr_expect_eq(pairs, 8, "BR 64 and 128, 128 and 256 threads, 2 and 3 stages");
-    free(ptx);
-    ir_module_free(m);
+}
+
+Test(codegen, attention_forward_keeps_one_row_statistic_per_owned_row_in_registers, .timeout = 120)
+{
+    FwdCode example = fwd_code("examples/attention/attention.ph"), tuned = fwd_code("bench/attention_tuned.ph");
+    expect_row_statistics_per_owned_row(&example);
+    expect_row_statistics_per_owned_row(&tuned);
+    expect_no_exchange_where_bc_is_not_d(&tuned);
+    fwd_code_free(&example);
+    fwd_code_free(&tuned);
 }
