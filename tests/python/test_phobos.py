@@ -203,3 +203,30 @@ def test_vecadd_on_the_gpu():
     finally:
         phobos.shutdown()
         phobos.init("interp")
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_backward_against_numpy(causal):
+    """The four launches of examples/attention/attention_torch.py, with its
+    grids and argument order, on NumPy arrays."""
+    m = phobos.load(example("attention"))
+    H, N, D, scale = 1, 64, 64, 0.5
+    rows = H * N
+    rng = np.random.default_rng(4)
+    q, k, v, do = (rng.standard_normal((rows, D)).astype(np.float16) for _ in range(4))
+    o, dq, dk, dv = (np.zeros((rows, D), np.float16) for _ in range(4))
+    lse, delta = np.zeros((rows, 1), np.float32), np.zeros((rows, 1), np.float32)
+    m.attn_fwd[lambda meta: (N // meta["BR"], H)](q, k, v, o, lse, N, scale, causal)
+    m.attn_bwd_delta[lambda meta: (rows // meta["BR"],)](o, do, delta)
+    m.attn_bwd_dkdv[lambda meta: (N // meta["BC"], H)](q, k, v, do, lse, delta, dk, dv, N, scale, causal)
+    m.attn_bwd_dq[lambda meta: (N // meta["BR"], H)](q, k, v, do, lse, delta, dq, N, scale, causal)
+    q64, k64, v64, do64 = (t.astype(np.float64) for t in (q, k, v, do))
+    s = q64 @ k64.T * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ref_o = p @ v64
+    ds = p * (do64 @ v64.T - (do64 * ref_o).sum(axis=1, keepdims=True))
+    for name, got, want in (("dq", dq, ds @ k64 * scale), ("dk", dk, ds.T @ q64 * scale), ("dv", dv, p.T @ do64)):
+        assert np.abs(got - want).max() < 2e-2, name
