@@ -4,6 +4,7 @@
 #   make check      install what is missing, build, run every test and example check
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
 #   make bench      front-end timing benchmark
+#   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
@@ -20,6 +21,9 @@ export ASAN_OPTIONS = detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 
 DEB_PACKAGES = build-essential re2c libcriterion-dev pkg-config llvm-19-dev zlib1g-dev libzstd-dev
+# What the Python package's tests need; a machine that cannot have them skips those tests.
+PY_DEB_PACKAGES = python3-pytest python3-numpy
+PYTHON ?= python3
 
 # LLVM, linked statically (NVPTX only) so the binaries run where LLVM is not installed.
 LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
@@ -55,7 +59,7 @@ EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
-.PHONY: fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
+.PHONY: deps-python pytest-check fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
         install uninstall install-check
 .DELETE_ON_ERROR:
 
@@ -76,6 +80,22 @@ endef
 # Installs the Debian packages that are missing; does nothing when all are there.
 deps:
 	$(call install_missing,$(DEB_PACKAGES))
+	-@$(MAKE) --no-print-directory deps-python
+
+deps-python:
+	$(call install_missing,$(PY_DEB_PACKAGES))
+
+# The Python package's tests (tests/python) on the CPU interpreter, against
+# the library just built; the first of $(PYTHON) and Debian's python3 that
+# has pytest and NumPy runs them, and with neither the target says so and
+# passes.
+pytest-check: $(BUILD)/libphobos.so
+	@py=""; for p in $(PYTHON) /usr/bin/python3; do \
+	    if $$p -c 'import pytest, numpy' 2>/dev/null; then py=$$p; break; fi; \
+	done; \
+	if [ -z "$$py" ]; then echo "pytest-check: skipped: no python3 with pytest and numpy (make deps-python installs $(PY_DEB_PACKAGES))"; exit 0; fi; \
+	PYTHONPATH=python PHOBOS_LIBRARY=$(abspath $(BUILD))/$(LIBPHOBOS_SONAME) PHOBOS_CACHE_DIR=off \
+	    $$py -B -m pytest -q -p no:cacheprovider tests/python
 
 $(BUILD)/gen/lexer.c: dsl/lexer.re
 	@mkdir -p $(dir $@)
@@ -285,6 +305,7 @@ check: deps
 	$(MAKE) all
 	$(MAKE) test
 	$(MAKE) examples-check
+	$(MAKE) pytest-check
 	$(MAKE) docs-check
 	$(MAKE) install-check
 	$(MAKE) sanitize

@@ -23,6 +23,7 @@ static bool cu_loaded;
 
 static struct {
     bool ready;
+    bool interp;           /* the CPU interpreter stands in for the device (PH_INTERPRETER) */
     CUdevice dev;
     CUcontext ctx;
     char arch[16];
@@ -92,9 +93,31 @@ static bool load_driver(void)
     return true;
 }
 
+/* The interpreter as the target: no driver, host memory as device memory,
+ * launches run the IR on the CPU. Its grid limits are a GPU's, so a grid
+ * one target refuses the other does too. */
+static ph_status init_interpreter(void)
+{
+    rt.interp = true;
+    rt.max_grid[0] = INT32_MAX;
+    rt.max_grid[1] = rt.max_grid[2] = 65535;
+    snprintf(rt.name, sizeof rt.name, "the CPU interpreter");
+    rt.ready = true;
+    return PH_OK;
+}
+
+static bool interpreter_asked(int device)
+{
+    const char *target = getenv("PHOBOS_TARGET");
+    return device == PH_INTERPRETER || (target && !strcmp(target, "interp"));
+}
+
 ph_status ph_init(int device)
 {
+    if (rt.ready && rt.interp != interpreter_asked(device))
+        return fail(PH_ERR_STATE, "the runtime already runs on %s (call ph_shutdown first)", rt.name);
     if (rt.ready) return PH_OK;
+    if (interpreter_asked(device)) return init_interpreter();
     if (!load_driver())
         return fail(PH_ERR_NO_DRIVER, "no CUDA driver on this machine (libcuda.so.1 could not be loaded: %s)", dlerror());
     CUresult r = cu.Init(0);
@@ -134,6 +157,10 @@ const char *ph_device_name(void) { return rt.ready ? rt.name : "no device"; }
 void ph_shutdown(void)
 {
     if (!rt.ready) return;
+    if (rt.interp) {
+        rt.ready = rt.interp = false;
+        return;
+    }
     cu.CtxSynchronize();
     cu.DevicePrimaryCtxRelease(rt.dev);
     rt.ready = false;
@@ -389,7 +416,7 @@ void ph_module_free(ph_module *m)
     if (!m) return;
     int nconfigs = m->ir->nfuncs;
     for (int i = 0; i < nconfigs; i++) {
-        if (m->state[i].state == CONFIG_LOADED && rt.ready) cu.ModuleUnload(m->state[i].mod);
+        if (m->state[i].state == CONFIG_LOADED && rt.ready && !rt.interp) cu.ModuleUnload(m->state[i].mod);
         free(m->state[i].why);
         free(m->state[i].meta_names);
         free(m->state[i].meta_values);
@@ -412,6 +439,26 @@ ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
     for (int i = 0; i < m->ir->nfuncs; i++)
         if (!strcmp(m->configs[i].name, name)) { *out = &m->configs[i]; return PH_OK; }
     return fail(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
+}
+
+int ph_kernel_param_count(const ph_kernel *k)
+{
+    return k ? k->module->ir->funcs[k->first]->nparams : -1;
+}
+
+ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out)
+{
+    if (!k || !out) return fail(PH_ERR_INVALID, "null argument to ph_kernel_param");
+    const IrFunc *f = k->module->ir->funcs[k->first];
+    if (i < 0 || i >= f->nparams) return fail(PH_ERR_INVALID, "%s has no parameter %d (it has %d)", k->name, i, f->nparams);
+    const IrParam *p = &f->params[i];
+    *out = (ph_param){p->name, p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32,
+                      ir_dtype_name(p->dt), p->is_tensor ? p->rank : 0, {NULL, NULL}, {0, 0}};
+    for (int a = 0; a < out->rank; a++) {
+        out->dim_names[a] = p->dim_name[a];
+        out->dim_values[a] = p->dim_name[a] ? 0 : p->dim_value[a];
+    }
+    return PH_OK;
 }
 
 /* Config c leaves its kernel's eligible set for good, for this reason. */
@@ -711,6 +758,22 @@ static ph_status autotune(ph_kernel *k, const int *eligible, unsigned (*grids)[3
     return PH_OK;
 }
 
+/* The interpreter runs the first eligible config (it times nothing) on
+ * the arguments as they are: their pointers are host memory. */
+static ph_status interp_launch(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, int nargs)
+{
+    const IrFunc *f = k->module->ir->funcs[k->first + cfg];
+    IrArg *iargs = xcalloc((size_t)nargs + 1, sizeof *iargs);
+    for (int i = 0; i < nargs; i++)
+        iargs[i] = (IrArg){(void *)(uintptr_t)args[i].ptr, {args[i].dims[0], args[i].dims[1]}, args[i].i32, args[i].f32};
+    int grid[3] = {(int)g[0], (int)g[1], (int)g[2]};
+    char err[1024] = "";
+    int r = ir_interp(f, iargs, nargs, grid, err, sizeof err);
+    free(iargs);
+    k->last = cfg;
+    return r ? fail(PH_ERR_ARGS, "%s: %s", f->name, err) : PH_OK;
+}
+
 /* Picks among the eligible configs (ne > 0) and launches: the remembered
  * winner for these dims, else each one timed and the fastest kept. */
 static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs)
@@ -750,6 +813,7 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
         s = grid_for(k->module->ir->funcs[c], &k->module->state[c], grid, user, grids[i]);
     }
     if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
     if (!s) s = load_eligible(k, eligible, grids, &ne);
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     return s;
@@ -768,6 +832,7 @@ ph_status ph_malloc(ph_devptr *p, size_t bytes)
 {
     NEED_RT();
     if (!p) return fail(PH_ERR_INVALID, "null pointer to ph_malloc");
+    if (rt.interp) return (*p = (ph_devptr)(uintptr_t)calloc(1, bytes ? bytes : 1)) ? PH_OK : fail(PH_ERR_INVALID, "out of host memory (%zu bytes)", bytes);
     CUdeviceptr d = 0;
     CUresult r = cu.MemAlloc(&d, bytes ? bytes : 1);
     if (r) return cu_fail(r, "cuMemAlloc");
@@ -778,6 +843,7 @@ ph_status ph_malloc(ph_devptr *p, size_t bytes)
 ph_status ph_free(ph_devptr p)
 {
     NEED_RT();
+    if (rt.interp) { free((void *)(uintptr_t)p); return PH_OK; }
     CUresult r = p ? cu.MemFree(p) : 0;
     return r ? cu_fail(r, "cuMemFree") : PH_OK;
 }
@@ -786,6 +852,7 @@ ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes)
 {
     NEED_RT();
     if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_htod");
+    if (rt.interp) { memcpy((void *)(uintptr_t)dst, src, bytes); return PH_OK; }
     CUresult r = cu.MemcpyHtoD(dst, src, bytes);
     return r ? cu_fail(r, "cuMemcpyHtoD") : PH_OK;
 }
@@ -794,6 +861,7 @@ ph_status ph_memcpy_dtoh(void *dst, ph_devptr src, size_t bytes)
 {
     NEED_RT();
     if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_dtoh");
+    if (rt.interp) { memcpy(dst, (const void *)(uintptr_t)src, bytes); return PH_OK; }
     CUresult r = cu.MemcpyDtoH(dst, src, bytes);
     return r ? cu_fail(r, "cuMemcpyDtoH") : PH_OK;
 }
@@ -802,6 +870,7 @@ ph_status ph_memset8(ph_devptr dst, unsigned char value, size_t bytes)
 {
     NEED_RT();
     if (!dst) return fail(PH_ERR_INVALID, "null pointer to ph_memset8");
+    if (rt.interp) { memset((void *)(uintptr_t)dst, value, bytes); return PH_OK; }
     CUresult r = cu.MemsetD8(dst, value, bytes);
     return r ? cu_fail(r, "cuMemsetD8") : PH_OK;
 }
@@ -809,6 +878,7 @@ ph_status ph_memset8(ph_devptr dst, unsigned char value, size_t bytes)
 ph_status ph_synchronize(void)
 {
     NEED_RT();
+    if (rt.interp) return PH_OK;   /* the interpreter's launches return when they are done */
     CUresult r = cu.CtxSynchronize();
     return r ? cu_fail(r, "the kernel (cuCtxSynchronize)") : PH_OK;
 }

@@ -782,3 +782,105 @@ Test(runtime, a_tuned_launch_allocates_nothing)
     ph_module_free(m);
     ph_shutdown();
 }
+
+/* ---- the interpreter as the target (PH_INTERPRETER, PHOBOS_TARGET=interp) ---- */
+
+static void grid_of_n(const ph_meta *meta, void *user, unsigned g[3])
+{
+    long n = *(long *)user, block = (long)ph_meta_get(meta, "BLOCK", 1);
+    g[0] = (unsigned)((n + block - 1) / block);
+}
+
+/* Host arrays are the arguments; the launch has run when it returns; the
+ * first eligible config is the one run (BLOCK 256 is not, for N = 384). */
+Test(runtime, the_interpreter_runs_launches_on_host_memory)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_device_name(), "the CPU interpreter");
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    float x[384], y[384], z[384];
+    for (int i = 0; i < 384; i++) { x[i] = (float)i; y[i] = 1.0f - (float)i / 2; z[i] = -1; }
+    long n = 384;
+    ph_arg args[4] = {ph_tensor1((ph_devptr)(uintptr_t)x, n), ph_tensor1((ph_devptr)(uintptr_t)y, n),
+                      ph_tensor1((ph_devptr)(uintptr_t)z, n), ph_f32(2.0f)};
+    cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_OK, "%s", ph_last_error());
+    for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    cr_assert_eq(ph_synchronize(), PH_OK);
+    n = 100;   /* a multiple of no BLOCK */
+    args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = n;
+    cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_NOT_ELIGIBLE);
+    args[0].dims[0] = 128;
+    cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_ARGS);
+    cr_assert(strstr(ph_last_error(), "dim N is 128 in X but 100 in Y") != NULL, "%s", ph_last_error());
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* Memory calls work on host memory, so a program written for the GPU
+ * (ph_malloc, copies, ph_memset8) runs unchanged. */
+Test(runtime, the_interpreters_memory_is_host_memory)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_devptr d = 0;
+    cr_assert_eq(ph_malloc(&d, 64), PH_OK);
+    cr_assert_eq(ph_memset8(d, 0x3f, 64), PH_OK);
+    unsigned char back[64];
+    cr_assert_eq(ph_memcpy_dtoh(back, d, 64), PH_OK);
+    cr_assert_eq(back[0], 0x3f);
+    cr_assert_eq(back[63], 0x3f);
+    const char hello[] = "hello";
+    cr_assert_eq(ph_memcpy_htod(d, hello, sizeof hello), PH_OK);
+    cr_assert_str_eq((const char *)(uintptr_t)d, "hello");
+    cr_assert_eq(ph_free(d), PH_OK);
+    ph_shutdown();
+    cr_assert_eq(ph_malloc(&d, 64), PH_ERR_STATE);
+}
+
+/* PHOBOS_TARGET=interp turns any ph_init into the interpreter's; changing
+ * target without ph_shutdown is refused. */
+Test(runtime, phobos_target_interp_selects_the_interpreter)
+{
+    setenv("PHOBOS_TARGET", "interp", 1);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_device_name(), "the CPU interpreter");
+    unsetenv("PHOBOS_TARGET");
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK);
+    cr_assert_eq(ph_init(0), PH_ERR_STATE);
+    cr_assert(strstr(ph_last_error(), "already runs on the CPU interpreter") != NULL, "%s", ph_last_error());
+    ph_shutdown();
+    cr_assert_str_eq(ph_device_name(), "no device");
+}
+
+/* A kernel's signature, parameter by parameter: names, kinds, element
+ * types, ranks, named and literal dims. */
+Test(runtime, kernel_params_describe_the_signature)
+{
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    cr_assert_eq(ph_kernel_param_count(k), 2);
+    cr_assert_eq(ph_kernel_param_count(NULL), -1);
+    ph_param p;
+    cr_assert_eq(ph_kernel_param(k, 0, &p), PH_OK);
+    cr_assert_str_eq(p.name, "A");
+    cr_assert_eq(p.kind, PH_ARG_TENSOR);
+    cr_assert_str_eq(p.dtype, "f16");
+    cr_assert_eq(p.rank, 2);
+    cr_assert_str_eq(p.dim_names[0], "M");
+    cr_assert_null(p.dim_names[1]);
+    cr_assert_eq(p.dim_values[1], 64);
+    cr_assert_eq(ph_kernel_param(k, 2, &p), PH_ERR_INVALID);
+    cr_assert(strstr(ph_last_error(), "twod has no parameter 2") != NULL, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &k), PH_OK);
+    cr_assert_eq(ph_kernel_param_count(k), 4);
+    cr_assert_eq(ph_kernel_param(k, 3, &p), PH_OK);
+    cr_assert_str_eq(p.name, "a");
+    cr_assert_eq(p.kind, PH_ARG_F32);
+    cr_assert_str_eq(p.dtype, "f32");
+    cr_assert_eq(p.rank, 0);
+    cr_assert_eq(ph_kernel_param(k, 2, &p), PH_OK);
+    cr_assert_str_eq(p.dim_names[0], "N");
+    cr_assert_eq(p.rank, 1);
+    ph_module_free(m);
+}

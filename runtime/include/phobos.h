@@ -75,12 +75,20 @@ int64_t ph_meta_get(const ph_meta *meta, const char *name, int64_t dflt);
 /* Fills grid[0..2] (unset entries are 1) for a config. */
 typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
 
-/* ---- the runtime: one per process ---- */
+/* ---- the runtime: one per process ----
+ * ph_init(device) runs kernels on that GPU. ph_init(PH_INTERPRETER), or
+ * any ph_init with the environment variable PHOBOS_TARGET=interp, runs
+ * them on the CPU interpreter of the IR instead, with no driver: "device"
+ * pointers are then host pointers (ph_malloc is calloc, the copies are
+ * memcpy, a host program may pass its own arrays), each launch runs the
+ * first eligible config to completion before it returns, and nothing is
+ * timed. Changing target needs ph_shutdown first. */
+#define PH_INTERPRETER (-1)
 ph_status ph_init(int device);
 void ph_shutdown(void);
 const char *ph_last_error(void);
 const char *ph_status_name(ph_status s);
-/* "NVIDIA H200, sm_90, 132 SMs" */
+/* "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
 const char *ph_device_name(void);
 
 /* ---- modules and kernels ---- */
@@ -90,6 +98,23 @@ void ph_module_free(ph_module *m);
 /* name is a kernel's name (launches autotune across its configs) or an
  * entry name such as attn_fwd__D_64__BR_32__BC_32 (that config only). */
 ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out);
+
+/* A kernel's parameter, as its signature declares it: kind PH_ARG_TENSOR
+ * with an element type ("f16", "bf16", "f32", "i32") and rank 1 or 2, each
+ * dim a name (dim_names[a]) or a literal (dim_values[a]); or a scalar
+ * (PH_ARG_I32 or PH_ARG_F32, rank 0). The strings live as long as the module. */
+typedef struct {
+    const char *name;
+    ph_arg_kind kind;
+    const char *dtype;
+    int rank;
+    const char *dim_names[2];
+    int64_t dim_values[2];
+} ph_param;
+
+/* The number of k's parameters (-1 for a null k), and parameter i of them. */
+int ph_kernel_param_count(const ph_kernel *k);
+ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out);
 
 /* Launches kernel on the current stream. With several eligible configs the
  * first launch for a (kernel, dims) pair times each one (with the real

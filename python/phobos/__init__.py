@@ -1,0 +1,403 @@
+"""phobos: the Phobos runtime (libphobos.so) from Python, through ctypes.
+
+    import phobos
+    m = phobos.load("examples/vecadd/vecadd.ph")
+    m.vecadd[lambda meta: (cdiv(n, meta["BLOCK"]),)](x, y, z)
+
+Arguments are NumPy arrays (or CPU torch tensors) when the kernels run on
+the CPU interpreter, CUDA torch tensors when they run on the GPU, and
+Python ints and floats for i32 and f32 parameters. Each is checked against
+the kernel's signature, as the runtime reports it, before anything runs.
+See docs/python.md."""
+
+import ctypes
+import os
+import subprocess
+import sys
+
+__all__ = ["load", "init", "shutdown", "target", "device_name", "version",
+           "PhobosError", "CompileError", "LaunchError", "Module", "Kernel"]
+
+# ---- the library ----
+
+_SONAME = "libphobos.so.0"
+
+
+def _candidates():
+    """Where libphobos.so.0 may be, in the order tried: $PHOBOS_LIBRARY, the
+    build folder of the source tree this package sits in, an installed
+    prefix that pkg-config knows, then the loader's own search."""
+    env = os.environ.get("PHOBOS_LIBRARY")
+    if env:
+        yield env
+        return
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, "..", "..", "build", _SONAME)
+    try:
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "phobos"], capture_output=True,
+                                text=True, timeout=10).stdout.strip()
+        if libdir:
+            yield os.path.join(libdir, _SONAME)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    yield os.path.join("/usr/local/lib", _SONAME)
+    yield _SONAME
+
+
+def _open_library():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(path + " (no such file)")
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError("phobos: cannot load the runtime library; tried " + "; ".join(tried) +
+                      ". Build it (make) or install it (make install), or set PHOBOS_LIBRARY to its path")
+
+
+_lib = _open_library()
+
+# ---- the C API's types (runtime/include/phobos.h) ----
+
+_OK, _ERR_COMPILE, _ERR_NOT_FOUND, _ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID = 0, 4, 6, 7, 8, 9
+_ARG_TENSOR, _ARG_I32, _ARG_F32 = 1, 2, 3
+_INTERPRETER = -1
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_int), ("ptr", ctypes.c_uint64), ("dims", ctypes.c_int64 * 2),
+                ("i32", ctypes.c_int32), ("f32", ctypes.c_float)]
+
+
+class _Meta(ctypes.Structure):
+    _fields_ = [("n", ctypes.c_int), ("names", ctypes.POINTER(ctypes.c_char_p)),
+                ("values", ctypes.POINTER(ctypes.c_int64))]
+
+
+class _Param(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("dtype", ctypes.c_char_p),
+                ("rank", ctypes.c_int), ("dim_names", ctypes.c_char_p * 2), ("dim_values", ctypes.c_int64 * 2)]
+
+
+_GridFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Meta), ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint * 3))
+_vp, _cp, _int = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int
+
+
+def _sig(name, restype, *argtypes):
+    f = getattr(_lib, name)
+    f.restype, f.argtypes = restype, list(argtypes)
+    return f
+
+
+_version = _sig("ph_version", _cp)
+_init = _sig("ph_init", _int, _int)
+_shutdown = _sig("ph_shutdown", None)
+_last_error = _sig("ph_last_error", _cp)
+_status_name = _sig("ph_status_name", _cp, _int)
+_device_name = _sig("ph_device_name", _cp)
+_module_load_file = _sig("ph_module_load_file", _int, _cp, ctypes.POINTER(_vp))
+_module_free = _sig("ph_module_free", None, _vp)
+_kernel_get = _sig("ph_kernel_get", _int, _vp, _cp, ctypes.POINTER(_vp))
+_kernel_param_count = _sig("ph_kernel_param_count", _int, _vp)
+_kernel_param = _sig("ph_kernel_param", _int, _vp, _int, ctypes.POINTER(_Param))
+_launch = _sig("ph_launch", _int, _vp, _GridFn, _vp, ctypes.POINTER(_Arg), _int)
+_last_config = _sig("ph_kernel_last_config", _cp, _vp)
+_synchronize = _sig("ph_synchronize", _int)
+
+# ---- errors ----
+
+
+class PhobosError(RuntimeError):
+    """A call into the runtime failed; .status names its ph_status."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class CompileError(PhobosError):
+    """The .ph source has errors; the message holds them as file:line:col: error: ..."""
+
+
+class LaunchError(PhobosError, ValueError):
+    """The runtime refused a launch: arguments, no eligible config, or the grid."""
+
+
+def _error(status, what=None):
+    msg = _last_error().decode(errors="replace").rstrip("\n")
+    name = _status_name(status).decode()
+    text = f"{what}: {msg}" if what else msg
+    if status == _ERR_COMPILE:
+        return CompileError(text or name, name)
+    if status in (_ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID):
+        return LaunchError(text or name, name)
+    return PhobosError(f"{text} ({name})", name)
+
+
+# ---- the target: the CPU interpreter or a GPU ----
+
+_target = None   # "interp" or "gpu" once initialized
+
+
+def version():
+    return _version().decode()
+
+
+def init(target=None, device=0):
+    """Starts the runtime on target "interp" (the CPU interpreter: NumPy
+    arrays), "gpu" (device `device`: CUDA torch tensors) or "auto" (the GPU
+    when there is one, else the interpreter). None means $PHOBOS_TARGET, else
+    "auto". Returns the target. Changing it needs shutdown() first."""
+    global _target
+    target = target or os.environ.get("PHOBOS_TARGET") or "auto"
+    if target not in ("interp", "gpu", "auto"):
+        raise ValueError(f"phobos.init: target must be 'interp', 'gpu' or 'auto', not {target!r}")
+    if target == "auto":
+        s = _init(device)
+        if s != _OK:
+            s = _init(_INTERPRETER)
+    else:
+        s = _init(_INTERPRETER if target == "interp" else device)
+    if s != _OK:
+        raise _error(s, "phobos.init")
+    _target = "interp" if _device_name().decode() == "the CPU interpreter" else "gpu"
+    if target == "gpu" and _target != "gpu":
+        raise PhobosError("phobos.init: a GPU was asked for, but PHOBOS_TARGET=interp selects the interpreter")
+    return _target
+
+
+def shutdown():
+    global _target
+    _shutdown()
+    _target = None
+
+
+def target():
+    """"interp", "gpu", or None before the runtime is started."""
+    return _target
+
+
+def device_name():
+    return _device_name().decode()
+
+
+# ---- arguments ----
+
+_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16"}
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+_I32_RANGE = (-2**31, 2**31 - 1)
+
+
+def _is_torch(x):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _is_numpy(x):
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+class _Parameter:
+    def __init__(self, p):
+        self.name = p.name.decode()
+        self.kind = p.kind
+        self.dtype = p.dtype.decode()
+        self.rank = p.rank
+        self.dims = [p.dim_names[a].decode() if p.dim_names[a] else int(p.dim_values[a]) for a in range(p.rank)]
+
+    def __repr__(self):
+        if self.kind != _ARG_TENSOR:
+            return f"{self.name}: {self.dtype}"
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.dims))}]"
+
+
+def _tensor_arg(kname, p, x):
+    """A ph_arg for tensor parameter p from x, after checking kind, device,
+    dtype, rank and contiguity; the messages name the parameter."""
+    where = f"{kname}: argument {p.name} ({p!r})"
+    if _is_torch(x):
+        want = _TORCH_DTYPES[p.dtype]
+        got = str(x.dtype).replace("torch.", "")
+        on_gpu = x.is_cuda
+        contiguous = x.is_contiguous()
+        ptr, shape = x.data_ptr(), tuple(x.shape)
+    elif _is_numpy(x):
+        want = _NUMPY_DTYPES[p.dtype]
+        got = str(x.dtype)
+        on_gpu = False
+        contiguous = x.flags.c_contiguous
+        ptr, shape = x.ctypes.data, x.shape
+    else:
+        raise TypeError(f"{where} must be a NumPy array or a torch tensor, got {type(x).__name__}")
+    if on_gpu != (_target == "gpu"):
+        raise TypeError(f"{where} is {'a CUDA tensor' if on_gpu else 'in host memory'}, but the kernels run on "
+                        f"{'the GPU: pass a CUDA torch tensor' if _target == 'gpu' else 'the CPU interpreter: pass a NumPy array or a CPU tensor'}")
+    if got != want:
+        raise TypeError(f"{where} must have dtype {want}, got {got}")
+    if len(shape) != p.rank:
+        raise ValueError(f"{where} must have rank {p.rank}, got rank {len(shape)} (shape {shape})")
+    if not contiguous:
+        raise ValueError(f"{where} must be contiguous (row-major); pass a contiguous copy")
+    a = _Arg(_ARG_TENSOR, ptr)
+    a.dims[0] = shape[0]
+    a.dims[1] = shape[1] if p.rank == 2 else 1
+    return a
+
+
+def _scalar_arg(kname, p, x):
+    where = f"{kname}: argument {p.name} ({p!r})"
+    if hasattr(x, "item") and getattr(x, "ndim", 0) == 0:
+        x = x.item()   # a NumPy or torch scalar
+    if p.kind == _ARG_I32:
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise TypeError(f"{where} must be an int, got {type(x).__name__}")
+        if not _I32_RANGE[0] <= x <= _I32_RANGE[1]:
+            raise ValueError(f"{where} = {x} does not fit in an i32")
+        return _Arg(_ARG_I32, 0, (ctypes.c_int64 * 2)(), x, 0.0)
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{where} must be a float, got {type(x).__name__}")
+    return _Arg(_ARG_F32, 0, (ctypes.c_int64 * 2)(), 0, float(x))
+
+
+# ---- modules and kernels ----
+
+
+def _grid_tuple(g):
+    if isinstance(g, int):
+        g = (g,)
+    g = tuple(g)
+    if not 1 <= len(g) <= 3 or not all(isinstance(v, int) and not isinstance(v, bool) for v in g):
+        raise TypeError(f"a grid is a tuple of one to three ints, got {g!r}")
+    return g
+
+
+class Kernel:
+    """A kernel of a module (launches autotune across its configs), or one
+    config by its entry name. Launch with kernel[grid](*args); grid is a
+    tuple of ints, or a function of the config's meta-parameters (a dict)
+    that returns one."""
+
+    def __init__(self, module, name, handle):
+        self._module = module   # keeps the module alive
+        self.name = name
+        self._handle = handle
+        n = _kernel_param_count(handle)
+        self.params = []
+        for i in range(n):
+            p = _Param()
+            if _kernel_param(handle, i, ctypes.byref(p)) != _OK:
+                raise _error(_ERR_ARGS, name)
+            self.params.append(_Parameter(p))
+
+    def __repr__(self):
+        return f"<phobos kernel {self.name}({', '.join(map(repr, self.params))})>"
+
+    def __getitem__(self, grid):
+        return lambda *args: self.launch(grid, *args)
+
+    def __call__(self, *args, grid):
+        return self.launch(grid, *args)
+
+    @property
+    def last_config(self):
+        """The entry name of the config the last launch ran, or None."""
+        c = _last_config(self._handle)
+        return c.decode() if c else None
+
+    def _start(self, args):
+        if _target is not None:
+            return
+        cuda = [x for x in args if _is_torch(x) and x.is_cuda]
+        init("gpu" if cuda and os.environ.get("PHOBOS_TARGET") != "interp" else "interp",
+             device=(cuda[0].device.index or 0) if cuda else 0)
+
+    def launch(self, grid, *args):
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name} takes {len(self.params)} arguments ({', '.join(map(repr, self.params))}), "
+                            f"got {len(args)}")
+        self._start(args)
+        cargs = (_Arg * max(len(args), 1))()
+        for i, (p, x) in enumerate(zip(self.params, args)):
+            cargs[i] = _tensor_arg(self.name, p, x) if p.kind == _ARG_TENSOR else _scalar_arg(self.name, p, x)
+        raised = []
+
+        def fill(meta, user, out):
+            try:
+                m = meta.contents
+                d = {m.names[i].decode(): int(m.values[i]) for i in range(m.n)}
+                g = _grid_tuple(grid(d) if callable(grid) else grid)
+                for i, v in enumerate(g):
+                    out.contents[i] = max(0, min(v, 2**32 - 1))
+            except BaseException as e:   # ctypes cannot carry it through C: raised after the call
+                raised.append(e)
+                out.contents[0] = 0
+
+        if not callable(grid):
+            _grid_tuple(grid)   # a bad grid is said before anything runs
+        torch = sys.modules.get("torch")
+        side_stream = (_target == "gpu" and torch is not None and
+                       torch.cuda.current_stream() != torch.cuda.default_stream())
+        if side_stream:
+            torch.cuda.current_stream().synchronize()   # the runtime launches on the default stream
+        s = _launch(self._handle, _GridFn(fill), None, cargs, len(args))
+        if raised:
+            raise raised[0]
+        if s != _OK:
+            raise _error(s)
+        if side_stream:
+            s = _synchronize()
+            if s != _OK:
+                raise _error(s, self.name)
+
+
+class Module:
+    """A compiled .ph file: its kernels are attributes (module.vecadd), and
+    module["entry__NAME_V"] picks one config."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self._handle = None
+        h = _vp()
+        s = _module_load_file(self.path.encode(), ctypes.byref(h))
+        if s == _ERR_NOT_FOUND:
+            raise FileNotFoundError(_last_error().decode(errors="replace").rstrip("\n"))
+        if s != _OK:
+            raise _error(s)
+        self._handle = h
+        self._kernels = {}
+
+    def kernel(self, name):
+        if name not in self._kernels:
+            k = _vp()
+            if _kernel_get(self._handle, name.encode(), ctypes.byref(k)) != _OK:
+                raise AttributeError(f"{self.path}: no kernel named '{name}'")
+            self._kernels[name] = Kernel(self, name, k)
+        return self._kernels[name]
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self.kernel(name)
+
+    def __getitem__(self, name):
+        return self.kernel(name)
+
+    def __del__(self):
+        if self._handle is not None and _module_free is not None:
+            _module_free(self._handle)
+            self._handle = None
+
+
+def load(path):
+    """Compiles a .ph file into a Module. Errors in the source raise
+    CompileError with the diagnostics (file:line:col: error: ...); a file
+    that cannot be read raises FileNotFoundError."""
+    return Module(path)
+
+
+def cdiv(a, b):
+    return (a + b - 1) // b

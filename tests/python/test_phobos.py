@@ -1,0 +1,232 @@
+"""test_phobos.py: the Python package over libphobos.so: the examples run on
+the CPU interpreter with NumPy inputs against NumPy references, every
+argument check names the parameter at fault, and source errors come back
+as file:line:col messages. The GPU tests need torch and CUDA and skip
+without them."""
+
+import os
+
+import numpy as np
+import pytest
+
+import phobos
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def example(name):
+    return os.path.join(ROOT, "examples", name, name + ".ph")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def interpreter():
+    phobos.shutdown()
+    assert phobos.init("interp") == "interp"
+    yield
+    phobos.shutdown()
+
+
+@pytest.fixture(scope="module")
+def vecadd():
+    return phobos.load(example("vecadd")).vecadd
+
+
+def test_signature_comes_from_the_runtime(vecadd):
+    assert [repr(p) for p in vecadd.params] == ["X: f32[N]", "Y: f32[N]", "Z: f32[N]"]
+    assert phobos.device_name() == "the CPU interpreter"
+
+
+def test_vecadd_with_a_grid_of_the_meta_parameters(vecadd):
+    n = 1000   # the last block reaches past the end
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal(n, dtype=np.float32), rng.standard_normal(n, dtype=np.float32)
+    z = np.full(n, np.nan, dtype=np.float32)
+    seen = []
+    vecadd[lambda meta: (seen.append(meta) or phobos.cdiv(n, meta["BLOCK"]),)](x, y, z)
+    np.testing.assert_array_equal(z, x + y)
+    assert seen[0] == {"BLOCK": 128} and vecadd.last_config == "vecadd__BLOCK_128"
+
+
+def test_vecadd_with_a_fixed_grid_and_an_entry_name():
+    m = phobos.load(example("vecadd"))
+    n = 512
+    x, y = np.arange(n, dtype=np.float32), np.ones(n, dtype=np.float32)
+    z = np.zeros(n, dtype=np.float32)
+    m["vecadd__BLOCK_256"](x, y, z, grid=(2,))
+    np.testing.assert_array_equal(z, x + 1)
+    z[:] = 0
+    m["vecadd__BLOCK_256"][(1,)](x, y, z)   # one block of 256: half the vector
+    np.testing.assert_array_equal(z[:256], x[:256] + 1)
+    assert not z[256:].any()
+
+
+def test_matmul_against_numpy():
+    mm = phobos.load(example("matmul")).matmul
+    rng = np.random.default_rng(2)
+    M, K, N = 70, 50, 40   # no size a multiple of a block
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), dtype=np.float32)
+    mm[lambda meta: (phobos.cdiv(M, meta["BM"]), phobos.cdiv(N, meta["BN"]))](a, b, c)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - ref).max() < 1e-3
+
+
+def attention_reference(q, k, v, scale, causal):
+    s = (q.astype(np.float64) @ k.astype(np.float64).T) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+    m = s.max(axis=1, keepdims=True)
+    p = np.exp(s - m)
+    l = p.sum(axis=1, keepdims=True)
+    return (p / l) @ v.astype(np.float64), m + np.log(l)
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_forward_against_numpy(causal):
+    fwd = phobos.load(example("attention")).attn_fwd
+    H, N, D, scale = 2, 64, 64, 0.5
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((H * N, D)).astype(np.float16) for _ in range(3))
+    o = np.zeros((H * N, D), dtype=np.float16)
+    lse = np.zeros((H * N, 1), dtype=np.float32)
+    fwd[lambda meta: (N // meta["BR"], H)](q, k, v, o, lse, N, scale, causal)
+    for h in range(H):
+        rows = slice(h * N, (h + 1) * N)
+        ref_o, ref_l = attention_reference(q[rows], k[rows], v[rows], scale, causal)
+        assert np.abs(o[rows] - ref_o).max() < 1e-2
+        assert np.abs(lse[rows] - ref_l).max() < 1e-3
+
+
+# ---- errors: each names the kernel and the parameter ----
+
+def args(n=256, **replace):
+    a = {"X": np.zeros(n, np.float32), "Y": np.zeros(n, np.float32), "Z": np.zeros(n, np.float32)}
+    a.update(replace)
+    return list(a.values())
+
+
+def test_wrong_dtype(vecadd):
+    with pytest.raises(TypeError, match=r"vecadd: argument Y \(Y: f32\[N\]\) must have dtype float32, got float64"):
+        vecadd[(2,)](*args(Y=np.zeros(256)))
+
+
+def test_wrong_rank(vecadd):
+    with pytest.raises(ValueError, match=r"argument X .* must have rank 1, got rank 2"):
+        vecadd[(2,)](*args(X=np.zeros((16, 16), np.float32)))
+
+
+def test_not_contiguous(vecadd):
+    with pytest.raises(ValueError, match=r"argument Z .* must be contiguous"):
+        vecadd[(2,)](*args(Z=np.zeros(512, np.float32)[::2]))
+
+
+def test_not_an_array(vecadd):
+    with pytest.raises(TypeError, match=r"argument X .* must be a NumPy array or a torch tensor, got list"):
+        vecadd[(2,)](*args(X=[0.0] * 256))
+
+
+def test_wrong_count(vecadd):
+    with pytest.raises(TypeError, match=r"vecadd takes 3 arguments \(X: f32\[N\], Y: f32\[N\], Z: f32\[N\]\), got 2"):
+        vecadd[(2,)](*args()[:2])
+
+
+def test_dims_that_disagree_are_refused_by_the_runtime(vecadd):
+    with pytest.raises(phobos.LaunchError, match=r"dim N is 256 in X but 128 in Y"):
+        vecadd[(2,)](*args(Y=np.zeros(128, np.float32)))
+
+
+def test_scalars_are_checked():
+    fwd = phobos.load(example("attention")).attn_fwd
+    t = np.zeros((64, 64), np.float16)
+    lse = np.zeros((64, 1), np.float32)
+    with pytest.raises(TypeError, match=r"attn_fwd: argument n_ctx \(n_ctx: i32\) must be an int, got float"):
+        fwd[(2, 1)](t, t, t, t, lse, 64.0, 0.5, 0)
+    with pytest.raises(ValueError, match=r"argument causal .* does not fit in an i32"):
+        fwd[(2, 1)](t, t, t, t, lse, 64, 0.5, 2**40)
+    with pytest.raises(ValueError, match=r"argument L .* must have rank 2"):
+        fwd[(2, 1)](t, t, t, t, np.zeros(64, np.float32), 64, 0.5, 0)
+
+
+def test_bad_grids(vecadd):
+    with pytest.raises(phobos.LaunchError, match=r"grid 0 x 1 x 1"):
+        vecadd[(0,)](*args())
+    with pytest.raises(TypeError, match=r"a grid is a tuple of one to three ints"):
+        vecadd[lambda meta: ("two",)](*args())
+    with pytest.raises(KeyError):
+        vecadd[lambda meta: (meta["NOPE"],)](*args())
+
+
+def test_unknown_kernel():
+    m = phobos.load(example("vecadd"))
+    with pytest.raises(AttributeError, match=r"vecadd.ph: no kernel named 'nope'"):
+        m.nope
+
+
+def test_bad_source_says_file_line_col(tmp_path):
+    bad = tmp_path / "bad.ph"
+    bad.write_text("import phobos.lang as ph\n@ph.kernel\ndef k(n: ph.i32):\n    x: ph.let = n / 2\n")
+    with pytest.raises(phobos.CompileError, match=r"bad.ph:4:\d+: error:"):
+        phobos.load(bad)
+    with pytest.raises(FileNotFoundError):
+        phobos.load(tmp_path / "missing.ph")
+
+
+def test_a_numpy_array_on_the_gpu_target_is_refused(vecadd, monkeypatch):
+    monkeypatch.setattr(phobos, "_target", "gpu")   # what the check sees on a GPU, without one
+    with pytest.raises(TypeError, match=r"argument X .* is in host memory, but the kernels run on the GPU"):
+        vecadd[(2,)](*args())
+
+
+# ---- on the GPU: torch tensors ----
+
+try:
+    import torch
+except ImportError:
+    torch = None
+needs_cuda = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="needs torch with CUDA")
+
+
+@needs_cuda
+def test_vecadd_on_the_gpu():
+    phobos.shutdown()
+    try:
+        phobos.init("gpu", device=torch.cuda.current_device())
+        k = phobos.load(example("vecadd")).vecadd
+        n = 1 << 20
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        z = torch.empty_like(x)
+        k[lambda meta: (phobos.cdiv(n, meta["BLOCK"]),)](x, y, z)
+        torch.testing.assert_close(z, x + y)
+        with pytest.raises(TypeError, match="is in host memory"):
+            k[(1,)](x.cpu(), y, z)
+    finally:
+        phobos.shutdown()
+        phobos.init("interp")
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_backward_against_numpy(causal):
+    """The four launches of examples/attention/attention_torch.py, with its
+    grids and argument order, on NumPy arrays."""
+    m = phobos.load(example("attention"))
+    H, N, D, scale = 1, 64, 64, 0.5
+    rows = H * N
+    rng = np.random.default_rng(4)
+    q, k, v, do = (rng.standard_normal((rows, D)).astype(np.float16) for _ in range(4))
+    o, dq, dk, dv = (np.zeros((rows, D), np.float16) for _ in range(4))
+    lse, delta = np.zeros((rows, 1), np.float32), np.zeros((rows, 1), np.float32)
+    m.attn_fwd[lambda meta: (N // meta["BR"], H)](q, k, v, o, lse, N, scale, causal)
+    m.attn_bwd_delta[lambda meta: (rows // meta["BR"],)](o, do, delta)
+    m.attn_bwd_dkdv[lambda meta: (N // meta["BC"], H)](q, k, v, do, lse, delta, dk, dv, N, scale, causal)
+    m.attn_bwd_dq[lambda meta: (N // meta["BR"], H)](q, k, v, do, lse, delta, dq, N, scale, causal)
+    q64, k64, v64, do64 = (t.astype(np.float64) for t in (q, k, v, do))
+    s = q64 @ k64.T * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    ref_o = p @ v64
+    ds = p * (do64 @ v64.T - (do64 * ref_o).sum(axis=1, keepdims=True))
+    for name, got, want in (("dq", dq, ds @ k64 * scale), ("dk", dk, ds.T @ q64 * scale), ("dv", dv, p.T @ do64)):
+        assert np.abs(got - want).max() < 2e-2, name
