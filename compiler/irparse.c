@@ -488,6 +488,8 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
             ival = integer(ps, 2, 64, "a stage count from 2 to 64");
         }
         break;
+    case OP_COMMIT_ASYNC:
+        break;   /* no operands: a value on the next line is the next op's */
     case OP_WAIT_ASYNC:
         uses(ps, &args);
         expect_word(ps, "pending");

@@ -37,6 +37,13 @@ static void round_trip_file(const char *path)
 Test(ir_text, round_trip_attention) { round_trip_file("tests/ir/attn_fwd.ir"); }
 Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
+/* after the passes: asynchronous copies, commits (no operands: the next
+ * line's value is not theirs), waits with and without operands */
+Test(ir_text, round_trip_after_the_passes)
+{
+    round_trip_file("tests/golden/matmul.ir");
+    round_trip_file("tests/golden/attention.ir");
+}
 
 Test(ir_text, file_is_already_in_printed_form)
 {

@@ -185,7 +185,6 @@ static const Rejected rejected[] = {
      "f: op 'wait_async' (%3): operand 1 is a scalar; it waits for tiles"},
     {"", C "  %3 = splat %2 : f32[4]\n  %4 = wait_async %3 pending 1 : f32[8]\n  return\n", NULL,
      "f: op 'wait_async' (%4): result 1 is f32[8], its copy f32[4]"},
-    {"", C "  commit_async %1\n  return\n", NULL, "f: op 'commit_async': takes 0 operands, has 1"},
 #undef COPY
     /* ---- for ---- */
     {"", C "  %3 = for %4 = %1 to %1 step 1 iter(%5 = %1) : i32 {\n    yield %5\n  }\n  return\n", for_without_upper,
