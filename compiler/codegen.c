@@ -74,7 +74,8 @@ static void place_shared_areas(Cg *c)
     size_shared_area(c, c->opsmem, "operands", c->ti16, c->opsmem_halves);
 }
 
-static void emit_func(Cg *c, const IrFunc *f)
+/* The kernel's LLVM function and its parameters, by the ABI of codegen.h. */
+static void declare_kernel(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->T = f->threads;
@@ -113,9 +114,11 @@ static void emit_func(Cg *c, const IrFunc *f)
     LLVMMetadataRef reg[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxnreg", 7),
                               LLVMValueAsMetadata(i32c(c, 255))};
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, reg, 3)));
+}
 
-    c->layouts = layout_table_new();
-    c->plan = layout_plan(f, c->layouts);
+/* The shared areas, empty: no scratch word, ring slot or region yet. */
+static void begin_shared_areas(Cg *c, const IrFunc *f)
+{
     /* the scratch area's size is known only at the end: a placeholder stands in for it */
     char name[300];
     snprintf(name, sizeof name, "%s_scratch_placeholder", f->name);
@@ -126,13 +129,19 @@ static void emit_func(Cg *c, const IrFunc *f)
     c->opsmem_halves = 0;
     c->regions.len = 0;
     for (int i = 0; i < CG_MAX_RINGS; i++) c->ring_at[i] = -1;
-    plan_rings(c, f->body);
-    {
-        int *def_depth = xcalloc((size_t)f->nvalues + 1, sizeof *def_depth);
-        plan_regions(c, f->body, 0, def_depth);
-        free(def_depth);
-    }
+}
 
+/* The loop-invariant tensor-core operands' regions of the operand area. */
+static void plan_operand_regions(Cg *c, const IrFunc *f)
+{
+    int *def_depth = xcalloc((size_t)f->nvalues + 1, sizeof *def_depth);
+    plan_regions(c, f->body, 0, def_depth);
+    free(def_depth);
+}
+
+/* The body, op by op in program order, after the thread's index. */
+static void emit_body(Cg *c, const IrFunc *f)
+{
     LLVMBasicBlockRef entry = new_bb(c, "entry");
     c->exit_bb = new_bb(c, "exit");
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
@@ -145,8 +154,10 @@ static void emit_func(Cg *c, const IrFunc *f)
     emit_block(c, f->body, NULL, NULL);
     /* the body ends with a return, so the insert point is a dead block */
     LLVMBuildUnreachable(c->b);
+}
 
-    place_shared_areas(c);
+static void free_func_state(Cg *c, const IrFunc *f)
+{
     free(c->regions.data);
     c->regions.data = NULL;
     c->regions.cap = c->regions.len = 0;
@@ -160,6 +171,20 @@ static void emit_func(Cg *c, const IrFunc *f)
     layout_plan_free(&c->plan);
     layout_table_free(c->layouts);
     free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->scalar); free(c->stored);
+}
+
+/* One kernel: the back end's steps, in the order they run. */
+static void emit_func(Cg *c, const IrFunc *f)
+{
+    declare_kernel(c, f);
+    c->layouts = layout_table_new();
+    c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
+    begin_shared_areas(c, f);
+    plan_rings(c, f->body);                 /* ring slots of the operand area */
+    plan_operand_regions(c, f);
+    emit_body(c, f);
+    place_shared_areas(c);                  /* now that their sizes are known */
+    free_func_state(c, f);
 }
 
 static int init_targets(void)
