@@ -11,7 +11,8 @@
  *   cg_memory.c    loads, stores, cp.async copies into rings, ring reads
  *   cg_reduce.c    reductions
  *   cg_operands.c  dot operands into shared memory; regions of loop-invariant ones
- *   dot_mma.c      the tensor-core dot (mma.sync); dot_fma.c the FMA dot
+ *   dot.h          the dot engines, picked per dot from dot_engines[]:
+ *                  dot_mma.c (tensor cores, mma.sync), dot_fma.c (FMA, any dot)
  *   cg_scalar.c    scalar arithmetic, Python's float // and %
  *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
  * Emission runs, per function (emit_func): kernel declaration (the ABI),
@@ -139,12 +140,6 @@ void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, i
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);
-
-/* dot_fma.c */
-void emit_dot_fma(Cg *c, const IrOp *op);
-
-/* dot_mma.c */
-void emit_dot_mma(Cg *c, const IrOp *op);
 
 /* cg_scalar.c */
 LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b);

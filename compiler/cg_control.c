@@ -5,7 +5,7 @@
  * (scalars are computed redundantly by every thread), so barriers are
  * always reached by all; values carried through loops and ifs keep their
  * home layouts. */
-#include "cg.h"
+#include "dot.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +140,16 @@ static void emit_elementwise(Cg *c, const IrOp *op)
     c->vals[r] = materialize(c, r, c->plan.of[r]);
 }
 
+/* The dot engines (dot.h), in order of preference. */
+const DotEngine *const dot_engines[] = {&dot_mma_sync, &dot_fma, NULL};
+
+const DotEngine *dot_engine_for(const IrFunc *f, const IrOp *dot)
+{
+    for (int i = 0; dot_engines[i]; i++)
+        if (dot_engines[i]->accepts(f, dot)) return dot_engines[i];
+    return NULL;
+}
+
 static void emit_op(Cg *c, const IrOp *op)
 {
     IrType t = op->nres ? vtype(c, op->res[0]) : ir_scalar(DT_VOID);
@@ -189,10 +199,12 @@ static void emit_op(Cg *c, const IrOp *op)
         emit_elementwise(c, op);
         break;
     case OP_REDUCE: emit_reduce(c, op); break;
-    case OP_DOT:
-        if (c->plan.mma_dot[op->res[0]]) emit_dot_mma(c, op);
-        else emit_dot_fma(c, op);
+    case OP_DOT: {
+        const DotEngine *e = dot_engine_for(c->f, op);
+        if (e) e->emit(c, op);
+        else cg_fail(c, op, "no dot engine takes this dot");
         break;
+    }
     case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
     case OP_STORE: emit_store(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;

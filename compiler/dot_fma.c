@@ -3,11 +3,11 @@
  * Expects: the result's register layout (any) and f32 accumulation.
  * Guarantees: both operands go through the scratch area as f32 words; each
  * thread runs one loop over K with an accumulator per slot of the result. */
-#include "cg.h"
+#include "dot.h"
 
 #include <stdlib.h>
 
-void emit_dot_fma(Cg *c, const IrOp *op)
+static void emit_dot_fma(Cg *c, const IrOp *op)
 {
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
     bool tb = op->flags & DOT_TRANS_B;
@@ -61,3 +61,12 @@ void emit_dot_fma(Cg *c, const IrOp *op)
     c->vals[op->res[0]] = out;
     free(arow); free(bcol); free(phis); free(next);
 }
+
+/* Any dot: the engine of last resort. */
+static bool fma_accepts(const IrFunc *f, const IrOp *dot)
+{
+    (void)f; (void)dot;
+    return true;
+}
+
+const DotEngine dot_fma = {"fma", fma_accepts, emit_dot_fma};

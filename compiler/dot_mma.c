@@ -1,12 +1,12 @@
 /* dot_mma.c: the tensor-core dot engine (mma.sync m16n8k16, sm_80 and up).
  *
- * Expects: a dot the layout pass put on the tensor cores
- * (layout_dot_on_tensorcores), its result in the MMA layout.
+ * Expects: a dot layout_dot_on_tensorcores takes (this engine's accepts,
+ * the very test the layout pass gives the result its MMA layout by).
  * Guarantees: operands are read as 16-bit elements from shared memory (their
  * region, their ring slot read in place, or the scratch area, rows padded
  * by 16 bytes so ldmatrix has no bank conflicts), fragments are loaded with
  * ldmatrix, and the result is left in the MMA layout's registers. */
-#include "cg.h"
+#include "dot.h"
 
 #include <stdlib.h>
 
@@ -28,7 +28,7 @@ static LLVMValueRef ring_operand(Cg *c, ValueId operand, DType dt)
     return udiv(c, c->vals[root].v[0], 2);
 }
 
-void emit_dot_mma(Cg *c, const IrOp *op)
+static void emit_dot_mma(Cg *c, const IrOp *op)
 {
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
     const Layout *l = c->plan.of[op->res[0]];
@@ -143,3 +143,5 @@ void emit_dot_mma(Cg *c, const IrOp *op)
     c->vals[op->res[0]] = out;
     free(d); free(afr); free(bfr);
 }
+
+const DotEngine dot_mma_sync = {"mma.sync", layout_dot_on_tensorcores, emit_dot_mma};
