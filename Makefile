@@ -30,7 +30,10 @@ LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
 LLVM_INC  = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-static --libs nvptx passes 2>/dev/null) -lstdc++ -lz -lzstd -lpthread -ldl
 
-CODEGEN_SRCS = compiler/codegen.c runtime/runtime.c
+# The code generator's files (compiler/cg.h) and the runtime build with LLVM's headers.
+CG_SRCS      = compiler/codegen.c $(wildcard compiler/cg_*.c compiler/dot_*.c)
+CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
+CODEGEN_SRCS = $(CG_SRCS) runtime/runtime.c
 LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
@@ -176,19 +179,19 @@ $(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness
 CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
               -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
-                            examples/host.h examples/attention/attention_host.h $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a \
+                            examples/host.h examples/attention/attention_host.h $(CG_OBJS) $(BUILD)/libphc.a \
                             tests/difftest/difftest.c tests/difftest/difftest.h tests/difftest/difftest_cpusim.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
 	    tests/difftest/difftest.c tests/difftest/difftest_cpusim.c \
-	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
+	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # Scalar ops at their edges: the interpreter, fold and the executor of generated code.
 $(BUILD)/tests/test_scalarops: tests/test_scalarops.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/testutil.h \
-                               $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+                               $(CG_OBJS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -I$(LLVM_INC) tests/test_scalarops.c tests/cpusim/cpusim.c \
-	    $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
+	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
 DIFFTEST_SRCS = tests/difftest/phgen.c tests/difftest/difftest.c
@@ -210,10 +213,10 @@ $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $
 #   build/tests/cpufuzz --seconds N [--seed S]
 # make cpufuzz-check (part of make check) and make cpufuzz run it.
 $(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h \
-                        $(DIFFTEST_DEPS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a
+                        $(DIFFTEST_DEPS) $(CG_OBJS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DGPUFUZZ_CPUSIM -Itests -Itests/difftest -Itests/cpusim -I$(LLVM_INC) $< tests/difftest/difftest_cpusim.c \
-	    tests/cpusim/cpusim.c $(DIFFTEST_SRCS) $(BUILD)/obj/compiler/codegen.o $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
+	    tests/cpusim/cpusim.c $(DIFFTEST_SRCS) $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
 
 # Random programs on the GPU against the interpreter, from a build folder
 # made elsewhere (builds nothing; make all build-tests first), for

@@ -1,0 +1,172 @@
+/* cg.h: what the code generator's files share (internal to the back end).
+ *
+ * The back end turns verified tile IR into LLVM IR for NVPTX, then PTX.
+ * Each tile value lives in the layout the layout pass (layout.c) chose: a
+ * thread holds its slots as LLVM values, named by compile-time slot
+ * numbers, so no register array is indexed at run time. Its files:
+ *   codegen.c      the kernel ABI, shared-area placement, the LLVM driver
+ *                  (codegen_emit); emit_func runs the steps below in order
+ *   cg_values.c    small builders, where a slot lives, values in layouts
+ *                  (get, cache, materialize, conversions through shared memory)
+ *   cg_memory.c    loads, stores, cp.async copies into rings, ring reads
+ *   cg_reduce.c    reductions
+ *   cg_operands.c  dot operands into shared memory; regions of loop-invariant ones
+ *   dot.h          the dot engines, picked per dot from dot_engines[]:
+ *                  dot_mma.c (tensor cores, mma.sync), dot_fma.c (FMA, any dot)
+ *   cg_scalar.c    scalar arithmetic, Python's float // and %
+ *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
+ * Emission runs, per function (emit_func): kernel declaration (the ABI),
+ * layout plan (layout_plan), ring plan (plan_rings), region plan
+ * (plan_regions), emission of the body (emit_block, op by op in program
+ * order), then placement of the shared areas, whose sizes are known only
+ * at the end. Everything here is hidden: no symbol leaves libphobos.so. */
+#ifndef PHC_CG_H
+#define PHC_CG_H
+
+#include "codegen.h"
+#include "irutil.h"
+#include "layout.h"
+
+#include <llvm-c/Core.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+    LLVMValueRef *v;     /* one value per slot; scalars have one */
+    int n;
+    const Layout *lay;   /* NULL for scalars */
+} Slots;
+
+typedef struct { ValueId v; Slots s; } Cached;
+
+/* A dot operand defined outside the loop that reads it: written to its own
+ * shared-memory region once, where it is defined, instead of every
+ * iteration (attn_fwd's q). */
+typedef struct { ValueId root; bool tr; DType dt; int64_t base, stride; int depth; } Region;
+
+enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
+
+typedef struct {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
+    LLVMTypeRef tv2f16;
+    const IrFunc *f;
+    LLVMValueRef fn;
+    int T;                       /* threads */
+    LLVMValueRef tid, warp, lane;
+    Slots *vals;                 /* by ValueId: the value in its own layout */
+    VEC(Cached) cache;           /* the value in other layouts, innermost block last */
+    LayoutTable *layouts;
+    LayoutPlan plan;
+    bool *stored;                /* by param: the kernel stores to this tensor */
+    LLVMValueRef *tensor_ptr, *tensor_dim0, *tensor_dim1, *scalar;   /* by param */
+    LLVMValueRef smem;           /* placeholder for the scratch area, sized at the end */
+    int64_t smem_words;
+    LLVMValueRef opsmem;         /* placeholder for the regions of loop-invariant dot operands */
+    int64_t opsmem_halves;
+    VEC(Region) regions;
+    int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the operand area, slot size; -1 unplaced */
+    LLVMBasicBlockRef exit_bb;
+    char *err; size_t errlen;
+    bool failed;
+} Cg;
+
+/* Runs what follows only where cond holds (cond NULL: always). */
+typedef struct { LLVMBasicBlockRef done; } Guard;
+
+/* A slot holds element (row, col) where valid holds. valid is the AND of
+ * three parts, kept apart for reductions: row_ok and col_ok (the position
+ * lies inside the tile along that axis; a layout's pattern of threads may
+ * be larger than the tile) and active (this thread computes the slot at
+ * all: the idle warps of an MMA layout do not). The copies of an element
+ * (a slice's threads along its reduced axis) all hold it; owner picks the
+ * one that writes it. The arithmetic is layout.h's, emitted: the thread
+ * base from the warp and the lane, plus the slot's constant offset. */
+typedef struct {
+    LLVMValueRef row, col;   /* i32 */
+    LLVMValueRef valid;      /* i1, or NULL: always */
+    LLVMValueRef row_ok, col_ok, active;   /* i1 each, or NULL: always */
+    LLVMValueRef owner;      /* i1, or NULL: this slot is the one copy that writes */
+} SlotPos;
+
+/* Gives the scratch-area word that element (row, col) of a tile is read from. */
+typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
+
+#pragma GCC visibility push(hidden)
+
+/* cg_values.c */
+void cg_fail(Cg *c, const IrOp *op, const char *msg);
+LLVMTypeRef dtype_ty(Cg *c, DType dt);
+LLVMValueRef cg_call_at(Cg *c, LLVMBuilderRef B, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts,
+                        LLVMValueRef *args);
+LLVMValueRef cg_call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts, LLVMValueRef *args);
+LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x);
+LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt);
+LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt);
+LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt);
+LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index);
+LLVMValueRef smem_half_ptr_in(Cg *c, LLVMValueRef area, LLVMValueRef index);
+Guard guard_begin(Cg *c, LLVMValueRef cond);
+void guard_end(Cg *c, Guard g);
+Slots new_slots(int n, const Layout *lay);
+SlotPos slot_pos(Cg *c, const Layout *l, int s);
+void slots_to_smem(Cg *c, const Slots *s, DType dt, int64_t base);
+Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx);
+LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
+const Layout *home_layout(Cg *c, ValueId v);
+const Layout *reg_layout(Cg *c, ValueId v);
+Slots cg_get(Cg *c, ValueId v, const Layout *l);
+void cache_truncate(Cg *c, int len);
+LLVMValueRef elementwise(Cg *c, const IrOp *op, DType in, DType out, LLVMValueRef *a);
+DType operand_dtype(Cg *c, const IrOp *op);
+Slots materialize(Cg *c, ValueId v, const Layout *l);
+
+/* cg_memory.c */
+Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
+void emit_store(Cg *c, const IrOp *op);
+void plan_rings(Cg *c, const IrBlock *blk);
+void emit_copy_async(Cg *c, const IrOp *op);
+void emit_wait_async(Cg *c, const IrOp *op);
+Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
+
+/* cg_reduce.c */
+void emit_reduce(Cg *c, const IrOp *op);
+
+/* cg_operands.c */
+ValueId operand_root(Cg *c, ValueId v, bool *transposed);
+void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem);
+const Region *find_region(Cg *c, ValueId operand, DType dt);
+void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
+void write_regions(Cg *c, ValueId v);
+
+/* cg_scalar.c */
+LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a);
+LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef cg_convert(Cg *c, LLVMValueRef v, DType from, DType to);
+
+/* cg_control.c */
+void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded);
+
+/* one-line builders */
+static inline LLVMValueRef i32c(Cg *c, int64_t v) { return LLVMConstInt(c->ti32, (unsigned long long)v, 1); }
+static inline LLVMValueRef f32c(Cg *c, double v) { return LLVMConstReal(c->tf32, v); }
+static inline LLVMValueRef call0(Cg *c, const char *name, LLVMTypeRef ret) { return cg_call(c, name, ret, 0, NULL, NULL); }
+static inline void barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
+static inline LLVMBasicBlockRef new_bb(Cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
+static inline LLVMValueRef add(Cg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(c->b, a, b, ""); }
+static inline LLVMValueRef mul(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildMul(c->b, a, i32c(c, k), ""); }
+static inline LLVMValueRef udiv(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildUDiv(c->b, a, i32c(c, k), ""); }
+static inline LLVMValueRef urem(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildURem(c->b, a, i32c(c, k), ""); }
+static inline LLVMValueRef and1(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : LLVMBuildAnd(c->b, a, b, ""); }
+static inline void smem_need(Cg *c, int64_t words) { if (words > c->smem_words) c->smem_words = words; }
+static inline void smem_store(Cg *c, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, index)); }
+static inline LLVMValueRef smem_load(Cg *c, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, index), ""); }
+static inline IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
+static inline bool is_tile(Cg *c, ValueId v) { return vtype(c, v).rank > 0; }
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,234 @@
+/* cg_control.c: blocks, for, if and yield, and one op's lowering (emit_op).
+ *
+ * Expects: verified IR, so every scalar and every branch is uniform.
+ * Guarantees: the block's threads agree on every scalar and every branch
+ * (scalars are computed redundantly by every thread), so barriers are
+ * always reached by all; values carried through loops and ifs keep their
+ * home layouts. */
+#include "dot.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void free_yielded(Slots *yielded, int n);
+
+static LLVMTypeRef value_ty(Cg *c, ValueId v) { return dtype_ty(c, vtype(c, v).dt); }
+
+/* A slot's LLVM type: the element's, or a ring slot's i32 byte offset. */
+static LLVMTypeRef slot_ty(Cg *c, ValueId v, const Layout *l)
+{
+    return l && l->kind == LAY_SHARED ? c->ti32 : value_ty(c, v);
+}
+
+/* The layout a block argument or op result carried through control flow has. */
+static const Layout *carried_layout(Cg *c, ValueId v) { return is_tile(c, v) ? home_layout(c, v) : NULL; }
+
+static void emit_for(Cg *c, const IrOp *op)
+{
+    const IrBlock *body = op->body;
+    int ncar = op->nargs - 2;
+    LLVMValueRef lb = c->vals[op->args[0]].v[0], ub = c->vals[op->args[1]].v[0];
+    Slots *init = xcalloc((size_t)(ncar ? ncar : 1), sizeof *init);
+    for (int i = 0; i < ncar; i++) {
+        const Layout *l = carried_layout(c, body->args[1 + i]);
+        init[i] = l ? cg_get(c, op->args[2 + i], l) : c->vals[op->args[2 + i]];
+    }
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "for"), bodybb = new_bb(c, "body"), done = new_bb(c, "endfor");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef iv = LLVMBuildPhi(c->b, c->ti32, "iv");
+    LLVMAddIncoming(iv, &lb, &pre, 1);
+    c->vals[body->args[0]] = new_slots(1, NULL);
+    c->vals[body->args[0]].v[0] = iv;
+    for (int i = 0; i < ncar; i++) {
+        ValueId arg = body->args[1 + i];
+        Slots ph = new_slots(init[i].n, carried_layout(c, arg));
+        for (int s = 0; s < init[i].n; s++) {
+            ph.v[s] = LLVMBuildPhi(c->b, slot_ty(c, arg, ph.lay), "");
+            LLVMAddIncoming(ph.v[s], &init[i].v[s], &pre, 1);
+        }
+        c->vals[arg] = ph;
+        /* the loop's results are the carried values when the test fails */
+        Slots res = new_slots(ph.n, ph.lay);
+        memcpy(res.v, ph.v, sizeof *res.v * (size_t)ph.n);
+        c->vals[op->res[i]] = res;
+    }
+    free(init);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, iv, ub, ""), bodybb, done);
+    LLVMPositionBuilderAtEnd(c->b, bodybb);
+    Slots *y = xcalloc((size_t)(ncar ? ncar : 1), sizeof *y);
+    int mark = c->cache.len;
+    emit_block(c, body, op, y);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMValueRef next = LLVMBuildAdd(c->b, iv, i32c(c, op->ival), "");
+    LLVMAddIncoming(iv, &next, &latch, 1);
+    for (int i = 0; i < ncar; i++)
+        for (int s = 0; s < y[i].n; s++)
+            LLVMAddIncoming(c->vals[body->args[1 + i]].v[s], &y[i].v[s], &latch, 1);
+    LLVMBuildBr(c->b, head);
+    cache_truncate(c, mark);
+    free_yielded(y, ncar);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+static void emit_if(Cg *c, const IrOp *op)
+{
+    LLVMBasicBlockRef thenbb = new_bb(c, "then"), elsebb = new_bb(c, "else"), done = new_bb(c, "endif");
+    LLVMBuildCondBr(c->b, c->vals[op->args[0]].v[0], thenbb, elsebb);
+    int nres = op->nres;
+    Slots *yt = xcalloc((size_t)(nres ? nres : 1), sizeof *yt), *ye = xcalloc((size_t)(nres ? nres : 1), sizeof *ye);
+    int mark = c->cache.len;
+    LLVMPositionBuilderAtEnd(c->b, thenbb);
+    emit_block(c, op->body, op, yt);
+    LLVMBasicBlockRef tend = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, done);
+    cache_truncate(c, mark);
+    LLVMPositionBuilderAtEnd(c->b, elsebb);
+    if (op->els) emit_block(c, op->els, op, ye);
+    LLVMBasicBlockRef eend = LLVMGetInsertBlock(c->b);
+    LLVMBuildBr(c->b, done);
+    cache_truncate(c, mark);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    for (int i = 0; i < nres; i++) {
+        Slots r = new_slots(yt[i].n, carried_layout(c, op->res[i]));
+        for (int s = 0; s < r.n; s++) {
+            r.v[s] = LLVMBuildPhi(c->b, slot_ty(c, op->res[i], r.lay), "");
+            LLVMValueRef vs[2] = {yt[i].v[s], ye[i].v[s]};
+            LLVMBasicBlockRef bs[2] = {tend, eend};
+            LLVMAddIncoming(r.v[s], vs, bs, 2);
+        }
+        c->vals[op->res[i]] = r;
+    }
+    free_yielded(yt, nres);
+    free_yielded(ye, nres);
+}
+
+/* Yielded values in the layouts of what they flow into (the loop's block
+ * arguments, the if's results), converted here, before the branch. Each is
+ * a copy that the for or if frees: a conversion lives in the cache, which
+ * forgets (frees) it when its region ends, before the phis are built. */
+static void emit_yield(Cg *c, const IrOp *op, const IrOp *parent, Slots *yielded)
+{
+    for (int j = 0; j < op->nargs; j++) {
+        ValueId target = parent->kind == OP_FOR ? parent->body->args[1 + j] : parent->res[j];
+        const Layout *l = carried_layout(c, target);
+        Slots s = l ? cg_get(c, op->args[j], l) : c->vals[op->args[j]];
+        yielded[j] = new_slots(s.n, s.lay);
+        memcpy(yielded[j].v, s.v, sizeof *s.v * (size_t)s.n);
+    }
+}
+
+static void free_yielded(Slots *yielded, int n)
+{
+    for (int i = 0; i < n; i++) free(yielded[i].v);
+    free(yielded);
+}
+
+static void emit_elementwise(Cg *c, const IrOp *op)
+{
+    ValueId r = op->res[0];
+    IrType t = vtype(c, r);
+    if (t.rank == 0) {
+        LLVMValueRef a[3];
+        for (int i = 0; i < op->nargs && i < 3; i++) a[i] = c->vals[op->args[i]].v[0];
+        Slots out = new_slots(1, NULL);
+        out.v[0] = elementwise(c, op, operand_dtype(c, op), t.dt, a);
+        c->vals[r] = out;
+        return;
+    }
+    if (!c->plan.of[r]) return;   /* built where it is used */
+    c->vals[r] = materialize(c, r, c->plan.of[r]);
+}
+
+/* The dot engines (dot.h), in order of preference. */
+const DotEngine *const dot_engines[] = {&dot_mma_sync, &dot_fma, NULL};
+
+const DotEngine *dot_engine_for(const IrFunc *f, const IrOp *dot)
+{
+    for (int i = 0; dot_engines[i]; i++)
+        if (dot_engines[i]->accepts(f, dot)) return dot_engines[i];
+    return NULL;
+}
+
+static void emit_op(Cg *c, const IrOp *op)
+{
+    IrType t = op->nres ? vtype(c, op->res[0]) : ir_scalar(DT_VOID);
+    Slots one;
+    switch (op->kind) {
+    case OP_CONST:
+        one = new_slots(1, NULL);
+        if (t.dt == DT_BOOL) one.v[0] = LLVMConstInt(c->ti1, op->ival != 0, 0);
+        else if (t.dt == DT_I32) one.v[0] = i32c(c, op->ival);
+        else one.v[0] = LLVMConstReal(dtype_ty(c, t.dt), op->fval);
+        c->vals[op->res[0]] = one;
+        break;
+    case OP_PARAM:
+        one = new_slots(1, NULL);
+        one.v[0] = c->scalar[op->param];
+        c->vals[op->res[0]] = one;
+        break;
+    case OP_DIM:
+        one = new_slots(1, NULL);
+        one.v[0] = LLVMBuildTrunc(c->b, op->axis == 0 ? c->tensor_dim0[op->param] : c->tensor_dim1[op->param], c->ti32, "");
+        c->vals[op->res[0]] = one;
+        break;
+    case OP_BLOCK_ID: case OP_GRID_DIM: {
+        char name[64];
+        snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", op->kind == OP_BLOCK_ID ? "ctaid" : "nctaid", "xyz"[op->axis]);
+        one = new_slots(1, NULL);
+        one.v[0] = call0(c, name, c->ti32);
+        c->vals[op->res[0]] = one;
+        break;
+    }
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+        break;   /* built where used */
+    case OP_TRANSPOSE: {
+        if (c->plan.absorbed[op->res[0]]) break;
+        ValueId src = op->args[0];
+        Slots home = cg_get(c, src, reg_layout(c, src));
+        int scols = ir_cols(vtype(c, src));
+        Slots out = exchange(c, &home, vtype(c, src).dt, home_layout(c, op->res[0]), transposed_index, &scols);
+        c->vals[op->res[0]] = out;
+        break;
+    }
+    case OP_CONVERT:
+        if (c->plan.absorbed[op->res[0]]) break;
+        emit_elementwise(c, op);
+        break;
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT:
+        emit_elementwise(c, op);
+        break;
+    case OP_REDUCE: emit_reduce(c, op); break;
+    case OP_DOT: {
+        const DotEngine *e = dot_engine_for(c->f, op);
+        if (e) e->emit(c, op);
+        else cg_fail(c, op, "no dot engine takes this dot");
+        break;
+    }
+    case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
+    case OP_STORE: emit_store(c, op); break;
+    case OP_COPY_ASYNC: emit_copy_async(c, op); break;
+    case OP_COMMIT_ASYNC: call0(c, "llvm.nvvm.cp.async.commit.group", c->tvoid); break;
+    case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
+    case OP_FOR: emit_for(c, op); break;
+    case OP_IF: emit_if(c, op); break;
+    case OP_RETURN:
+        LLVMBuildBr(c->b, c->exit_bb);
+        /* anything after a return is dead: give it a block of its own */
+        LLVMPositionBuilderAtEnd(c->b, new_bb(c, "dead"));
+        break;
+    case OP_YIELD: break;
+    default: cg_fail(c, op, "no lowering for this op"); break;
+    }
+}
+
+void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded)
+{
+    for (int i = 0; i < blk->nops && !c->failed; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_YIELD && parent) emit_yield(c, op, parent, yielded);
+        else emit_op(c, op);
+        if (c->regions.len)
+            for (int j = 0; j < op->nres; j++) write_regions(c, op->res[j]);
+    }
+}

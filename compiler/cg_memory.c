@@ -1,0 +1,262 @@
+/* cg_memory.c: loads, stores and asynchronous copies into shared-memory rings.
+ *
+ * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
+ * plan_rings before emission.
+ * Guarantees: a load or store touches only in-bounds elements (the window's
+ * mask); cp.async copies land in their ring slot of the operand area, and
+ * read_shared reads a ring slot in any register layout. */
+#include "cg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- memory ---- */
+
+/* The element (row, col) of the window at slot position p: its offset in
+ * the tensor (i64) and whether it lies inside. */
+static void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb)
+{
+    const IrParam *prm = &c->f->params[op->param];
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef ok;
+    if (prm->rank == 1) {
+        LLVMValueRef cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.col, c->ti64, ""), "");
+        ok = LLVMBuildICmp(B, LLVMIntULT, cl, d0, "");   /* unsigned: negative is out */
+        *offset = cl;
+    } else {
+        LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.row, c->ti64, ""), "");
+        LLVMValueRef cl = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, p.col, c->ti64, ""), "");
+        ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, r, d0, ""), LLVMBuildICmp(B, LLVMIntULT, cl, d1, ""), "");
+        *offset = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), cl, "");
+    }
+    *inb = p.valid ? LLVMBuildAnd(B, ok, p.valid, "") : ok;
+}
+
+/* Loads without branches: an element outside the tensor reads element 0
+ * (which exists: dims are at least 1) and is replaced by zero. */
+static Slots load_scalar(Cg *c, const IrOp *op, const Layout *l)
+{
+    IrType t = vtype(c, op->res[0]);
+    LLVMTypeRef et = dtype_ty(c, t.dt);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        LLVMValueRef off, inb;
+        window_elem(c, op, slot_pos(c, l, k), &off, &inb);
+        off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, et, ptr, "");
+        out.v[k] = LLVMBuildSelect(c->b, inb, v, LLVMConstNull(et), "");
+    }
+    return out;
+}
+
+/* A BLOCKED layout's chunks of v columns as vector loads, when the rows,
+ * the window's start and the address are aligned to a chunk: then a chunk
+ * is wholly inside the tensor or wholly outside. */
+static Slots load_vector(Cg *c, const IrOp *op, const Layout *l)
+{
+    IrType t = vtype(c, op->res[0]);
+    LLVMTypeRef et = dtype_ty(c, t.dt), vt = LLVMVectorType(et, (unsigned)l->v);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k += l->v) {
+        LLVMValueRef off, inb;
+        window_elem(c, op, slot_pos(c, l, k), &off, &inb);
+        off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef v = LLVMBuildLoad2(c->b, vt, ptr, "");
+        LLVMSetAlignment(v, (unsigned)(l->v * (t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4)));
+        for (int j = 0; j < l->v; j++)
+            out.v[k + j] = LLVMBuildSelect(c->b, inb, LLVMBuildExtractElement(c->b, v, i32c(c, j), ""), LLVMConstNull(et), "");
+    }
+    return out;
+}
+
+Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+{
+    if (l->kind != LAY_BLOCKED || l->v < 2) return load_scalar(c, op, l);
+    const IrParam *prm = &c->f->params[op->param];
+    LLVMBuilderRef B = c->b;
+    int64_t bytes = (int64_t)l->v * (prm->dt == DT_F16 || prm->dt == DT_BF16 ? 2 : 4);
+    LLVMValueRef row_len = prm->rank == 2 ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
+    LLVMValueRef start = c->vals[op->args[prm->rank - 1]].v[0];
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    LLVMValueRef aligned = LLVMBuildAnd(B,
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, row_len, LLVMConstInt(c->ti64, (unsigned long long)l->v, 0), ""), LLVMConstInt(c->ti64, 0, 0), ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, start, i32c(c, l->v - 1), ""), i32c(c, 0), ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, (unsigned long long)bytes - 1, 0), ""),
+                                   LLVMConstInt(c->ti64, 0, 0), ""), ""), "");
+    LLVMBasicBlockRef vec = new_bb(c, "ldv"), scal = new_bb(c, "lds"), done = new_bb(c, "ldd");
+    LLVMBuildCondBr(B, aligned, vec, scal);
+    LLVMPositionBuilderAtEnd(B, vec);
+    Slots a = load_vector(c, op, l);
+    LLVMBasicBlockRef vec_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, scal);
+    Slots s = load_scalar(c, op, l);
+    LLVMBasicBlockRef scal_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
+    for (int k = 0; k < a.n; k++) {
+        LLVMValueRef phi = LLVMBuildPhi(B, et, "");
+        LLVMValueRef vs[2] = {a.v[k], s.v[k]};
+        LLVMBasicBlockRef bs[2] = {vec_end, scal_end};
+        LLVMAddIncoming(phi, vs, bs, 2);
+        a.v[k] = phi;
+    }
+    free(s.v);
+    return a;
+}
+
+void emit_store(Cg *c, const IrOp *op)
+{
+    const IrParam *prm = &c->f->params[op->param];
+    ValueId val = op->args[op->nargs - 1];
+    LLVMTypeRef et = dtype_ty(c, prm->dt);
+    const Layout *l = is_tile(c, val) ? reg_layout(c, val) : NULL;
+    if (!l) {
+        /* a scalar stored to a one-element window (sema broadcasts tiles) */
+        cg_fail(c, op, "internal error: scalar store");
+        return;
+    }
+    Slots s = cg_get(c, val, l);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef off, inb;
+        window_elem(c, op, p, &off, &inb);
+        Guard g = guard_begin(c, and1(c, inb, p.owner));
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMBuildStore(c->b, s.v[k], ptr);
+        guard_end(c, g);
+    }
+}
+
+/* ---- asynchronous copies into shared-memory rings ---- */
+
+static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset)
+{
+    return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->opsmem, &offset, 1, "");
+}
+
+/* Gives each ring its stages slots in the operand area, rows padded as
+ * layout_shared says. */
+void plan_rings(Cg *c, const IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_COPY_ASYNC && c->ring_at[op->axis] < 0) {
+            const Layout *l = c->plan.of[op->res[0]];
+            int64_t slot = (int64_t)l->rows * l->stride * l->elem;
+            c->ring_slot_bytes[op->axis] = slot;
+            c->ring_at[op->axis] = c->opsmem_halves * 2;
+            c->opsmem_halves += (op->ival * slot / 2 + 7) / 8 * 8;
+        }
+        if (op->body) plan_rings(c, op->body);
+        if (op->els) plan_rings(c, op->els);
+    }
+}
+
+/* The window's 16-byte chunks, spread over the block's threads, each
+ * with cp.async.cg (zero-filled past the tensor's edges) when the rows and
+ * the window's start are whole chunks and the tensor is 16-byte aligned;
+ * else element by element, synchronously, into the same slot. */
+void emit_copy_async(Cg *c, const IrOp *op)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *l = c->plan.of[op->res[0]];
+    const IrParam *prm = &c->f->params[op->param];
+    DType dt = vtype(c, op->res[0]).dt;
+    int chunk = 16 / l->elem, per_row = l->cols / chunk;
+    int64_t nchunks = (int64_t)l->rows * per_row;
+    LLVMValueRef slot = c->vals[op->args[op->nargs - 1]].v[0];
+    LLVMValueRef at = add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
+    LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
+    LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0);
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    LLVMValueRef chunk64 = LLVMConstInt(c->ti64, (unsigned long long)chunk, 0);
+    LLVMValueRef aligned = LLVMBuildAnd(B,
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, chunk64, ""), zero64, ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, chunk64, ""), zero64, ""), ""),
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
+    (void)prm;
+    LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
+    LLVMBuildCondBr(B, aligned, fast, slow);
+
+    LLVMPositionBuilderAtEnd(B, fast);
+    LLVMTypeRef et = dtype_ty(c, dt);
+    LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
+    for (int64_t j = 0; j < nchunks; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nchunks ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nchunks), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), cc = urem(c, idx, per_row);
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, cc, chunk), c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, add(c, mul(c, row, (int64_t)l->stride * l->elem), mul(c, cc, 16))));
+        LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+
+    LLVMPositionBuilderAtEnd(B, slow);
+    int64_t n = (int64_t)l->rows * l->cols;
+    for (int64_t j = 0; j < n; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > n ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, n), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, l->cols), col = urem(c, idx, l->cols);
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+        LLVMValueRef x = LLVMBuildLoad2(B, et, LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, ""), "");
+        x = LLVMBuildSelect(B, inb, x, LLVMConstNull(et), "");
+        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, mul(c, add(c, mul(c, row, l->stride), col), l->elem)));
+        LLVMBuildStore(B, x, dst);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    Slots out = new_slots(1, l);
+    out.v[0] = at;
+    c->vals[op->res[0]] = out;
+}
+
+/* Waits until at most ival groups of this thread's copies are in flight;
+ * with copies to publish, a barrier then makes every thread's visible
+ * (and ends every read of the slots the next copies refill). */
+void emit_wait_async(Cg *c, const IrOp *op)
+{
+    LLVMTypeRef ti32 = c->ti32;
+    LLVMValueRef pending = i32c(c, op->ival);
+    cg_call(c, "llvm.nvvm.cp.async.wait.group", c->tvoid, 1, &ti32, &pending);
+    if (op->nargs) barrier(c);
+    for (int i = 0; i < op->nargs; i++) {
+        Slots s = c->vals[op->args[i]];
+        if (!s.v) s = cg_get(c, op->args[i], home_layout(c, op->args[i]));
+        Slots r = new_slots(s.n, s.lay);
+        memcpy(r.v, s.v, sizeof *r.v * (size_t)s.n);
+        c->vals[op->res[i]] = r;
+    }
+}
+
+/* A tile in a ring slot (s holds its byte offset), read into layout l. */
+Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
+{
+    const Layout *sl = s->lay;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef idx = add(c, mul(c, p.row, sl->stride), p.col);
+        if (p.valid) idx = LLVMBuildSelect(c->b, p.valid, idx, i32c(c, 0), "");
+        LLVMValueRef ptr = opsmem_byte_ptr(c, add(c, s->v[0], mul(c, idx, sl->elem)));
+        out.v[k] = LLVMBuildLoad2(c->b, et, ptr, "");
+    }
+    return out;
+}

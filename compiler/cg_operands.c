@@ -1,0 +1,109 @@
+/* cg_operands.c: dot operands on their way to shared memory.
+ *
+ * Expects: the layout plan's absorbed transposes and converts.
+ * Guarantees: an operand is written from its root value, transposed and
+ * converted as it goes; a tensor-core operand defined outside the loop
+ * that reads it gets a region of the operand area (plan_regions), written
+ * once where it is defined (write_regions), instead of every iteration. */
+#include "cg.h"
+
+/* The value whose elements a dot operand is, and whether it is read
+ * transposed: transposes and converts absorbed by the layout pass are
+ * applied as the operand is written to shared memory. */
+ValueId operand_root(Cg *c, ValueId v, bool *transposed)
+{
+    *transposed = false;
+    for (;;) {
+        const IrOp *d = c->f->values[v].def;
+        if (!d || !c->plan.absorbed[v]) return v;
+        if (d->kind == OP_TRANSPOSE) *transposed = !*transposed;
+        v = d->args[0];
+    }
+}
+
+/* Writes dot operand v to shared memory as dtype dt, element (r, c) at
+ * base + r * stride + c, in units of elem (2: halves, 4: words). */
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem);
+
+void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem)
+{
+    bool tr;
+    ValueId root = operand_root(c, v, &tr);
+    root_to_smem(c, root, tr, dt, c->smem, base, stride, elem);
+}
+
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem)
+{
+    IrType rt = vtype(c, root);
+    const Layout *l = reg_layout(c, root);
+    Slots s = cg_get(c, root, l);
+    /* chunks of consecutive halves go out as one 16-byte store */
+    int vec = !tr && elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && stride % l->v == 0 && base % l->v == 0 ? l->v : 1;
+    for (int k = 0; k < s.n; k += vec) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef row = tr ? p.col : p.row, col = tr ? p.row : p.col;
+        LLVMValueRef idx = add(c, add(c, mul(c, row, stride), col), i32c(c, base));
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        if (vec > 1) {
+            LLVMTypeRef vt = LLVMVectorType(dtype_ty(c, dt), (unsigned)vec);
+            LLVMValueRef x = LLVMGetUndef(vt);
+            for (int j = 0; j < vec; j++)
+                x = LLVMBuildInsertElement(c->b, x, cg_convert(c, s.v[k + j], rt.dt, dt), i32c(c, j), "");
+            LLVMValueRef st = LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
+            LLVMSetAlignment(st, (unsigned)(vec * 2));
+        } else {
+            LLVMValueRef x = cg_convert(c, s.v[k], rt.dt, dt);
+            if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
+            else smem_store(c, idx, to_word(c, x, dt));
+        }
+        guard_end(c, g);
+    }
+}
+
+const Region *find_region(Cg *c, ValueId operand, DType dt)
+{
+    bool tr;
+    ValueId root = operand_root(c, operand, &tr);
+    for (int i = 0; i < c->regions.len; i++)
+        if (c->regions.data[i].root == root && c->regions.data[i].tr == tr && c->regions.data[i].dt == dt) return &c->regions.data[i];
+    return NULL;
+}
+
+/* Finds the tensor-core dot operands defined outside the loop that reads
+ * them and gives each its region. */
+void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        for (int j = 0; j < op->nres; j++) def_depth[op->res[j]] = depth;
+        if (op->kind == OP_DOT && c->plan.mma_dot[op->res[0]]) {
+            DType dt = vtype(c, op->args[0]).dt;
+            for (int a = 0; a < 2; a++) {
+                bool tr;
+                ValueId root = operand_root(c, op->args[a], &tr);
+                if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
+                if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
+                IrType t = vtype(c, op->args[a]);
+                int64_t stride = t.shape[1] + 8, halves = (int64_t)t.shape[0] * stride;
+                Region r = {root, tr, dt, c->opsmem_halves, stride, def_depth[root]};
+                c->opsmem_halves += (halves + 7) / 8 * 8;
+                vec_push(&c->regions, r);
+            }
+        }
+        if (op->body) plan_regions(c, op->body, op->kind == OP_FOR ? depth + 1 : depth, def_depth);
+        if (op->els) plan_regions(c, op->els, depth, def_depth);
+    }
+}
+
+/* Writes the regions of a value just defined. */
+void write_regions(Cg *c, ValueId v)
+{
+    for (int i = 0; i < c->regions.len; i++) {
+        const Region *r = &c->regions.data[i];
+        if (r->root != v) continue;
+        /* inside a loop, the previous iteration's readers must be done first */
+        if (r->depth > 0) barrier(c);
+        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base, r->stride, 2);
+        barrier(c);   /* the dots that read it need not write anything, so publish it here */
+    }
+}

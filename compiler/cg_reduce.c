@@ -1,0 +1,147 @@
+/* cg_reduce.c: reductions along an axis of a tile.
+ *
+ * Expects: a source in a register layout and the result's SLICE layout.
+ * Guarantees: the reduction runs in registers, then across lanes with
+ * shfl.sync.bfly, then across warps through the scratch area; every copy
+ * of a result element holds the same value. */
+#include "cg.h"
+
+#include <stdlib.h>
+
+/* ---- reductions ---- */
+
+static LLVMValueRef shfl_xor(Cg *c, LLVMValueRef v, int mask, bool isint)
+{
+    LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
+    LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
+    LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, mask), i32c(c, 31)};
+    return cg_call(c, isint ? "llvm.nvvm.shfl.sync.bfly.i32" : "llvm.nvvm.shfl.sync.bfly.f32", ty, 4, pts, args);
+}
+
+static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
+{
+    if (isint) return i32c(c, r == RED_SUM ? 0 : r == RED_MAX ? INT32_MIN : INT32_MAX);
+    /* the values that change nothing, so the result is the interpreter's,
+     * which starts from the first element: max and min ignore a NaN operand
+     * (an all-NaN set stays NaN, where -inf would win), and -0 + x is x for
+     * every x (+0 would turn a sum of -0s into +0) */
+    return f32c(c, r == RED_SUM ? -0.0 : __builtin_nan(""));
+}
+
+static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a, LLVMValueRef b)
+{
+    IrBinop op = r == RED_SUM ? BIN_ADD : r == RED_MAX ? BIN_MAX : BIN_MIN;
+    return scalar_binop(c, op, isint ? DT_I32 : DT_F32, a, b);
+}
+
+/* For reducing layout l along axis into slice out: the slot of out each
+ * of a thread's slots adds to, and the lanes and warps that share an
+ * output element. */
+typedef struct { int ngroups; int *group; int lane_masks[5], nmasks; int nwarps; LLVMValueRef warp_index; } ReducePlan;
+
+static ReducePlan reduce_plan(Cg *c, const Layout *l, const Layout *out, int axis)
+{
+    int n = layout_nslots(l);
+    ReducePlan rp = {layout_nslots(out), xcalloc((size_t)n, sizeof(int)), {0}, 0, 1, NULL};
+    for (int s = 0; s < n; s++) rp.group[s] = layout_slice_slot(out, s);
+    if (l->kind == LAY_MMA) {
+        if (axis == 1) { rp.lane_masks[0] = 1; rp.lane_masks[1] = 2; rp.nmasks = 2; rp.nwarps = l->wn; rp.warp_index = urem(c, c->warp, l->wn); }
+        else { rp.lane_masks[0] = 4; rp.lane_masks[1] = 8; rp.lane_masks[2] = 16; rp.nmasks = 3; rp.nwarps = l->wm; rp.warp_index = udiv(c, c->warp, l->wn); }
+    } else if (axis == 1) {
+        for (int m = 1; m < l->tc; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+        rp.nwarps = l->wc;
+        rp.warp_index = urem(c, c->warp, l->wc);
+    } else {
+        for (int m = l->tc; m < 32; m *= 2) rp.lane_masks[rp.nmasks++] = m;
+        rp.nwarps = l->wr;
+        rp.warp_index = udiv(c, c->warp, l->wc);
+    }
+    return rp;
+}
+
+void emit_reduce(Cg *c, const IrOp *op)
+{
+    ValueId src = op->args[0];
+    IrType st = vtype(c, src), t = vtype(c, op->res[0]);
+    const Layout *out_l = c->plan.of[op->res[0]];
+    bool isint = st.dt == DT_I32;
+    IrReduce r = op->sub;
+    if (!out_l || out_l->kind != LAY_SLICE) {
+        /* a reduction the layout pass left to shared memory: a thread per output element */
+        Slots home = cg_get(c, src, reg_layout(c, src));
+        slots_to_smem(c, &home, st.dt, 0);
+        barrier(c);
+        const Layout *l = home_layout(c, op->res[0]);
+        Slots out = new_slots(layout_nslots(l), l);
+        int R = ir_rows(st), C = ir_cols(st), len = op->axis == 1 ? C : R;
+        for (int k = 0; k < out.n; k++) {
+            SlotPos p = slot_pos(c, l, k);
+            LLVMValueRef acc = reduce_identity(c, r, isint);
+            LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
+            if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
+            for (int i = 0; i < len; i++) {
+                LLVMValueRef w = smem_load(c, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
+                acc = reduce_combine(c, r, isint, acc, isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""));
+            }
+            out.v[k] = isint ? acc : from_f32(c, acc, t.dt);
+        }
+        c->vals[op->res[0]] = out;
+        return;
+    }
+    const Layout *l = out_l->parent;
+    Slots s = cg_get(c, src, l);
+    ReducePlan rp = reduce_plan(c, l, out_l, op->axis);
+    LLVMValueRef *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
+    for (int g = 0; g < rp.ngroups; g++) part[g] = reduce_identity(c, r, isint);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef x = isint ? s.v[k] : to_f32(c, s.v[k], st.dt);
+        if (p.valid) x = LLVMBuildSelect(c->b, p.valid, x, reduce_identity(c, r, isint), "");
+        part[rp.group[k]] = reduce_combine(c, r, isint, part[rp.group[k]], x);
+    }
+    for (int g = 0; g < rp.ngroups; g++)
+        for (int m = 0; m < rp.nmasks; m++)
+            part[g] = reduce_combine(c, r, isint, part[g], shfl_xor(c, part[g], rp.lane_masks[m], isint));
+    if (rp.nwarps > 1) {
+        /* partials of the warps that share an output element meet in shared memory */
+        int len = op->axis == 1 ? l->rows : l->cols;
+        smem_need(c, (int64_t)rp.nwarps * len);
+        barrier(c);
+        /* An output element exists where its slot of the result (a slice)
+         * is valid: the kept axis only. Every warp writes its partial, the
+         * identity for a warp whose rows (columns) all lie past the tile,
+         * since every warp's is read; every copy reads the total. */
+        LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp.ngroups), *kept = xmalloc(sizeof *kept * (size_t)rp.ngroups);
+        for (int g = 0; g < rp.ngroups; g++) {
+            SlotPos p = slot_pos(c, out_l, g);
+            pos[g] = op->axis == 1 ? p.row : p.col;
+            kept[g] = p.valid;
+            LLVMValueRef lead = op->axis == 1
+                ? (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), "")
+                                      : LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, l->tc), i32c(c, 0), ""))
+                : (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), "")
+                                      : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
+            Guard gd = guard_begin(c, and1(c, kept[g], lead));
+            LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
+            smem_store(c, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            guard_end(c, gd);
+        }
+        barrier(c);
+        for (int g = 0; g < rp.ngroups; g++) {
+            LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
+            LLVMValueRef acc = reduce_identity(c, r, isint);
+            for (int w = 0; w < rp.nwarps; w++) {
+                LLVMValueRef x = smem_load(c, add(c, at, i32c(c, (int64_t)w * len)));
+                acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
+            }
+            part[g] = acc;
+        }
+        free(pos);
+        free(kept);
+    }
+    Slots out = new_slots(rp.ngroups, out_l);
+    for (int g = 0; g < rp.ngroups; g++) out.v[g] = isint ? part[g] : from_f32(c, part[g], t.dt);
+    c->vals[op->res[0]] = out;
+    free(part);
+    free(rp.group);
+}

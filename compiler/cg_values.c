@@ -1,0 +1,417 @@
+/* cg_values.c: small builders, where a slot lives, and tile values in layouts.
+ *
+ * Expects: the layout plan (c->plan) of the function being emitted.
+ * Guarantees: cg_get() hands out a value in any layout asked for: its own
+ * slots, a cached conversion, or a new one. Values without a layout
+ * (splat, iota, broadcast and elementwise ops over those) are materialized
+ * in the layout of their user. Other conversions go through the scratch
+ * area (barrier, write, barrier, read), except that a layout with the same
+ * map, broadcasting a SLICE back over its parent and reloading a tensor
+ * the kernel never writes need no exchange. Conversions are cached for the
+ * block they were made in (cache_truncate drops them as it ends). */
+#include "cg.h"
+
+#include <stdlib.h>
+
+void cg_fail(Cg *c, const IrOp *op, const char *msg)
+{
+    if (c->failed) return;
+    c->failed = true;
+    snprintf(c->err, c->errlen, "%s: %s at %d:%d: %s", c->f->name, op ? ir_op_name(op) : "?",
+             op ? op->loc.line : 0, op ? op->loc.col : 0, msg);
+}
+
+/* ---- small builders ---- */
+
+LLVMTypeRef dtype_ty(Cg *c, DType dt)
+{
+    switch (dt) {
+    case DT_BOOL: return c->ti1;
+    case DT_I32: return c->ti32;
+    case DT_F16: return c->tf16;
+    case DT_BF16: return c->tbf16;
+    case DT_F32: return c->tf32;
+    default: return c->tvoid;
+    }
+}
+
+/* A call of the function name (declared on first use) at B's position. */
+LLVMValueRef cg_call_at(Cg *c, LLVMBuilderRef B, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts,
+                        LLVMValueRef *args)
+{
+    LLVMTypeRef fty = LLVMFunctionType(ret, pts, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(c->mod, name);
+    if (!fn) fn = LLVMAddFunction(c->mod, name, fty);
+    return LLVMBuildCall2(B, fty, fn, args, (unsigned)n, "");
+}
+
+LLVMValueRef cg_call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts, LLVMValueRef *args)
+{
+    return cg_call_at(c, c->b, name, ret, n, pts, args);
+}
+
+LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x)
+{
+    LLVMTypeRef t = c->tf32;
+    return cg_call(c, name, c->tf32, 1, &t, &x);
+}
+
+/* float view of a value for arithmetic: f16/bf16 widen to f32 */
+LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
+{
+    if (dt == DT_F32) return v;
+    if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPExt(c->b, v, c->tf32, "");
+    if (dt == DT_I32) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
+    if (dt == DT_BOOL) return LLVMBuildUIToFP(c->b, v, c->tf32, "");
+    return v;
+}
+
+LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
+{
+    if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPTrunc(c->b, v, dtype_ty(c, dt), "");
+    return v;
+}
+
+/* every dtype travels through shared memory as one 32-bit word */
+LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt)
+{
+    switch (dt) {
+    case DT_BOOL: return LLVMBuildZExt(c->b, v, c->ti32, "");
+    case DT_I32: return v;
+    default: return LLVMBuildBitCast(c->b, to_f32(c, v, dt), c->ti32, "");
+    }
+}
+
+static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
+{
+    switch (dt) {
+    case DT_BOOL: return LLVMBuildTrunc(c->b, w, c->ti1, "");
+    case DT_I32: return w;
+    default: return from_f32(c, LLVMBuildBitCast(c->b, w, c->tf32, ""), dt);
+    }
+}
+
+/* The scratch area: words, or 16-bit halves for tensor-core operands. */
+
+LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
+{
+    return LLVMBuildInBoundsGEP2(c->b, c->ti32, c->smem, &index, 1, "");
+}
+
+LLVMValueRef smem_half_ptr_in(Cg *c, LLVMValueRef area, LLVMValueRef index)
+{
+    return LLVMBuildInBoundsGEP2(c->b, c->ti16, area, &index, 1, "");
+}
+
+Guard guard_begin(Cg *c, LLVMValueRef cond)
+{
+    Guard g = {NULL};
+    if (!cond) return g;
+    LLVMBasicBlockRef then = new_bb(c, "g"), done = new_bb(c, "gd");
+    LLVMBuildCondBr(c->b, cond, then, done);
+    LLVMPositionBuilderAtEnd(c->b, then);
+    g.done = done;
+    return g;
+}
+
+void guard_end(Cg *c, Guard g)
+{
+    if (!g.done) return;
+    LLVMBuildBr(c->b, g.done);
+    LLVMPositionBuilderAtEnd(c->b, g.done);
+}
+
+Slots new_slots(int n, const Layout *lay)
+{
+    Slots s = {xcalloc((size_t)(n ? n : 1), sizeof(LLVMValueRef)), n, lay};
+    return s;
+}
+
+/* ---- where a slot lives ---- */
+
+/* A thread's base (layout.h) in IR: the warp's and the lane's digits, from
+ * which each axis's base is their scaled sum. active is NULL where every
+ * warp is in use. */
+typedef struct {
+    LayoutThreadMap m;
+    LLVMValueRef active;
+    LLVMValueRef warp_digit[2], lane_digit[2];   /* by axis; NULL: no term */
+} ThreadBase;
+
+/* x / by or x % by for term t; NULL where the layout has no such term. */
+static LLVMValueRef term_digit(Cg *c, LayoutTerm t, LLVMValueRef x)
+{
+    return !t.scale ? NULL : t.rem ? urem(c, x, t.by) : udiv(c, x, t.by);
+}
+
+static LLVMValueRef term_scaled(Cg *c, LayoutTerm t, LLVMValueRef digit)
+{
+    return !digit ? NULL : t.scale == 1 ? digit : mul(c, digit, t.scale);
+}
+
+static ThreadBase thread_base(Cg *c, const Layout *l)
+{
+    ThreadBase b;
+    b.m = layout_thread_map(l);
+    b.active = b.m.warps_in_use < c->T / 32 ? LLVMBuildICmp(c->b, LLVMIntULT, c->warp, i32c(c, b.m.warps_in_use), "") : NULL;
+    /* idle warps compute a copy of warp 0's slots and never write */
+    LLVMValueRef w = b.active ? LLVMBuildSelect(c->b, b.active, c->warp, i32c(c, 0), "") : c->warp;
+    for (int a = 0; a < 2; a++) b.warp_digit[a] = term_digit(c, b.m.warp[a], w);
+    for (int a = 0; a < 2; a++) b.lane_digit[a] = term_digit(c, b.m.lane[a], c->lane);
+    return b;
+}
+
+static LLVMValueRef add_opt(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : add(c, a, b); }
+
+/* The position along axis a: the slot's offset plus the thread's warp term
+ * plus its lane term (a slice has neither along its reduced axis). The
+ * sums associate as the generated code always has (an MMA slot's offset
+ * joins the warp's term first, the lane's last), so the PTX LLVM schedules
+ * from them stays the same. */
+static LLVMValueRef axis_pos(Cg *c, const Layout *l, const ThreadBase *b, int a, int offset)
+{
+    LLVMValueRef lt = term_scaled(c, b->m.lane[a], b->lane_digit[a]), wt = term_scaled(c, b->m.warp[a], b->warp_digit[a]);
+    LayKind kind = l->kind == LAY_SLICE ? l->parent->kind : l->kind;
+    if (kind == LAY_MMA) return add_opt(c, add_opt(c, wt, i32c(c, offset)), lt);
+    return add_opt(c, i32c(c, offset), add_opt(c, wt, lt));
+}
+
+/* Whether term t is 0 at x (layout_term_is_zero); NULL: always. */
+static LLVMValueRef term_is_zero(Cg *c, LayoutTerm t, LLVMValueRef x)
+{
+    if (!t.scale) return NULL;
+    return t.rem ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, x, t.by), i32c(c, 0), "")
+                 : LLVMBuildICmp(c->b, LLVMIntULT, x, i32c(c, t.by), "");
+}
+
+/* Whether this thread holds the owning copy of slice l's elements: its
+ * parent's terms along the reduced axis are 0 (layout_thread_base's
+ * first); NULL: always. */
+static LLVMValueRef first_along_reduced_axis(Cg *c, const Layout *l)
+{
+    LayoutThreadMap pm = layout_thread_map(l->parent);
+    LLVMValueRef warp0 = term_is_zero(c, pm.warp[l->axis], c->warp);
+    LLVMValueRef lane0 = term_is_zero(c, pm.lane[l->axis], c->lane);
+    return and1(c, lane0, warp0);
+}
+
+SlotPos slot_pos(Cg *c, const Layout *l, int s)
+{
+    SlotPos p = {NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    LayoutSlot o = layout_slot_offset(l, s);
+    ThreadBase b = thread_base(c, l);
+    p.row = axis_pos(c, l, &b, 0, o.row);
+    p.col = axis_pos(c, l, &b, 1, o.col);
+    if (o.row_check) p.row_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.row, i32c(c, l->rows), "");
+    if (o.col_check) p.col_ok = LLVMBuildICmp(c->b, LLVMIntULT, p.col, i32c(c, l->cols), "");
+    p.active = b.active;
+    /* every thread along a slice's reduced axis holds the element, those
+     * whose parent position lies past the tile on that axis too */
+    if (l->kind == LAY_SLICE) p.owner = first_along_reduced_axis(c, l);
+    p.valid = and1(c, p.active, and1(c, p.row_ok, p.col_ok));
+    return p;
+}
+
+/* Writes every element of s to the scratch area at base + row * cols + col
+ * (after a barrier, so earlier readers are done). */
+void slots_to_smem(Cg *c, const Slots *s, DType dt, int64_t base)
+{
+    const Layout *l = s->lay;
+    smem_need(c, base + (int64_t)l->rows * l->cols);
+    barrier(c);
+    for (int k = 0; k < s->n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        smem_store(c, add(c, add(c, mul(c, p.row, l->cols), p.col), i32c(c, base)), to_word(c, s->v[k], dt));
+        guard_end(c, g);
+    }
+}
+
+/* Reads a tile in layout l from the scratch area; index(row, col) gives the
+ * word. Slots that hold nothing read word base (in bounds, ignored). */
+
+static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, const void *ctx)
+{
+    Slots out = new_slots(layout_nslots(l), l);
+    for (int k = 0; k < out.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef w = index(c, p.row, p.col, ctx);
+        if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
+        out.v[k] = from_word(c, smem_load(c, w), dt);
+    }
+    return out;
+}
+
+typedef struct { int64_t cols, base; } RowMajor;
+
+static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    const RowMajor *m = ctx;
+    return add(c, add(c, mul(c, row, m->cols), col), i32c(c, m->base));
+}
+
+/* Moves s through the scratch area into layout l: barrier, write, barrier,
+ * read, each slot of l reading the word index(row, col). */
+Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx)
+{
+    slots_to_smem(c, s, dt, 0);
+    barrier(c);
+    return slots_from_smem(c, l, dt, index, ctx);
+}
+
+/* Element (row, col) of a transpose is (col, row) of its source. */
+LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    return add(c, mul(c, col, *(const int *)ctx), row);
+}
+
+/* Element (row, col) of a broadcast is its source's, a stretched axis read at 0. */
+typedef struct { int rows, cols; } SourceShape;
+
+static LLVMValueRef broadcast_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+{
+    const SourceShape *src = ctx;
+    LLVMValueRef r = src->rows == 1 ? i32c(c, 0) : row, cl = src->cols == 1 ? i32c(c, 0) : col;
+    return add(c, mul(c, r, src->cols), cl);
+}
+
+/* ---- values in layouts ---- */
+
+static const Layout *default_layout(Cg *c, IrType t)
+{
+    int bytes = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
+    return layout_blocked(c->layouts, ir_rows(t), ir_cols(t), c->T, bytes);
+}
+
+/* The layout a value is emitted in: its planned one, else (values
+ * materialized where used) the default for its shape. */
+const Layout *home_layout(Cg *c, ValueId v)
+{
+    return c->plan.of[v] ? c->plan.of[v] : default_layout(c, vtype(c, v));
+}
+
+/* The register layout a value is read in where its user has no layout
+ * of its own to ask for: its home, unless that is shared memory. */
+const Layout *reg_layout(Cg *c, ValueId v)
+{
+    const Layout *l = home_layout(c, v);
+    return l->kind == LAY_SHARED ? default_layout(c, vtype(c, v)) : l;
+}
+
+/* Converts s (value v) to layout l. */
+static Slots convert_layout(Cg *c, ValueId v, const Slots *s, const Layout *l)
+{
+    const IrOp *def = c->f->values[v].def;
+    if (s->lay && s->lay->kind == LAY_SHARED) return read_shared(c, v, s, l);
+    if (l->kind == LAY_SHARED) {
+        cg_fail(c, def, "internal error: a register tile where a shared-memory ring slot is wanted");
+        return new_slots(1, l);
+    }
+    /* a tensor the kernel never writes can be read again in the new layout */
+    if (def && def->kind == OP_LOAD && !c->stored[def->param]) return emit_load_in(c, def, l);
+    RowMajor m = {l->cols, 0};
+    return exchange(c, s, vtype(c, v).dt, l, row_major_index, &m);
+}
+
+static Slots cache_find(Cg *c, ValueId v, const Layout *l)
+{
+    for (int i = c->cache.len - 1; i >= 0; i--)
+        if (c->cache.data[i].v == v && layout_same_map(c->cache.data[i].s.lay, l)) return c->cache.data[i].s;
+    return (Slots){NULL, 0, NULL};
+}
+
+Slots cg_get(Cg *c, ValueId v, const Layout *l)
+{
+    Slots *own = &c->vals[v];
+    /* a layout with the same map holds the value already */
+    if (!is_tile(c, v) || (own->v && layout_same_map(own->lay, l))) return *own;
+    Slots s = cache_find(c, v, l);
+    if (s.v) return s;
+    s = own->v ? convert_layout(c, v, own, l) : materialize(c, v, l);
+    vec_push(&c->cache, ((Cached){v, s}));
+    return s;
+}
+
+/* Forgets conversions made inside a block when the block ends: they do
+ * not dominate what follows. */
+void cache_truncate(Cg *c, int len)
+{
+    while (c->cache.len > len) free(c->cache.data[--c->cache.len].s.v);
+}
+
+LLVMValueRef elementwise(Cg *c, const IrOp *op, DType in, DType out, LLVMValueRef *a)
+{
+    switch (op->kind) {
+    case OP_UNARY: return scalar_unop(c, op->sub, in, a[0]);
+    case OP_BINARY: return scalar_binop(c, op->sub, in, a[0], a[1]);
+    case OP_CMP: return scalar_cmp(c, op->sub, in, a[0], a[1]);
+    case OP_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
+    case OP_CONVERT: return cg_convert(c, a[0], in, out);
+    default: return a[0];
+    }
+}
+
+DType operand_dtype(Cg *c, const IrOp *op)
+{
+    return vtype(c, op->args[op->kind == OP_SELECT ? 1 : 0]).dt;
+}
+
+/* Builds value v (an op without a layout of its own) in layout l. */
+Slots materialize(Cg *c, ValueId v, const Layout *l)
+{
+    const IrOp *op = c->f->values[v].def;
+    IrType t = vtype(c, v);
+    int n = layout_nslots(l);
+    Slots out = new_slots(n, l);
+    switch (op->kind) {
+    case OP_SPLAT:
+        for (int k = 0; k < n; k++) out.v[k] = c->vals[op->args[0]].v[0];
+        break;
+    case OP_IOTA:
+        for (int k = 0; k < n; k++) {
+            SlotPos p = slot_pos(c, l, k);
+            out.v[k] = t.rank == 2 && op->axis == 0 ? p.row : p.col;
+        }
+        break;
+    case OP_BROADCAST: {
+        ValueId src = op->args[0];
+        IrType st = vtype(c, src);
+        int r0 = ir_rows(st), c0 = ir_cols(st);
+        if (r0 == l->rows && c0 == l->cols) {
+            Slots s = cg_get(c, src, l);
+            for (int k = 0; k < n; k++) out.v[k] = s.v[k];
+            break;
+        }
+        /* a row or column over a layout that is not a slice: each slot
+         * reads the slice's slot at its position */
+        int axis = r0 == l->rows && c0 == 1 ? 1 : r0 == 1 && c0 == l->cols ? 0 : -1;
+        if (axis >= 0 && l->kind != LAY_SLICE) {
+            const Layout *sl = layout_slice(c->layouts, l, axis);
+            Slots s = cg_get(c, src, sl);
+            for (int k = 0; k < n; k++) out.v[k] = s.v[layout_slice_slot(sl, k)];
+            break;
+        }
+        /* anything else: through shared memory, reading the stretched element */
+        Slots home = cg_get(c, src, reg_layout(c, src));
+        SourceShape shape = {r0, c0};
+        free(out.v);
+        return exchange(c, &home, st.dt, l, broadcast_index, &shape);
+    }
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
+        Slots args[3];
+        for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);
+        DType in = operand_dtype(c, op);
+        for (int k = 0; k < n; k++) {
+            LLVMValueRef a[3];
+            for (int i = 0; i < op->nargs && i < 3; i++) a[i] = args[i].n == 1 && !args[i].lay ? args[i].v[0] : args[i].v[k];
+            out.v[k] = elementwise(c, op, in, t.dt, a);
+        }
+        break;
+    }
+    default:
+        cg_fail(c, op, "internal error: no way to build this value in another layout");
+        for (int k = 0; k < n; k++) out.v[k] = LLVMGetUndef(dtype_ty(c, t.dt));
+        break;
+    }
+    return out;
+}

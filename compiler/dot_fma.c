@@ -1,0 +1,72 @@
+/* dot_fma.c: the FMA dot engine, for dots the tensor cores do not take.
+ *
+ * Expects: the result's register layout (any) and f32 accumulation.
+ * Guarantees: both operands go through the scratch area as f32 words; each
+ * thread runs one loop over K with an accumulator per slot of the result. */
+#include "dot.h"
+
+#include <stdlib.h>
+
+static void emit_dot_fma(Cg *c, const IrOp *op)
+{
+    IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
+    bool tb = op->flags & DOT_TRANS_B;
+    int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    smem_need(c, (int64_t)M * K + (int64_t)K * N);
+    barrier(c);
+    operand_to_smem(c, op->args[0], DT_F32, 0, K, 4);
+    operand_to_smem(c, op->args[1], DT_F32, (int64_t)M * K, tb ? K : N, 4);
+    barrier(c);
+    const Layout *l = home_layout(c, op->res[0]);
+    Slots acc = cg_get(c, op->args[2], l);
+    int n = layout_nslots(l);
+    Slots out = new_slots(n, l);
+    LLVMValueRef *arow = xmalloc(sizeof *arow * (size_t)n), *bcol = xmalloc(sizeof *bcol * (size_t)n);
+    LLVMValueRef *phis = xmalloc(sizeof *phis * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        arow[k] = p.valid ? LLVMBuildSelect(c->b, p.valid, p.row, i32c(c, 0), "") : p.row;
+        bcol[k] = p.valid ? LLVMBuildSelect(c->b, p.valid, p.col, i32c(c, 0), "") : p.col;
+    }
+    /* a loop over K carrying one accumulator per slot */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "k"), done = new_bb(c, "kd");
+    LLVMBuildBr(c->b, head);
+    LLVMPositionBuilderAtEnd(c->b, head);
+    LLVMValueRef kk = LLVMBuildPhi(c->b, c->ti32, "k"), zero = i32c(c, 0);
+    LLVMAddIncoming(kk, &zero, &pre, 1);
+    for (int k = 0; k < n; k++) {
+        phis[k] = LLVMBuildPhi(c->b, c->tf32, "");
+        LLVMAddIncoming(phis[k], &acc.v[k], &pre, 1);
+    }
+    LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
+    for (int k = 0; k < n; k++) {
+        LLVMValueRef ai = add(c, mul(c, arow[k], K), kk);
+        LLVMValueRef bi = tb ? add(c, mul(c, bcol[k], K), kk) : add(c, mul(c, kk, N), bcol[k]);
+        bi = add(c, bi, i32c(c, (int64_t)M * K));
+        LLVMValueRef a = LLVMBuildBitCast(c->b, smem_load(c, ai), c->tf32, "");
+        LLVMValueRef b = LLVMBuildBitCast(c->b, smem_load(c, bi), c->tf32, "");
+        LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};
+        LLVMValueRef abc[3] = {a, b, phis[k]};
+        next[k] = cg_call(c, "llvm.fma.f32", c->tf32, 3, t3, abc);
+    }
+    LLVMValueRef k1 = add(c, kk, i32c(c, 1));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    LLVMAddIncoming(kk, &k1, &latch, 1);
+    for (int k = 0; k < n; k++) LLVMAddIncoming(phis[k], &next[k], &latch, 1);
+    LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, k1, i32c(c, K), ""), head, done);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    /* the loop runs its body at least once and tests at the bottom: the
+     * result is the last sum, not the header's phi (which lacks k = K-1) */
+    for (int k = 0; k < n; k++) out.v[k] = next[k];
+    c->vals[op->res[0]] = out;
+    free(arow); free(bcol); free(phis); free(next);
+}
+
+/* Any dot: the engine of last resort. */
+static bool fma_accepts(const IrFunc *f, const IrOp *dot)
+{
+    (void)f; (void)dot;
+    return true;
+}
+
+const DotEngine dot_fma = {"fma", fma_accepts, emit_dot_fma};
