@@ -64,21 +64,17 @@ static bool has_return(const IrBlock *b)
     return false;
 }
 
-/* Shared-memory bytes of one slot: rows padded by 16 bytes, as the code
- * generator lays rings out. */
-static int64_t slot_bytes(IrType t)
-{
-    int elem = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
-    return (int64_t)ir_rows(t) * ((int64_t)ir_cols(t) * elem + 16);
-}
+static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+
+/* Shared-memory bytes of one slot, laid out as the code generator lays rings out. */
+static int64_t slot_bytes(IrType t) { return layout_shared_bytes(ir_rows(t), ir_cols(t), elem_bytes(t.dt)); }
 
 static bool wanted(Async *a, const IrOp *load)
 {
     if (load->kind != OP_LOAD || a->stored[load->param]) return false;
     ValueId r = load->res[0];
     IrType t = ir_vtype(a->f, r);
-    int elem = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
-    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * elem) % 16) return false;
+    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * elem_bytes(t.dt)) % 16) return false;
     return a->uses[r] > 0 && a->uses[r] == a->tc_uses[r];
 }
 
@@ -145,13 +141,8 @@ static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
         int64_t bytes = S * slot_bytes(ir_vtype(f, load->res[0]));
         if (a->ring_bytes + bytes > ASYNC_BUDGET) continue;
         int nneed = f->nvalues;
-        bool *inside = xcalloc((size_t)nneed + 1, sizeof *inside);
-        bool *need = xcalloc((size_t)nneed + 1, sizeof *need);
-        ir_mark_defined(body, inside);
-        bool ok = true;
-        for (int j = 0; j < load->nargs && ok; j++) ok = ir_loop_computable(f, load->args[j], iv, inside, need, 0);
-        free(inside);
-        if (!ok) { free(need); continue; }
+        bool *need = ir_window_chain(f, body, load, iv);
+        if (!need) continue;
         a->ring_bytes += bytes;
         mv[n++] = (Moved){load, need, nneed, a->nrings++};
     }

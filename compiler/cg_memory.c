@@ -165,7 +165,6 @@ void emit_copy_async(Cg *c, const IrOp *op)
 {
     LLVMBuilderRef B = c->b;
     const Layout *l = c->plan.of[op->res[0]];
-    const IrParam *prm = &c->f->params[op->param];
     DType dt = vtype(c, op->res[0]).dt;
     int chunk = 16 / l->elem, per_row = l->cols / chunk;
     int64_t nchunks = (int64_t)l->rows * per_row;
@@ -181,7 +180,6 @@ void emit_copy_async(Cg *c, const IrOp *op)
         LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, chunk64, ""), zero64, ""),
                      LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, chunk64, ""), zero64, ""), ""),
         LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
-    (void)prm;
     LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
     LLVMBuildCondBr(B, aligned, fast, slow);
 

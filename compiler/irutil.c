@@ -124,6 +124,18 @@ bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *insi
     return true;
 }
 
+bool *ir_window_chain(const IrFunc *f, const IrBlock *body, const IrOp *load, ValueId iv)
+{
+    bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
+    bool *need = xcalloc((size_t)f->nvalues + 1, sizeof *need);
+    ir_mark_defined(body, inside);
+    bool ok = true;
+    for (int j = 0; j < load->nargs && ok; j++) ok = ir_loop_computable(f, load->args[j], iv, inside, need, 0);
+    free(inside);
+    if (!ok) { free(need); return NULL; }
+    return need;
+}
+
 void ir_copy_marked(IrFunc *f, const IrBlock *body, const bool *need, int nneed, ValueId iv, ValueId at,
                     IrBlock *blk, int *pos, ValueId *map)
 {

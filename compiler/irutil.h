@@ -24,6 +24,11 @@ bool *ir_stored_params(const IrFunc *f);
  * values from outside the loop (inside[] marks the loop's values) through
  * scalar ops of the body; marks those ops in need[]. */
 bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *inside, bool *need, int depth);
+/* The scalar ops of loop body `body` (counter iv) that compute load's
+ * window starts from the counter and values from outside the loop: a
+ * need[] array (nvalues + 1 entries, caller frees) marking them, or NULL
+ * when a start does not follow from the counter so. */
+bool *ir_window_chain(const IrFunc *f, const IrBlock *body, const IrOp *load, ValueId iv);
 /* Copies the ops of body marked in need[] (values below nneed), in order,
  * into blk from index *pos, with iv replaced by at; map[old] = new for
  * each (map: nvalues + 1 entries, zeroed; map[iv] is set to at). */

@@ -152,6 +152,13 @@ static int slice_parent_slot(const Layout *l, int j)
     return l->axis == 1 ? j * ceil_div(p->cols, blocked_ctac(p)) * p->v : j;
 }
 
+static int shared_stride(int cols, int elem_bytes) { return cols + 16 / elem_bytes; }
+
+int64_t layout_shared_bytes(int rows, int cols, int elem_bytes)
+{
+    return (int64_t)rows * shared_stride(cols, elem_bytes) * elem_bytes;
+}
+
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
 {
     Layout l;
@@ -160,7 +167,7 @@ const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
     l.rows = rows;
     l.cols = cols;
     l.elem = elem_bytes;
-    l.stride = cols + 16 / elem_bytes;
+    l.stride = shared_stride(cols, elem_bytes);
     return intern(t, &l);
 }
 

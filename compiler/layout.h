@@ -62,6 +62,8 @@ const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 /* Rows padded by 16 bytes, so that ldmatrix's eight row addresses fall in
  * different banks. */
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
+/* The bytes such a tile takes. */
+int64_t layout_shared_bytes(int rows, int cols, int elem_bytes);
 
 int layout_nslots(const Layout *l);
 /* The slot of slice l that holds the kept-axis position of its parent's

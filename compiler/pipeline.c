@@ -45,12 +45,8 @@ static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, cons
         int64_t n = ir_numel(ir_vtype(f, load->res[0]));
         if (carried + n > PIPELINE_BUDGET) continue;
         int nneed = f->nvalues;
-        bool *inside = xcalloc((size_t)nneed + 1, sizeof *inside);
-        bool *need = xcalloc((size_t)nneed + 1, sizeof *need);
-        ir_mark_defined(body, inside);
-        bool ok = true;
-        for (int j = 0; j < load->nargs && ok; j++) ok = ir_loop_computable(f, load->args[j], iv, inside, need, 0);
-        if (ok) {
+        bool *need = ir_window_chain(f, body, load, iv);
+        if (need) {
             carried += n;
             /* the first window, before the loop */
             ValueId first = copy_window(f, body, load, need, nneed, iv, loop->args[0], parent, pos);
@@ -71,7 +67,6 @@ static void pipeline_loop(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, cons
             IrOp *y = body->ops[body->nops - 1];
             y->args[y->nargs - 1] = next;
         }
-        free(inside);
         free(need);
     }
 }
