@@ -15,6 +15,7 @@
  *                  dot_mma.c (tensor cores, mma.sync), dot_fma.c (FMA, any dot)
  *   cg_scalar.c    scalar arithmetic, Python's float // and %
  *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
+ *   cg_ptxas.c     rewrites of the emitted PTX around defects of ptxas
  * Emission runs, per function (emit_func): kernel declaration (the ABI),
  * layout plan (layout_plan), ring plan (plan_rings), region plan
  * (plan_regions), emission of the body (emit_block, op by op in program

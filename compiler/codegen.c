@@ -281,8 +281,14 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
                 snprintf(err, errlen, "PTX emission failed: %s", msg ? msg : "");
                 status = 1;
             } else {
-                *out = xstrndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+                char *ptx = xstrndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
                 LLVMDisposeMemoryBuffer(buf);
+                *out = ptxas_workarounds(ptx);
+                free(ptx);
+                if (!*out) {
+                    snprintf(err, errlen, "out of memory rewriting the PTX");
+                    status = 1;
+                }
             }
             LLVMDisposeMessage(msg);
         }

@@ -39,4 +39,9 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
  * otherwise 1 with a message in err. */
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen);
 
+/* The emitted PTX with the rewrites of compiler/cg_ptxas.c that keep
+ * ptxas from miscompiling it (malloc'd; NULL when out of memory).
+ * codegen_emit applies it to all the PTX it returns. */
+char *ptxas_workarounds(const char *ptx);
+
 #endif

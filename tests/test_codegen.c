@@ -555,3 +555,36 @@ Test(codegen, attention_forward_keeps_one_row_statistic_per_owned_row_in_registe
     fwd_code_free(&example);
     fwd_code_free(&tuned);
 }
+
+/* ptxas (CUDA 13.0) drops the negation in max(a, -b) chained into another
+ * integer max (compiler/cg_ptxas.c): generated PTX carries no neg.s32, and
+ * the rewrite computes ~x + 1 under the same guard. */
+Test(codegen, integer_negation_is_written_as_not_and_add_one)
+{
+    IrModule *m = tu_compile("rowmax_neg.ph",
+                             "import phobos.lang as ph\n"
+                             "@ph.kernel\n"
+                             "def k(X: ph.tensor[ph.i32][M, K], Y: ph.tensor[ph.i32][M, N]):\n"
+                             "    Y[0:+16, 0:+8] = ph.rowmax(-X[0:+16, 0:+32])\n",
+                             NULL, NULL);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    cr_expect(strstr(ptx, "neg.s32") == NULL, "%s", ptx);
+    cr_expect(strstr(ptx, "not.b32") != NULL && strstr(ptx, "max.s32") != NULL, "%s", ptx);
+    free(ptx);
+    ir_module_free(m);
+
+    char *out = ptxas_workarounds("\tneg.s32 \t%r39, %r69;\n"
+                                  "\t@%p3 neg.s32 \t%r4, %r4;\n"
+                                  "\tneg.f32 \t%f1, %f2;\n"
+                                  "\tneg.s32 \t%r1, %r2; // kept: not one plain instruction\n"
+                                  "\tmax.s32 \t%r44, %r39, %r40;");
+    cr_expect_str_eq(out, "\tnot.b32 \t%r39, %r69;\n"
+                          "\tadd.s32 \t%r39, %r39, 1;\n"
+                          "\t@%p3 not.b32 \t%r4, %r4;\n"
+                          "\t@%p3 add.s32 \t%r4, %r4, 1;\n"
+                          "\tneg.f32 \t%f1, %f2;\n"
+                          "\tneg.s32 \t%r1, %r2; // kept: not one plain instruction\n"
+                          "\tmax.s32 \t%r44, %r39, %r40;");
+    free(out);
+}
