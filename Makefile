@@ -5,6 +5,7 @@
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
 #   make bench      front-end timing benchmark
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
+#   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
@@ -63,7 +64,7 @@ EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
 
 .PHONY: deps-python pytest-check fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
-        install uninstall install-check
+        install uninstall install-check tutorial-check
 .DELETE_ON_ERROR:
 
 all: $(PHC) $(BUILD)/libphc.a $(BUILD)/libphobos.so
@@ -263,8 +264,16 @@ $(BUILD)/docs/embed: docs/runtime.md runtime/include/phobos.h $(BUILD)/libphobos
 	sed -n '/^```c$$/,/^```$$/p' $< | sed '1d;$$d' > $@.c
 	$(CC) -std=c11 -Wall -Wextra -Werror -Iruntime/include $@.c -o $@ $(LDFLAGS) $(LINK_PHOBOS) -lm
 
+# The embedding example runs; the tutorial's files are the ones it shows
+# (tests/doc_blocks.sh).
 docs-check: $(BUILD)/docs/embed
 	$(BUILD)/docs/embed
+	sh tests/doc_blocks.sh docs/tutorial.md
+
+# The tutorial's commands, as docs/tutorial.md writes them, from make install
+# into a temporary HOME to its C and Python programs on the interpreter.
+tutorial-check: all
+	sh tests/doc_blocks.sh --run docs/tutorial.md
 
 build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
 	@mkdir -p $(BUILD)/gpulibs
@@ -311,6 +320,7 @@ check: deps
 	$(MAKE) pytest-check
 	$(MAKE) docs-check
 	$(MAKE) install-check
+	$(MAKE) tutorial-check
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	@# every Criterion suite, plain and sanitized, in one closing line
