@@ -1,6 +1,6 @@
 /* dsl.h: the one header of the front end: source files and diagnostics,
  * tokens (dsl/lexer.re), the AST (dsl/parse.c), and semantic analysis,
- * which checks a module against LANGUAGE.md and lowers each
+ * which checks a module against docs/language.md and lowers each
  * (kernel, config) to tile IR (dsl/sema.c). */
 #ifndef PHC_DSL_H
 #define PHC_DSL_H
@@ -171,7 +171,7 @@ typedef struct {
     const int64_t *define_values;
 } SemaOptions;
 
-/* Checks every rule of LANGUAGE.md and lowers each (kernel, config) that the
+/* Checks every rule of docs/language.md and lowers each (kernel, config) that the
  * options select to IR, in source order. Returns NULL when there were errors
  * (all reported to d). */
 IrModule *sema(const Module *m, Diag *d, const SemaOptions *opt);
