@@ -1,0 +1,283 @@
+/* autotune.c: which of a kernel's eligible configs a launch runs. With
+ * autotuning on (the default; PHOBOS_AUTOTUNE=0 or ph_set_autotune(0)
+ * turns it off, and the first eligible config runs), the winner already
+ * known for the launch's tensor dims; failing that, each config timed on
+ * the real arguments: warm-up, then the median of PH_TUNE_RUNS runs timed
+ * with CUDA events, the L2 cache flushed before each, the tensors a kernel
+ * updates in place (@ph.autotune_restore, @ph.autotune_zero) put back
+ * before each. */
+#define _GNU_SOURCE
+#include "phobos.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "ir.h"
+#include "runtime_internal.h"
+
+/* The winner for one set of tensor dims (every tensor argument's two). */
+typedef struct Winner {
+    struct Winner *next;
+    int config;
+    int ndims;
+    int64_t dims[];   /* ndims of them */
+} Winner;
+
+struct PhTuner {
+    IrFunc *const *configs;   /* the kernel's, configs[0] its first */
+    int count;
+    int nparams;
+    IrTuneReset *reset;       /* per parameter: as the decorators say, or as the API set it */
+    CUdeviceptr *saved;       /* per parameter: a restored tensor's contents, while tuning */
+    Winner *winners;
+};
+
+PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count)
+{
+    PhTuner *t = xcalloc(1, sizeof *t);
+    const IrFunc *f = configs[0];
+    t->configs = configs;
+    t->count = count;
+    t->nparams = f->nparams;
+    t->reset = xcalloc((size_t)f->nparams + 1, sizeof *t->reset);
+    t->saved = xcalloc((size_t)f->nparams + 1, sizeof *t->saved);
+    for (int i = 0; i < f->nparams; i++) t->reset[i] = f->params[i].tune_reset;
+    return t;
+}
+
+void ph_internal_tuner_free(PhTuner *t)
+{
+    if (!t) return;
+    for (Winner *w = t->winners, *n; w; w = n) { n = w->next; free(w); }
+    free(t->reset);
+    free(t->saved);
+    free(t);
+}
+
+/* ---- the switches ---- */
+
+static int autotune_setting = -1;   /* -1: as the environment says */
+
+bool ph_internal_env_switch(const char *value, bool dflt)
+{
+    static const char *const off[] = {"0", "off", "no", "false"}, *const on[] = {"1", "on", "yes", "true"};
+    for (int i = 0; value && i < 4; i++) {
+        if (!strcasecmp(value, off[i])) return false;
+        if (!strcasecmp(value, on[i])) return true;
+    }
+    return dflt;
+}
+
+void ph_set_autotune(int on) { autotune_setting = on < 0 ? -1 : on != 0; }
+
+bool ph_internal_autotune_enabled(void)
+{
+    return autotune_setting >= 0 ? autotune_setting : ph_internal_env_switch(getenv("PHOBOS_AUTOTUNE"), true);
+}
+
+/* ---- restored and zeroed tensors ---- */
+
+static size_t tensor_bytes(const IrParam *p, const ph_arg *a)
+{
+    size_t elem = p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4;
+    return (size_t)a->dims[0] * (size_t)(p->rank == 2 ? a->dims[1] : 1) * elem;
+}
+
+static ph_status set_reset(ph_kernel *k, const char *param, IrTuneReset how, const char *call)
+{
+    char msg[512];
+    if (!k || !param) {
+        snprintf(msg, sizeof msg, "null argument to %s", call);
+        return ph_internal_fail(PH_ERR_INVALID, msg);
+    }
+    PhTuner *t = ph_internal_tuner(k);
+    const IrFunc *f = t->configs[0];
+    for (int i = 0; i < f->nparams; i++) {
+        if (strcmp(f->params[i].name, param)) continue;
+        if (!f->params[i].is_tensor) {
+            snprintf(msg, sizeof msg, "%s: parameter '%s' is a scalar; only a tensor is restored or zeroed", f->kernel, param);
+            return ph_internal_fail(PH_ERR_INVALID, msg);
+        }
+        t->reset[i] = how;
+        return PH_OK;
+    }
+    snprintf(msg, sizeof msg, "%s has no parameter named '%.200s'", f->kernel, param);
+    return ph_internal_fail(PH_ERR_INVALID, msg);
+}
+
+ph_status ph_kernel_set_restore(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_RESTORE, "ph_kernel_set_restore"); }
+ph_status ph_kernel_set_zero(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_ZERO, "ph_kernel_set_zero"); }
+
+/* ---- timing ---- */
+
+/* What a tuning holds on the device while it runs. */
+typedef struct {
+    const PhDriver *cu;
+    CUevent start, stop;
+    CUdeviceptr flush;      /* as many bytes as the L2 cache holds; 0: no flush */
+    size_t flush_bytes;
+} Bench;
+
+static ph_status check(CUresult r, const char *what) { return r ? ph_internal_cuda_fail(r, what) : PH_OK; }
+
+/* Copies each restored tensor aside, into scratch device memory. */
+static ph_status save_outputs(Bench *b, PhTuner *t, const ph_arg *args)
+{
+    const IrFunc *f = t->configs[0];
+    ph_status s = PH_OK;
+    for (int i = 0; i < t->nparams && !s; i++) {
+        if (t->reset[i] != IR_TUNE_RESTORE) continue;
+        size_t bytes = tensor_bytes(&f->params[i], &args[i]);
+        s = check(b->cu->MemAlloc(&t->saved[i], bytes), "cuMemAlloc (scratch for a tensor the autotuner restores)");
+        if (!s) s = check(b->cu->MemcpyDtoD(t->saved[i], args[i].ptr, bytes), "cuMemcpyDtoD (saving a tensor before tuning)");
+    }
+    return s;
+}
+
+/* Puts the restored tensors back as they were saved, and zeroes the zeroed. */
+static ph_status reset_outputs(Bench *b, const PhTuner *t, const ph_arg *args)
+{
+    const IrFunc *f = t->configs[0];
+    ph_status s = PH_OK;
+    for (int i = 0; i < t->nparams && !s; i++) {
+        size_t bytes = tensor_bytes(&f->params[i], &args[i]);
+        if (t->reset[i] == IR_TUNE_RESTORE && t->saved[i])
+            s = check(b->cu->MemcpyDtoD(args[i].ptr, t->saved[i], bytes), "cuMemcpyDtoD (restoring a tensor)");
+        else if (t->reset[i] == IR_TUNE_ZERO)
+            s = check(b->cu->MemsetD8(args[i].ptr, 0, bytes), "cuMemsetD8 (zeroing a tensor)");
+    }
+    return s;
+}
+
+/* Events, the L2 flush buffer and the saved tensors. */
+static ph_status bench_open(Bench *b, PhTuner *t, const ph_arg *args)
+{
+    b->cu = ph_internal_driver();
+    ph_status s = check(b->cu->EventCreate(&b->start, 0), "cuEventCreate");
+    if (!s) s = check(b->cu->EventCreate(&b->stop, 0), "cuEventCreate");
+    int l2 = 0;
+    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, ph_internal_device()) && l2 > 0) {
+        b->flush_bytes = (size_t)l2;
+        s = check(b->cu->MemAlloc(&b->flush, b->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
+    }
+    if (!s) s = save_outputs(b, t, args);
+    return s;
+}
+
+static void bench_close(Bench *b, PhTuner *t)
+{
+    for (int i = 0; i < t->nparams; i++)
+        if (t->saved[i]) { b->cu->MemFree(t->saved[i]); t->saved[i] = 0; }
+    if (b->flush) b->cu->MemFree(b->flush);
+    if (b->start) b->cu->EventDestroy(b->start);
+    if (b->stop) b->cu->EventDestroy(b->stop);
+}
+
+static float median(float *ms, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && ms[j - 1] > ms[j]; j--) { float x = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = x; }
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+/* One run of config cfg: the outputs put back, then, when timed, the L2
+ * cache flushed (writing a buffer its size evicts what the last run left
+ * there) and the launch between two events. */
+static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+{
+    ph_status s = reset_outputs(b, t, args);
+    if (!ms) return s ? s : ph_internal_launch(k, cfg, g, args);
+    if (!s && b->flush) s = check(b->cu->MemsetD8(b->flush, 0, b->flush_bytes), "cuMemsetD8 (flushing the L2 cache)");
+    if (!s) s = check(b->cu->EventRecord(b->start, NULL), "cuEventRecord");
+    if (!s) s = ph_internal_launch(k, cfg, g, args);
+    if (!s) s = check(b->cu->EventRecord(b->stop, NULL), "cuEventRecord");
+    if (!s) s = check(b->cu->EventSynchronize(b->stop), "the kernel (cuEventSynchronize)");
+    if (!s) s = check(b->cu->EventElapsedTime(ms, b->start, b->stop), "cuEventElapsedTime");
+    return s;
+}
+
+static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+{
+    float runs[PH_TUNE_RUNS];
+    ph_status s = PH_OK;
+    for (int i = 0; i < PH_TUNE_WARMUPS && !s; i++) s = run_config(b, t, k, cfg, g, args, NULL);
+    for (int i = 0; i < PH_TUNE_RUNS && !s; i++) s = run_config(b, t, k, cfg, g, args, &runs[i]);
+    if (!s) *ms = median(runs, PH_TUNE_RUNS);
+    return s;
+}
+
+/* Times each eligible config; the fastest's index into eligible[] in
+ * *pick. The outputs are put back for the launch that follows. */
+static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args,
+                      int *pick, float *best)
+{
+    Bench b = {0};
+    ph_status s = bench_open(&b, t, args);
+    bool opened = !s;   /* and nothing written yet */
+    *best = INFINITY;
+    for (int i = 0; i < ne && !s; i++) {
+        float ms = 0;
+        s = time_config(&b, t, k, eligible[i], grids[i], args, &ms);
+        if (!s && ms < *best) { *best = ms; *pick = i; }
+    }
+    ph_status back = opened ? reset_outputs(&b, t, args) : PH_OK;
+    bench_close(&b, t);
+    return s ? s : back;
+}
+
+/* ---- winners in memory, by the dims of every tensor argument ---- */
+
+static bool winner_for(const Winner *w, const ph_arg *args, int nargs)
+{
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != PH_ARG_TENSOR) continue;
+        if (n + 2 > w->ndims || w->dims[n] != args[i].dims[0] || w->dims[n + 1] != args[i].dims[1]) return false;
+        n += 2;
+    }
+    return n == w->ndims;
+}
+
+static void remember(PhTuner *t, const ph_arg *args, int nargs, int config)
+{
+    int n = 0;
+    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 2 : 0;
+    Winner *w = xcalloc(1, sizeof *w + (size_t)n * sizeof *w->dims);
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == PH_ARG_TENSOR) { w->dims[w->ndims++] = args[i].dims[0]; w->dims[w->ndims++] = args[i].dims[1]; }
+    w->config = config;
+    w->next = t->winners;
+    t->winners = w;
+}
+
+/* Whether config is eligible; its index into eligible[] in *pick. */
+static bool eligible_index(const int *eligible, int ne, int config, int *pick)
+{
+    for (int i = 0; i < ne; i++)
+        if (eligible[i] == config) { *pick = i; return true; }
+    return false;
+}
+
+static bool known_winner(const PhTuner *t, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
+{
+    for (const Winner *w = t->winners; w; w = w->next)
+        if (winner_for(w, args, nargs)) return eligible_index(eligible, ne, w->config, pick);
+    return false;
+}
+
+/* ---- the choice ---- */
+
+ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+                               const ph_arg *args, int nargs, int *pick)
+{
+    *pick = 0;
+    if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
+    float ms = 0;
+    ph_status s = tune(t, k, eligible, grids, ne, args, pick, &ms);
+    if (!s) remember(t, args, nargs, eligible[*pick]);
+    return s;
+}
