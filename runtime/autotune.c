@@ -1,14 +1,16 @@
 /* autotune.c: which of a kernel's eligible configs a launch runs. With
  * autotuning on (the default; PHOBOS_AUTOTUNE=0 or ph_set_autotune(0)
  * turns it off, and the first eligible config runs), the winner already
- * known for the launch's tensor dims; failing that, each config timed on
- * the real arguments: warm-up, then the median of PH_TUNE_RUNS runs timed
- * with CUDA events, the L2 cache flushed before each, the tensors a kernel
- * updates in place (@ph.autotune_restore, @ph.autotune_zero) put back
- * before each. */
+ * known for the launch's tensor dims, in memory or on disk beside the PTX
+ * cache; failing that, each config timed on the real arguments: warm-up,
+ * then the median of PH_TUNE_RUNS runs timed with CUDA events, the L2
+ * cache flushed before each, the tensors a kernel updates in place
+ * (@ph.autotune_restore, @ph.autotune_zero) put back before each. */
 #define _GNU_SOURCE
 #include "phobos.h"
 
+#include <elf.h>
+#include <link.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -33,10 +35,18 @@ struct PhTuner {
     int nparams;
     IrTuneReset *reset;       /* per parameter: as the decorators say, or as the API set it */
     CUdeviceptr *saved;       /* per parameter: a restored tensor's contents, while tuning */
+    uint64_t space;           /* the source and the configs' entry names; 0: winners stay in memory */
     Winner *winners;
 };
 
-PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count)
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count, uint64_t source_key)
 {
     PhTuner *t = xcalloc(1, sizeof *t);
     const IrFunc *f = configs[0];
@@ -46,6 +56,11 @@ PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count)
     t->reset = xcalloc((size_t)f->nparams + 1, sizeof *t->reset);
     t->saved = xcalloc((size_t)f->nparams + 1, sizeof *t->saved);
     for (int i = 0; i < f->nparams; i++) t->reset[i] = f->params[i].tune_reset;
+    if (source_key) {
+        t->space = source_key;
+        for (int i = 0; i < count; i++) t->space = fnv1a(t->space, configs[i]->name, strlen(configs[i]->name) + 1);
+        t->space += !t->space;
+    }
     return t;
 }
 
@@ -210,6 +225,8 @@ static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, 
     return s;
 }
 
+static const char *config_name(const PhTuner *t, int cfg) { return t->configs[cfg]->name; }
+
 /* Times each eligible config; the fastest's index into eligible[] in
  * *pick. The outputs are put back for the launch that follows. */
 static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args,
@@ -269,6 +286,122 @@ static bool known_winner(const PhTuner *t, const int *eligible, int ne, const ph
     return false;
 }
 
+/* ---- winners on disk ----
+ * A file per key, in the PTX cache's folder, named by the key's hash: the
+ * key's lines, then "winner ENTRY" and the time it took. */
+
+static char build_id[160];
+
+/* Finds the GNU build id note of the object that holds this file's code. */
+static int read_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t here = (uintptr_t)data;
+    bool ours = false;
+    for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + p->p_vaddr;
+        ours = p->p_type == PT_LOAD && here >= start && here < start + p->p_memsz;
+    }
+    if (!ours) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE) continue;
+        size_t align = p->p_align == 8 ? 8 : 4;
+        const unsigned char *note = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = note + p->p_memsz;
+        while (note + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)note;
+            const unsigned char *name = note + sizeof *h, *desc = name + ((h->n_namesz + align - 1) & ~(align - 1));
+            if (desc + h->n_descsz > end) break;
+            if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4) && h->n_descsz <= 64) {
+                size_t len = strlen(build_id);
+                for (unsigned j = 0; j < h->n_descsz; j++) len += (size_t)sprintf(build_id + len, "%02x", desc[j]);
+                return 1;
+            }
+            note = desc + ((h->n_descsz + align - 1) & ~(align - 1));
+        }
+    }
+    return 1;
+}
+
+const char *ph_internal_build_id(void)
+{
+    if (*build_id) return build_id;
+    snprintf(build_id, sizeof build_id, "%s ", ph_version());
+    size_t len = strlen(build_id);
+    dl_iterate_phdr(read_build_id, (void *)(uintptr_t)&read_build_id);
+    if (strlen(build_id) == len) snprintf(build_id + len, sizeof build_id - len, "compiled %s %s", __DATE__, __TIME__);
+    return build_id;
+}
+
+char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, int nargs, const char *device)
+{
+    char *key = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&key, &len);
+    if (!out) return NULL;
+    fprintf(out, "phobos autotune 1\nkernel %s\nspace %016llx\ndims", f->kernel, (unsigned long long)space);
+    for (int i = 0; i < nargs && i < f->nparams; i++) {
+        if (!f->params[i].is_tensor) continue;
+        fprintf(out, " %lld", (long long)args[i].dims[0]);
+        if (f->params[i].rank == 2) fprintf(out, "x%lld", (long long)args[i].dims[1]);
+    }
+    fprintf(out, "\ndevice %s\nbuild %s\n", device, ph_internal_build_id());
+    fclose(out);
+    return key;
+}
+
+bool ph_internal_tune_path(const char *key, char *path, size_t n)
+{
+    char folder[1100];
+    if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
+    return (size_t)snprintf(path, n, "%s/%016llx.tune", folder, (unsigned long long)h) < n;
+}
+
+bool ph_internal_tune_read(const char *path, const char *key, char *winner, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t keylen = strlen(key), cap = keylen + 512;
+    char *text = xcalloc(cap + 1, 1);
+    size_t len = fread(text, 1, cap, f);
+    fclose(f);
+    bool ok = len > keylen && !memcmp(text, key, keylen) && !strncmp(text + keylen, "winner ", 7);
+    if (ok) {
+        const char *name = text + keylen + 7;
+        size_t nlen = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        ok = nlen && nlen < n && name[nlen] == '\n';
+        if (ok) snprintf(winner, n, "%.*s", (int)nlen, name);
+    }
+    free(text);
+    return ok;
+}
+
+bool ph_internal_tune_write(const char *path, const char *key, const char *winner, float ms)
+{
+    static unsigned serial;
+    char tmp[1300];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), serial++) >= sizeof tmp) return false;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return false;
+    bool ok = fprintf(f, "%swinner %s\nmedian %.6f ms\n", key, winner, ms) > 0;
+    ok = !fclose(f) && ok;
+    if (ok && !rename(tmp, path)) return true;   /* written whole, or not at all */
+    remove(tmp);
+    return false;
+}
+
+/* The winner a file holds for key, when it is one of the eligible configs. */
+static bool stored_winner(const PhTuner *t, const char *path, const char *key, const int *eligible, int ne, int *pick)
+{
+    char name[1100];
+    if (!ph_internal_tune_read(path, key, name, sizeof name)) return false;
+    for (int c = 0; c < t->count; c++)
+        if (!strcmp(config_name(t, c), name)) return eligible_index(eligible, ne, c, pick);
+    return false;
+}
+
 /* ---- the choice ---- */
 
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
@@ -276,8 +409,21 @@ ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, un
 {
     *pick = 0;
     if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
+    char path[1200], *key = NULL;
+    bool on_disk = t->space && ph_internal_cache_folder(path, sizeof path);   /* the cache is on */
+    if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_device_name());
+    on_disk = key && ph_internal_tune_path(key, path, sizeof path);
+    if (on_disk && stored_winner(t, path, key, eligible, ne, pick)) {
+        remember(t, args, nargs, eligible[*pick]);
+        free(key);
+        return PH_OK;
+    }
     float ms = 0;
     ph_status s = tune(t, k, eligible, grids, ne, args, pick, &ms);
-    if (!s) remember(t, args, nargs, eligible[*pick]);
+    if (!s) {
+        remember(t, args, nargs, eligible[*pick]);
+        if (on_disk) ph_internal_tune_write(path, key, config_name(t, eligible[*pick]), ms);
+    }
+    free(key);
     return s;
 }

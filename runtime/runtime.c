@@ -229,7 +229,7 @@ static int launch_param_count(const IrFunc *f)
 static void kernel_scratch_init(ph_kernel *k)
 {
     int n = launch_param_count(k->module->ir->funcs[k->first]);
-    k->tuner = ph_internal_tuner_new(&k->module->ir->funcs[k->first], k->count);
+    k->tuner = ph_internal_tuner_new(&k->module->ir->funcs[k->first], k->count, k->module->key);
     k->eligible = xcalloc((size_t)k->count, sizeof *k->eligible);
     k->grids = xcalloc((size_t)k->count, sizeof *k->grids);
     k->params = xcalloc((size_t)n + 1, sizeof *k->params);
@@ -258,10 +258,11 @@ static void config_meta_init(Config *c, const IrFunc *f)
     }
 }
 
-static ph_status module_from_ir(IrModule *ir, ph_module **out)
+static ph_status module_from_ir(IrModule *ir, uint64_t key, ph_module **out)
 {
     ph_module *m = xcalloc(1, sizeof *m);
     m->ir = ir;
+    m->key = key;
     m->kernels = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->kernels);
     for (int i = 0; i < ir->nfuncs; i++) {
         if (i && !strcmp(ir->funcs[i]->kernel, ir->funcs[i - 1]->kernel)) {
@@ -315,7 +316,7 @@ static uint64_t source_key(const char *path, const char *source)
     return h ? h : 1;
 }
 
-static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
+bool ph_internal_cache_folder(char *folder, size_t n)
 {
     const char *dir = getenv("PHOBOS_CACHE_DIR"), *sub = "";
     char base[1024];
@@ -329,9 +330,15 @@ static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
         dir = base;
         sub = "/phobos";
     }
-    char folder[1100];
-    snprintf(folder, sizeof folder, "%s%s", dir, sub);
+    if ((size_t)snprintf(folder, n, "%s%s", dir, sub) >= n) return false;
     mkdir(folder, 0755);
+    return true;
+}
+
+static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
+{
+    char folder[1100];
+    if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
     return key && (size_t)snprintf(path, n, "%s/%016llx-%s.ptx", folder, (unsigned long long)key, arch) < n;
 }
 
@@ -393,8 +400,7 @@ static ph_status compile_source(const char *name, const char *source, const char
         bool unreadable = path && strstr(diags, "cannot open");
         s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
     } else {
-        s = module_from_ir(ir, out);
-        (*out)->key = source_key(path, source);
+        s = module_from_ir(ir, source_key(path, source), out);
     }
     free(diags);
     return s;

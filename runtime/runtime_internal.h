@@ -87,6 +87,9 @@ ph_status ph_internal_cuda_fail(CUresult r, const char *what);
 /* Launches config `config` of k (an index into k's configs) on grid g. */
 ph_status ph_internal_launch(ph_kernel *k, int config, const unsigned g[3], const ph_arg *args);
 PhTuner *ph_internal_tuner(const ph_kernel *k);
+/* The disk cache's folder (created), as the PTX cache names it; false when
+ * the cache is off (PHOBOS_CACHE_DIR empty or "off") or there is no home. */
+bool ph_internal_cache_folder(char *folder, size_t n);
 
 /* ---- the autotuner (autotune.c) ---- */
 
@@ -95,16 +98,17 @@ PhTuner *ph_internal_tuner(const ph_kernel *k);
 enum { PH_TUNE_WARMUPS = 1, PH_TUNE_RUNS = 7 };
 
 /* The autotuner of a kernel of count configs (configs[0] its first, the
- * IR's: they outlive it). */
-PhTuner *ph_internal_tuner_new(struct IrFunc *const *configs, int count);
+ * IR's: they outlive it), from a module whose source hashes to source_key
+ * (0: its winners are not kept on disk). */
+PhTuner *ph_internal_tuner_new(struct IrFunc *const *configs, int count, uint64_t source_key);
 void ph_internal_tuner_free(PhTuner *t);
 
 /* Which of the eligible configs (ne > 1: indices into k's configs, each
  * loaded, their grids in grids[]) a launch of k with args runs: *pick is
  * an index into eligible[]. Off: the first; else the winner known for
- * these dims; else each one timed and the fastest kept. The tensors named
- * to restore or zero are as the caller gave them when it returns, ready
- * for the launch. */
+ * these dims, in memory or on disk; else each one timed and the fastest
+ * kept. The tensors named to restore or zero are as the caller gave them
+ * when it returns, ready for the launch. */
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick);
 
@@ -114,5 +118,23 @@ bool ph_internal_autotune_enabled(void);
 /* An environment switch's value: "0", "off", "no", "false" are false;
  * "1", "on", "yes", "true" true (any case); anything else, or NULL, dflt. */
 bool ph_internal_env_switch(const char *value, bool dflt);
+/* The library's build: its version and its GNU build id (the linker's
+ * hash of its contents), else the time it was compiled. */
+const char *ph_internal_build_id(void);
+/* The on-disk winner's key, as the file's first lines hold it: the
+ * kernel (f, its first config), its config space (a hash of the source and
+ * the configs' entry names), each tensor argument's dims, the device
+ * (ph_device_name()) and the build. malloc'd. */
+char *ph_internal_tune_key(const struct IrFunc *f, uint64_t space, const ph_arg *args, int nargs, const char *device);
+/* The file that holds key's winner, in the cache folder: a hash of the key,
+ * with ".tune". False when the cache is off. */
+bool ph_internal_tune_path(const char *key, char *path, size_t n);
+/* The winner's entry name from path, when the file holds exactly key and
+ * a well-formed winner line; false for anything else (missing, truncated,
+ * another key, garbage). */
+bool ph_internal_tune_read(const char *path, const char *key, char *winner, size_t n);
+/* Writes key and the winner to path whole or not at all (a file aside,
+ * then renamed over it). */
+bool ph_internal_tune_write(const char *path, const char *key, const char *winner, float ms);
 
 #endif

@@ -938,7 +938,9 @@ Test(runtime, kernel_params_describe_the_signature)
     ph_module_free(m);
 }
 
-/* ---- autotune control: the switch, the timing, tensors updated in place ---- */
+/* ---- autotune control: the switch, the timing, tensors updated in place,
+ * winners on disk ---- */
+#include <dirent.h>
 
 /* Three kernels that add 1 to X in place, with three configs each: one
  * restores X between runs, one zeroes it, one declares neither. */
@@ -976,6 +978,35 @@ static ph_status bump_launch(ph_kernel *k, ph_devptr x, long *n)
 {
     ph_arg args[2] = {ph_tensor1(x, *n), ph_i32((int32_t)*n)};
     return ph_launch(k, grid_of_n, n, args, ph_kernel_param_count(k));
+}
+
+static char *temp_cache_dir(void)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/phobos-tune-test.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    return dir;
+}
+
+static void remove_dir(const char *dir)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The files in dir ending in suffix. */
+static int files_ending(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name), slen = strlen(suffix);
+        n += len > slen && !strcmp(e->d_name + len - slen, suffix);
+    }
+    closedir(d);
+    return n;
 }
 
 Test(autotune, the_switch_reads_the_environment)
@@ -1162,6 +1193,162 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
     ph_shutdown();
 }
 
+/* The on-disk winner's key holds each part that makes it (the kernel, its
+ * config space, the dims, the device, the build); a file written is read
+ * back, and one that is not whole and exactly for the key is ignored. */
+Test(autotune, winner_files_and_their_keys)
+{
+    char *dir = temp_cache_dir();
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    IrModule *ir = ph_compile_string("v.ph", three_configs_src, NULL, NULL);
+    cr_assert_not_null(ir);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    const char *gpu = "Fake GPU, sm_90, 132 SMs";
+    char *key = ph_internal_tune_key(ir->funcs[0], 0x1234, args, 4, gpu);
+    const char *build = ph_internal_build_id();
+    cr_assert(!strncmp(build, ph_version(), strlen(ph_version())) && strlen(build) > strlen(ph_version()) + 8, "%s", build);
+    char want[512];
+    snprintf(want, sizeof want, "phobos autotune 1\nkernel vadd\nspace 0000000000001234\ndims 1024 1024 1024\n"
+             "device Fake GPU, sm_90, 132 SMs\nbuild %s\n", build);
+    cr_assert_str_eq(key, want);
+    ph_arg two[2] = {ph_tensor2(0x10000, 16, 64), ph_tensor2(0x20000, 16, 64)};
+    char *key2 = ph_internal_tune_key(ir->funcs[3], 0x1234, two, 2, gpu);
+    cr_assert(strstr(key2, "kernel twod\n") && strstr(key2, "\ndims 16x64 16x64\n"), "%s", key2);
+
+    /* each part changes the file */
+    char path[1200], other[1200];
+    cr_assert(ph_internal_tune_path(key, path, sizeof path));
+    cr_assert(!strncmp(path, dir, strlen(dir)) && !strcmp(path + strlen(path) - 5, ".tune"), "%s", path);
+    char *variants[3];
+    args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = 2048;
+    variants[0] = ph_internal_tune_key(ir->funcs[0], 0x1234, args, 4, gpu);
+    args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = 1024;
+    variants[1] = ph_internal_tune_key(ir->funcs[0], 0x1235, args, 4, gpu);
+    variants[2] = ph_internal_tune_key(ir->funcs[0], 0x1234, args, 4, "Fake GPU, sm_80, 108 SMs");
+    for (int i = 0; i < 3; i++) {
+        cr_assert(ph_internal_tune_path(variants[i], other, sizeof other));
+        cr_assert_str_neq(other, path, "variant %d", i);
+    }
+
+    char winner[256] = "";
+    cr_assert(!ph_internal_tune_read(path, key, winner, sizeof winner), "no file yet");
+    cr_assert(ph_internal_tune_write(path, key, "vadd__BLOCK_256", 0.25f));
+    cr_assert(ph_internal_tune_read(path, key, winner, sizeof winner));
+    cr_assert_str_eq(winner, "vadd__BLOCK_256");
+    cr_assert(!ph_internal_tune_read(path, variants[0], winner, sizeof winner), "another key's file");
+    cr_assert_eq(files_ending(dir, ".tmp"), 0, "nothing left aside");
+    cr_assert_eq(files_ending(dir, ".tune"), 1);
+
+    /* corrupt files are ignored */
+    const char *tails[] = {"", "winner \n", "winner vadd__BLOCK_256", "winner vadd BLOCK\n", "winn"};
+    for (size_t i = 0; i < sizeof tails / sizeof *tails; i++) {
+        FILE *f = fopen(path, "wb");
+        fprintf(f, "%s%s", key, tails[i]);
+        fclose(f);
+        cr_assert(!ph_internal_tune_read(path, key, winner, sizeof winner), "read a file ending '%s'", tails[i]);
+    }
+    FILE *f = fopen(path, "wb");
+    fputs("\x7f" "ELF garbage", f);
+    fclose(f);
+    cr_assert(!ph_internal_tune_read(path, key, winner, sizeof winner));
+    cr_assert(ph_internal_tune_write(path, key, "vadd__BLOCK_512", 0.25f), "written over");
+    cr_assert(ph_internal_tune_read(path, key, winner, sizeof winner));
+    cr_assert_str_eq(winner, "vadd__BLOCK_512");
+
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    cr_assert(!ph_internal_tune_path(key, other, sizeof other), "the cache off: no file");
+    unsetenv("PHOBOS_CACHE_DIR");
+    for (int i = 0; i < 3; i++) free(variants[i]);
+    free(key);
+    free(key2);
+    ir_module_free(ir);
+    remove_dir(dir);
+}
+
+/* A winner tuned once is on disk: the same kernel loaded again, after
+ * ph_shutdown and ph_init, launches it for the same dims without timing
+ * anything, though another config would now win; other dims, an edited
+ * source or a corrupt file mean tuning again; autotuning off reads nothing. */
+Test(autotune, a_winner_on_disk_is_used_by_a_later_load)
+{
+    use_fake_driver();
+    char *dir = temp_cache_dir();
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    fake.fast = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512");
+    cr_assert_eq(files_ending(dir, ".tune"), 1);
+    ph_module_free(m);
+    ph_shutdown();
+
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    fake.fast = "vadd__BLOCK_128";   /* what a new tuning would pick */
+    int launched = fake.nlaunches;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "nothing timed");
+    cr_assert_eq(fake.nlaunches, launched + 1, "one launch");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512", "the stored winner");
+
+    /* other dims: tuned, and kept beside */
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 6 * PH_TUNE_RUNS);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    cr_assert_eq(files_ending(dir, ".tune"), 2);
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 1024;
+    ph_module_free(m);
+
+    /* autotuning off: the first eligible config, whatever the disk says */
+    ph_set_autotune(0);
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    ph_set_autotune(-1);
+    ph_module_free(m);
+
+    /* an edited source is another config space */
+    char *edited = malloc(strlen(three_configs_src) + 16);
+    sprintf(edited, "%s# edited\n", three_configs_src);
+    cr_assert_eq(ph_module_load_string("v.ph", edited, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.ntimings, 9 * PH_TUNE_RUNS, "tuned again");
+    ph_module_free(m);
+    free(edited);
+
+    /* every file corrupt: tuned again, and the file written anew */
+    DIR *d = opendir(dir);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strstr(e->d_name, ".tune")) continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "wb");
+        fputs("phobos autotune 1\nkernel vadd\nspa", f);
+        fclose(f);
+    }
+    closedir(d);
+    for (int round = 0; round < 2; round++) {
+        cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+        cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+        cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+        cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+        cr_assert_eq(fake.ntimings, 12 * PH_TUNE_RUNS, "round %d: tuned the first time only", round);
+        ph_module_free(m);
+    }
+    unsetenv("PHOBOS_CACHE_DIR");
+    remove_dir(dir);
+    ph_shutdown();
+}
+
 /* ---- autotune control on a real GPU (skipped without one) ---- */
 
 static void need_gpu(void)
@@ -1211,4 +1398,38 @@ Test(autotune_gpu, off_launches_once)
     ph_free(x);
     free(ramp);
     ph_module_free(m);
+}
+
+/* The winner kept on disk is launched by a later load, after ph_shutdown
+ * and ph_init, without timing: X += 1 exactly once, with no restore. */
+Test(autotune_gpu, a_stored_winner_is_launched_without_timing)
+{
+    need_gpu();
+    char *dir = temp_cache_dir();
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    float *ramp = malloc(GPU_N * 4);
+    ph_devptr x = gpu_ramp(ramp);
+    ph_module *m;
+    ph_kernel *k = bump_kernel(&m, "bump_plain");
+    long n = GPU_N;
+    cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_synchronize(), PH_OK, "%s", ph_last_error());
+    char winner[256];
+    snprintf(winner, sizeof winner, "%s", ph_kernel_last_config(k));
+    cr_assert_eq(files_ending(dir, ".tune"), 1);
+    ph_free(x);
+    ph_module_free(m);
+    ph_shutdown();
+
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    x = gpu_ramp(ramp);
+    k = bump_kernel(&m, "bump_plain");
+    cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
+    gpu_expect(x, ramp, 1);
+    cr_assert_str_eq(ph_kernel_last_config(k), winner);
+    ph_free(x);
+    free(ramp);
+    ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
+    remove_dir(dir);
 }

@@ -5,7 +5,8 @@
  * to PTX and loads it on its own when a launch first needs it, checks
  * every launch against the kernel's signature, picks a config (autotuning
  * across the eligible ones, timed with CUDA events on the real arguments,
- * the winner remembered per kernel and dims), and launches.
+ * the winner remembered per kernel and dims, in memory and on disk), and
+ * launches.
  * Every call returns a status; ph_last_error() says what went wrong. */
 #ifndef PHOBOS_H
 #define PHOBOS_H
@@ -117,9 +118,10 @@ int ph_kernel_param_count(const ph_kernel *k);
 ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out);
 
 /* Launches kernel on the current stream. With several eligible configs the
- * first launch for a (kernel, dims) pair times each one with the real
+ * first launch for a (kernel, dims) pair picks one: the winner of an earlier
+ * run of the program (kept on disk), else each config timed with the real
  * arguments (outputs are written more than once: see ph_kernel_set_restore)
- * and keeps the fastest. */
+ * and the fastest kept. */
 ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs);
 
 /* The config the last launch of k used (its entry name), or NULL. */
