@@ -75,7 +75,8 @@ void ph_internal_tuner_free(PhTuner *t)
 
 /* ---- the switches ---- */
 
-static int autotune_setting = -1;   /* -1: as the environment says */
+static int autotune_setting = -1, verbose_setting = -1;   /* -1: as the environment says */
+static FILE *log_stream;
 
 bool ph_internal_env_switch(const char *value, bool dflt)
 {
@@ -88,10 +89,25 @@ bool ph_internal_env_switch(const char *value, bool dflt)
 }
 
 void ph_set_autotune(int on) { autotune_setting = on < 0 ? -1 : on != 0; }
+void ph_set_autotune_verbose(int on) { verbose_setting = on < 0 ? -1 : on != 0; }
+void ph_internal_autotune_log(FILE *out) { log_stream = out; }
 
 bool ph_internal_autotune_enabled(void)
 {
     return autotune_setting >= 0 ? autotune_setting : ph_internal_env_switch(getenv("PHOBOS_AUTOTUNE"), true);
+}
+
+typedef enum { QUIET, ON_A_TERMINAL, ASKED } Verbosity;
+
+/* Progress is shown when asked for (ph_set_autotune_verbose,
+ * PHOBOS_AUTOTUNE_VERBOSE), else on a terminal. */
+static Verbosity verbosity(FILE *out)
+{
+    if (verbose_setting >= 0) return verbose_setting ? ASKED : QUIET;
+    const char *env = getenv("PHOBOS_AUTOTUNE_VERBOSE");
+    if (ph_internal_env_switch(env, false)) return ASKED;
+    if (!ph_internal_env_switch(env, true)) return QUIET;
+    return isatty(fileno(out)) ? ON_A_TERMINAL : QUIET;
 }
 
 /* ---- restored and zeroed tensors ---- */
@@ -225,24 +241,55 @@ static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, 
     return s;
 }
 
+/* ---- progress ---- */
+
 static const char *config_name(const PhTuner *t, int cfg) { return t->configs[cfg]->name; }
+
+/* On a terminal one line, rewritten as configs are timed; elsewhere a line
+ * per config, with its time. */
+static void progress(FILE *out, Verbosity v, const PhTuner *t, const int *eligible, int ne, int i, float ms)
+{
+    if (v == QUIET) return;
+    const char *kernel = t->configs[0]->kernel;
+    if (isatty(fileno(out))) {
+        if (ms < 0) fprintf(out, "\rphobos: tuning %s (%d configs) %d/%d ...\033[K", kernel, ne, i + 1, ne);
+    } else if (ms >= 0) {
+        fprintf(out, "phobos: tuning %s (%d configs) %d/%d %s: %.4f ms\n", kernel, ne, i + 1, ne, config_name(t, eligible[i]), ms);
+    }
+    fflush(out);
+}
+
+static void report(FILE *out, Verbosity v, const PhTuner *t, int ne, int winner, float ms)
+{
+    if (v == QUIET) return;
+    fprintf(out, "%sphobos: tuned %s (%d configs): %s, %.4f ms (median of %d runs)%s\n", isatty(fileno(out)) ? "\r" : "",
+            t->configs[0]->kernel, ne, config_name(t, winner), ms, PH_TUNE_RUNS, isatty(fileno(out)) ? "\033[K" : "");
+    fflush(out);
+}
 
 /* Times each eligible config; the fastest's index into eligible[] in
  * *pick. The outputs are put back for the launch that follows. */
 static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args,
                       int *pick, float *best)
 {
+    FILE *out = log_stream ? log_stream : stderr;
+    Verbosity v = verbosity(out);
     Bench b = {0};
     ph_status s = bench_open(&b, t, args);
     bool opened = !s;   /* and nothing written yet */
     *best = INFINITY;
     for (int i = 0; i < ne && !s; i++) {
         float ms = 0;
+        progress(out, v, t, eligible, ne, i, -1);
         s = time_config(&b, t, k, eligible[i], grids[i], args, &ms);
-        if (!s && ms < *best) { *best = ms; *pick = i; }
+        if (s) break;
+        progress(out, v, t, eligible, ne, i, ms);
+        if (ms < *best) { *best = ms; *pick = i; }
     }
     ph_status back = opened ? reset_outputs(&b, t, args) : PH_OK;
     bench_close(&b, t);
+    if (!s && !back) report(out, v, t, ne, eligible[*pick], *best);
+    else if (v != QUIET && isatty(fileno(out))) fputc('\n', out);   /* end the line the failure left */
     return s ? s : back;
 }
 
@@ -414,6 +461,9 @@ ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, un
     if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_device_name());
     on_disk = key && ph_internal_tune_path(key, path, sizeof path);
     if (on_disk && stored_winner(t, path, key, eligible, ne, pick)) {
+        FILE *out = log_stream ? log_stream : stderr;
+        if (verbosity(out) == ASKED)
+            fprintf(out, "phobos: %s: %s, as tuned before (%s)\n", t->configs[0]->kernel, config_name(t, eligible[*pick]), path);
         remember(t, args, nargs, eligible[*pick]);
         free(key);
         return PH_OK;

@@ -118,6 +118,9 @@ bool ph_internal_autotune_enabled(void);
 /* An environment switch's value: "0", "off", "no", "false" are false;
  * "1", "on", "yes", "true" true (any case); anything else, or NULL, dflt. */
 bool ph_internal_env_switch(const char *value, bool dflt);
+/* Where the progress lines go (NULL: stderr). For tests. */
+void ph_internal_autotune_log(FILE *out);
+
 /* The library's build: its version and its GNU build id (the linker's
  * hash of its contents), else the time it was compiled. */
 const char *ph_internal_build_id(void);

@@ -1193,6 +1193,56 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
     ph_shutdown();
 }
 
+/* The progress lines: one per config and the winner, when asked (by the
+ * API or PHOBOS_AUTOTUNE_VERBOSE); none when not, nor by default off a
+ * terminal. */
+Test(autotune, progress_lines_when_asked)
+{
+    use_fake_driver();
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    fake.fast = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    fflush(out);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "phobos: tuning vadd (3 configs) 1/3 vadd__BLOCK_128: 2.0000 ms\n"
+             "phobos: tuning vadd (3 configs) 2/3 vadd__BLOCK_256: 1.0000 ms\n"
+             "phobos: tuning vadd (3 configs) 3/3 vadd__BLOCK_512: 2.0000 ms\n"
+             "phobos: tuned vadd (3 configs): vadd__BLOCK_256, 1.0000 ms (median of %d runs)\n", PH_TUNE_RUNS);
+    cr_assert_str_eq(log, want);
+
+    size_t said = strlen(log);
+    ph_set_autotune_verbose(0);
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_set_autotune_verbose(-1);   /* the environment's say, then none off a terminal */
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 4096;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    fflush(out);
+    cr_assert_eq(strlen(log), said, "nothing more: %s", log + said);
+
+    setenv("PHOBOS_AUTOTUNE_VERBOSE", "1", 1);
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 8192;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    fflush(out);
+    cr_assert(strstr(log + said, "phobos: tuned vadd (3 configs): vadd__BLOCK_256") != NULL, "%s", log + said);
+    unsetenv("PHOBOS_AUTOTUNE_VERBOSE");
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* The on-disk winner's key holds each part that makes it (the kernel, its
  * config space, the dims, the device, the build); a file written is read
  * back, and one that is not whole and exactly for the key is ignored. */
@@ -1290,12 +1340,23 @@ Test(autotune, a_winner_on_disk_is_used_by_a_later_load)
     cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
     fake.fast = "vadd__BLOCK_128";   /* what a new tuning would pick */
     int launched = fake.nlaunches;
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
     cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
     cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "nothing timed");
     cr_assert_eq(fake.nlaunches, launched + 1, "one launch");
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512", "the stored winner");
+    fflush(out);
+    cr_assert(strstr(log, "phobos: vadd: vadd__BLOCK_512, as tuned before (") != NULL, "%s", log);
+    ph_set_autotune_verbose(-1);
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
 
     /* other dims: tuned, and kept beside */
     for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
@@ -1397,6 +1458,39 @@ Test(autotune_gpu, off_launches_once)
     ph_set_autotune(-1);
     ph_free(x);
     free(ramp);
+    ph_module_free(m);
+}
+
+/* A tuned first launch (its progress lines say so) leaves a restored
+ * tensor one increment on, and a zeroed one at exactly one launch's worth. */
+Test(autotune_gpu, restored_and_zeroed_tensors_see_one_launch)
+{
+    need_gpu();
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    float *ramp = malloc(GPU_N * 4), *zeros = calloc(GPU_N, 4);
+    ph_devptr x = gpu_ramp(ramp);
+    ph_module *m;
+    ph_kernel *k = bump_kernel(&m, "bump");
+    long n = GPU_N;
+    cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
+    gpu_expect(x, ramp, 1);
+    cr_assert_eq(ph_kernel_get(m, "bump_zeroed", &k), PH_OK);
+    cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
+    gpu_expect(x, zeros, 1);
+    fflush(out);
+    cr_assert(strstr(log, "phobos: tuned bump (3 configs): ") && strstr(log, "phobos: tuned bump_zeroed (3 configs): "), "%s", log);
+    ph_internal_autotune_log(NULL);
+    ph_set_autotune_verbose(-1);
+    fclose(out);
+    free(log);
+    ph_free(x);
+    free(ramp);
+    free(zeros);
     ph_module_free(m);
 }
 

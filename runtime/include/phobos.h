@@ -133,6 +133,10 @@ const char *ph_kernel_last_config(const ph_kernel *k);
  * does), and nothing is timed, read or written. -1: as the environment
  * variable PHOBOS_AUTOTUNE says (0, off, no or false turn it off). */
 void ph_set_autotune(int on);
+/* on = 1: a progress line on stderr while tuning, and a line for each
+ * winner read from disk; 0: none; -1: as PHOBOS_AUTOTUNE_VERBOSE says
+ * (1 or 0), else progress only when stderr is a terminal. */
+void ph_set_autotune_verbose(int on);
 
 /* The tensor parameter named param of k is updated in place: before each
  * run the autotuner times, and before the launch it keeps, it is copied
