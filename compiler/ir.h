@@ -98,6 +98,12 @@ typedef struct {
     const char *name;   /* source name, for the printer; may be NULL */
 } IrValue;
 
+/* What the runtime's autotuner does to a tensor before each run it times
+ * and before the launch it keeps (@ph.autotune_restore, @ph.autotune_zero):
+ * nothing, copy back the contents it had, or fill it with zeros. The
+ * kernel's code, and the interpreter, ignore it. */
+typedef enum { IR_TUNE_KEEP, IR_TUNE_RESTORE, IR_TUNE_ZERO } IrTuneReset;
+
 /* A kernel parameter. A tensor's dims are names (dim_name[i] != NULL) or
  * literals (dim_value[i]). */
 typedef struct {
@@ -107,6 +113,7 @@ typedef struct {
     int rank;                   /* tensors: 1 or 2 */
     const char *dim_name[2];
     int64_t dim_value[2];
+    IrTuneReset tune_reset;     /* tensors only */
 } IrParam;
 
 /* The bytes a kernel's parameters take in the PTX parameter space (the

@@ -656,6 +656,8 @@ static void header_lists(Parser *ps)
             } while (accept_punct(ps, ','));
             if (!is_punct(ps, ']')) fail(ps, "expected ']'%s", "");
             next(ps);
+            if (accept_word(ps, "restore")) pa.tune_reset = IR_TUNE_RESTORE;
+            else if (accept_word(ps, "zero")) pa.tune_reset = IR_TUNE_ZERO;
         }
         apush(ps, &params, pa);
     }

@@ -296,6 +296,8 @@ static void print_header(Printer *p)
                 else fprintf(p->out, "%lld", (long long)pa->dim_value[d]);
             }
             fputc(']', p->out);
+            if (pa->tune_reset == IR_TUNE_RESTORE) fputs(" restore", p->out);
+            if (pa->tune_reset == IR_TUNE_ZERO) fputs(" zero", p->out);
         }
     }
     fputs(") {\n", p->out);

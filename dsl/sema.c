@@ -280,21 +280,59 @@ static void check_aligned(Diag *d, const char *alias, const Expr *e, Kernel *k)
     }
 }
 
+/* @ph.autotune_restore("DQ", ...) and @ph.autotune_zero("DK", ...): the
+ * tensor parameters the autotuner restores, or zeroes, before each run it
+ * times and before the launch it keeps, for kernels that update them in
+ * place. A tensor is named once, in one of the two. */
+static void check_tune_reset(Diag *d, const char *alias, const Expr *e, Kernel *k, IrTuneReset how)
+{
+    const char *what = how == IR_TUNE_RESTORE ? "autotune_restore" : "autotune_zero";
+    if (e->kind != EX_CALL || e->nitems == 0) {
+        diag_error(d, e->loc, "@%s.%s takes the names of tensor parameters, as strings", alias, what);
+        return;
+    }
+    for (int i = 0; i < e->nitems; i++) {
+        const Expr *a = e->items[i];
+        if (a->kind != EX_STRING) {
+            diag_error(d, a->loc, "@%s.%s takes the names of tensor parameters, as strings", alias, what);
+            continue;
+        }
+        int p = param_index(k, a->name);
+        if (p < 0) {
+            diag_error(d, a->loc, "'%s' is not a parameter of this kernel", a->name);
+            continue;
+        }
+        IrParam *ip = &k->params[p];
+        if (ip->dt == DT_VOID) continue;   /* its type is wrong, and said so */
+        if (!ip->is_tensor) {
+            diag_error(d, a->loc, "'%s' is a scalar; @%s.%s names tensor parameters", a->name, alias, what);
+        } else if (ip->tune_reset == how) {
+            diag_error(d, a->loc, "tensor '%s' is named twice in @%s.%s", a->name, alias, what);
+        } else if (ip->tune_reset) {
+            diag_error(d, a->loc, "tensor '%s' cannot be both restored and zeroed", a->name);
+        } else {
+            ip->tune_reset = how;
+        }
+    }
+}
+
 static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
-    static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages"};
-    bool seen[6] = {true, false, false, false, false, false};
+    static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages",
+                                        "autotune_restore", "autotune_zero"};
+    enum { NDECORATORS = sizeof names / sizeof *names };
+    bool seen[NDECORATORS] = {true};
     const Expr *aligned = NULL;
     for (int i = 1; i < fd->ndecorators; i++) {
         const Expr *e = fd->decorators[i];
         const Expr *callee = e->kind == EX_CALL ? e->lhs : e;
         const char *n = ns_attr_of(alias, callee);
         int which = -1;
-        for (int j = 0; n && j < 6; j++)
+        for (int j = 0; n && j < NDECORATORS; j++)
             if (!strcmp(n, names[j])) which = j;
         if (which < 0) {
-            diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune, @%s.aligned "
-                       "or @%s.stages", alias, alias, alias, alias, alias);
+            diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune, @%s.aligned, "
+                       "@%s.stages, @%s.autotune_restore or @%s.autotune_zero", alias, alias, alias, alias, alias, alias, alias);
             continue;
         }
         if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
@@ -320,6 +358,8 @@ static void check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kern
                 diag_error(d, e->loc, "@%s.stages takes one argument: a stage count or a meta-parameter name", alias);
             else k->stages = e->items[0];
             break;
+        case 6: check_tune_reset(d, alias, e, k, IR_TUNE_RESTORE); break;
+        case 7: check_tune_reset(d, alias, e, k, IR_TUNE_ZERO); break;
         }
     }
     if (aligned) check_aligned(d, alias, aligned, k);

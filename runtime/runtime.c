@@ -1,7 +1,8 @@
 /* runtime.c: the Phobos runtime (runtime/include/phobos.h): the CUDA
  * driver through dlopen, each config compiled to PTX and loaded on its own
- * when a launch first needs it, checked launches, and autotuning across
- * the configs the driver accepts. */
+ * when a launch first needs it, and checked launches; which config a
+ * launch runs, among those the driver accepts, is the autotuner's choice
+ * (autotune.c). */
 #define _GNU_SOURCE
 #include "phobos.h"
 
@@ -55,6 +56,9 @@ static ph_status cu_fail(CUresult r, const char *what)
     return fail(PH_ERR_CUDA, "%s failed: CUDA error %d (%s)", what, r, msg ? msg : "unknown");
 }
 
+ph_status ph_internal_cuda_fail(CUresult r, const char *what) { return cu_fail(r, what); }
+const PhDriver *ph_internal_driver(void) { return &cu; }
+
 const char *ph_status_name(ph_status s)
 {
     static const char *const names[] = {"ok", "no CUDA driver", "no device", "CUDA error", "compile error",
@@ -82,7 +86,8 @@ static bool load_driver(void)
     SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(FuncSetAttribute, "cuFuncSetAttribute")
     SYM(LaunchKernel, "cuLaunchKernel")
     SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
-    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemsetD8, "cuMemsetD8_v2") SYM(EventCreate, "cuEventCreate")
+    SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemcpyDtoD, "cuMemcpyDtoD_v2") SYM(MemsetD8, "cuMemsetD8_v2")
+    SYM(EventCreate, "cuEventCreate")
     SYM(EventRecord, "cuEventRecord") SYM(EventSynchronize, "cuEventSynchronize")
     SYM(EventDestroy, "cuEventDestroy_v2") SYM(GetErrorString, "cuGetErrorString")
 #undef SYM
@@ -154,6 +159,8 @@ ph_status ph_init(int device)
 
 const char *ph_device_name(void) { return rt.ready ? rt.name : "no device"; }
 
+CUdevice ph_internal_device(void) { return rt.dev; }
+
 void ph_shutdown(void)
 {
     if (!rt.ready) return;
@@ -168,19 +175,11 @@ void ph_shutdown(void)
 
 /* ---- modules ---- */
 
-/* The autotuner's choice for one set of tensor dims (every tensor's two). */
-typedef struct Tuned {
-    struct Tuned *next;
-    int config;
-    int ndims;
-    int64_t dims[];   /* ndims of them */
-} Tuned;
-
 struct ph_kernel {
     ph_module *module;
     char *name;
     int first, count;          /* its configs: module->ir->funcs[first .. first+count) */
-    Tuned *tuned;
+    PhTuner *tuner;            /* its choice among them, and the winners it keeps */
     int last;
     /* What a launch works in, sized once with the module so that a launch
      * allocates nothing: the eligible configs (indices into first ..) and
@@ -225,10 +224,12 @@ static int launch_param_count(const IrFunc *f)
     return n;
 }
 
-/* Sizes k's launch scratch for its configs and its kernel's parameters. */
+/* Sizes k's launch scratch for its configs and its kernel's parameters,
+ * and gives it its autotuner. */
 static void kernel_scratch_init(ph_kernel *k)
 {
     int n = launch_param_count(k->module->ir->funcs[k->first]);
+    k->tuner = ph_internal_tuner_new(&k->module->ir->funcs[k->first], k->count, k->module->key);
     k->eligible = xcalloc((size_t)k->count, sizeof *k->eligible);
     k->grids = xcalloc((size_t)k->count, sizeof *k->grids);
     k->params = xcalloc((size_t)n + 1, sizeof *k->params);
@@ -238,7 +239,7 @@ static void kernel_scratch_init(ph_kernel *k)
 
 static void kernel_free(ph_kernel *k)
 {
-    for (Tuned *t = k->tuned, *n; t; t = n) { n = t->next; free(t); }
+    ph_internal_tuner_free(k->tuner);
     free(k->name);
     free(k->eligible);
     free(k->grids);
@@ -257,10 +258,11 @@ static void config_meta_init(Config *c, const IrFunc *f)
     }
 }
 
-static ph_status module_from_ir(IrModule *ir, ph_module **out)
+static ph_status module_from_ir(IrModule *ir, uint64_t key, ph_module **out)
 {
     ph_module *m = xcalloc(1, sizeof *m);
     m->ir = ir;
+    m->key = key;
     m->kernels = xcalloc((size_t)ir->nfuncs + 1, sizeof *m->kernels);
     for (int i = 0; i < ir->nfuncs; i++) {
         if (i && !strcmp(ir->funcs[i]->kernel, ir->funcs[i - 1]->kernel)) {
@@ -314,7 +316,7 @@ static uint64_t source_key(const char *path, const char *source)
     return h ? h : 1;
 }
 
-static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
+bool ph_internal_cache_folder(char *folder, size_t n)
 {
     const char *dir = getenv("PHOBOS_CACHE_DIR"), *sub = "";
     char base[1024];
@@ -328,9 +330,15 @@ static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
         dir = base;
         sub = "/phobos";
     }
-    char folder[1100];
-    snprintf(folder, sizeof folder, "%s%s", dir, sub);
+    if ((size_t)snprintf(folder, n, "%s%s", dir, sub) >= n) return false;
     mkdir(folder, 0755);
+    return true;
+}
+
+static bool cache_path(uint64_t key, const char *arch, char *path, size_t n)
+{
+    char folder[1100];
+    if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
     return key && (size_t)snprintf(path, n, "%s/%016llx-%s.ptx", folder, (unsigned long long)key, arch) < n;
 }
 
@@ -392,8 +400,7 @@ static ph_status compile_source(const char *name, const char *source, const char
         bool unreadable = path && strstr(diags, "cannot open");
         s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
     } else {
-        s = module_from_ir(ir, out);
-        (*out)->key = source_key(path, source);
+        s = module_from_ir(ir, source_key(path, source), out);
     }
     free(diags);
     return s;
@@ -687,77 +694,6 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
 }
 
-static float time_config(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, ph_status *s)
-{
-    CUevent a, b;
-    cu.EventCreate(&a, 0);
-    cu.EventCreate(&b, 0);
-    *s = launch_one(k, cfg, g, args);   /* warm-up */
-    float best = 1e30f;
-    for (int rep = 0; rep < 5 && *s == PH_OK; rep++) {
-        cu.EventRecord(a, NULL);
-        *s = launch_one(k, cfg, g, args);
-        cu.EventRecord(b, NULL);
-        cu.EventSynchronize(b);
-        float ms = 0;
-        cu.EventElapsedTime(&ms, a, b);
-        if (ms < best) best = ms;
-    }
-    cu.EventDestroy(a);
-    cu.EventDestroy(b);
-    return best;
-}
-
-/* The autotuner's choices are kept per kernel and tensor dims (every
- * tensor argument's two, in order). */
-static Tuned *tuned_key(const ph_arg *args, int nargs)
-{
-    int n = 0;
-    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 2 : 0;
-    Tuned *t = xcalloc(1, sizeof *t + (size_t)n * sizeof *t->dims);
-    for (int i = 0; i < nargs; i++)
-        if (args[i].kind == PH_ARG_TENSOR) { t->dims[t->ndims++] = args[i].dims[0]; t->dims[t->ndims++] = args[i].dims[1]; }
-    return t;
-}
-
-/* Whether t was chosen for these arguments' dims: compared in place, so a
- * launch that finds its winner builds no key. */
-static bool tuned_for(const Tuned *t, const ph_arg *args, int nargs)
-{
-    int n = 0;
-    for (int i = 0; i < nargs; i++) {
-        if (args[i].kind != PH_ARG_TENSOR) continue;
-        if (n + 2 > t->ndims || t->dims[n] != args[i].dims[0] || t->dims[n + 1] != args[i].dims[1]) return false;
-        n += 2;
-    }
-    return n == t->ndims;
-}
-
-static const Tuned *tuned_find(const ph_kernel *k, const ph_arg *args, int nargs)
-{
-    for (const Tuned *t = k->tuned; t; t = t->next)
-        if (tuned_for(t, args, nargs)) return t;
-    return NULL;
-}
-
-/* Times each eligible config (ne > 1) and remembers the fastest for these
- * dims; its index into eligible[] in *pick. */
-static ph_status autotune(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs, int *pick)
-{
-    ph_status s = PH_OK;
-    float best = 1e30f;
-    for (int i = 0; i < ne && !s; i++) {
-        float ms = time_config(k, eligible[i], grids[i], args, &s);
-        if (ms < best) { best = ms; *pick = i; }
-    }
-    if (s) return s;
-    Tuned *t = tuned_key(args, nargs);
-    t->config = eligible[*pick];
-    t->next = k->tuned;
-    k->tuned = t;
-    return PH_OK;
-}
-
 /* The interpreter runs the first eligible config (it times nothing) on
  * the arguments as they are: their pointers are host memory. */
 static ph_status interp_launch(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, int nargs)
@@ -774,19 +710,21 @@ static ph_status interp_launch(ph_kernel *k, int cfg, const unsigned g[3], const
     return r ? fail(PH_ERR_ARGS, "%s: %s", f->name, err) : PH_OK;
 }
 
-/* Picks among the eligible configs (ne > 0) and launches: the remembered
- * winner for these dims, else each one timed and the fastest kept. */
+ph_status ph_internal_launch(ph_kernel *k, int config, const unsigned g[3], const ph_arg *args)
+{
+    return launch_one(k, config, g, args);
+}
+
+PhTuner *ph_internal_tuner(const ph_kernel *k) { return k->tuner; }
+
+/* Launches one of the eligible configs (ne > 0), the autotuner's pick
+ * when there are several. */
 static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args, int nargs)
 {
     int pick = 0;   /* index into eligible[] and grids[] */
     if (ne > 1) {
-        const Tuned *t = tuned_find(k, args, nargs);
-        if (t) {
-            while (pick < ne - 1 && eligible[pick] != t->config) pick++;
-        } else {
-            ph_status s = autotune(k, eligible, grids, ne, args, nargs, &pick);
-            if (s) return s;
-        }
+        ph_status s = ph_internal_autotune(k->tuner, k, eligible, grids, ne, args, nargs, &pick);
+        if (s) return s;
     }
     k->last = eligible[pick];
     return launch_one(k, eligible[pick], grids[pick], args);

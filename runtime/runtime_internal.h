@@ -1,12 +1,14 @@
 /* runtime_internal.h: what the runtime's own tests reach that a host does
  * not: the CUDA driver's table of calls (so a test without a GPU can stand
- * fakes in for the driver) and the step from a config to its PTX, through
- * the disk cache. */
+ * fakes in for the driver), the step from a config to its PTX, through
+ * the disk cache, and the autotuner's parts (autotune.c); and what the
+ * runtime's files share. */
 #ifndef PHOBOS_RUNTIME_INTERNAL_H
 #define PHOBOS_RUNTIME_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "phobos.h"
 
 /* ---- the driver API, declared here so no CUDA header is needed ---- */
@@ -21,7 +23,8 @@ typedef unsigned long long CUdeviceptr;
 
 enum {
     ATTR_MAX_THREADS_PER_BLOCK = 1, ATTR_MAX_GRID_X = 5, ATTR_MAX_GRID_Y = 6, ATTR_MAX_GRID_Z = 7,
-    ATTR_SM_COUNT = 16, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76, ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
+    ATTR_SM_COUNT = 16, ATTR_L2_CACHE_SIZE = 38, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76,
+    ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
     FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
     JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6,
     CU_ERROR_INVALID_PTX = 218, CU_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
@@ -48,6 +51,7 @@ typedef struct {
     CUresult (*MemFree)(CUdeviceptr);
     CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+    CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
@@ -71,5 +75,69 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
 /* Sets the message ph_last_error() returns, and returns s: for the
  * runtime's files other than runtime.c. */
 ph_status ph_internal_fail(ph_status s, const char *message);
+
+/* ---- what runtime.c lends the autotuner ---- */
+typedef struct PhTuner PhTuner;
+struct IrFunc;
+
+const PhDriver *ph_internal_driver(void);
+CUdevice ph_internal_device(void);
+/* PH_ERR_CUDA, with the driver's words for r, and what failed. */
+ph_status ph_internal_cuda_fail(CUresult r, const char *what);
+/* Launches config `config` of k (an index into k's configs) on grid g. */
+ph_status ph_internal_launch(ph_kernel *k, int config, const unsigned g[3], const ph_arg *args);
+PhTuner *ph_internal_tuner(const ph_kernel *k);
+/* The disk cache's folder (created), as the PTX cache names it; false when
+ * the cache is off (PHOBOS_CACHE_DIR empty or "off") or there is no home. */
+bool ph_internal_cache_folder(char *folder, size_t n);
+
+/* ---- the autotuner (autotune.c) ---- */
+
+/* A config is timed by PH_TUNE_WARMUPS untimed launches, then the median
+ * of PH_TUNE_RUNS launches timed with CUDA events. */
+enum { PH_TUNE_WARMUPS = 1, PH_TUNE_RUNS = 7 };
+
+/* The autotuner of a kernel of count configs (configs[0] its first, the
+ * IR's: they outlive it), from a module whose source hashes to source_key
+ * (0: its winners are not kept on disk). */
+PhTuner *ph_internal_tuner_new(struct IrFunc *const *configs, int count, uint64_t source_key);
+void ph_internal_tuner_free(PhTuner *t);
+
+/* Which of the eligible configs (ne > 1: indices into k's configs, each
+ * loaded, their grids in grids[]) a launch of k with args runs: *pick is
+ * an index into eligible[]. Off: the first; else the winner known for
+ * these dims, in memory or on disk; else each one timed and the fastest
+ * kept. The tensors named to restore or zero are as the caller gave them
+ * when it returns, ready for the launch. */
+ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+                               const ph_arg *args, int nargs, int *pick);
+
+/* Whether autotuning is on: as ph_set_autotune set it, else as
+ * PHOBOS_AUTOTUNE says (on when unset). */
+bool ph_internal_autotune_enabled(void);
+/* An environment switch's value: "0", "off", "no", "false" are false;
+ * "1", "on", "yes", "true" true (any case); anything else, or NULL, dflt. */
+bool ph_internal_env_switch(const char *value, bool dflt);
+/* Where the progress lines go (NULL: stderr). For tests. */
+void ph_internal_autotune_log(FILE *out);
+
+/* The library's build: its version and its GNU build id (the linker's
+ * hash of its contents), else the time it was compiled. */
+const char *ph_internal_build_id(void);
+/* The on-disk winner's key, as the file's first lines hold it: the
+ * kernel (f, its first config), its config space (a hash of the source and
+ * the configs' entry names), each tensor argument's dims, the device
+ * (ph_device_name()) and the build. malloc'd. */
+char *ph_internal_tune_key(const struct IrFunc *f, uint64_t space, const ph_arg *args, int nargs, const char *device);
+/* The file that holds key's winner, in the cache folder: a hash of the key,
+ * with ".tune". False when the cache is off. */
+bool ph_internal_tune_path(const char *key, char *path, size_t n);
+/* The winner's entry name from path, when the file holds exactly key and
+ * a well-formed winner line; false for anything else (missing, truncated,
+ * another key, garbage). */
+bool ph_internal_tune_read(const char *path, const char *key, char *winner, size_t n);
+/* Writes key and the winner to path whole or not at all (a file aside,
+ * then renamed over it). */
+bool ph_internal_tune_write(const char *path, const char *key, const char *winner, float ms);
 
 #endif

@@ -102,6 +102,26 @@ static void parse_fails(const char *text, const char *want)
     cr_assert(strstr(err, want), "message '%s' lacks '%s'", err, want);
 }
 
+/* A tensor the autotuner restores or zeroes carries the word after its
+ * dims, through print and parse. */
+Test(ir_text, tune_resets_survive)
+{
+    const char *text =
+        "func f kernel f threads 32\n    params(X: f32[N] restore, Y: f16[N, 4] zero, Z: f32[N], n: i32) {\n"
+        "  return\n}\n";
+    IrModule *m = parse_ok(text);
+    const IrParam *p = m->funcs[0]->params;
+    cr_assert_eq(p[0].tune_reset, IR_TUNE_RESTORE);
+    cr_assert_eq(p[1].tune_reset, IR_TUNE_ZERO);
+    cr_assert_eq(p[2].tune_reset, IR_TUNE_KEEP);
+    cr_assert_eq(p[3].tune_reset, IR_TUNE_KEEP);
+    char *printed = tu_ir_text(m);
+    cr_assert_str_eq(printed, text);
+    ir_module_free(m);
+    free(printed);
+    parse_fails("func f kernel f threads 32\n    params(n: i32 restore) {\n  return\n}\n", "expected ',' or ')'");
+}
+
 Test(ir_text, parse_errors_name_line_and_column)
 {
     const char *head = "func f kernel f threads 32\n    params(n: i32) {\n";

@@ -130,6 +130,13 @@ Test(parser, decorated_def)
                "    (param k 3:46 _ (default (int 2)))\n"
                "    (returns (none))\n"
                "    (pass 4:5)))\n");
+    /* the autotuner's decorators are calls with string arguments, as any decorator may be */
+    assert_ast("@ph.kernel\n@ph.autotune_restore(\"DQ\")\n@ph.autotune_zero(\"DK\", \"DV\")\ndef f():\n    pass\n",
+               "  (def f 4:5\n"
+               "    (decorator 1:2 (attr (name ph) kernel))\n"
+               "    (decorator 2:2 (call (attr (name ph) autotune_restore) (str \"DQ\")))\n"
+               "    (decorator 3:2 (call (attr (name ph) autotune_zero) (str \"DK\") (str \"DV\")))\n"
+               "    (pass 5:5)))\n");
     Parsed p;
     parse_text(&p, "def g(): return\n");
     cr_assert_eq(p.d.nerrors, 0);

@@ -300,7 +300,8 @@ Test(header, decorators)
                "@ph.aligned(M=\"B\", N=\"Q\")\n@ph.autotune(D=[1])\n@ph.tensorcore\n@ph.kernel\n"
                "def k(X: ph.tensor[ph.f32][N]):\n    pass\n",
           "t.ph:11:2: error: @ph.kernel must be the first decorator\n"
-          "t.ph:5:2: error: unknown decorator; expected @ph.tensorcore, @ph.launch, @ph.autotune, @ph.aligned or @ph.stages\n"
+          "t.ph:5:2: error: unknown decorator; expected @ph.tensorcore, @ph.launch, @ph.autotune, @ph.aligned, @ph.stages, "
+          "@ph.autotune_restore or @ph.autotune_zero\n"
           "t.ph:6:2: error: @ph.tensorcore takes no arguments\n"
           "t.ph:7:20: error: value 1 of 'B' is listed twice\n"
           "t.ph:7:24: error: meta-parameter 'X' shadows a parameter\n"
@@ -310,6 +311,38 @@ Test(header, decorators)
           "t.ph:8:13: error: 'M' is not a dimension name of a tensor parameter\n"
           "t.ph:8:22: error: 'Q' is not a meta-parameter of this kernel\n"
           "t.ph:4:12: error: @ph.launch needs a multiple of 32 from 32 to 1024, got 100\n");
+}
+
+/* @ph.autotune_restore and @ph.autotune_zero mark tensor parameters in
+ * every config's IR, and nothing else; a name that is not a tensor
+ * parameter, a tensor named twice, or arguments that are not strings are
+ * errors at the argument. */
+Test(header, autotune_restore_and_zero)
+{
+    IrModule *m = ok(HEAD "@ph.kernel\n@ph.autotune(B=[16, 32])\n@ph.autotune_restore(\"X\")\n@ph.autotune_zero(\"Z\", \"W\")\n"
+                     "def k(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], "
+                     "W: ph.tensor[ph.f16][N, 4], n: ph.i32):\n    pass\n");
+    cr_assert_eq(m->nfuncs, 2);
+    static const IrTuneReset want[5] = {IR_TUNE_RESTORE, IR_TUNE_KEEP, IR_TUNE_ZERO, IR_TUNE_ZERO, IR_TUNE_KEEP};
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int p = 0; p < 5; p++)
+            cr_assert_eq(m->funcs[i]->params[p].tune_reset, want[p], "%s: parameter %d", m->funcs[i]->name, p);
+    ir_module_free(m);
+    fails(HEAD "@ph.kernel\n"
+               "@ph.autotune_restore(\"X\", \"n\", \"Q\", X)\n"
+               "@ph.autotune_zero(\"X\", \"Y\", \"Y\")\n"
+               "@ph.autotune_zero(\"Y\")\n"
+               "def k(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], n: ph.i32):\n    pass\n"
+               "@ph.kernel\n@ph.autotune_restore\n@ph.autotune_zero()\n"
+               "def k2(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:4:27: error: 'n' is a scalar; @ph.autotune_restore names tensor parameters\n"
+          "t.ph:4:32: error: 'Q' is not a parameter of this kernel\n"
+          "t.ph:4:37: error: @ph.autotune_restore takes the names of tensor parameters, as strings\n"
+          "t.ph:5:19: error: tensor 'X' cannot be both restored and zeroed\n"
+          "t.ph:5:29: error: tensor 'Y' is named twice in @ph.autotune_zero\n"
+          "t.ph:6:2: error: @ph.autotune_zero is given twice\n"
+          "t.ph:10:2: error: @ph.autotune_restore takes the names of tensor parameters, as strings\n"
+          "t.ph:11:2: error: @ph.autotune_zero takes the names of tensor parameters, as strings\n");
 }
 
 /* @ph.stages takes a count or a meta-parameter, resolved per config as

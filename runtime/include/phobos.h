@@ -5,7 +5,8 @@
  * to PTX and loads it on its own when a launch first needs it, checks
  * every launch against the kernel's signature, picks a config (autotuning
  * across the eligible ones, timed with CUDA events on the real arguments,
- * the winner remembered per kernel and dims), and launches.
+ * the winner remembered per kernel and dims, in memory and on disk), and
+ * launches.
  * Every call returns a status; ph_last_error() says what went wrong. */
 #ifndef PHOBOS_H
 #define PHOBOS_H
@@ -117,12 +118,33 @@ int ph_kernel_param_count(const ph_kernel *k);
 ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out);
 
 /* Launches kernel on the current stream. With several eligible configs the
- * first launch for a (kernel, dims) pair times each one (with the real
- * arguments: outputs are written more than once) and keeps the fastest. */
+ * first launch for a (kernel, dims) pair picks one: the winner of an earlier
+ * run of the program (kept on disk), else each config timed with the real
+ * arguments (outputs are written more than once: see ph_kernel_set_restore)
+ * and the fastest kept. */
 ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs);
 
 /* The config the last launch of k used (its entry name), or NULL. */
 const char *ph_kernel_last_config(const ph_kernel *k);
+
+/* ---- autotuning: for the whole process, from the next launch on ----
+ * on = 1: autotune (the default). 0: a launch runs the first eligible
+ * config the driver accepts, in phc --list order (as the interpreter
+ * does), and nothing is timed, read or written. -1: as the environment
+ * variable PHOBOS_AUTOTUNE says (0, off, no or false turn it off). */
+void ph_set_autotune(int on);
+/* on = 1: a progress line on stderr while tuning, and a line for each
+ * winner read from disk; 0: none; -1: as PHOBOS_AUTOTUNE_VERBOSE says
+ * (1 or 0), else progress only when stderr is a terminal. */
+void ph_set_autotune_verbose(int on);
+
+/* The tensor parameter named param of k is updated in place: before each
+ * run the autotuner times, and before the launch it keeps, it is copied
+ * back to the contents it had when the launch was called (restore), or
+ * filled with zeros (zero), as @ph.autotune_restore and @ph.autotune_zero
+ * declare in the source. PH_ERR_INVALID when k has no tensor of that name. */
+ph_status ph_kernel_set_restore(ph_kernel *k, const char *param);
+ph_status ph_kernel_set_zero(ph_kernel *k, const char *param);
 
 /* ---- ahead of time: a module's code as text, as phc writes it ----
  * Needs no driver and no ph_init. */

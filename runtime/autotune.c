@@ -1,0 +1,479 @@
+/* autotune.c: which of a kernel's eligible configs a launch runs. With
+ * autotuning on (the default; PHOBOS_AUTOTUNE=0 or ph_set_autotune(0)
+ * turns it off, and the first eligible config runs), the winner already
+ * known for the launch's tensor dims, in memory or on disk beside the PTX
+ * cache; failing that, each config timed on the real arguments: warm-up,
+ * then the median of PH_TUNE_RUNS runs timed with CUDA events, the L2
+ * cache flushed before each, the tensors a kernel updates in place
+ * (@ph.autotune_restore, @ph.autotune_zero) put back before each. */
+#define _GNU_SOURCE
+#include "phobos.h"
+
+#include <elf.h>
+#include <link.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "ir.h"
+#include "runtime_internal.h"
+
+/* The winner for one set of tensor dims (every tensor argument's two). */
+typedef struct Winner {
+    struct Winner *next;
+    int config;
+    int ndims;
+    int64_t dims[];   /* ndims of them */
+} Winner;
+
+struct PhTuner {
+    IrFunc *const *configs;   /* the kernel's, configs[0] its first */
+    int count;
+    int nparams;
+    IrTuneReset *reset;       /* per parameter: as the decorators say, or as the API set it */
+    CUdeviceptr *saved;       /* per parameter: a restored tensor's contents, while tuning */
+    uint64_t space;           /* the source and the configs' entry names; 0: winners stay in memory */
+    Winner *winners;
+};
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count, uint64_t source_key)
+{
+    PhTuner *t = xcalloc(1, sizeof *t);
+    const IrFunc *f = configs[0];
+    t->configs = configs;
+    t->count = count;
+    t->nparams = f->nparams;
+    t->reset = xcalloc((size_t)f->nparams + 1, sizeof *t->reset);
+    t->saved = xcalloc((size_t)f->nparams + 1, sizeof *t->saved);
+    for (int i = 0; i < f->nparams; i++) t->reset[i] = f->params[i].tune_reset;
+    if (source_key) {
+        t->space = source_key;
+        for (int i = 0; i < count; i++) t->space = fnv1a(t->space, configs[i]->name, strlen(configs[i]->name) + 1);
+        t->space += !t->space;
+    }
+    return t;
+}
+
+void ph_internal_tuner_free(PhTuner *t)
+{
+    if (!t) return;
+    for (Winner *w = t->winners, *n; w; w = n) { n = w->next; free(w); }
+    free(t->reset);
+    free(t->saved);
+    free(t);
+}
+
+/* ---- the switches ---- */
+
+static int autotune_setting = -1, verbose_setting = -1;   /* -1: as the environment says */
+static FILE *log_stream;
+
+bool ph_internal_env_switch(const char *value, bool dflt)
+{
+    static const char *const off[] = {"0", "off", "no", "false"}, *const on[] = {"1", "on", "yes", "true"};
+    for (int i = 0; value && i < 4; i++) {
+        if (!strcasecmp(value, off[i])) return false;
+        if (!strcasecmp(value, on[i])) return true;
+    }
+    return dflt;
+}
+
+void ph_set_autotune(int on) { autotune_setting = on < 0 ? -1 : on != 0; }
+void ph_set_autotune_verbose(int on) { verbose_setting = on < 0 ? -1 : on != 0; }
+void ph_internal_autotune_log(FILE *out) { log_stream = out; }
+
+bool ph_internal_autotune_enabled(void)
+{
+    return autotune_setting >= 0 ? autotune_setting : ph_internal_env_switch(getenv("PHOBOS_AUTOTUNE"), true);
+}
+
+typedef enum { QUIET, ON_A_TERMINAL, ASKED } Verbosity;
+
+/* Progress is shown when asked for (ph_set_autotune_verbose,
+ * PHOBOS_AUTOTUNE_VERBOSE), else on a terminal. */
+static Verbosity verbosity(FILE *out)
+{
+    if (verbose_setting >= 0) return verbose_setting ? ASKED : QUIET;
+    const char *env = getenv("PHOBOS_AUTOTUNE_VERBOSE");
+    if (ph_internal_env_switch(env, false)) return ASKED;
+    if (!ph_internal_env_switch(env, true)) return QUIET;
+    return isatty(fileno(out)) ? ON_A_TERMINAL : QUIET;
+}
+
+/* ---- restored and zeroed tensors ---- */
+
+static size_t tensor_bytes(const IrParam *p, const ph_arg *a)
+{
+    size_t elem = p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4;
+    return (size_t)a->dims[0] * (size_t)(p->rank == 2 ? a->dims[1] : 1) * elem;
+}
+
+static ph_status set_reset(ph_kernel *k, const char *param, IrTuneReset how, const char *call)
+{
+    char msg[512];
+    if (!k || !param) {
+        snprintf(msg, sizeof msg, "null argument to %s", call);
+        return ph_internal_fail(PH_ERR_INVALID, msg);
+    }
+    PhTuner *t = ph_internal_tuner(k);
+    const IrFunc *f = t->configs[0];
+    for (int i = 0; i < f->nparams; i++) {
+        if (strcmp(f->params[i].name, param)) continue;
+        if (!f->params[i].is_tensor) {
+            snprintf(msg, sizeof msg, "%s: parameter '%s' is a scalar; only a tensor is restored or zeroed", f->kernel, param);
+            return ph_internal_fail(PH_ERR_INVALID, msg);
+        }
+        t->reset[i] = how;
+        return PH_OK;
+    }
+    snprintf(msg, sizeof msg, "%s has no parameter named '%.200s'", f->kernel, param);
+    return ph_internal_fail(PH_ERR_INVALID, msg);
+}
+
+ph_status ph_kernel_set_restore(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_RESTORE, "ph_kernel_set_restore"); }
+ph_status ph_kernel_set_zero(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_ZERO, "ph_kernel_set_zero"); }
+
+/* ---- timing ---- */
+
+/* What a tuning holds on the device while it runs. */
+typedef struct {
+    const PhDriver *cu;
+    CUevent start, stop;
+    CUdeviceptr flush;      /* as many bytes as the L2 cache holds; 0: no flush */
+    size_t flush_bytes;
+} Bench;
+
+static ph_status check(CUresult r, const char *what) { return r ? ph_internal_cuda_fail(r, what) : PH_OK; }
+
+/* Copies each restored tensor aside, into scratch device memory. */
+static ph_status save_outputs(Bench *b, PhTuner *t, const ph_arg *args)
+{
+    const IrFunc *f = t->configs[0];
+    ph_status s = PH_OK;
+    for (int i = 0; i < t->nparams && !s; i++) {
+        if (t->reset[i] != IR_TUNE_RESTORE) continue;
+        size_t bytes = tensor_bytes(&f->params[i], &args[i]);
+        s = check(b->cu->MemAlloc(&t->saved[i], bytes), "cuMemAlloc (scratch for a tensor the autotuner restores)");
+        if (!s) s = check(b->cu->MemcpyDtoD(t->saved[i], args[i].ptr, bytes), "cuMemcpyDtoD (saving a tensor before tuning)");
+    }
+    return s;
+}
+
+/* Puts the restored tensors back as they were saved, and zeroes the zeroed. */
+static ph_status reset_outputs(Bench *b, const PhTuner *t, const ph_arg *args)
+{
+    const IrFunc *f = t->configs[0];
+    ph_status s = PH_OK;
+    for (int i = 0; i < t->nparams && !s; i++) {
+        size_t bytes = tensor_bytes(&f->params[i], &args[i]);
+        if (t->reset[i] == IR_TUNE_RESTORE && t->saved[i])
+            s = check(b->cu->MemcpyDtoD(args[i].ptr, t->saved[i], bytes), "cuMemcpyDtoD (restoring a tensor)");
+        else if (t->reset[i] == IR_TUNE_ZERO)
+            s = check(b->cu->MemsetD8(args[i].ptr, 0, bytes), "cuMemsetD8 (zeroing a tensor)");
+    }
+    return s;
+}
+
+/* Events, the L2 flush buffer and the saved tensors. */
+static ph_status bench_open(Bench *b, PhTuner *t, const ph_arg *args)
+{
+    b->cu = ph_internal_driver();
+    ph_status s = check(b->cu->EventCreate(&b->start, 0), "cuEventCreate");
+    if (!s) s = check(b->cu->EventCreate(&b->stop, 0), "cuEventCreate");
+    int l2 = 0;
+    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, ph_internal_device()) && l2 > 0) {
+        b->flush_bytes = (size_t)l2;
+        s = check(b->cu->MemAlloc(&b->flush, b->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
+    }
+    if (!s) s = save_outputs(b, t, args);
+    return s;
+}
+
+static void bench_close(Bench *b, PhTuner *t)
+{
+    for (int i = 0; i < t->nparams; i++)
+        if (t->saved[i]) { b->cu->MemFree(t->saved[i]); t->saved[i] = 0; }
+    if (b->flush) b->cu->MemFree(b->flush);
+    if (b->start) b->cu->EventDestroy(b->start);
+    if (b->stop) b->cu->EventDestroy(b->stop);
+}
+
+static float median(float *ms, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && ms[j - 1] > ms[j]; j--) { float x = ms[j]; ms[j] = ms[j - 1]; ms[j - 1] = x; }
+    return n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+}
+
+/* One run of config cfg: the outputs put back, then, when timed, the L2
+ * cache flushed (writing a buffer its size evicts what the last run left
+ * there) and the launch between two events. */
+static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+{
+    ph_status s = reset_outputs(b, t, args);
+    if (!ms) return s ? s : ph_internal_launch(k, cfg, g, args);
+    if (!s && b->flush) s = check(b->cu->MemsetD8(b->flush, 0, b->flush_bytes), "cuMemsetD8 (flushing the L2 cache)");
+    if (!s) s = check(b->cu->EventRecord(b->start, NULL), "cuEventRecord");
+    if (!s) s = ph_internal_launch(k, cfg, g, args);
+    if (!s) s = check(b->cu->EventRecord(b->stop, NULL), "cuEventRecord");
+    if (!s) s = check(b->cu->EventSynchronize(b->stop), "the kernel (cuEventSynchronize)");
+    if (!s) s = check(b->cu->EventElapsedTime(ms, b->start, b->stop), "cuEventElapsedTime");
+    return s;
+}
+
+static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+{
+    float runs[PH_TUNE_RUNS];
+    ph_status s = PH_OK;
+    for (int i = 0; i < PH_TUNE_WARMUPS && !s; i++) s = run_config(b, t, k, cfg, g, args, NULL);
+    for (int i = 0; i < PH_TUNE_RUNS && !s; i++) s = run_config(b, t, k, cfg, g, args, &runs[i]);
+    if (!s) *ms = median(runs, PH_TUNE_RUNS);
+    return s;
+}
+
+/* ---- progress ---- */
+
+static const char *config_name(const PhTuner *t, int cfg) { return t->configs[cfg]->name; }
+
+/* On a terminal one line, rewritten as configs are timed; elsewhere a line
+ * per config, with its time. */
+static void progress(FILE *out, Verbosity v, const PhTuner *t, const int *eligible, int ne, int i, float ms)
+{
+    if (v == QUIET) return;
+    const char *kernel = t->configs[0]->kernel;
+    if (isatty(fileno(out))) {
+        if (ms < 0) fprintf(out, "\rphobos: tuning %s (%d configs) %d/%d ...\033[K", kernel, ne, i + 1, ne);
+    } else if (ms >= 0) {
+        fprintf(out, "phobos: tuning %s (%d configs) %d/%d %s: %.4f ms\n", kernel, ne, i + 1, ne, config_name(t, eligible[i]), ms);
+    }
+    fflush(out);
+}
+
+static void report(FILE *out, Verbosity v, const PhTuner *t, int ne, int winner, float ms)
+{
+    if (v == QUIET) return;
+    fprintf(out, "%sphobos: tuned %s (%d configs): %s, %.4f ms (median of %d runs)%s\n", isatty(fileno(out)) ? "\r" : "",
+            t->configs[0]->kernel, ne, config_name(t, winner), ms, PH_TUNE_RUNS, isatty(fileno(out)) ? "\033[K" : "");
+    fflush(out);
+}
+
+/* Times each eligible config; the fastest's index into eligible[] in
+ * *pick. The outputs are put back for the launch that follows. */
+static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args,
+                      int *pick, float *best)
+{
+    FILE *out = log_stream ? log_stream : stderr;
+    Verbosity v = verbosity(out);
+    Bench b = {0};
+    ph_status s = bench_open(&b, t, args);
+    bool opened = !s;   /* and nothing written yet */
+    *best = INFINITY;
+    for (int i = 0; i < ne && !s; i++) {
+        float ms = 0;
+        progress(out, v, t, eligible, ne, i, -1);
+        s = time_config(&b, t, k, eligible[i], grids[i], args, &ms);
+        if (s) break;
+        progress(out, v, t, eligible, ne, i, ms);
+        if (ms < *best) { *best = ms; *pick = i; }
+    }
+    ph_status back = opened ? reset_outputs(&b, t, args) : PH_OK;
+    bench_close(&b, t);
+    if (!s && !back) report(out, v, t, ne, eligible[*pick], *best);
+    else if (v != QUIET && isatty(fileno(out))) fputc('\n', out);   /* end the line the failure left */
+    return s ? s : back;
+}
+
+/* ---- winners in memory, by the dims of every tensor argument ---- */
+
+static bool winner_for(const Winner *w, const ph_arg *args, int nargs)
+{
+    int n = 0;
+    for (int i = 0; i < nargs; i++) {
+        if (args[i].kind != PH_ARG_TENSOR) continue;
+        if (n + 2 > w->ndims || w->dims[n] != args[i].dims[0] || w->dims[n + 1] != args[i].dims[1]) return false;
+        n += 2;
+    }
+    return n == w->ndims;
+}
+
+static void remember(PhTuner *t, const ph_arg *args, int nargs, int config)
+{
+    int n = 0;
+    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 2 : 0;
+    Winner *w = xcalloc(1, sizeof *w + (size_t)n * sizeof *w->dims);
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == PH_ARG_TENSOR) { w->dims[w->ndims++] = args[i].dims[0]; w->dims[w->ndims++] = args[i].dims[1]; }
+    w->config = config;
+    w->next = t->winners;
+    t->winners = w;
+}
+
+/* Whether config is eligible; its index into eligible[] in *pick. */
+static bool eligible_index(const int *eligible, int ne, int config, int *pick)
+{
+    for (int i = 0; i < ne; i++)
+        if (eligible[i] == config) { *pick = i; return true; }
+    return false;
+}
+
+static bool known_winner(const PhTuner *t, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
+{
+    for (const Winner *w = t->winners; w; w = w->next)
+        if (winner_for(w, args, nargs)) return eligible_index(eligible, ne, w->config, pick);
+    return false;
+}
+
+/* ---- winners on disk ----
+ * A file per key, in the PTX cache's folder, named by the key's hash: the
+ * key's lines, then "winner ENTRY" and the time it took. */
+
+static char build_id[160];
+
+/* Finds the GNU build id note of the object that holds this file's code. */
+static int read_build_id(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    uintptr_t here = (uintptr_t)data;
+    bool ours = false;
+    for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        uintptr_t start = info->dlpi_addr + p->p_vaddr;
+        ours = p->p_type == PT_LOAD && here >= start && here < start + p->p_memsz;
+    }
+    if (!ours) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_NOTE) continue;
+        size_t align = p->p_align == 8 ? 8 : 4;
+        const unsigned char *note = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = note + p->p_memsz;
+        while (note + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)note;
+            const unsigned char *name = note + sizeof *h, *desc = name + ((h->n_namesz + align - 1) & ~(align - 1));
+            if (desc + h->n_descsz > end) break;
+            if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4) && h->n_descsz <= 64) {
+                size_t len = strlen(build_id);
+                for (unsigned j = 0; j < h->n_descsz; j++) len += (size_t)sprintf(build_id + len, "%02x", desc[j]);
+                return 1;
+            }
+            note = desc + ((h->n_descsz + align - 1) & ~(align - 1));
+        }
+    }
+    return 1;
+}
+
+const char *ph_internal_build_id(void)
+{
+    if (*build_id) return build_id;
+    snprintf(build_id, sizeof build_id, "%s ", ph_version());
+    size_t len = strlen(build_id);
+    dl_iterate_phdr(read_build_id, (void *)(uintptr_t)&read_build_id);
+    if (strlen(build_id) == len) snprintf(build_id + len, sizeof build_id - len, "compiled %s %s", __DATE__, __TIME__);
+    return build_id;
+}
+
+char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, int nargs, const char *device)
+{
+    char *key = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&key, &len);
+    if (!out) return NULL;
+    fprintf(out, "phobos autotune 1\nkernel %s\nspace %016llx\ndims", f->kernel, (unsigned long long)space);
+    for (int i = 0; i < nargs && i < f->nparams; i++) {
+        if (!f->params[i].is_tensor) continue;
+        fprintf(out, " %lld", (long long)args[i].dims[0]);
+        if (f->params[i].rank == 2) fprintf(out, "x%lld", (long long)args[i].dims[1]);
+    }
+    fprintf(out, "\ndevice %s\nbuild %s\n", device, ph_internal_build_id());
+    fclose(out);
+    return key;
+}
+
+bool ph_internal_tune_path(const char *key, char *path, size_t n)
+{
+    char folder[1100];
+    if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
+    return (size_t)snprintf(path, n, "%s/%016llx.tune", folder, (unsigned long long)h) < n;
+}
+
+bool ph_internal_tune_read(const char *path, const char *key, char *winner, size_t n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    size_t keylen = strlen(key), cap = keylen + 512;
+    char *text = xcalloc(cap + 1, 1);
+    size_t len = fread(text, 1, cap, f);
+    fclose(f);
+    bool ok = len > keylen && !memcmp(text, key, keylen) && !strncmp(text + keylen, "winner ", 7);
+    if (ok) {
+        const char *name = text + keylen + 7;
+        size_t nlen = strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+        ok = nlen && nlen < n && name[nlen] == '\n';
+        if (ok) snprintf(winner, n, "%.*s", (int)nlen, name);
+    }
+    free(text);
+    return ok;
+}
+
+bool ph_internal_tune_write(const char *path, const char *key, const char *winner, float ms)
+{
+    static unsigned serial;
+    char tmp[1300];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), serial++) >= sizeof tmp) return false;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return false;
+    bool ok = fprintf(f, "%swinner %s\nmedian %.6f ms\n", key, winner, ms) > 0;
+    ok = !fclose(f) && ok;
+    if (ok && !rename(tmp, path)) return true;   /* written whole, or not at all */
+    remove(tmp);
+    return false;
+}
+
+/* The winner a file holds for key, when it is one of the eligible configs. */
+static bool stored_winner(const PhTuner *t, const char *path, const char *key, const int *eligible, int ne, int *pick)
+{
+    char name[1100];
+    if (!ph_internal_tune_read(path, key, name, sizeof name)) return false;
+    for (int c = 0; c < t->count; c++)
+        if (!strcmp(config_name(t, c), name)) return eligible_index(eligible, ne, c, pick);
+    return false;
+}
+
+/* ---- the choice ---- */
+
+ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+                               const ph_arg *args, int nargs, int *pick)
+{
+    *pick = 0;
+    if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
+    char path[1200], *key = NULL;
+    bool on_disk = t->space && ph_internal_cache_folder(path, sizeof path);   /* the cache is on */
+    if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_device_name());
+    on_disk = key && ph_internal_tune_path(key, path, sizeof path);
+    if (on_disk && stored_winner(t, path, key, eligible, ne, pick)) {
+        FILE *out = log_stream ? log_stream : stderr;
+        if (verbosity(out) == ASKED)
+            fprintf(out, "phobos: %s: %s, as tuned before (%s)\n", t->configs[0]->kernel, config_name(t, eligible[*pick]), path);
+        remember(t, args, nargs, eligible[*pick]);
+        free(key);
+        return PH_OK;
+    }
+    float ms = 0;
+    ph_status s = tune(t, k, eligible, grids, ne, args, pick, &ms);
+    if (!s) {
+        remember(t, args, nargs, eligible[*pick]);
+        if (on_disk) ph_internal_tune_write(path, key, config_name(t, eligible[*pick]), ms);
+    }
+    free(key);
+    return s;
+}
