@@ -302,11 +302,12 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-static const char build_id[] = "phobos " __DATE__ " " __TIME__;
-
+/* The library's GNU build id names the build: it changes with any source
+ * file, where runtime.c's own compile time would miss a rebuilt compiler. */
 static uint64_t source_key(const char *path, const char *source)
 {
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, build_id, sizeof build_id);
+    const char *build = ph_internal_build_id();
+    uint64_t h = fnv1a(0xcbf29ce484222325ull, build, strlen(build));
     if (source) return fnv1a(h, source, strlen(source));
     SrcFile f;
     char err[256];
