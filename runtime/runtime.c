@@ -586,8 +586,52 @@ static const char *arg_kind_name(ph_arg_kind k)
     return k == PH_ARG_TENSOR ? "a tensor" : k == PH_ARG_I32 ? "an i32" : k == PH_ARG_F32 ? "an f32" : "an unknown kind";
 }
 
-/* Checks what every config shares: count, kinds, non-null pointers, dims
- * that must agree between tensors and literal dims. */
+/* The name of a tensor argument's dtype, or NULL for a value outside the enum. */
+static const char *arg_dtype_name(ph_dtype t)
+{
+    static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32"};
+    return t > PH_DTYPE_UNCHECKED && (unsigned)t < sizeof names / sizeof *names ? names[t] : NULL;
+}
+
+/* A tensor argument's dtype against its parameter's: unchecked agrees. */
+static ph_status check_dtype(const IrFunc *f, const IrParam *p, ph_dtype t)
+{
+    if (t == PH_DTYPE_UNCHECKED) return PH_OK;
+    const char *got = arg_dtype_name(t);
+    if (!got) return fail(PH_ERR_ARGS, "%s: parameter %s: unknown dtype %d", f->kernel, p->name, (int)t);
+    if (strcmp(got, ir_dtype_name(p->dt)))
+        return fail(PH_ERR_ARGS, "%s: parameter %s: expected %s, got %s", f->kernel, p->name, ir_dtype_name(p->dt), got);
+    return PH_OK;
+}
+
+/* Whether strides lay dims out row-major and contiguous, as torch's
+ * is_contiguous() says: a dim of size 1 may have any stride. */
+static bool row_major_contiguous(const int64_t *dims, const int64_t *strides, int rank)
+{
+    int64_t expected = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        if (dims[a] != 1 && strides[a] != expected) return false;
+        expected *= dims[a];
+    }
+    return true;
+}
+
+/* The kernel reads a tensor as row-major contiguous (the language says a
+ * tensor parameter is): strides that say otherwise are refused; none
+ * given ({0, 0}) say nothing. */
+static ph_status check_strides(const IrFunc *f, const IrParam *p, const ph_arg *a)
+{
+    if ((!a->strides[0] && !a->strides[1]) || row_major_contiguous(a->dims, a->strides, p->rank)) return PH_OK;
+    if (p->rank == 1)
+        return fail(PH_ERR_ARGS, "%s: parameter %s: strides (%lld) are not row-major contiguous for dims (%lld)", f->kernel,
+                    p->name, (long long)a->strides[0], (long long)a->dims[0]);
+    return fail(PH_ERR_ARGS, "%s: parameter %s: strides (%lld, %lld) are not row-major contiguous for dims (%lld, %lld)",
+                f->kernel, p->name, (long long)a->strides[0], (long long)a->strides[1], (long long)a->dims[0],
+                (long long)a->dims[1]);
+}
+
+/* Checks what every config shares: count, kinds, non-null pointers,
+ * dtypes, dims that must agree between tensors, literal dims, strides. */
 static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
 {
     if (nargs != f->nparams)
@@ -600,6 +644,8 @@ static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
                         arg_kind_name(want), arg_kind_name(args[i].kind));
         if (!p->is_tensor) continue;
         if (!args[i].ptr) return fail(PH_ERR_ARGS, "%s: tensor %s is a null pointer", f->kernel, p->name);
+        ph_status s = check_dtype(f, p, args[i].dtype);
+        if (s) return s;
         for (int a = 0; a < p->rank; a++) {
             int64_t d = args[i].dims[a];
             if (d < 1 || d > INT32_MAX)
@@ -615,6 +661,7 @@ static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
                                     (long long)args[j].dims[b], q->name, (long long)d, p->name);
             }
         }
+        if ((s = check_strides(f, p, &args[i]))) return s;
     }
     return PH_OK;
 }

@@ -884,3 +884,109 @@ Test(runtime, kernel_params_describe_the_signature)
     cr_assert_eq(p.rank, 1);
     ph_module_free(m);
 }
+
+/* ---- dtypes and strides ---- */
+
+static void one_block_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    (void)user;
+    g[0] = 1;
+}
+
+/* A tensor that says its dtype is checked against the parameter's, and
+ * the refusal names the parameter; unchecked (ph_tensor2) and the right
+ * dtype run. On the interpreter, so the launches that pass really run. */
+Test(runtime, a_wrong_dtype_is_refused_naming_the_parameter)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    uint16_t a[16 * 64], b[16 * 64];
+    for (int i = 0; i < 16 * 64; i++) { a[i] = (uint16_t)(0x3c00 + i % 512); b[i] = 0; }
+    ph_devptr pa = (ph_devptr)(uintptr_t)a, pb = (ph_devptr)(uintptr_t)b;
+
+    ph_arg wrong[2] = {ph_tensor2_t(pa, PH_F32, 16, 64), ph_tensor2_t(pb, PH_F16, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, wrong, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: expected f16, got f32");
+    ph_arg bf16[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2_t(pb, PH_BF16, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, bf16, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: expected f16, got bf16");
+    ph_arg unknown[2] = {ph_tensor2_t(pa, (ph_dtype)99, 16, 64), bf16[1]};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, unknown, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: unknown dtype 99");
+    for (int i = 0; i < 16 * 64; i++) cr_assert_eq(b[i], 0, "a refused launch wrote B[%d]", i);
+
+    ph_arg right[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, right, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, sizeof a);
+
+    ph_kernel *v;
+    cr_assert_eq(ph_kernel_get(m, "vadd", &v), PH_OK);
+    float x[128] = {0}, y[128] = {0}, z[128] = {0};
+    ph_arg ints[4] = {ph_tensor1_t((ph_devptr)(uintptr_t)x, PH_F32, 128), ph_tensor1_t((ph_devptr)(uintptr_t)y, PH_I32, 128),
+                      ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(1)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, ints, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter Y: expected f32, got i32");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* Strides, in elements, must be row-major contiguous for the dims, as
+ * torch's is_contiguous() says: a dim of size 1 may have any stride, and
+ * none given ({0, 0}) is contiguous. Anything else is refused, naming the
+ * parameter, before the interpreter reads a thing. */
+Test(runtime, strides_that_are_not_row_major_contiguous_are_refused)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    uint16_t a[16 * 64], b[16 * 64];
+    for (int i = 0; i < 16 * 64; i++) { a[i] = (uint16_t)(0x3c00 + i % 512); b[i] = 0; }
+    ph_devptr pa = (ph_devptr)(uintptr_t)a, pb = (ph_devptr)(uintptr_t)b;
+
+    ph_arg column_major[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2_s(pb, PH_F16, 16, 64, 1, 16)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, column_major, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: strides (1, 16) are not row-major contiguous for dims (16, 64)");
+    ph_arg padded[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 128, 1), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, padded, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: strides (128, 1) are not row-major contiguous for dims (16, 64)");
+    ph_arg broadcast[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 0, 1), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, broadcast, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: strides (0, 1) are not row-major contiguous for dims (16, 64)");
+    ph_arg untyped[2] = {ph_tensor2(pa, 16, 64), ph_tensor2_s(pb, PH_DTYPE_UNCHECKED, 16, 64, 64, 2)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, untyped, 2), PH_ERR_ARGS, "strides are checked without a dtype");
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: strides (64, 2) are not row-major contiguous for dims (16, 64)");
+    for (int i = 0; i < 16 * 64; i++) cr_assert_eq(b[i], 0, "a refused launch wrote B[%d]", i);
+
+    ph_arg contiguous[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 64, 1), ph_tensor2_s(pb, PH_F16, 16, 64, 64, 1)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, contiguous, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, sizeof a);
+
+    /* one row: its stride is anything (torch reports the row's length, or 1, or 0) */
+    memset(b, 0, sizeof b);
+    ph_arg row[2] = {ph_tensor2_s(pa, PH_F16, 1, 64, 12345, 1), ph_tensor2_s(pb, PH_F16, 1, 64, 0, 1)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, row, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, 64 * sizeof *a);
+    cr_assert_eq(b[64], 0, "one row of B, no more");
+
+    ph_kernel *v;
+    cr_assert_eq(ph_kernel_get(m, "vadd", &v), PH_OK);
+    float x[256], y[256], z[256];
+    for (int i = 0; i < 256; i++) { x[i] = (float)i; y[i] = 1; z[i] = 0; }
+    ph_devptr px = (ph_devptr)(uintptr_t)x, py = (ph_devptr)(uintptr_t)y, pz = (ph_devptr)(uintptr_t)z;
+    ph_arg every_other[4] = {ph_tensor1_s(px, PH_F32, 128, 2), ph_tensor1(py, 128), ph_tensor1(pz, 128), ph_f32(2)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, every_other, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter X: strides (2) are not row-major contiguous for dims (128)");
+    ph_arg negative[4] = {ph_tensor1(px, 128), ph_tensor1_s(py, PH_F32, 128, -1), ph_tensor1(pz, 128), ph_f32(2)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, negative, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter Y: strides (-1) are not row-major contiguous for dims (128)");
+    for (int i = 0; i < 256; i++) cr_assert_eq(z[i], 0.0f, "a refused launch wrote Z[%d]", i);
+    ph_arg unit[4] = {ph_tensor1_s(px, PH_F32, 128, 1), ph_tensor1_s(py, PH_F32, 128, 1), ph_tensor1_s(pz, PH_F32, 128, 1), ph_f32(2)};
+    long n = 128;
+    cr_assert_eq(ph_launch(v, grid_of_n, &n, unit, 4), PH_OK, "%s", ph_last_error());
+    for (int i = 0; i < 128; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + 1.0f, 1e-6f, "z[%d] = %g", i, z[i]);
+    cr_assert_eq(z[128], 0.0f);
+    ph_module_free(m);
+    ph_shutdown();
+}

@@ -47,19 +47,42 @@ typedef uint64_t ph_devptr;
 
 typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32 } ph_arg_kind;
 
-/* One kernel argument: a tensor is a device pointer plus its dims. */
+/* A tensor's element type. PH_DTYPE_UNCHECKED (zero) is no claim at all:
+ * the launch takes the tensor's elements to be what the kernel declares. */
+typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32 } ph_dtype;
+
+/* One kernel argument. A tensor is a device pointer and its dims, and
+ * optionally its element type and its strides (in elements, as torch's
+ * stride() reports them); a launch refuses a tensor whose dtype is not the
+ * parameter's, or whose strides are not row-major contiguous for its dims
+ * (a dim of size 1 may have any stride). Strides {0, 0} are "not given":
+ * the tensor is taken as row-major contiguous. A rank-1 tensor's dims and
+ * strides are {d0, 1} and {s0, 0}. */
 typedef struct {
     ph_arg_kind kind;
     ph_devptr ptr;
     int64_t dims[2];
     int32_t i32;
     float f32;
+    ph_dtype dtype;
+    int64_t strides[2];
 } ph_arg;
 
-static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0}; return a; }
-static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0}; return a; }
-static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0}; return a; }
-static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v}; return a; }
+/* Tensors of unchecked dtype, taken as contiguous (as before dtypes and strides were known). */
+static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+/* Tensors whose dtype is checked, contiguous. */
+static inline ph_arg ph_tensor1_t(ph_devptr p, ph_dtype t, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {0, 0}}; return a; }
+static inline ph_arg ph_tensor2_t(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {0, 0}}; return a; }
+/* Tensors whose dtype and strides (in elements) are checked. */
+static inline ph_arg ph_tensor1_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t s0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {s0, 0}}; return a; }
+static inline ph_arg ph_tensor2_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1, int64_t s0, int64_t s1)
+{
+    ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {s0, s1}};
+    return a;
+}
+static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
 
 /* The chosen config's meta-parameters, passed to the grid callback (the
  * tutorial's `lambda meta:`). */
