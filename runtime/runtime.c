@@ -190,6 +190,7 @@ struct ph_kernel {
     unsigned (*grids)[3];
     void **params;
     uint64_t *values;
+    CUstream stream;           /* the launch in progress's, its timing's too */
 };
 
 /* Each config is its own CUDA module, loaded when a launch first needs it,
@@ -730,7 +731,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     const Config *st = &k->module->state[k->first + cfg];
     pack_args(k, f, args);
-    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, NULL, k->params, NULL);
+    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, k->stream, k->params, NULL);
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
 }
 
@@ -742,9 +743,9 @@ static float time_config(ph_kernel *k, int cfg, const unsigned g[3], const ph_ar
     *s = launch_one(k, cfg, g, args);   /* warm-up */
     float best = 1e30f;
     for (int rep = 0; rep < 5 && *s == PH_OK; rep++) {
-        cu.EventRecord(a, NULL);
+        cu.EventRecord(a, k->stream);
         *s = launch_one(k, cfg, g, args);
-        cu.EventRecord(b, NULL);
+        cu.EventRecord(b, k->stream);
         cu.EventSynchronize(b);
         float ms = 0;
         cu.EventElapsedTime(&ms, a, b);
@@ -839,7 +840,7 @@ static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*g
     return launch_one(k, eligible[pick], grids[pick], args);
 }
 
-ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
+ph_status ph_launch_stream(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, void *stream)
 {
     if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
     const IrFunc *f0 = k->module->ir->funcs[k->first];
@@ -862,8 +863,14 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
     if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
     if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
     if (!s) s = load_eligible(k, eligible, grids, &ne);
+    k->stream = stream;
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     return s;
+}
+
+ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
+{
+    return ph_launch_stream(k, grid, user, args, nargs, NULL);
 }
 
 const char *ph_kernel_last_config(const ph_kernel *k)

@@ -350,6 +350,9 @@ static struct {
     bool deny_shared;
     const char *fast;       /* this config times 1 ms, others 2 ms */
     int ntimings;           /* times the autotuner read an event's elapsed time */
+    CUstream launched_on[256];   /* each launch's stream */
+    CUstream recorded_on[64];    /* each event record's stream */
+    int nrecords;
 } fake;
 
 static CUresult fake_ok(void) { return 0; }
@@ -411,13 +414,14 @@ static CUresult fake_func_attr(CUfunction f, int attr, int value)
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream st, void **params, void **extra)
 {
-    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)st; (void)params; (void)extra;
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)params; (void)extra;
     fake.launched_shared[fake.nlaunches % 256] = smem;
+    fake.launched_on[fake.nlaunches % 256] = st;
     snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
     return 0;
 }
 static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
-static CUresult fake_record(CUevent e, CUstream s) { (void)e; (void)s; return 0; }
+static CUresult fake_record(CUevent e, CUstream s) { (void)e; fake.recorded_on[fake.nrecords++ % 64] = s; return 0; }
 static CUresult fake_sync(CUevent e) { (void)e; return 0; }
 static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
 {
@@ -735,6 +739,35 @@ Test(runtime, the_refusal_names_each_eligible_configs_reason)
     ph_shutdown();
 }
 
+/* ph_launch_stream puts every launch on the caller's stream, the timed
+ * ones and the CUDA events that time them too; ph_launch uses the NULL
+ * stream. */
+Test(runtime, launches_and_their_timing_go_on_the_callers_stream)
+{
+    use_fake_driver();
+    fake.fast = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    CUstream stream = (CUstream)(uintptr_t)0x5000;
+    cr_assert_eq(ph_launch_stream(k, grid1, NULL, args, 4, stream), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nlaunches, 19, "three configs timed, then the fastest");
+    for (int i = 0; i < fake.nlaunches; i++) cr_assert_eq(fake.launched_on[i], stream, "launch %d on %p", i, (void *)fake.launched_on[i]);
+    cr_assert_eq(fake.nrecords, 30, "two events for each of fifteen timed runs");
+    for (int i = 0; i < fake.nrecords; i++) cr_assert_eq(fake.recorded_on[i], stream, "event %d recorded on %p", i, (void *)fake.recorded_on[i]);
+
+    CUstream other = (CUstream)(uintptr_t)0x6000;
+    cr_assert_eq(ph_launch_stream(k, grid1, NULL, args, 4, other), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_on[19], other, "a tuned launch goes on its own stream");
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_null(fake.launched_on[20], "ph_launch is the NULL stream");
+    cr_assert_eq(fake.nlaunches, 21);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* How many times ph_launch allocated. */
 static long allocations_of(ph_kernel *k, const ph_arg *args, int nargs, ph_status *s)
 {
@@ -808,6 +841,10 @@ Test(runtime, the_interpreter_runs_launches_on_host_memory)
     for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
     cr_assert_eq(ph_synchronize(), PH_OK);
+    memset(z, 0, sizeof z);
+    cr_assert_eq(ph_launch_stream(k, grid_of_n, &n, args, 4, (void *)(uintptr_t)0x5000), PH_OK, "the stream is ignored: %s",
+                 ph_last_error());
+    for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
     n = 100;   /* a multiple of no BLOCK */
     args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = n;
     cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_NOT_ELIGIBLE);

@@ -104,8 +104,8 @@ typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
  * them on the CPU interpreter of the IR instead, with no driver: "device"
  * pointers are then host pointers (ph_malloc is calloc, the copies are
  * memcpy, a host program may pass its own arrays), each launch runs the
- * first eligible config to completion before it returns, and nothing is
- * timed. Changing target needs ph_shutdown first. */
+ * first eligible config to completion before it returns, streams are
+ * ignored, and nothing is timed. Changing target needs ph_shutdown first. */
 #define PH_INTERPRETER (-1)
 ph_status ph_init(int device);
 void ph_shutdown(void);
@@ -139,10 +139,18 @@ typedef struct {
 int ph_kernel_param_count(const ph_kernel *k);
 ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out);
 
-/* Launches kernel on the current stream. With several eligible configs the
+/* Launches kernel on the legacy default stream (the NULL stream): as
+ * ph_launch_stream with a NULL stream. With several eligible configs the
  * first launch for a (kernel, dims) pair times each one (with the real
  * arguments: outputs are written more than once) and keeps the fastest. */
 ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs);
+
+/* Launches kernel on `stream`, a CUstream of the module's device (NULL:
+ * the legacy default stream), after the work queued on it before and
+ * before the work queued after; the launch returns without waiting for
+ * the kernel. The first launch's autotuning runs on that stream too (its
+ * CUDA events are recorded there), and waits for the timed runs. */
+ph_status ph_launch_stream(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, void *stream);
 
 /* The config the last launch of k used (its entry name), or NULL. */
 const char *ph_kernel_last_config(const ph_kernel *k);
