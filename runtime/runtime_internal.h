@@ -37,6 +37,7 @@ typedef struct {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxGetCurrent)(CUcontext *);
     CUresult (*CtxSynchronize)(void);
     CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*ModuleUnload)(CUmodule);

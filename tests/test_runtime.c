@@ -3,6 +3,7 @@
  * argument check refusing a bad launch before anything reaches a device. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include "phobos.h"
 #include "testutil.h"
@@ -350,14 +351,21 @@ static struct {
     bool deny_shared;
     const char *fast;       /* this config times 1 ms, others 2 ms */
     int ntimings;           /* times the autotuner read an event's elapsed time */
+    int retained[2];        /* each device's primary context's retains, less its releases */
+    int launched_device[256];    /* the device whose context was current at each launch */
     CUstream launched_on[256];   /* each launch's stream */
     CUstream recorded_on[64];    /* each event record's stream */
     int nrecords;
 } fake;
 
+/* Two devices, each with a context of its own; the current context is per
+ * thread, as the driver's is. */
+static char fake_contexts[2];
+static _Thread_local CUcontext fake_current;
+
 static CUresult fake_ok(void) { return 0; }
 static CUresult fake_init(unsigned f) { (void)f; return 0; }
-static CUresult fake_count(int *n) { *n = 1; return 0; }
+static CUresult fake_count(int *n) { *n = 2; return 0; }
 static CUresult fake_get(CUdevice *d, int i) { *d = i; return 0; }
 static CUresult fake_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return 0; }
 static CUresult fake_attr(int *v, int a, CUdevice d)
@@ -367,9 +375,21 @@ static CUresult fake_attr(int *v, int a, CUdevice d)
        : a == ATTR_MAX_SHARED_PER_BLOCK_OPTIN ? 232448 : 65535;
     return 0;
 }
-static CUresult fake_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake; return 0; }
-static CUresult fake_release(CUdevice d) { (void)d; return 0; }
-static CUresult fake_set(CUcontext c) { (void)c; return 0; }
+static CUresult fake_retain(CUcontext *c, CUdevice d) { *c = (CUcontext)&fake_contexts[d]; fake.retained[d]++; return 0; }
+static CUresult fake_release(CUdevice d) { fake.retained[d]--; return 0; }
+static CUresult fake_set(CUcontext c) { fake_current = c; return 0; }
+static CUresult fake_get_current(CUcontext *c) { *c = fake_current; return 0; }
+/* The device whose context is current in the calling thread, or -1. */
+static int current_device(void)
+{
+    return fake_current ? (int)((char *)fake_current - fake_contexts) : -1;
+}
+static CUresult fake_alloc(CUdeviceptr *p, size_t n)
+{
+    (void)n;
+    *p = 0x100000ull * (unsigned)(current_device() + 2);   /* says which device it is on */
+    return 0;
+}
 
 /* The entry name of a PTX image: what follows its one ".entry ". */
 static void entry_of(const char *ptx, char *name, size_t n)
@@ -417,6 +437,7 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)params; (void)extra;
     fake.launched_shared[fake.nlaunches % 256] = smem;
     fake.launched_on[fake.nlaunches % 256] = st;
+    fake.launched_device[fake.nlaunches % 256] = current_device();
     snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
     return 0;
 }
@@ -439,7 +460,7 @@ static void use_fake_driver(void)
     PhDriver d = {
         .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
         .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
-        .CtxSetCurrent = fake_set, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
+        .CtxSetCurrent = fake_set, .CtxGetCurrent = fake_get_current, .CtxSynchronize = fake_ok, .MemAlloc = fake_alloc, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
         .ModuleGetFunction = fake_function, .FuncSetAttribute = fake_func_attr, .LaunchKernel = fake_launch, .EventCreate = fake_event,
         .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
         .EventDestroy = fake_destroy, .GetErrorString = fake_error,
@@ -768,6 +789,124 @@ Test(runtime, launches_and_their_timing_go_on_the_callers_stream)
     ph_shutdown();
 }
 
+/* What a thread that never chose a device sees and does: a launch of a
+ * module loaded for device 1, a malloc, and the context it had after each. */
+typedef struct {
+    ph_kernel *k;
+    ph_status launch, malloc_status;
+    int device, launched_device, context_after_launch, context_after_malloc;
+    ph_devptr p;
+} Stranger;
+
+static void *stranger(void *arg)
+{
+    Stranger *t = arg;
+    ph_get_device(&t->device);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    t->launch = ph_launch(t->k, grid1, NULL, args, 4);
+    t->launched_device = fake.launched_device[(fake.nlaunches - 1) % 256];
+    t->context_after_launch = current_device();
+    t->malloc_status = ph_malloc(&t->p, 64);
+    t->context_after_malloc = current_device();
+    return NULL;
+}
+
+/* Two devices: ph_init retains each one's context; the first is every
+ * thread's device until it calls ph_set_device; a module runs on the
+ * device it was loaded for, whatever thread launches it; ph_malloc works
+ * on the calling thread's device; each call puts back the context the
+ * thread had; ph_shutdown releases both. */
+Test(runtime, each_module_runs_on_the_device_it_was_loaded_for)
+{
+    use_fake_driver();
+    cr_assert_eq(fake.retained[0], 1);
+    cr_assert_eq(current_device(), 0, "the first ph_init leaves its device's context current");
+    int dev = -5;
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 0);
+    cr_assert_eq(ph_set_device(1), PH_ERR_STATE);
+    cr_assert_str_eq(ph_last_error(), "device 1 is not initialized (call ph_init(1) first)");
+
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_init(1), PH_OK);
+    cr_assert_eq(fake.retained[1], 1, "a device is started once");
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 0, "the first device started stays the default");
+    cr_assert_eq(current_device(), 0, "starting another device leaves the thread's context alone");
+    cr_assert_eq(ph_init(2), PH_ERR_NO_DEVICE);
+    cr_assert_str_eq(ph_last_error(), "device 2 does not exist (this machine has 2)");
+
+    ph_module *m0, *m1;
+    ph_kernel *k0, *k1;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(current_device(), 1, "ph_set_device makes its device's context current");
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 1);
+    ph_devptr p = 0;
+    cr_assert_eq(ph_malloc(&p, 64), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(p, 0x300000, "allocated on device 1");
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m0, "vadd__BLOCK_128", &k0), PH_OK);
+    cr_assert_eq(ph_kernel_get(m1, "vadd__BLOCK_128", &k1), PH_OK);
+
+    cr_assert_eq(ph_set_device(0), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k1, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_device[0], 1, "m1 was loaded for device 1");
+    cr_assert_eq(current_device(), 0, "the launch put back the thread's context");
+    cr_assert_eq(ph_launch(k0, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_device[1], 0, "m0 was loaded for device 0");
+    cr_assert_eq(ph_malloc(&p, 64), PH_OK);
+    cr_assert_eq(p, 0x200000, "allocated on device 0");
+
+    Stranger t = {.k = k1, .device = -5};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, stranger, &t), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(t.device, 0, "a thread that never chose has the default device");
+    cr_assert_eq(t.launch, PH_OK);
+    cr_assert_eq(t.launched_device, 1, "m1 runs on device 1 from any thread");
+    cr_assert_eq(t.context_after_launch, -1, "the thread had no context, and has none after");
+    cr_assert_eq(t.malloc_status, PH_OK);
+    cr_assert_eq(t.p, 0x200000, "its memory is on its device, the default");
+    cr_assert_eq(t.context_after_malloc, -1);
+
+    ph_module_free(m0);
+    ph_module_free(m1);
+    ph_shutdown();
+    cr_assert_eq(fake.retained[0], 0, "ph_shutdown releases device 0");
+    cr_assert_eq(fake.retained[1], 0, "and device 1");
+    cr_assert_eq(ph_set_device(0), PH_ERR_STATE);
+    cr_assert_eq(ph_get_device(&dev), PH_ERR_STATE);
+}
+
+/* A module outlives a ph_shutdown: its configs went with the context, so
+ * its next launch loads them again, on the device the launching thread
+ * has in the new runtime. */
+Test(runtime, a_module_from_before_a_shutdown_loads_again)
+{
+    use_fake_driver();
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 1);
+    cr_assert_eq(fake.launched_device[0], 1);
+    ph_shutdown();
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_STATE);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 2, "loaded again");
+    cr_assert_eq(fake.launched_device[1], 0, "on this thread's device now");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* How many times ph_launch allocated. */
 static long allocations_of(ph_kernel *k, const ph_arg *args, int nargs, ph_status *s)
 {
@@ -1027,3 +1166,21 @@ Test(runtime, strides_that_are_not_row_major_contiguous_are_refused)
     ph_module_free(m);
     ph_shutdown();
 }
+
+/* Under PHOBOS_TARGET=interp every device number is the interpreter, so a
+ * program written for several GPUs runs unchanged. */
+Test(runtime, every_device_is_the_interpreter)
+{
+    cr_assert_eq(ph_set_device(0), PH_ERR_STATE, "nothing started yet");
+    setenv("PHOBOS_TARGET", "interp", 1);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    unsetenv("PHOBOS_TARGET");
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    int dev = 0;
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, PH_INTERPRETER);
+    cr_assert_str_eq(ph_device_name(), "the CPU interpreter");
+    ph_shutdown();
+}
+

@@ -105,16 +105,36 @@ typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
  * pointers are then host pointers (ph_malloc is calloc, the copies are
  * memcpy, a host program may pass its own arrays), each launch runs the
  * first eligible config to completion before it returns, streams are
- * ignored, and nothing is timed. Changing target needs ph_shutdown first. */
+ * ignored, and nothing is timed. Changing target needs ph_shutdown first.
+ *
+ * Several GPUs: ph_init may be called for each device a program uses
+ * (again for one already started, it does nothing); each retains its
+ * device's primary context, the one the CUDA runtime API (and torch) use.
+ * The first device started is every thread's device until the thread
+ * calls ph_set_device, as cudaSetDevice: ph_malloc, the copies,
+ * ph_synchronize and module loads act on the calling thread's device. The
+ * first ph_init leaves its device's context current in the calling thread
+ * and ph_set_device makes its device's current; every other call makes
+ * the context it needs current for its duration and then puts back the
+ * one the thread had. ph_shutdown releases every device. */
 #define PH_INTERPRETER (-1)
 ph_status ph_init(int device);
 void ph_shutdown(void);
+/* The calling thread's device from now on: one ph_init has started
+ * (PH_ERR_STATE otherwise). On the interpreter every device number is the
+ * interpreter. */
+ph_status ph_set_device(int device);
+/* The calling thread's device (PH_INTERPRETER on the interpreter). */
+ph_status ph_get_device(int *device);
 const char *ph_last_error(void);
 const char *ph_status_name(ph_status s);
-/* "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
+/* The calling thread's device: "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
 const char *ph_device_name(void);
 
-/* ---- modules and kernels ---- */
+/* ---- modules and kernels ----
+ * A module runs on the calling thread's device when it is loaded (when no
+ * ph_init has run yet, on the device of the thread that first launches
+ * it): its launches go to that device whatever thread makes them. */
 ph_status ph_module_load_file(const char *path, ph_module **out);
 ph_status ph_module_load_string(const char *name, const char *source, ph_module **out);
 void ph_module_free(ph_module *m);
@@ -175,7 +195,10 @@ typedef struct {
  * and malloc'd (the caller frees it); opt may be NULL. */
 ph_status ph_compile(const char *name, const char *source, const ph_compile_options *opt, char **text);
 
-/* ---- device memory ---- */
+/* ---- device memory ----
+ * On the calling thread's device, through the legacy default stream: the
+ * copies return when they are done, and ph_synchronize waits for all the
+ * device's work, on every stream. */
 ph_status ph_malloc(ph_devptr *p, size_t bytes);
 ph_status ph_free(ph_devptr p);
 ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes);
