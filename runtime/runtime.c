@@ -6,6 +6,7 @@
 #include "phobos.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -36,6 +37,9 @@ typedef struct {
 
 enum { MAX_DEVICES = 64 };
 
+/* The runtime's shared state, behind `lock`: the devices, and in each
+ * module its loaded configs, the autotuner's choices and the launch
+ * scratch. ph_last_error's message is per thread and needs none. */
 static struct {
     bool ready;
     bool interp;           /* the CPU interpreter stands in for the device (PH_INTERPRETER) */
@@ -43,6 +47,21 @@ static struct {
     unsigned generation;   /* one more at each start: a choice made before a ph_shutdown is stale */
     Device devices[MAX_DEVICES];
 } rt;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int held;   /* how deep the calling thread holds `lock` */
+
+/* Takes the lock, or takes it again in the thread that holds it: a grid
+ * callback runs inside a launch, and may ask the runtime things. */
+static void lock_runtime(void)
+{
+    if (!held++) pthread_mutex_lock(&lock);
+}
+
+static void unlock_runtime(void)
+{
+    if (!--held) pthread_mutex_unlock(&lock);
+}
 
 /* The device the calling thread chose with ph_set_device, in the runtime
  * generation it chose it in. */
@@ -212,12 +231,19 @@ static ph_status start_target(int device)
     return PH_OK;
 }
 
-ph_status ph_init(int device) { return start_target(device); }
+ph_status ph_init(int device)
+{
+    lock_runtime();
+    ph_status s = start_target(device);
+    unlock_runtime();
+    return s;
+}
 
 #define NOT_READY "the runtime is not initialized (call ph_init) or was shut down"
 
 ph_status ph_set_device(int device)
 {
+    lock_runtime();
     ph_status s = PH_OK;
     CUcontext ctx = NULL;
     if (!rt.ready) {
@@ -231,6 +257,7 @@ ph_status ph_set_device(int device)
         chosen.generation = rt.generation;
         ctx = rt.devices[device].ctx;
     }
+    unlock_runtime();
     CUresult r = ctx ? cu.CtxSetCurrent(ctx) : 0;
     return s ? s : r ? cu_fail(r, "cuCtxSetCurrent") : PH_OK;
 }
@@ -238,19 +265,25 @@ ph_status ph_set_device(int device)
 ph_status ph_get_device(int *device)
 {
     if (!device) return fail(PH_ERR_INVALID, "null pointer to ph_get_device");
+    lock_runtime();
     ph_status s = !rt.ready ? fail(PH_ERR_STATE, NOT_READY) : PH_OK;
     if (!s) *device = rt.interp ? PH_INTERPRETER : thread_device();
+    unlock_runtime();
     return s;
 }
 
 const char *ph_device_name(void)
 {
+    lock_runtime();
     const char *name = rt.ready ? rt.devices[thread_device()].name : "no device";
+    unlock_runtime();
     return name;
 }
 
 void ph_shutdown(void)
 {
+    if (held) return;   /* from inside a launch's grid callback: not now */
+    lock_runtime();
     for (int i = 0; rt.ready && !rt.interp && i < MAX_DEVICES; i++) {
         Device *d = &rt.devices[i];
         CUcontext saved = NULL;
@@ -263,6 +296,7 @@ void ph_shutdown(void)
     }
     memset(rt.devices, 0, sizeof rt.devices);
     rt.ready = rt.interp = false;
+    unlock_runtime();
 }
 
 /* ---- modules ---- */
@@ -483,7 +517,8 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
 /* The device m runs on: the calling thread's when m is loaded, or when
  * the runtime was not running then, when m is first launched. A module
  * from before a ph_shutdown lost its loaded configs with the contexts:
- * it takes a device again and they load again. The runtime is ready. */
+ * it takes a device again and they load again. The runtime is ready and
+ * the lock held. */
 static Device *module_device(ph_module *m)
 {
     if (m->generation != rt.generation || !rt.devices[m->device].ready) {
@@ -511,7 +546,9 @@ static ph_status compile_source(const char *name, const char *source, const char
     } else {
         s = module_from_ir(ir, out);
         (*out)->key = source_key(path, source);
+        lock_runtime();
         if (rt.ready) module_device(*out);
+        unlock_runtime();
     }
     free(diags);
     return s;
@@ -533,6 +570,7 @@ void ph_module_free(ph_module *m)
 {
     if (!m) return;
     int nconfigs = m->ir->nfuncs;
+    lock_runtime();
     /* configs loaded before a ph_shutdown went with their context */
     const Device *d = &rt.devices[m->device];
     CUcontext saved = NULL;
@@ -540,6 +578,7 @@ void ph_module_free(ph_module *m)
     for (int i = 0; live && i < nconfigs; i++)
         if (m->state[i].state == CONFIG_LOADED) cu.ModuleUnload(m->state[i].mod);
     if (live) leave_context(d, saved);
+    unlock_runtime();
     for (int i = 0; i < nconfigs; i++) {
         free(m->state[i].why);
         free(m->state[i].meta_names);
@@ -965,8 +1004,8 @@ static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*g
     return launch_one(k, eligible[pick], grids[pick], args);
 }
 
-/* A launch: the module's device's context is made current for the
- * loads, the timed runs and the launch itself. */
+/* A launch, the lock held: the module's device's context is made current
+ * for the loads, the timed runs and the launch itself. */
 static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, CUstream stream)
 {
     const IrFunc *f0 = k->module->ir->funcs[k->first];
@@ -1001,7 +1040,10 @@ static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const 
 ph_status ph_launch_stream(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, void *stream)
 {
     if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
+    if (held) return fail(PH_ERR_STATE, "%s: ph_launch from inside a launch's grid callback", k->name);
+    lock_runtime();
     ph_status s = launch_kernel(k, grid, user, args, nargs, stream);
+    unlock_runtime();
     return s;
 }
 
@@ -1013,14 +1055,17 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
 const char *ph_kernel_last_config(const ph_kernel *k)
 {
     if (!k) return NULL;
+    lock_runtime();
     const char *name = k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
+    unlock_runtime();
     return name;
 }
 
 /* ---- memory ---- */
 
 /* A memory call on the calling thread's device, its context current from
- * call_begin to call_end. */
+ * call_begin to call_end. The lock is held only to find the device: a
+ * copy that waits for the device does not hold up launches elsewhere. */
 typedef struct {
     bool interp;
     const Device *dev;
@@ -1029,9 +1074,11 @@ typedef struct {
 
 static ph_status call_begin(Call *c)
 {
+    lock_runtime();
     bool ready = rt.ready;
     c->interp = rt.interp;
     c->dev = ready ? &rt.devices[thread_device()] : NULL;
+    unlock_runtime();
     if (!ready) return fail(PH_ERR_STATE, NOT_READY);
     return c->interp ? PH_OK : enter_context(c->dev, &c->saved);
 }

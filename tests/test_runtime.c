@@ -1,9 +1,12 @@
 /* test_runtime.c: the runtime's checks that need no GPU: a missing driver
  * said plainly, compile errors and unknown kernels reported, and every
- * argument check refusing a bad launch before anything reaches a device. */
+ * argument check refusing a bad launch before anything reaches a device;
+ * against a fake driver, config loading, autotuning, streams and two
+ * devices; on the interpreter, launches from several threads at once. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "phobos.h"
 #include "testutil.h"
@@ -356,6 +359,8 @@ static struct {
     CUstream launched_on[256];   /* each launch's stream */
     CUstream recorded_on[64];    /* each event record's stream */
     int nrecords;
+    bool slow_launches;     /* each launch takes a while before it reads its parameters */
+    int inconsistent;       /* launches whose parameters were not one launch's */
 } fake;
 
 /* Two devices, each with a context of its own; the current context is per
@@ -434,7 +439,14 @@ static CUresult fake_func_attr(CUfunction f, int attr, int value)
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream st, void **params, void **extra)
 {
-    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)params; (void)extra;
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
+    if (fake.slow_launches) {
+        /* X at 0x10000 * t with N = 128 * t, for the launching thread's t */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        uint64_t x = *(uint64_t *)params[0];
+        int64_t n = *(int64_t *)params[1];
+        fake.inconsistent += n != 128 * (int64_t)(x / 0x10000);
+    }
     fake.launched_shared[fake.nlaunches % 256] = smem;
     fake.launched_on[fake.nlaunches % 256] = st;
     fake.launched_device[fake.nlaunches % 256] = current_device();
@@ -1167,6 +1179,112 @@ Test(runtime, strides_that_are_not_row_major_contiguous_are_refused)
     ph_shutdown();
 }
 
+/* ---- threads ---- */
+
+typedef struct {
+    ph_kernel *k;
+    int t;              /* 1, 2, ...: its arguments are X at 0x10000 * t, N = 128 * t */
+    int failed;
+} Launcher;
+
+static void *launcher(void *arg)
+{
+    Launcher *l = arg;
+    ph_devptr x = 0x10000 * (ph_devptr)l->t;
+    int64_t n = 128 * l->t;
+    ph_arg args[4] = {ph_tensor1(x, n), ph_tensor1(x + 0x1000, n), ph_tensor1(x + 0x2000, n), ph_f32(2)};
+    for (int rep = 0; rep < 10; rep++) l->failed += ph_launch(l->k, grid1, NULL, args, 4) != PH_OK;
+    return NULL;
+}
+
+/* Threads launch one autotuned kernel at once, each with dims of its own,
+ * against a driver that dawdles inside every launch: under the lock no
+ * launch's parameters are overwritten by another's before the driver reads
+ * them, each thread's dims are tuned once, and every launch is counted. */
+Test(runtime, threads_launching_one_kernel_do_not_mix_their_arguments)
+{
+    use_fake_driver();
+    fake.slow_launches = true;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    enum { T = 4 };
+    pthread_t th[T];
+    Launcher l[T];
+    for (int i = 0; i < T; i++) {
+        l[i] = (Launcher){.k = k, .t = i + 1};
+        cr_assert_eq(pthread_create(&th[i], NULL, launcher, &l[i]), 0);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++) cr_expect_eq(l[i].failed, 0, "thread %d: %d launches failed", i, l[i].failed);
+    cr_assert_eq(fake.inconsistent, 0, "%d launches had another launch's parameters", fake.inconsistent);
+    cr_assert_eq(fake.ntimings, T * 15, "each thread's dims tuned once: %d timings", fake.ntimings);
+    cr_assert_eq(fake.nlaunches, T * (19 + 9), "a tuning and nine launches a thread: %d", fake.nlaunches);
+    cr_assert_eq(fake.nloads, 3, "each config loaded once");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+enum { THREADS = 4, LAUNCHES = 25, LEN = 128 * THREADS };
+
+typedef struct {
+    ph_kernel *k;
+    int id;
+    int wrong;          /* elements of a result that were not the thread's own */
+    int failed;         /* launches that did not return PH_OK */
+    bool own_message;   /* its refused launch left its own words in ph_last_error */
+} Worker;
+
+static void *worker(void *arg)
+{
+    Worker *w = arg;
+    float x[LEN], y[LEN], z[LEN];
+    long n = 128 * (w->id + 1);   /* dims of its own: eligible configs and grids of its own */
+    for (int rep = 0; rep < LAUNCHES; rep++) {
+        float a = (float)(w->id * 100 + rep);
+        for (int i = 0; i < n; i++) { x[i] = (float)i; y[i] = (float)w->id; z[i] = -1; }
+        ph_arg args[4] = {ph_tensor1_t((ph_devptr)(uintptr_t)x, PH_F32, n), ph_tensor1_t((ph_devptr)(uintptr_t)y, PH_F32, n),
+                          ph_tensor1_t((ph_devptr)(uintptr_t)z, PH_F32, n), ph_f32(a)};
+        w->failed += ph_launch(w->k, grid_of_n, &n, args, 4) != PH_OK;
+        for (int i = 0; i < n; i++) w->wrong += z[i] != a * x[i] + (float)w->id;
+    }
+    /* a refusal whose message only this thread can have written */
+    ph_arg bad[4] = {ph_tensor1((ph_devptr)(uintptr_t)x, 128), ph_tensor1((ph_devptr)(uintptr_t)y, 128 + 128 * (w->id + 1)),
+                     ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(0)};
+    ph_status s = ph_launch(w->k, grid_of_n, &n, bad, 4);
+    char want[128];
+    snprintf(want, sizeof want, "vadd: dim N is 128 in X but %d in Y", 128 + 128 * (w->id + 1));
+    for (int rep = 0; rep < 100; rep++) sched_yield();   /* the others keep launching meanwhile */
+    w->own_message = s == PH_ERR_ARGS && !strcmp(ph_last_error(), want);
+    return NULL;
+}
+
+/* Threads launch one kernel at once on the interpreter: the lock keeps its
+ * scratch and the runtime's state whole, each thread gets its own result,
+ * and each its own error message. */
+Test(runtime, threads_launch_at_once_on_the_interpreter)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    pthread_t th[THREADS];
+    Worker w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (Worker){.k = k, .id = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, worker, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        cr_expect_eq(w[i].failed, 0, "thread %d: %d launches failed", i, w[i].failed);
+        cr_expect_eq(w[i].wrong, 0, "thread %d: %d elements were not its own", i, w[i].wrong);
+        cr_expect(w[i].own_message, "thread %d: ph_last_error is not its own", i);
+    }
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* Under PHOBOS_TARGET=interp every device number is the interpreter, so a
  * program written for several GPUs runs unchanged. */
 Test(runtime, every_device_is_the_interpreter)
@@ -1184,3 +1302,34 @@ Test(runtime, every_device_is_the_interpreter)
     ph_shutdown();
 }
 
+static ph_kernel *reentered;
+
+/* A grid callback that asks the runtime things, and tries to launch. */
+static void asking_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    const char **seen = user;
+    seen[0] = ph_device_name();
+    ph_arg x = ph_tensor1(0x10000, 128);
+    seen[1] = ph_launch(reentered, one_block_grid, NULL, &x, 1) == PH_ERR_STATE ? ph_last_error() : "launched";
+    g[0] = 1;
+}
+
+/* A grid callback runs inside its launch, the lock held: it may ask the
+ * runtime things (no deadlock), but a launch from it is refused. */
+Test(runtime, a_grid_callback_may_ask_but_not_launch)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd__BLOCK_128");
+    reentered = k;
+    float x[128] = {0}, y[128] = {0}, z[128] = {0};
+    ph_arg args[4] = {ph_tensor1((ph_devptr)(uintptr_t)x, 128), ph_tensor1((ph_devptr)(uintptr_t)y, 128),
+                      ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(1)};
+    const char *seen[2] = {NULL, NULL};
+    cr_assert_eq(ph_launch(k, asking_grid, seen, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(seen[0], "the CPU interpreter");
+    cr_assert_str_eq(seen[1], "vadd__BLOCK_128: ph_launch from inside a launch's grid callback");
+    ph_module_free(m);
+    ph_shutdown();
+}

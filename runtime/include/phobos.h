@@ -116,7 +116,18 @@ typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
  * first ph_init leaves its device's context current in the calling thread
  * and ph_set_device makes its device's current; every other call makes
  * the context it needs current for its duration and then puts back the
- * one the thread had. ph_shutdown releases every device. */
+ * one the thread had. ph_shutdown releases every device.
+ *
+ * Threads: every call may be made from any thread. The runtime's shared
+ * state (modules' loaded configs, the autotuner's choices, the devices) is
+ * behind one lock; a launch holds it while it checks, loads and launches
+ * (and while the first launch for some dims is timed), so launches from
+ * several threads are safe but their host-side work is serialized; the
+ * kernels themselves run as their streams let them. A grid callback runs
+ * with the lock held: it may call the runtime, but a launch from it is
+ * refused (PH_ERR_STATE) and a ph_shutdown does nothing. The message
+ * ph_last_error returns is the calling thread's own. ph_shutdown must not
+ * race with other calls. */
 #define PH_INTERPRETER (-1)
 ph_status ph_init(int device);
 void ph_shutdown(void);
