@@ -11,6 +11,7 @@ the kernel's signature, as the runtime reports it, before anything runs.
 On the GPU a launch goes on torch's current stream of the module's device.
 See docs/python.md."""
 
+import contextlib
 import ctypes
 import os
 import subprocess
@@ -386,14 +387,17 @@ class Kernel:
 
         if not callable(grid):
             _grid_tuple(grid)   # a bad grid is said before anything runs
-        stream = None
+        stream, guard = None, contextlib.nullcontext()
         if _target == "gpu":
             device = self._device(args)
-            _use_device(device)
             torch = sys.modules.get("torch")
             if torch is not None:
+                guard = torch.cuda.device(device)   # ph_set_device moves the thread's context: torch puts its own back
                 stream = torch.cuda.current_stream(device).cuda_stream   # ordered with torch's work there
-        s = _launch(self._handle, _GridFn(fill), None, cargs, len(args), stream)
+        with guard:
+            if _target == "gpu":
+                _use_device(device)
+            s = _launch(self._handle, _GridFn(fill), None, cargs, len(args), stream)
         if raised:
             raise raised[0]
         if s != _OK:
