@@ -199,6 +199,7 @@ static ph_status device_open(Device *d, int ordinal)
     return PH_OK;
 }
 
+/* Starts the interpreter, or GPU `device` beside those already started. */
 static ph_status start_target(int device)
 {
     bool interp = interpreter_asked(device);

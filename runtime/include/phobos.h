@@ -68,7 +68,7 @@ typedef struct {
     int64_t strides[2];
 } ph_arg;
 
-/* Tensors of unchecked dtype, taken as contiguous (as before dtypes and strides were known). */
+/* Tensors whose dtype is not checked, taken as row-major contiguous. */
 static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
 static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
 /* Tensors whose dtype is checked, contiguous. */
