@@ -11,6 +11,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,16 +188,19 @@ static void emit_func(Cg *c, const IrFunc *f)
     free_func_state(c, f);
 }
 
+static void register_nvptx(void)
+{
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+}
+
+/* Once per process, though threads of a host may compile at once. */
 static int init_targets(void)
 {
-    static int done;
-    if (!done) {
-        LLVMInitializeNVPTXTargetInfo();
-        LLVMInitializeNVPTXTarget();
-        LLVMInitializeNVPTXTargetMC();
-        LLVMInitializeNVPTXAsmPrinter();
-        done = 1;
-    }
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, register_nvptx);
     return 0;
 }
 

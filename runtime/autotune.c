@@ -148,6 +148,7 @@ ph_status ph_kernel_set_zero(ph_kernel *k, const char *param) { return set_reset
 /* What a tuning holds on the device while it runs. */
 typedef struct {
     const PhDriver *cu;
+    CUstream stream;        /* the launch's: every copy, flush and event goes there */
     CUevent start, stop;
     CUdeviceptr flush;      /* as many bytes as the L2 cache holds; 0: no flush */
     size_t flush_bytes;
@@ -164,7 +165,7 @@ static ph_status save_outputs(Bench *b, PhTuner *t, const ph_arg *args)
         if (t->reset[i] != IR_TUNE_RESTORE) continue;
         size_t bytes = tensor_bytes(&f->params[i], &args[i]);
         s = check(b->cu->MemAlloc(&t->saved[i], bytes), "cuMemAlloc (scratch for a tensor the autotuner restores)");
-        if (!s) s = check(b->cu->MemcpyDtoD(t->saved[i], args[i].ptr, bytes), "cuMemcpyDtoD (saving a tensor before tuning)");
+        if (!s) s = check(b->cu->MemcpyDtoDAsync(t->saved[i], args[i].ptr, bytes, b->stream), "cuMemcpyDtoDAsync (saving a tensor before tuning)");
     }
     return s;
 }
@@ -177,21 +178,22 @@ static ph_status reset_outputs(Bench *b, const PhTuner *t, const ph_arg *args)
     for (int i = 0; i < t->nparams && !s; i++) {
         size_t bytes = tensor_bytes(&f->params[i], &args[i]);
         if (t->reset[i] == IR_TUNE_RESTORE && t->saved[i])
-            s = check(b->cu->MemcpyDtoD(args[i].ptr, t->saved[i], bytes), "cuMemcpyDtoD (restoring a tensor)");
+            s = check(b->cu->MemcpyDtoDAsync(args[i].ptr, t->saved[i], bytes, b->stream), "cuMemcpyDtoDAsync (restoring a tensor)");
         else if (t->reset[i] == IR_TUNE_ZERO)
-            s = check(b->cu->MemsetD8(args[i].ptr, 0, bytes), "cuMemsetD8 (zeroing a tensor)");
+            s = check(b->cu->MemsetD8Async(args[i].ptr, 0, bytes, b->stream), "cuMemsetD8Async (zeroing a tensor)");
     }
     return s;
 }
 
 /* Events, the L2 flush buffer and the saved tensors. */
-static ph_status bench_open(Bench *b, PhTuner *t, const ph_arg *args)
+static ph_status bench_open(Bench *b, PhTuner *t, const ph_kernel *k, const ph_arg *args)
 {
     b->cu = ph_internal_driver();
+    b->stream = ph_internal_stream(k);
     ph_status s = check(b->cu->EventCreate(&b->start, 0), "cuEventCreate");
     if (!s) s = check(b->cu->EventCreate(&b->stop, 0), "cuEventCreate");
     int l2 = 0;
-    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, ph_internal_device()) && l2 > 0) {
+    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, ph_internal_device(k)) && l2 > 0) {
         b->flush_bytes = (size_t)l2;
         s = check(b->cu->MemAlloc(&b->flush, b->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
     }
@@ -222,10 +224,10 @@ static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, c
 {
     ph_status s = reset_outputs(b, t, args);
     if (!ms) return s ? s : ph_internal_launch(k, cfg, g, args);
-    if (!s && b->flush) s = check(b->cu->MemsetD8(b->flush, 0, b->flush_bytes), "cuMemsetD8 (flushing the L2 cache)");
-    if (!s) s = check(b->cu->EventRecord(b->start, NULL), "cuEventRecord");
+    if (!s && b->flush) s = check(b->cu->MemsetD8Async(b->flush, 0, b->flush_bytes, b->stream), "cuMemsetD8Async (flushing the L2 cache)");
+    if (!s) s = check(b->cu->EventRecord(b->start, b->stream), "cuEventRecord");
     if (!s) s = ph_internal_launch(k, cfg, g, args);
-    if (!s) s = check(b->cu->EventRecord(b->stop, NULL), "cuEventRecord");
+    if (!s) s = check(b->cu->EventRecord(b->stop, b->stream), "cuEventRecord");
     if (!s) s = check(b->cu->EventSynchronize(b->stop), "the kernel (cuEventSynchronize)");
     if (!s) s = check(b->cu->EventElapsedTime(ms, b->start, b->stop), "cuEventElapsedTime");
     return s;
@@ -275,7 +277,7 @@ static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*
     FILE *out = log_stream ? log_stream : stderr;
     Verbosity v = verbosity(out);
     Bench b = {0};
-    ph_status s = bench_open(&b, t, args);
+    ph_status s = bench_open(&b, t, k, args);
     bool opened = !s;   /* and nothing written yet */
     *best = INFINITY;
     for (int i = 0; i < ne && !s; i++) {
@@ -287,6 +289,8 @@ static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*
         if (ms < *best) { *best = ms; *pick = i; }
     }
     ph_status back = opened ? reset_outputs(&b, t, args) : PH_OK;
+    /* the scratch is freed only once the stream has used it */
+    if (opened && b.stop && !b.cu->EventRecord(b.stop, b.stream)) b.cu->EventSynchronize(b.stop);
     bench_close(&b, t);
     if (!s && !back) report(out, v, t, ne, eligible[*pick], *best);
     else if (v != QUIET && isatty(fileno(out))) fputc('\n', out);   /* end the line the failure left */
@@ -458,7 +462,7 @@ ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, un
     if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
     char path[1200], *key = NULL;
     bool on_disk = t->space && ph_internal_cache_folder(path, sizeof path);   /* the cache is on */
-    if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_device_name());
+    if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_internal_device_name(k));
     on_disk = key && ph_internal_tune_path(key, path, sizeof path);
     if (on_disk && stored_winner(t, path, key, eligible, ne, pick)) {
         FILE *out = log_stream ? log_stream : stderr;

@@ -7,6 +7,7 @@
 #include "phobos.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <stdarg.h>
@@ -22,9 +23,10 @@
 static PhDriver cu;
 static bool cu_loaded;
 
-static struct {
+/* A device the runtime has started (ph_init), with its primary context
+ * retained; on the interpreter, devices[0] stands for it. */
+typedef struct {
     bool ready;
-    bool interp;           /* the CPU interpreter stands in for the device (PH_INTERPRETER) */
     CUdevice dev;
     CUcontext ctx;
     char arch[16];
@@ -32,7 +34,39 @@ static struct {
     int max_grid[3];
     int max_threads;
     int max_shared;        /* bytes of shared memory a block may opt in to */
+} Device;
+
+enum { MAX_DEVICES = 64 };
+
+/* The runtime's shared state, behind `lock`: the devices, and in each
+ * module its loaded configs, the autotuner's choices and the launch
+ * scratch. ph_last_error's message is per thread and needs none. */
+static struct {
+    bool ready;
+    bool interp;           /* the CPU interpreter stands in for the device (PH_INTERPRETER) */
+    int default_device;    /* the first started: a thread's device until it calls ph_set_device */
+    unsigned generation;   /* one more at each start: a choice made before a ph_shutdown is stale */
+    Device devices[MAX_DEVICES];
 } rt;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int held;   /* how deep the calling thread holds `lock` */
+
+/* Takes the lock, or takes it again in the thread that holds it: a grid
+ * callback runs inside a launch, and may ask the runtime things. */
+static void lock_runtime(void)
+{
+    if (!held++) pthread_mutex_lock(&lock);
+}
+
+static void unlock_runtime(void)
+{
+    if (!--held) pthread_mutex_unlock(&lock);
+}
+
+/* The device the calling thread chose with ph_set_device, in the runtime
+ * generation it chose it in. */
+static _Thread_local struct { int device; unsigned generation; } chosen;
 
 static _Thread_local char last_error[8192];
 
@@ -81,12 +115,13 @@ static bool load_driver(void)
     SYM(Init, "cuInit") SYM(DeviceGetCount, "cuDeviceGetCount") SYM(DeviceGet, "cuDeviceGet")
     SYM(DeviceGetName, "cuDeviceGetName") SYM(DeviceGetAttribute, "cuDeviceGetAttribute")
     SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain") SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")
-    SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
+    SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxGetCurrent, "cuCtxGetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
     SYM(ModuleLoadDataEx, "cuModuleLoadDataEx") SYM(ModuleUnload, "cuModuleUnload")
     SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(FuncSetAttribute, "cuFuncSetAttribute")
     SYM(LaunchKernel, "cuLaunchKernel")
     SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemcpyDtoD, "cuMemcpyDtoD_v2") SYM(MemsetD8, "cuMemsetD8_v2")
+    SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2") SYM(MemsetD8Async, "cuMemsetD8Async")
     SYM(EventCreate, "cuEventCreate")
     SYM(EventRecord, "cuEventRecord") SYM(EventSynchronize, "cuEventSynchronize")
     SYM(EventDestroy, "cuEventDestroy_v2") SYM(GetErrorString, "cuGetErrorString")
@@ -103,11 +138,14 @@ static bool load_driver(void)
  * one target refuses the other does too. */
 static ph_status init_interpreter(void)
 {
-    rt.interp = true;
-    rt.max_grid[0] = INT32_MAX;
-    rt.max_grid[1] = rt.max_grid[2] = 65535;
-    snprintf(rt.name, sizeof rt.name, "the CPU interpreter");
-    rt.ready = true;
+    Device *d = &rt.devices[0];
+    d->max_grid[0] = INT32_MAX;
+    d->max_grid[1] = d->max_grid[2] = 65535;
+    snprintf(d->name, sizeof d->name, "the CPU interpreter");
+    d->ready = true;
+    rt.interp = rt.ready = true;
+    rt.default_device = 0;
+    rt.generation++;
     return PH_OK;
 }
 
@@ -117,12 +155,64 @@ static bool interpreter_asked(int device)
     return device == PH_INTERPRETER || (target && !strcmp(target, "interp"));
 }
 
-ph_status ph_init(int device)
+/* The calling thread's device: its ph_set_device choice, else the first
+ * started. The runtime is ready. */
+static int thread_device(void)
 {
-    if (rt.ready && rt.interp != interpreter_asked(device))
-        return fail(PH_ERR_STATE, "the runtime already runs on %s (call ph_shutdown first)", rt.name);
-    if (rt.ready) return PH_OK;
-    if (interpreter_asked(device)) return init_interpreter();
+    if (chosen.generation == rt.generation && rt.devices[chosen.device].ready) return chosen.device;
+    return rt.default_device;
+}
+
+/* Makes d's context current in the calling thread, keeping the one that
+ * was in *saved for leave_context. */
+static ph_status enter_context(const Device *d, CUcontext *saved)
+{
+    CUresult r = cu.CtxGetCurrent(saved);
+    if (!r && *saved != d->ctx) r = cu.CtxSetCurrent(d->ctx);
+    return r ? cu_fail(r, "cuCtxSetCurrent") : PH_OK;
+}
+
+static void leave_context(const Device *d, CUcontext saved)
+{
+    if (saved != d->ctx) cu.CtxSetCurrent(saved);
+}
+
+/* Retains the primary context of device `ordinal` (in range) and reads
+ * what launches need to know of it. */
+static ph_status device_open(Device *d, int ordinal)
+{
+    CUresult r;
+    if ((r = cu.DeviceGet(&d->dev, ordinal))) return cu_fail(r, "cuDeviceGet");
+    int major = 0, minor = 0, sms = 0;
+    cu.DeviceGetAttribute(&major, ATTR_CC_MAJOR, d->dev);
+    cu.DeviceGetAttribute(&minor, ATTR_CC_MINOR, d->dev);
+    if (major < 8)
+        return fail(PH_ERR_NO_DEVICE, "device %d has compute capability %d.%d; phc needs 8.0 or later", ordinal, major, minor);
+    cu.DeviceGetAttribute(&sms, ATTR_SM_COUNT, d->dev);
+    cu.DeviceGetAttribute(&d->max_grid[0], ATTR_MAX_GRID_X, d->dev);
+    cu.DeviceGetAttribute(&d->max_grid[1], ATTR_MAX_GRID_Y, d->dev);
+    cu.DeviceGetAttribute(&d->max_grid[2], ATTR_MAX_GRID_Z, d->dev);
+    cu.DeviceGetAttribute(&d->max_threads, ATTR_MAX_THREADS_PER_BLOCK, d->dev);
+    if (cu.DeviceGetAttribute(&d->max_shared, ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev) || d->max_shared < CODEGEN_MAX_STATIC_SHARED)
+        d->max_shared = CODEGEN_MAX_STATIC_SHARED;   /* every device of compute capability 8.0 and later has this much */
+    /* sm_80 code runs on every later chip; sm_90 where it is one */
+    snprintf(d->arch, sizeof d->arch, major == 9 ? "sm_90" : "sm_80");
+    char name[200] = "";
+    cu.DeviceGetName(name, sizeof name, d->dev);
+    snprintf(d->name, sizeof d->name, "%s, sm_%d%d, %d SMs", name, major, minor, sms);
+    if ((r = cu.DevicePrimaryCtxRetain(&d->ctx, d->dev))) return cu_fail(r, "cuDevicePrimaryCtxRetain");
+    d->ready = true;
+    return PH_OK;
+}
+
+/* Starts the interpreter, or GPU `device` beside those already started. */
+static ph_status start_target(int device)
+{
+    bool interp = interpreter_asked(device);
+    if (rt.ready && rt.interp != interp)
+        return fail(PH_ERR_STATE, "the runtime already runs on %s (call ph_shutdown first)", rt.devices[rt.default_device].name);
+    if (rt.ready && (interp || (device >= 0 && device < MAX_DEVICES && rt.devices[device].ready))) return PH_OK;
+    if (interp) return init_interpreter();
     if (!load_driver())
         return fail(PH_ERR_NO_DRIVER, "no CUDA driver on this machine (libcuda.so.1 could not be loaded: %s)", dlerror());
     CUresult r = cu.Init(0);
@@ -131,46 +221,89 @@ ph_status ph_init(int device)
     if ((r = cu.DeviceGetCount(&count))) return cu_fail(r, "cuDeviceGetCount");
     if (device < 0 || device >= count)
         return fail(PH_ERR_NO_DEVICE, "device %d does not exist (this machine has %d)", device, count);
-    if ((r = cu.DeviceGet(&rt.dev, device))) return cu_fail(r, "cuDeviceGet");
-    if ((r = cu.DevicePrimaryCtxRetain(&rt.ctx, rt.dev))) return cu_fail(r, "cuDevicePrimaryCtxRetain");
-    if ((r = cu.CtxSetCurrent(rt.ctx))) return cu_fail(r, "cuCtxSetCurrent");
-    int major = 0, minor = 0, sms = 0;
-    cu.DeviceGetAttribute(&major, ATTR_CC_MAJOR, rt.dev);
-    cu.DeviceGetAttribute(&minor, ATTR_CC_MINOR, rt.dev);
-    cu.DeviceGetAttribute(&sms, ATTR_SM_COUNT, rt.dev);
-    cu.DeviceGetAttribute(&rt.max_grid[0], ATTR_MAX_GRID_X, rt.dev);
-    cu.DeviceGetAttribute(&rt.max_grid[1], ATTR_MAX_GRID_Y, rt.dev);
-    cu.DeviceGetAttribute(&rt.max_grid[2], ATTR_MAX_GRID_Z, rt.dev);
-    cu.DeviceGetAttribute(&rt.max_threads, ATTR_MAX_THREADS_PER_BLOCK, rt.dev);
-    if (cu.DeviceGetAttribute(&rt.max_shared, ATTR_MAX_SHARED_PER_BLOCK_OPTIN, rt.dev) || rt.max_shared < CODEGEN_MAX_STATIC_SHARED)
-        rt.max_shared = CODEGEN_MAX_STATIC_SHARED;   /* every device of compute capability 8.0 and later has this much */
-    if (major < 8) {
-        cu.DevicePrimaryCtxRelease(rt.dev);
-        return fail(PH_ERR_NO_DEVICE, "device %d has compute capability %d.%d; phc needs 8.0 or later", device, major, minor);
+    if (device >= MAX_DEVICES) return fail(PH_ERR_NO_DEVICE, "device %d: the runtime drives devices 0 to %d", device, MAX_DEVICES - 1);
+    Device *d = &rt.devices[device];
+    ph_status s = device_open(d, device);
+    if (s) return s;
+    if (rt.ready) return PH_OK;
+    /* the first device: every thread's until it chooses, and current in this one */
+    if ((r = cu.CtxSetCurrent(d->ctx))) {
+        cu.DevicePrimaryCtxRelease(d->dev);
+        d->ready = false;
+        return cu_fail(r, "cuCtxSetCurrent");
     }
-    /* sm_80 code runs on every later chip; sm_90 where it is one */
-    snprintf(rt.arch, sizeof rt.arch, major == 9 ? "sm_90" : "sm_80");
-    char name[200] = "";
-    cu.DeviceGetName(name, sizeof name, rt.dev);
-    snprintf(rt.name, sizeof rt.name, "%s, sm_%d%d, %d SMs", name, major, minor, sms);
     rt.ready = true;
+    rt.default_device = device;
+    rt.generation++;
     return PH_OK;
 }
 
-const char *ph_device_name(void) { return rt.ready ? rt.name : "no device"; }
+ph_status ph_init(int device)
+{
+    lock_runtime();
+    ph_status s = start_target(device);
+    unlock_runtime();
+    return s;
+}
 
-CUdevice ph_internal_device(void) { return rt.dev; }
+#define NOT_READY "the runtime is not initialized (call ph_init) or was shut down"
+
+ph_status ph_set_device(int device)
+{
+    lock_runtime();
+    ph_status s = PH_OK;
+    CUcontext ctx = NULL;
+    if (!rt.ready) {
+        s = fail(PH_ERR_STATE, NOT_READY);
+    } else if (rt.interp) {
+        chosen.generation = 0;   /* every device is the interpreter */
+    } else if (device < 0 || device >= MAX_DEVICES || !rt.devices[device].ready) {
+        s = fail(PH_ERR_STATE, "device %d is not initialized (call ph_init(%d) first)", device, device);
+    } else {
+        chosen.device = device;
+        chosen.generation = rt.generation;
+        ctx = rt.devices[device].ctx;
+    }
+    unlock_runtime();
+    CUresult r = ctx ? cu.CtxSetCurrent(ctx) : 0;
+    return s ? s : r ? cu_fail(r, "cuCtxSetCurrent") : PH_OK;
+}
+
+ph_status ph_get_device(int *device)
+{
+    if (!device) return fail(PH_ERR_INVALID, "null pointer to ph_get_device");
+    lock_runtime();
+    ph_status s = !rt.ready ? fail(PH_ERR_STATE, NOT_READY) : PH_OK;
+    if (!s) *device = rt.interp ? PH_INTERPRETER : thread_device();
+    unlock_runtime();
+    return s;
+}
+
+const char *ph_device_name(void)
+{
+    lock_runtime();
+    const char *name = rt.ready ? rt.devices[thread_device()].name : "no device";
+    unlock_runtime();
+    return name;
+}
 
 void ph_shutdown(void)
 {
-    if (!rt.ready) return;
-    if (rt.interp) {
-        rt.ready = rt.interp = false;
-        return;
+    if (held) return;   /* from inside a launch's grid callback: not now */
+    lock_runtime();
+    for (int i = 0; rt.ready && !rt.interp && i < MAX_DEVICES; i++) {
+        Device *d = &rt.devices[i];
+        CUcontext saved = NULL;
+        if (!d->ready) continue;
+        if (!enter_context(d, &saved)) {
+            cu.CtxSynchronize();
+            leave_context(d, saved);
+        }
+        cu.DevicePrimaryCtxRelease(d->dev);
     }
-    cu.CtxSynchronize();
-    cu.DevicePrimaryCtxRelease(rt.dev);
-    rt.ready = false;
+    memset(rt.devices, 0, sizeof rt.devices);
+    rt.ready = rt.interp = false;
+    unlock_runtime();
 }
 
 /* ---- modules ---- */
@@ -189,6 +322,7 @@ struct ph_kernel {
     unsigned (*grids)[3];
     void **params;
     uint64_t *values;
+    CUstream stream;           /* the launch in progress's, its timing's too */
 };
 
 /* Each config is its own CUDA module, loaded when a launch first needs it,
@@ -208,6 +342,8 @@ typedef struct {
 
 struct ph_module {
     IrModule *ir;
+    int device;            /* the device it runs on, chosen when it was loaded or first launched */
+    unsigned generation;   /* the runtime's, then: after a ph_shutdown its configs are loaded again */
     uint64_t key;          /* of the source text: with a config's name, names its PTX in the disk cache */
     Config *state;         /* per config (IrFunc) */
     int nkernels;
@@ -387,6 +523,22 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
     return 0;
 }
 
+/* The device m runs on: the calling thread's when m is loaded, or when
+ * the runtime was not running then, when m is first launched. A module
+ * from before a ph_shutdown lost its loaded configs with the contexts:
+ * it takes a device again and they load again. The runtime is ready and
+ * the lock held. */
+static Device *module_device(ph_module *m)
+{
+    if (m->generation != rt.generation || !rt.devices[m->device].ready) {
+        for (int i = 0; i < m->ir->nfuncs; i++)
+            if (m->state[i].state == CONFIG_LOADED) m->state[i].state = CONFIG_UNLOADED;
+        m->device = thread_device();
+        m->generation = rt.generation;
+    }
+    return &rt.devices[m->device];
+}
+
 static ph_status compile_source(const char *name, const char *source, const char *path, ph_module **out)
 {
     if (!out) return fail(PH_ERR_INVALID, "null module pointer");
@@ -402,6 +554,9 @@ static ph_status compile_source(const char *name, const char *source, const char
         s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
     } else {
         s = module_from_ir(ir, source_key(path, source), out);
+        lock_runtime();
+        if (rt.ready) module_device(*out);
+        unlock_runtime();
     }
     free(diags);
     return s;
@@ -423,8 +578,16 @@ void ph_module_free(ph_module *m)
 {
     if (!m) return;
     int nconfigs = m->ir->nfuncs;
+    lock_runtime();
+    /* configs loaded before a ph_shutdown went with their context */
+    const Device *d = &rt.devices[m->device];
+    CUcontext saved = NULL;
+    bool live = rt.ready && !rt.interp && m->generation == rt.generation && !enter_context(d, &saved);
+    for (int i = 0; live && i < nconfigs; i++)
+        if (m->state[i].state == CONFIG_LOADED) cu.ModuleUnload(m->state[i].mod);
+    if (live) leave_context(d, saved);
+    unlock_runtime();
     for (int i = 0; i < nconfigs; i++) {
-        if (m->state[i].state == CONFIG_LOADED && rt.ready && !rt.interp) cu.ModuleUnload(m->state[i].mod);
         free(m->state[i].why);
         free(m->state[i].meta_names);
         free(m->state[i].meta_values);
@@ -517,14 +680,15 @@ static ph_status config_load(ph_module *m, int c)
     if (st->state == CONFIG_REFUSED) return fail(PH_ERR_MODULE, "%s", st->why);
     char *ptx = NULL, err[2048];
     bool from_cache;
-    if (ph_internal_config_ptx(m, c, rt.arch, &ptx, &from_cache, err, sizeof err))
+    const Device *d = &rt.devices[m->device];
+    if (ph_internal_config_ptx(m, c, d->arch, &ptx, &from_cache, err, sizeof err))
         return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
     int64_t shared = codegen_dynamic_shared_bytes(ptx, m->ir->funcs[c]->name);
-    if (shared > rt.max_shared) {
+    if (shared > d->max_shared) {
         free(ptx);
         char why[512];
         snprintf(why, sizeof why, "%s is refused: it needs %lld bytes of shared memory, more than the %d a block of this device may have",
-                 m->ir->funcs[c]->name, (long long)shared, rt.max_shared);
+                 m->ir->funcs[c]->name, (long long)shared, d->max_shared);
         return leave_eligible_set(m, c, why);
     }
     char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
@@ -594,8 +758,52 @@ static const char *arg_kind_name(ph_arg_kind k)
     return k == PH_ARG_TENSOR ? "a tensor" : k == PH_ARG_I32 ? "an i32" : k == PH_ARG_F32 ? "an f32" : "an unknown kind";
 }
 
-/* Checks what every config shares: count, kinds, non-null pointers, dims
- * that must agree between tensors and literal dims. */
+/* The name of a tensor argument's dtype, or NULL for a value outside the enum. */
+static const char *arg_dtype_name(ph_dtype t)
+{
+    static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32"};
+    return t > PH_DTYPE_UNCHECKED && (unsigned)t < sizeof names / sizeof *names ? names[t] : NULL;
+}
+
+/* A tensor argument's dtype against its parameter's: unchecked agrees. */
+static ph_status check_dtype(const IrFunc *f, const IrParam *p, ph_dtype t)
+{
+    if (t == PH_DTYPE_UNCHECKED) return PH_OK;
+    const char *got = arg_dtype_name(t);
+    if (!got) return fail(PH_ERR_ARGS, "%s: parameter %s: unknown dtype %d", f->kernel, p->name, (int)t);
+    if (strcmp(got, ir_dtype_name(p->dt)))
+        return fail(PH_ERR_ARGS, "%s: parameter %s: expected %s, got %s", f->kernel, p->name, ir_dtype_name(p->dt), got);
+    return PH_OK;
+}
+
+/* Whether strides lay dims out row-major and contiguous, as torch's
+ * is_contiguous() says: a dim of size 1 may have any stride. */
+static bool row_major_contiguous(const int64_t *dims, const int64_t *strides, int rank)
+{
+    int64_t expected = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        if (dims[a] != 1 && strides[a] != expected) return false;
+        expected *= dims[a];
+    }
+    return true;
+}
+
+/* The kernel reads a tensor as row-major contiguous (the language says a
+ * tensor parameter is): strides that say otherwise are refused; none
+ * given ({0, 0}) say nothing. */
+static ph_status check_strides(const IrFunc *f, const IrParam *p, const ph_arg *a)
+{
+    if ((!a->strides[0] && !a->strides[1]) || row_major_contiguous(a->dims, a->strides, p->rank)) return PH_OK;
+    if (p->rank == 1)
+        return fail(PH_ERR_ARGS, "%s: parameter %s: strides (%lld) are not row-major contiguous for dims (%lld)", f->kernel,
+                    p->name, (long long)a->strides[0], (long long)a->dims[0]);
+    return fail(PH_ERR_ARGS, "%s: parameter %s: strides (%lld, %lld) are not row-major contiguous for dims (%lld, %lld)",
+                f->kernel, p->name, (long long)a->strides[0], (long long)a->strides[1], (long long)a->dims[0],
+                (long long)a->dims[1]);
+}
+
+/* Checks what every config shares: count, kinds, non-null pointers,
+ * dtypes, dims that must agree between tensors, literal dims, strides. */
 static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
 {
     if (nargs != f->nparams)
@@ -608,6 +816,8 @@ static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
                         arg_kind_name(want), arg_kind_name(args[i].kind));
         if (!p->is_tensor) continue;
         if (!args[i].ptr) return fail(PH_ERR_ARGS, "%s: tensor %s is a null pointer", f->kernel, p->name);
+        ph_status s = check_dtype(f, p, args[i].dtype);
+        if (s) return s;
         for (int a = 0; a < p->rank; a++) {
             int64_t d = args[i].dims[a];
             if (d < 1 || d > INT32_MAX)
@@ -623,6 +833,7 @@ static ph_status check_args(const IrFunc *f, const ph_arg *args, int nargs)
                                     (long long)args[j].dims[b], q->name, (long long)d, p->name);
             }
         }
+        if ((s = check_strides(f, p, &args[i]))) return s;
     }
     return PH_OK;
 }
@@ -674,15 +885,16 @@ static void pack_args(ph_kernel *k, const IrFunc *f, const ph_arg *args)
     }
 }
 
-static ph_status grid_for(const IrFunc *f, const Config *c, ph_grid_fn grid, void *user, unsigned g[3])
+/* Config f's grid, from the callback, within device d's limits (NULL: none known). */
+static ph_status grid_for(const IrFunc *f, const Config *c, const Device *d, ph_grid_fn grid, void *user, unsigned g[3])
 {
     ph_meta meta = {f->nmeta, c->meta_names, c->meta_values};
     g[0] = g[1] = g[2] = 1;
     grid(&meta, user, g);
     for (int i = 0; i < 3; i++)
-        if (g[i] == 0 || (rt.ready && g[i] > (unsigned)rt.max_grid[i]))
+        if (g[i] == 0 || (d && g[i] > (unsigned)d->max_grid[i]))
             return fail(PH_ERR_GRID, "%s: grid %u x %u x %u is empty or over the device's limits (%d x %d x %d)", f->name,
-                        g[0], g[1], g[2], rt.max_grid[0], rt.max_grid[1], rt.max_grid[2]);
+                        g[0], g[1], g[2], d ? d->max_grid[0] : 0, d ? d->max_grid[1] : 0, d ? d->max_grid[2] : 0);
     return PH_OK;
 }
 
@@ -691,7 +903,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     const Config *st = &k->module->state[k->first + cfg];
     pack_args(k, f, args);
-    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, NULL, k->params, NULL);
+    CUresult r = cu.LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, k->stream, k->params, NULL);
     return r ? cu_fail(r, "cuLaunchKernel") : PH_OK;
 }
 
@@ -710,6 +922,10 @@ static ph_status interp_launch(ph_kernel *k, int cfg, const unsigned g[3], const
     k->last = cfg;
     return r ? fail(PH_ERR_ARGS, "%s: %s", f->name, err) : PH_OK;
 }
+
+CUdevice ph_internal_device(const ph_kernel *k) { return rt.devices[k->module->device].dev; }
+const char *ph_internal_device_name(const ph_kernel *k) { return rt.devices[k->module->device].name; }
+CUstream ph_internal_stream(const ph_kernel *k) { return k->stream; }
 
 ph_status ph_internal_launch(ph_kernel *k, int config, const unsigned g[3], const ph_arg *args)
 {
@@ -731,9 +947,10 @@ static ph_status launch_eligible(ph_kernel *k, const int *eligible, unsigned (*g
     return launch_one(k, eligible[pick], grids[pick], args);
 }
 
-ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
+/* A launch, the lock held: the module's device's context is made current
+ * for the loads, the timed runs and the launch itself. */
+static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, CUstream stream)
 {
-    if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
     const IrFunc *f0 = k->module->ir->funcs[k->first];
     ph_status s = check_args(f0, args, nargs);
     if (s) return s;
@@ -746,78 +963,134 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
         else eligible[ne++] = i;
     }
     if (!ne) s = fail(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
+    const Device *d = rt.ready ? module_device(k->module) : NULL;
     /* the grid callback runs once per eligible config */
     for (int i = 0; i < ne && !s; i++) {
         int c = k->first + eligible[i];
-        s = grid_for(k->module->ir->funcs[c], &k->module->state[c], grid, user, grids[i]);
+        s = grid_for(k->module->ir->funcs[c], &k->module->state[c], d, grid, user, grids[i]);
     }
-    if (!s && !rt.ready) s = fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    if (!s && !rt.ready) s = fail(PH_ERR_STATE, NOT_READY);
     if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
-    if (!s) s = load_eligible(k, eligible, grids, &ne);
+    CUcontext saved = NULL;
+    if (s || (s = enter_context(d, &saved))) return s;
+    s = load_eligible(k, eligible, grids, &ne);
+    k->stream = stream;
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
+    leave_context(d, saved);
     return s;
+}
+
+ph_status ph_launch_stream(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, void *stream)
+{
+    if (!k || !grid || (!args && nargs)) return fail(PH_ERR_INVALID, "null argument to ph_launch");
+    if (held) return fail(PH_ERR_STATE, "%s: ph_launch from inside a launch's grid callback", k->name);
+    lock_runtime();
+    ph_status s = launch_kernel(k, grid, user, args, nargs, stream);
+    unlock_runtime();
+    return s;
+}
+
+ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs)
+{
+    return ph_launch_stream(k, grid, user, args, nargs, NULL);
 }
 
 const char *ph_kernel_last_config(const ph_kernel *k)
 {
-    return k && k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
+    if (!k) return NULL;
+    lock_runtime();
+    const char *name = k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
+    unlock_runtime();
+    return name;
 }
 
 /* ---- memory ---- */
 
-#define NEED_RT() if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down")
+/* A memory call on the calling thread's device, its context current from
+ * call_begin to call_end. The lock is held only to find the device: a
+ * copy that waits for the device does not hold up launches elsewhere. */
+typedef struct {
+    bool interp;
+    const Device *dev;
+    CUcontext saved;
+} Call;
+
+static ph_status call_begin(Call *c)
+{
+    lock_runtime();
+    bool ready = rt.ready;
+    c->interp = rt.interp;
+    c->dev = ready ? &rt.devices[thread_device()] : NULL;
+    unlock_runtime();
+    if (!ready) return fail(PH_ERR_STATE, NOT_READY);
+    return c->interp ? PH_OK : enter_context(c->dev, &c->saved);
+}
+
+static ph_status call_end(const Call *c, ph_status s)
+{
+    if (!c->interp) leave_context(c->dev, c->saved);
+    return s;
+}
+
+static ph_status cu_status(CUresult r, const char *what) { return r ? cu_fail(r, what) : PH_OK; }
 
 ph_status ph_malloc(ph_devptr *p, size_t bytes)
 {
-    NEED_RT();
-    if (!p) return fail(PH_ERR_INVALID, "null pointer to ph_malloc");
-    if (rt.interp) return (*p = (ph_devptr)(uintptr_t)calloc(1, bytes ? bytes : 1)) ? PH_OK : fail(PH_ERR_INVALID, "out of host memory (%zu bytes)", bytes);
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s) return s;
+    if (!p) return call_end(&c, fail(PH_ERR_INVALID, "null pointer to ph_malloc"));
+    if (c.interp)
+        return (*p = (ph_devptr)(uintptr_t)calloc(1, bytes ? bytes : 1)) ? PH_OK : fail(PH_ERR_INVALID, "out of host memory (%zu bytes)", bytes);
     CUdeviceptr d = 0;
-    CUresult r = cu.MemAlloc(&d, bytes ? bytes : 1);
-    if (r) return cu_fail(r, "cuMemAlloc");
-    *p = d;
-    return PH_OK;
+    s = cu_status(cu.MemAlloc(&d, bytes ? bytes : 1), "cuMemAlloc");
+    if (!s) *p = d;
+    return call_end(&c, s);
 }
 
 ph_status ph_free(ph_devptr p)
 {
-    NEED_RT();
-    if (rt.interp) { free((void *)(uintptr_t)p); return PH_OK; }
-    CUresult r = p ? cu.MemFree(p) : 0;
-    return r ? cu_fail(r, "cuMemFree") : PH_OK;
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s) return s;
+    if (c.interp) { free((void *)(uintptr_t)p); return PH_OK; }
+    return call_end(&c, p ? cu_status(cu.MemFree(p), "cuMemFree") : PH_OK);
 }
 
 ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes)
 {
-    NEED_RT();
-    if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_htod");
-    if (rt.interp) { memcpy((void *)(uintptr_t)dst, src, bytes); return PH_OK; }
-    CUresult r = cu.MemcpyHtoD(dst, src, bytes);
-    return r ? cu_fail(r, "cuMemcpyHtoD") : PH_OK;
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s) return s;
+    if (!dst || !src) return call_end(&c, fail(PH_ERR_INVALID, "null pointer to ph_memcpy_htod"));
+    if (c.interp) { memcpy((void *)(uintptr_t)dst, src, bytes); return PH_OK; }
+    return call_end(&c, cu_status(cu.MemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD"));
 }
 
 ph_status ph_memcpy_dtoh(void *dst, ph_devptr src, size_t bytes)
 {
-    NEED_RT();
-    if (!dst || !src) return fail(PH_ERR_INVALID, "null pointer to ph_memcpy_dtoh");
-    if (rt.interp) { memcpy(dst, (const void *)(uintptr_t)src, bytes); return PH_OK; }
-    CUresult r = cu.MemcpyDtoH(dst, src, bytes);
-    return r ? cu_fail(r, "cuMemcpyDtoH") : PH_OK;
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s) return s;
+    if (!dst || !src) return call_end(&c, fail(PH_ERR_INVALID, "null pointer to ph_memcpy_dtoh"));
+    if (c.interp) { memcpy(dst, (const void *)(uintptr_t)src, bytes); return PH_OK; }
+    return call_end(&c, cu_status(cu.MemcpyDtoH(dst, src, bytes), "cuMemcpyDtoH"));
 }
 
 ph_status ph_memset8(ph_devptr dst, unsigned char value, size_t bytes)
 {
-    NEED_RT();
-    if (!dst) return fail(PH_ERR_INVALID, "null pointer to ph_memset8");
-    if (rt.interp) { memset((void *)(uintptr_t)dst, value, bytes); return PH_OK; }
-    CUresult r = cu.MemsetD8(dst, value, bytes);
-    return r ? cu_fail(r, "cuMemsetD8") : PH_OK;
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s) return s;
+    if (!dst) return call_end(&c, fail(PH_ERR_INVALID, "null pointer to ph_memset8"));
+    if (c.interp) { memset((void *)(uintptr_t)dst, value, bytes); return PH_OK; }
+    return call_end(&c, cu_status(cu.MemsetD8(dst, value, bytes), "cuMemsetD8"));
 }
 
 ph_status ph_synchronize(void)
 {
-    NEED_RT();
-    if (rt.interp) return PH_OK;   /* the interpreter's launches return when they are done */
-    CUresult r = cu.CtxSynchronize();
-    return r ? cu_fail(r, "the kernel (cuCtxSynchronize)") : PH_OK;
+    Call c;
+    ph_status s = call_begin(&c);
+    if (s || c.interp) return s;   /* the interpreter's launches return when they are done */
+    return call_end(&c, cu_status(cu.CtxSynchronize(), "the kernel (cuCtxSynchronize)"));
 }

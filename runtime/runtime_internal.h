@@ -40,6 +40,7 @@ typedef struct {
     CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxSetCurrent)(CUcontext);
+    CUresult (*CtxGetCurrent)(CUcontext *);
     CUresult (*CtxSynchronize)(void);
     CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, int *, void **);
     CUresult (*ModuleUnload)(CUmodule);
@@ -53,6 +54,8 @@ typedef struct {
     CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
     CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*MemsetD8)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);
     CUresult (*EventCreate)(CUevent *, unsigned);
     CUresult (*EventRecord)(CUevent, CUstream);
     CUresult (*EventSynchronize)(CUevent);
@@ -81,7 +84,11 @@ typedef struct PhTuner PhTuner;
 struct IrFunc;
 
 const PhDriver *ph_internal_driver(void);
-CUdevice ph_internal_device(void);
+/* The device k's module runs on, its name, and the stream of k's launch in
+ * progress (the autotuner's copies, flushes and events go there). */
+CUdevice ph_internal_device(const ph_kernel *k);
+const char *ph_internal_device_name(const ph_kernel *k);
+CUstream ph_internal_stream(const ph_kernel *k);
 /* PH_ERR_CUDA, with the driver's words for r, and what failed. */
 ph_status ph_internal_cuda_fail(CUresult r, const char *what);
 /* Launches config `config` of k (an index into k's configs) on grid g. */

@@ -3,10 +3,14 @@
  * shared memory, a config the device refuses leaves the others running,
  * and every guard (grid over the device's limits, a module the driver
  * refuses, a launch after shutdown) gives a status and a message
- * and launches nothing. Skips without a driver, unless PHOBOS_REQUIRE_GPU
- * is set (make gpucheck), where a missing GPU is a failure. */
+ * and launches nothing; a launch on a host's stream is ordered with the
+ * stream's work, and two GPUs run from two threads. Skips without a
+ * driver, unless PHOBOS_REQUIRE_GPU is set (make gpucheck), where a
+ * missing GPU is a failure. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 
 #include "half.h"
 #include "phobos.h"
@@ -235,4 +239,173 @@ Test(gpu, launch_after_shutdown_is_refused)
     cr_assert_eq(ph_launch(k, saxpy_grid, &len, args, 4), PH_ERR_STATE);
     cr_assert(strstr(ph_last_error(), "shut down") != NULL, "%s", ph_last_error());
     ph_module_free(m);
+}
+
+/* ---- streams and several GPUs ---- */
+
+/* The driver calls a host makes on its own streams, from libcuda.so.1. */
+static struct {
+    int (*StreamCreate)(void **stream, unsigned flags);
+    int (*StreamDestroy)(void *stream);
+    int (*StreamSynchronize)(void *stream);
+    int (*MemsetD32Async)(ph_devptr p, unsigned value, size_t n, void *stream);
+} host;
+
+static void need_host_driver(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(lib, "ph_init found a driver, but dlopen cannot: %s", dlerror());
+    *(void **)&host.StreamCreate = dlsym(lib, "cuStreamCreate");
+    *(void **)&host.StreamDestroy = dlsym(lib, "cuStreamDestroy_v2");
+    *(void **)&host.StreamSynchronize = dlsym(lib, "cuStreamSynchronize");
+    *(void **)&host.MemsetD32Async = dlsym(lib, "cuMemsetD32Async");
+    cr_assert(host.StreamCreate && host.StreamDestroy && host.StreamSynchronize && host.MemsetD32Async);
+}
+
+static unsigned float_bits(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* A launch on a stream of the host's, one that does not wait for the NULL
+ * stream (CU_STREAM_NON_BLOCKING), runs after the work queued there
+ * before it and before the work queued after: X and Y are filled on the
+ * stream behind a long memset, the first launch autotunes there, and a
+ * second launch sees X refilled after the first. */
+Test(gpu, a_launch_on_a_stream_is_ordered_with_its_work)
+{
+    need_gpu();
+    need_host_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("saxpy.ph", saxpy_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "saxpy", &k), PH_OK);
+    Len len = {1 << 22};
+    size_t bytes = (size_t)len.n * 4, big = (size_t)1 << 30;
+    ph_devptr dx, dy, dz, delay;
+    cr_assert_eq(ph_malloc(&dx, bytes), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_malloc(&dy, bytes), PH_OK);
+    cr_assert_eq(ph_malloc(&dz, bytes), PH_OK);
+    cr_assert_eq(ph_malloc(&delay, big), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_memset8(dx, 0, bytes), PH_OK);
+    cr_assert_eq(ph_memset8(dy, 0, bytes), PH_OK);
+    cr_assert_eq(ph_memset8(dz, 0xff, bytes), PH_OK);   /* NaN poison */
+    cr_assert_eq(ph_synchronize(), PH_OK);
+
+    void *stream = NULL;
+    cr_assert_eq(host.StreamCreate(&stream, 1 /* CU_STREAM_NON_BLOCKING */), 0);
+    for (int i = 0; i < 8; i++) cr_assert_eq(host.MemsetD32Async(delay, (unsigned)i, big / 4, stream), 0);
+    cr_assert_eq(host.MemsetD32Async(dx, float_bits(1.5f), (size_t)len.n, stream), 0);
+    cr_assert_eq(host.MemsetD32Async(dy, float_bits(-2.0f), (size_t)len.n, stream), 0);
+    ph_arg args[4] = {ph_tensor1_t(dx, PH_F32, len.n), ph_tensor1_t(dy, PH_F32, len.n), ph_tensor1_t(dz, PH_F32, len.n), ph_f32(3.0f)};
+    cr_assert_eq(ph_launch_stream(k, saxpy_grid, &len, args, 4, stream), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(host.MemsetD32Async(dx, float_bits(100.0f), (size_t)len.n, stream), 0);
+    cr_assert_eq(host.StreamSynchronize(stream), 0);
+    float *z = malloc(bytes);
+    cr_assert_eq(ph_memcpy_dtoh(z, dz, bytes), PH_OK);
+    for (int64_t i = 0; i < len.n; i++) cr_assert_eq(z[i], 2.5f, "z[%lld] = %g: the launch did not wait for X and Y", (long long)i, z[i]);
+
+    for (int i = 0; i < 8; i++) cr_assert_eq(host.MemsetD32Async(delay, (unsigned)i, big / 4, stream), 0);
+    args[3] = ph_f32(4.0f);
+    cr_assert_eq(ph_launch_stream(k, saxpy_grid, &len, args, 4, stream), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(host.MemsetD32Async(dy, float_bits(0.0f), (size_t)len.n, stream), 0);
+    cr_assert_eq(host.StreamSynchronize(stream), 0);
+    cr_assert_eq(ph_memcpy_dtoh(z, dz, bytes), PH_OK);
+    for (int64_t i = 0; i < len.n; i++) cr_assert_eq(z[i], 398.0f, "z[%lld] = %g (want 4 * 100 - 2)", (long long)i, z[i]);
+
+    host.StreamDestroy(stream);
+    free(z);
+    ph_free(dx); ph_free(dy); ph_free(dz); ph_free(delay);
+    ph_module_free(m);
+}
+
+/* One GPU's work, done by a thread of its own. */
+typedef struct {
+    int device;
+    char error[1024];   /* empty when all went well */
+    int64_t wrong;
+    ph_module *m;
+    ph_kernel *k;
+    ph_devptr x, y, z;
+} GpuWork;
+
+enum { WORK_N = 1 << 20 };
+
+/* Z = a * X + Y on the thread's device, X[i] = i % 1000 and Y[i] = device. */
+static int64_t saxpy_wrong(GpuWork *g, float a)
+{
+    float *z = malloc((size_t)WORK_N * 4);
+    int64_t wrong = -1;
+    if (ph_synchronize() == PH_OK && ph_memcpy_dtoh(z, g->z, (size_t)WORK_N * 4) == PH_OK) {
+        wrong = 0;
+        for (int64_t i = 0; i < WORK_N; i++) wrong += z[i] != a * (float)(i % 1000) + (float)g->device;
+    }
+    free(z);
+    return wrong;
+}
+
+#define TRY(call) do { if ((call) != PH_OK) { \
+    snprintf(g->error, sizeof g->error, "device %d: %s: %s", g->device, #call, ph_last_error()); return NULL; } } while (0)
+
+static void *gpu_worker(void *arg)
+{
+    GpuWork *g = arg;
+    int dev = -1;
+    TRY(ph_set_device(g->device));
+    TRY(ph_get_device(&dev));
+    if (dev != g->device) { snprintf(g->error, sizeof g->error, "ph_get_device says %d, not %d", dev, g->device); return NULL; }
+    TRY(ph_module_load_string("saxpy.ph", saxpy_src, &g->m));
+    TRY(ph_kernel_get(g->m, "saxpy", &g->k));
+    size_t bytes = (size_t)WORK_N * 4;
+    float *host_x = malloc(bytes), *host_y = malloc(bytes);
+    for (int64_t i = 0; i < WORK_N; i++) { host_x[i] = (float)(i % 1000); host_y[i] = (float)g->device; }
+    TRY(ph_malloc(&g->x, bytes));
+    TRY(ph_malloc(&g->y, bytes));
+    TRY(ph_malloc(&g->z, bytes));
+    TRY(ph_memcpy_htod(g->x, host_x, bytes));
+    TRY(ph_memcpy_htod(g->y, host_y, bytes));
+    free(host_x);
+    free(host_y);
+    Len len = {WORK_N};
+    ph_arg args[4] = {ph_tensor1(g->x, WORK_N), ph_tensor1(g->y, WORK_N), ph_tensor1(g->z, WORK_N), ph_f32((float)(g->device + 2))};
+    TRY(ph_launch(g->k, saxpy_grid, &len, args, 4));
+    g->wrong = saxpy_wrong(g, (float)(g->device + 2));
+    return NULL;
+}
+
+/* Two GPUs, a thread each: each chooses its device, loads, allocates,
+ * launches (autotuning there) and checks, at the same time. Then the main
+ * thread, whose device is the first, launches device 1's module on device
+ * 1's memory: a module's launches go to its device whatever thread makes
+ * them (on device 0 they would fault on memory of device 1). */
+Test(gpu, two_gpus_from_two_threads)
+{
+    need_gpu();
+    ph_status s = ph_init(1);
+    if (s == PH_ERR_NO_DEVICE) cr_skip_test("one GPU only: %s", ph_last_error());
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    GpuWork g[2] = {{.device = 0}, {.device = 1}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) cr_assert_eq(pthread_create(&th[i], NULL, gpu_worker, &g[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++) {
+        cr_assert_str_empty(g[i].error, "%s", g[i].error);
+        cr_assert_eq(g[i].wrong, 0, "device %d: %lld elements wrong", i, (long long)g[i].wrong);
+    }
+
+    int dev = -1;
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 0, "the main thread never chose: the first device");
+    Len len = {WORK_N};
+    ph_arg args[4] = {ph_tensor1(g[1].x, WORK_N), ph_tensor1(g[1].y, WORK_N), ph_tensor1(g[1].z, WORK_N), ph_f32(7.0f)};
+    cr_assert_eq(ph_launch(g[1].k, saxpy_grid, &len, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(saxpy_wrong(&g[1], 7.0f), 0, "%s", ph_last_error());
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(ph_set_device(i), PH_OK);
+        ph_free(g[i].x); ph_free(g[i].y); ph_free(g[i].z);
+        ph_module_free(g[i].m);
+    }
 }

@@ -1,8 +1,12 @@
 /* test_runtime.c: the runtime's checks that need no GPU: a missing driver
  * said plainly, compile errors and unknown kernels reported, and every
- * argument check refusing a bad launch before anything reaches a device. */
+ * argument check refusing a bad launch before anything reaches a device;
+ * against a fake driver, config loading, autotuning, streams and two
+ * devices; on the interpreter, launches from several threads at once. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "phobos.h"
 #include "testutil.h"
@@ -365,7 +369,22 @@ static struct {
     bool add_one;
     char trace[4096];
     int ntrace;
+    int retained[2];        /* each device's primary context's retains, less its releases */
+    int launched_device[256];    /* the device whose context was current at each launch */
+    CUstream launched_on[256];   /* each launch's stream */
+    CUstream recorded_on[64];    /* each event record's stream */
+    int nrecords;
+    bool slow_launches;     /* each launch takes a while before it reads its parameters */
+    int inconsistent;       /* launches whose parameters were not one launch's */
+    CUdeviceptr allocated[256];  /* each allocation, */
+    int alloc_device[256];       /* and the device whose context was current then */
+    int nallocs;
 } fake;
+
+/* Two devices, each with a context of its own; the current context is per
+ * thread, as the driver's is. */
+static char fake_contexts[2];
+static _Thread_local CUcontext fake_current;
 
 static void traced(char c)
 {
@@ -375,12 +394,16 @@ static void traced(char c)
 static unsigned char fake_memory[1 << 20];
 static size_t fake_memory_used;
 
+static int current_device(void);
+
 static CUresult fake_alloc(CUdeviceptr *p, size_t bytes)
 {
     size_t at = (fake_memory_used + 255) & ~(size_t)255;
     if (at + bytes > sizeof fake_memory) return 2;   /* CUDA_ERROR_OUT_OF_MEMORY */
     fake_memory_used = at + bytes;
     *p = (CUdeviceptr)(uintptr_t)(fake_memory + at);
+    fake.allocated[fake.nallocs % 256] = *p;
+    fake.alloc_device[fake.nallocs++ % 256] = current_device();
     return 0;
 }
 static CUresult fake_free(CUdeviceptr p) { (void)p; return 0; }
@@ -396,10 +419,12 @@ static CUresult fake_memset(CUdeviceptr dst, unsigned char v, size_t bytes)
     memset((void *)(uintptr_t)dst, v, bytes);
     return 0;
 }
+static CUresult fake_dtod_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream s) { (void)s; return fake_dtod(dst, src, bytes); }
+static CUresult fake_memset_async(CUdeviceptr dst, unsigned char v, size_t bytes, CUstream s) { (void)s; return fake_memset(dst, v, bytes); }
 
 static CUresult fake_ok(void) { return 0; }
 static CUresult fake_init(unsigned f) { (void)f; return 0; }
-static CUresult fake_count(int *n) { *n = 1; return 0; }
+static CUresult fake_count(int *n) { *n = 2; return 0; }
 static CUresult fake_get(CUdevice *d, int i) { *d = i; return 0; }
 static CUresult fake_name(char *s, int n, CUdevice d) { (void)d; snprintf(s, (size_t)n, "Fake GPU"); return 0; }
 static CUresult fake_attr(int *v, int a, CUdevice d)
@@ -409,9 +434,22 @@ static CUresult fake_attr(int *v, int a, CUdevice d)
        : a == ATTR_MAX_SHARED_PER_BLOCK_OPTIN ? 232448 : a == ATTR_L2_CACHE_SIZE ? FAKE_L2_BYTES : 65535;
     return 0;
 }
-static CUresult fake_retain(CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake; return 0; }
-static CUresult fake_release(CUdevice d) { (void)d; return 0; }
-static CUresult fake_set(CUcontext c) { (void)c; return 0; }
+static CUresult fake_retain(CUcontext *c, CUdevice d) { *c = (CUcontext)&fake_contexts[d]; fake.retained[d]++; return 0; }
+static CUresult fake_release(CUdevice d) { fake.retained[d]--; return 0; }
+static CUresult fake_set(CUcontext c) { fake_current = c; return 0; }
+static CUresult fake_get_current(CUcontext *c) { *c = fake_current; return 0; }
+/* The device whose context is current in the calling thread, or -1. */
+static int current_device(void)
+{
+    return fake_current ? (int)((char *)fake_current - fake_contexts) : -1;
+}
+/* The device whose context was current when p was allocated, or -1. */
+static int device_of(CUdeviceptr p)
+{
+    for (int i = 0; i < fake.nallocs && i < 256; i++)
+        if (fake.allocated[i] == p) return fake.alloc_device[i];
+    return -1;
+}
 
 /* The entry name of a PTX image: what follows its one ".entry ". */
 static void entry_of(const char *ptx, char *name, size_t n)
@@ -456,19 +494,28 @@ static CUresult fake_func_attr(CUfunction f, int attr, int value)
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream st, void **params, void **extra)
 {
-    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)st; (void)extra;
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
     traced('L');
+    if (fake.slow_launches) {
+        /* X at 0x10000 * t with N = 128 * t, for the launching thread's t */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+        uint64_t x = *(uint64_t *)params[0];
+        int64_t n = *(int64_t *)params[1];
+        fake.inconsistent += n != 128 * (int64_t)(x / 0x10000);
+    }
     if (fake.add_one) {
         float *x = (float *)(uintptr_t)*(uint64_t *)params[0];
         int64_t n = *(int64_t *)params[1] * *(int64_t *)params[2];
         for (int64_t i = 0; i < n; i++) x[i] += 1.0f;
     }
     fake.launched_shared[fake.nlaunches % 256] = smem;
+    fake.launched_on[fake.nlaunches % 256] = st;
+    fake.launched_device[fake.nlaunches % 256] = current_device();
     snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
     return 0;
 }
 static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
-static CUresult fake_record(CUevent e, CUstream s) { (void)e; (void)s; traced('R'); return 0; }
+static CUresult fake_record(CUevent e, CUstream s) { (void)e; traced('R'); fake.recorded_on[fake.nrecords++ % 64] = s; return 0; }
 static CUresult fake_sync(CUevent e) { (void)e; return 0; }
 static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
 {
@@ -487,11 +534,12 @@ static void use_fake_driver(void)
     PhDriver d = {
         .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
         .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
-        .CtxSetCurrent = fake_set, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
+        .CtxSetCurrent = fake_set, .CtxGetCurrent = fake_get_current, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
         .ModuleGetFunction = fake_function, .FuncSetAttribute = fake_func_attr, .LaunchKernel = fake_launch, .EventCreate = fake_event,
         .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
         .EventDestroy = fake_destroy, .GetErrorString = fake_error,
         .MemAlloc = fake_alloc, .MemFree = fake_free, .MemcpyDtoD = fake_dtod, .MemsetD8 = fake_memset,
+        .MemcpyDtoDAsync = fake_dtod_async, .MemsetD8Async = fake_memset_async,
     };
     ph_internal_use_driver(&d);
     setenv("PHOBOS_CACHE_DIR", "off", 1);
@@ -788,6 +836,154 @@ Test(runtime, the_refusal_names_each_eligible_configs_reason)
     ph_shutdown();
 }
 
+/* ph_launch_stream puts every launch on the caller's stream, the timed
+ * ones and the CUDA events that time them too; ph_launch uses the NULL
+ * stream. */
+Test(runtime, launches_and_their_timing_go_on_the_callers_stream)
+{
+    use_fake_driver();
+    fake.fast = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    CUstream stream = (CUstream)(uintptr_t)0x5000;
+    cr_assert_eq(ph_launch_stream(k, grid1, NULL, args, 4, stream), PH_OK, "%s", ph_last_error());
+    enum { RUNS = PH_TUNE_WARMUPS + PH_TUNE_RUNS, LAUNCHES = 3 * RUNS + 1 };
+    cr_assert_eq(fake.nlaunches, LAUNCHES, "three configs timed, then the fastest");
+    for (int i = 0; i < fake.nlaunches; i++) cr_assert_eq(fake.launched_on[i], stream, "launch %d on %p", i, (void *)fake.launched_on[i]);
+    cr_assert_eq(fake.nrecords, 3 * PH_TUNE_RUNS * 2 + 1, "two events for each timed run, one before the scratch is freed");
+    for (int i = 0; i < fake.nrecords; i++) cr_assert_eq(fake.recorded_on[i], stream, "event %d recorded on %p", i, (void *)fake.recorded_on[i]);
+
+    CUstream other = (CUstream)(uintptr_t)0x6000;
+    cr_assert_eq(ph_launch_stream(k, grid1, NULL, args, 4, other), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_on[LAUNCHES], other, "a tuned launch goes on its own stream");
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_null(fake.launched_on[LAUNCHES + 1], "ph_launch is the NULL stream");
+    cr_assert_eq(fake.nlaunches, LAUNCHES + 2);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* What a thread that never chose a device sees and does: a launch of a
+ * module loaded for device 1, a malloc, and the context it had after each. */
+typedef struct {
+    ph_kernel *k;
+    ph_status launch, malloc_status;
+    int device, launched_device, context_after_launch, context_after_malloc;
+    ph_devptr p;
+} Stranger;
+
+static void *stranger(void *arg)
+{
+    Stranger *t = arg;
+    ph_get_device(&t->device);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    t->launch = ph_launch(t->k, grid1, NULL, args, 4);
+    t->launched_device = fake.launched_device[(fake.nlaunches - 1) % 256];
+    t->context_after_launch = current_device();
+    t->malloc_status = ph_malloc(&t->p, 64);
+    t->context_after_malloc = current_device();
+    return NULL;
+}
+
+/* Two devices: ph_init retains each one's context; the first is every
+ * thread's device until it calls ph_set_device; a module runs on the
+ * device it was loaded for, whatever thread launches it; ph_malloc works
+ * on the calling thread's device; each call puts back the context the
+ * thread had; ph_shutdown releases both. */
+Test(runtime, each_module_runs_on_the_device_it_was_loaded_for)
+{
+    use_fake_driver();
+    cr_assert_eq(fake.retained[0], 1);
+    cr_assert_eq(current_device(), 0, "the first ph_init leaves its device's context current");
+    int dev = -5;
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 0);
+    cr_assert_eq(ph_set_device(1), PH_ERR_STATE);
+    cr_assert_str_eq(ph_last_error(), "device 1 is not initialized (call ph_init(1) first)");
+
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_init(1), PH_OK);
+    cr_assert_eq(fake.retained[1], 1, "a device is started once");
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 0, "the first device started stays the default");
+    cr_assert_eq(current_device(), 0, "starting another device leaves the thread's context alone");
+    cr_assert_eq(ph_init(2), PH_ERR_NO_DEVICE);
+    cr_assert_str_eq(ph_last_error(), "device 2 does not exist (this machine has 2)");
+
+    ph_module *m0, *m1;
+    ph_kernel *k0, *k1;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(current_device(), 1, "ph_set_device makes its device's context current");
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, 1);
+    ph_devptr p = 0;
+    cr_assert_eq(ph_malloc(&p, 64), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(device_of(p), 1, "allocated on device 1");
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m0, "vadd__BLOCK_128", &k0), PH_OK);
+    cr_assert_eq(ph_kernel_get(m1, "vadd__BLOCK_128", &k1), PH_OK);
+
+    cr_assert_eq(ph_set_device(0), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k1, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_device[0], 1, "m1 was loaded for device 1");
+    cr_assert_eq(current_device(), 0, "the launch put back the thread's context");
+    cr_assert_eq(ph_launch(k0, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.launched_device[1], 0, "m0 was loaded for device 0");
+    cr_assert_eq(ph_malloc(&p, 64), PH_OK);
+    cr_assert_eq(device_of(p), 0, "allocated on device 0");
+
+    Stranger t = {.k = k1, .device = -5};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, stranger, &t), 0);
+    pthread_join(th, NULL);
+    cr_assert_eq(t.device, 0, "a thread that never chose has the default device");
+    cr_assert_eq(t.launch, PH_OK);
+    cr_assert_eq(t.launched_device, 1, "m1 runs on device 1 from any thread");
+    cr_assert_eq(t.context_after_launch, -1, "the thread had no context, and has none after");
+    cr_assert_eq(t.malloc_status, PH_OK);
+    cr_assert_eq(device_of(t.p), 0, "its memory is on its device, the default");
+    cr_assert_eq(t.context_after_malloc, -1);
+
+    ph_module_free(m0);
+    ph_module_free(m1);
+    ph_shutdown();
+    cr_assert_eq(fake.retained[0], 0, "ph_shutdown releases device 0");
+    cr_assert_eq(fake.retained[1], 0, "and device 1");
+    cr_assert_eq(ph_set_device(0), PH_ERR_STATE);
+    cr_assert_eq(ph_get_device(&dev), PH_ERR_STATE);
+}
+
+/* A module outlives a ph_shutdown: its configs went with the context, so
+ * its next launch loads them again, on the device the launching thread
+ * has in the new runtime. */
+Test(runtime, a_module_from_before_a_shutdown_loads_again)
+{
+    use_fake_driver();
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 1);
+    cr_assert_eq(fake.launched_device[0], 1);
+    ph_shutdown();
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_STATE);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 2, "loaded again");
+    cr_assert_eq(fake.launched_device[1], 0, "on this thread's device now");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* How many times ph_launch allocated. */
 static long allocations_of(ph_kernel *k, const ph_arg *args, int nargs, ph_status *s)
 {
@@ -861,6 +1057,10 @@ Test(runtime, the_interpreter_runs_launches_on_host_memory)
     for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
     cr_assert_eq(ph_synchronize(), PH_OK);
+    memset(z, 0, sizeof z);
+    cr_assert_eq(ph_launch_stream(k, grid_of_n, &n, args, 4, (void *)(uintptr_t)0x5000), PH_OK, "the stream is ignored: %s",
+                 ph_last_error());
+    for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
     n = 100;   /* a multiple of no BLOCK */
     args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = n;
     cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_NOT_ELIGIBLE);
@@ -1091,7 +1291,8 @@ Test(autotune, the_median_run_decides)
 
 /* What the autotuner does around each run of each config, as the trace
  * of driver calls shows it: `per_run` before each timed launch and
- * `before` before the warm-up; `first` once before all, `last` once after. */
+ * `before` before the warm-up; `first` once before all, `last` once after,
+ * then an event that the scratch waits for before it is freed. */
 static void expect_tuning_trace(const char *first, const char *before, const char *per_run, const char *last, int configs)
 {
     char want[4096] = "";
@@ -1100,7 +1301,7 @@ static void expect_tuning_trace(const char *first, const char *before, const cha
         for (int w = 0; w < PH_TUNE_WARMUPS; w++) strcat(strcat(want, before), "L");
         for (int r = 0; r < PH_TUNE_RUNS; r++) strcat(strcat(want, per_run), "FRLR");
     }
-    strcat(strcat(want, last), "L");
+    strcat(strcat(want, last), "RL");
     cr_assert_str_eq(fake.trace, want);
 }
 
@@ -1526,4 +1727,266 @@ Test(autotune_gpu, a_stored_winner_is_launched_without_timing)
     ph_module_free(m);
     unsetenv("PHOBOS_CACHE_DIR");
     remove_dir(dir);
+}
+
+/* ---- dtypes and strides ---- */
+
+static void one_block_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    (void)user;
+    g[0] = 1;
+}
+
+/* A tensor that says its dtype is checked against the parameter's, and
+ * the refusal names the parameter; unchecked (ph_tensor2) and the right
+ * dtype run. On the interpreter, so the launches that pass really run. */
+Test(runtime, a_wrong_dtype_is_refused_naming_the_parameter)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    uint16_t a[16 * 64], b[16 * 64];
+    for (int i = 0; i < 16 * 64; i++) { a[i] = (uint16_t)(0x3c00 + i % 512); b[i] = 0; }
+    ph_devptr pa = (ph_devptr)(uintptr_t)a, pb = (ph_devptr)(uintptr_t)b;
+
+    ph_arg wrong[2] = {ph_tensor2_t(pa, PH_F32, 16, 64), ph_tensor2_t(pb, PH_F16, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, wrong, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: expected f16, got f32");
+    ph_arg bf16[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2_t(pb, PH_BF16, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, bf16, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: expected f16, got bf16");
+    ph_arg unknown[2] = {ph_tensor2_t(pa, (ph_dtype)99, 16, 64), bf16[1]};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, unknown, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: unknown dtype 99");
+    for (int i = 0; i < 16 * 64; i++) cr_assert_eq(b[i], 0, "a refused launch wrote B[%d]", i);
+
+    ph_arg right[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, right, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, sizeof a);
+
+    ph_kernel *v;
+    cr_assert_eq(ph_kernel_get(m, "vadd", &v), PH_OK);
+    float x[128] = {0}, y[128] = {0}, z[128] = {0};
+    ph_arg ints[4] = {ph_tensor1_t((ph_devptr)(uintptr_t)x, PH_F32, 128), ph_tensor1_t((ph_devptr)(uintptr_t)y, PH_I32, 128),
+                      ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(1)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, ints, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter Y: expected f32, got i32");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* Strides, in elements, must be row-major contiguous for the dims, as
+ * torch's is_contiguous() says: a dim of size 1 may have any stride, and
+ * none given ({0, 0}) is contiguous. Anything else is refused, naming the
+ * parameter, before the interpreter reads a thing. */
+Test(runtime, strides_that_are_not_row_major_contiguous_are_refused)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "twod");
+    uint16_t a[16 * 64], b[16 * 64];
+    for (int i = 0; i < 16 * 64; i++) { a[i] = (uint16_t)(0x3c00 + i % 512); b[i] = 0; }
+    ph_devptr pa = (ph_devptr)(uintptr_t)a, pb = (ph_devptr)(uintptr_t)b;
+
+    ph_arg column_major[2] = {ph_tensor2_t(pa, PH_F16, 16, 64), ph_tensor2_s(pb, PH_F16, 16, 64, 1, 16)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, column_major, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: strides (1, 16) are not row-major contiguous for dims (16, 64)");
+    ph_arg padded[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 128, 1), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, padded, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: strides (128, 1) are not row-major contiguous for dims (16, 64)");
+    ph_arg broadcast[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 0, 1), ph_tensor2(pb, 16, 64)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, broadcast, 2), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "twod: parameter A: strides (0, 1) are not row-major contiguous for dims (16, 64)");
+    ph_arg untyped[2] = {ph_tensor2(pa, 16, 64), ph_tensor2_s(pb, PH_DTYPE_UNCHECKED, 16, 64, 64, 2)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, untyped, 2), PH_ERR_ARGS, "strides are checked without a dtype");
+    cr_assert_str_eq(ph_last_error(), "twod: parameter B: strides (64, 2) are not row-major contiguous for dims (16, 64)");
+    for (int i = 0; i < 16 * 64; i++) cr_assert_eq(b[i], 0, "a refused launch wrote B[%d]", i);
+
+    ph_arg contiguous[2] = {ph_tensor2_s(pa, PH_F16, 16, 64, 64, 1), ph_tensor2_s(pb, PH_F16, 16, 64, 64, 1)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, contiguous, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, sizeof a);
+
+    /* one row: its stride is anything (torch reports the row's length, or 1, or 0) */
+    memset(b, 0, sizeof b);
+    ph_arg row[2] = {ph_tensor2_s(pa, PH_F16, 1, 64, 12345, 1), ph_tensor2_s(pb, PH_F16, 1, 64, 0, 1)};
+    cr_assert_eq(ph_launch(k, one_block_grid, NULL, row, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_arr_eq(b, a, 64 * sizeof *a);
+    cr_assert_eq(b[64], 0, "one row of B, no more");
+
+    ph_kernel *v;
+    cr_assert_eq(ph_kernel_get(m, "vadd", &v), PH_OK);
+    float x[256], y[256], z[256];
+    for (int i = 0; i < 256; i++) { x[i] = (float)i; y[i] = 1; z[i] = 0; }
+    ph_devptr px = (ph_devptr)(uintptr_t)x, py = (ph_devptr)(uintptr_t)y, pz = (ph_devptr)(uintptr_t)z;
+    ph_arg every_other[4] = {ph_tensor1_s(px, PH_F32, 128, 2), ph_tensor1(py, 128), ph_tensor1(pz, 128), ph_f32(2)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, every_other, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter X: strides (2) are not row-major contiguous for dims (128)");
+    ph_arg negative[4] = {ph_tensor1(px, 128), ph_tensor1_s(py, PH_F32, 128, -1), ph_tensor1(pz, 128), ph_f32(2)};
+    cr_assert_eq(ph_launch(v, grid1, NULL, negative, 4), PH_ERR_ARGS);
+    cr_assert_str_eq(ph_last_error(), "vadd: parameter Y: strides (-1) are not row-major contiguous for dims (128)");
+    for (int i = 0; i < 256; i++) cr_assert_eq(z[i], 0.0f, "a refused launch wrote Z[%d]", i);
+    ph_arg unit[4] = {ph_tensor1_s(px, PH_F32, 128, 1), ph_tensor1_s(py, PH_F32, 128, 1), ph_tensor1_s(pz, PH_F32, 128, 1), ph_f32(2)};
+    long n = 128;
+    cr_assert_eq(ph_launch(v, grid_of_n, &n, unit, 4), PH_OK, "%s", ph_last_error());
+    for (int i = 0; i < 128; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + 1.0f, 1e-6f, "z[%d] = %g", i, z[i]);
+    cr_assert_eq(z[128], 0.0f);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* ---- threads ---- */
+
+typedef struct {
+    ph_kernel *k;
+    int t;              /* 1, 2, ...: its arguments are X at 0x10000 * t, N = 128 * t */
+    int failed;
+} Launcher;
+
+static void *launcher(void *arg)
+{
+    Launcher *l = arg;
+    ph_devptr x = 0x10000 * (ph_devptr)l->t;
+    int64_t n = 128 * l->t;
+    ph_arg args[4] = {ph_tensor1(x, n), ph_tensor1(x + 0x1000, n), ph_tensor1(x + 0x2000, n), ph_f32(2)};
+    for (int rep = 0; rep < 10; rep++) l->failed += ph_launch(l->k, grid1, NULL, args, 4) != PH_OK;
+    return NULL;
+}
+
+/* Threads launch one autotuned kernel at once, each with dims of its own,
+ * against a driver that dawdles inside every launch: under the lock no
+ * launch's parameters are overwritten by another's before the driver reads
+ * them, each thread's dims are tuned once, and every launch is counted. */
+Test(runtime, threads_launching_one_kernel_do_not_mix_their_arguments)
+{
+    use_fake_driver();
+    fake.slow_launches = true;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    enum { T = 4 };
+    pthread_t th[T];
+    Launcher l[T];
+    for (int i = 0; i < T; i++) {
+        l[i] = (Launcher){.k = k, .t = i + 1};
+        cr_assert_eq(pthread_create(&th[i], NULL, launcher, &l[i]), 0);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++) cr_expect_eq(l[i].failed, 0, "thread %d: %d launches failed", i, l[i].failed);
+    cr_assert_eq(fake.inconsistent, 0, "%d launches had another launch's parameters", fake.inconsistent);
+    cr_assert_eq(fake.ntimings, T * 3 * PH_TUNE_RUNS, "each thread's dims tuned once: %d timings", fake.ntimings);
+    cr_assert_eq(fake.nlaunches, T * (3 * (PH_TUNE_WARMUPS + PH_TUNE_RUNS) + 1 + 9), "a tuning and nine launches a thread: %d",
+                 fake.nlaunches);
+    cr_assert_eq(fake.nloads, 3, "each config loaded once");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+enum { THREADS = 4, LAUNCHES = 25, LEN = 128 * THREADS };
+
+typedef struct {
+    ph_kernel *k;
+    int id;
+    int wrong;          /* elements of a result that were not the thread's own */
+    int failed;         /* launches that did not return PH_OK */
+    bool own_message;   /* its refused launch left its own words in ph_last_error */
+} Worker;
+
+static void *worker(void *arg)
+{
+    Worker *w = arg;
+    float x[LEN], y[LEN], z[LEN];
+    long n = 128 * (w->id + 1);   /* dims of its own: eligible configs and grids of its own */
+    for (int rep = 0; rep < LAUNCHES; rep++) {
+        float a = (float)(w->id * 100 + rep);
+        for (int i = 0; i < n; i++) { x[i] = (float)i; y[i] = (float)w->id; z[i] = -1; }
+        ph_arg args[4] = {ph_tensor1_t((ph_devptr)(uintptr_t)x, PH_F32, n), ph_tensor1_t((ph_devptr)(uintptr_t)y, PH_F32, n),
+                          ph_tensor1_t((ph_devptr)(uintptr_t)z, PH_F32, n), ph_f32(a)};
+        w->failed += ph_launch(w->k, grid_of_n, &n, args, 4) != PH_OK;
+        for (int i = 0; i < n; i++) w->wrong += z[i] != a * x[i] + (float)w->id;
+    }
+    /* a refusal whose message only this thread can have written */
+    ph_arg bad[4] = {ph_tensor1((ph_devptr)(uintptr_t)x, 128), ph_tensor1((ph_devptr)(uintptr_t)y, 128 + 128 * (w->id + 1)),
+                     ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(0)};
+    ph_status s = ph_launch(w->k, grid_of_n, &n, bad, 4);
+    char want[128];
+    snprintf(want, sizeof want, "vadd: dim N is 128 in X but %d in Y", 128 + 128 * (w->id + 1));
+    for (int rep = 0; rep < 100; rep++) sched_yield();   /* the others keep launching meanwhile */
+    w->own_message = s == PH_ERR_ARGS && !strcmp(ph_last_error(), want);
+    return NULL;
+}
+
+/* Threads launch one kernel at once on the interpreter: the lock keeps its
+ * scratch and the runtime's state whole, each thread gets its own result,
+ * and each its own error message. */
+Test(runtime, threads_launch_at_once_on_the_interpreter)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd");
+    pthread_t th[THREADS];
+    Worker w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (Worker){.k = k, .id = i};
+        cr_assert_eq(pthread_create(&th[i], NULL, worker, &w[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < THREADS; i++) {
+        cr_expect_eq(w[i].failed, 0, "thread %d: %d launches failed", i, w[i].failed);
+        cr_expect_eq(w[i].wrong, 0, "thread %d: %d elements were not its own", i, w[i].wrong);
+        cr_expect(w[i].own_message, "thread %d: ph_last_error is not its own", i);
+    }
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* Under PHOBOS_TARGET=interp every device number is the interpreter, so a
+ * program written for several GPUs runs unchanged. */
+Test(runtime, every_device_is_the_interpreter)
+{
+    cr_assert_eq(ph_set_device(0), PH_ERR_STATE, "nothing started yet");
+    setenv("PHOBOS_TARGET", "interp", 1);
+    cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    unsetenv("PHOBOS_TARGET");
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    int dev = 0;
+    cr_assert_eq(ph_get_device(&dev), PH_OK);
+    cr_assert_eq(dev, PH_INTERPRETER);
+    cr_assert_str_eq(ph_device_name(), "the CPU interpreter");
+    ph_shutdown();
+}
+
+static ph_kernel *reentered;
+
+/* A grid callback that asks the runtime things, and tries to launch. */
+static void asking_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    const char **seen = user;
+    seen[0] = ph_device_name();
+    ph_arg x = ph_tensor1(0x10000, 128);
+    seen[1] = ph_launch(reentered, one_block_grid, NULL, &x, 1) == PH_ERR_STATE ? ph_last_error() : "launched";
+    g[0] = 1;
+}
+
+/* A grid callback runs inside its launch, the lock held: it may ask the
+ * runtime things (no deadlock), but a launch from it is refused. */
+Test(runtime, a_grid_callback_may_ask_but_not_launch)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k = get(&m, "vadd__BLOCK_128");
+    reentered = k;
+    float x[128] = {0}, y[128] = {0}, z[128] = {0};
+    ph_arg args[4] = {ph_tensor1((ph_devptr)(uintptr_t)x, 128), ph_tensor1((ph_devptr)(uintptr_t)y, 128),
+                      ph_tensor1((ph_devptr)(uintptr_t)z, 128), ph_f32(1)};
+    const char *seen[2] = {NULL, NULL};
+    cr_assert_eq(ph_launch(k, asking_grid, seen, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_str_eq(seen[0], "the CPU interpreter");
+    cr_assert_str_eq(seen[1], "vadd__BLOCK_128: ph_launch from inside a launch's grid callback");
+    ph_module_free(m);
+    ph_shutdown();
 }

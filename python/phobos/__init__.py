@@ -8,8 +8,10 @@ Arguments are NumPy arrays (or CPU torch tensors) when the kernels run on
 the CPU interpreter, CUDA torch tensors when they run on the GPU, and
 Python ints and floats for i32 and f32 parameters. Each is checked against
 the kernel's signature, as the runtime reports it, before anything runs.
+On the GPU a launch goes on torch's current stream of the module's device.
 See docs/python.md."""
 
+import contextlib
 import ctypes
 import os
 import subprocess
@@ -64,12 +66,14 @@ _lib = _open_library()
 
 _OK, _ERR_COMPILE, _ERR_NOT_FOUND, _ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID = 0, 4, 6, 7, 8, 9
 _ARG_TENSOR, _ARG_I32, _ARG_F32 = 1, 2, 3
+_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4}   # ph_dtype
 _INTERPRETER = -1
 
 
 class _Arg(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int), ("ptr", ctypes.c_uint64), ("dims", ctypes.c_int64 * 2),
-                ("i32", ctypes.c_int32), ("f32", ctypes.c_float)]
+                ("i32", ctypes.c_int32), ("f32", ctypes.c_float), ("dtype", ctypes.c_int),
+                ("strides", ctypes.c_int64 * 2)]
 
 
 class _Meta(ctypes.Structure):
@@ -95,6 +99,7 @@ def _sig(name, restype, *argtypes):
 _version = _sig("ph_version", _cp)
 _init = _sig("ph_init", _int, _int)
 _shutdown = _sig("ph_shutdown", None)
+_set_device = _sig("ph_set_device", _int, _int)
 _last_error = _sig("ph_last_error", _cp)
 _status_name = _sig("ph_status_name", _cp, _int)
 _device_name = _sig("ph_device_name", _cp)
@@ -103,9 +108,8 @@ _module_free = _sig("ph_module_free", None, _vp)
 _kernel_get = _sig("ph_kernel_get", _int, _vp, _cp, ctypes.POINTER(_vp))
 _kernel_param_count = _sig("ph_kernel_param_count", _int, _vp)
 _kernel_param = _sig("ph_kernel_param", _int, _vp, _int, ctypes.POINTER(_Param))
-_launch = _sig("ph_launch", _int, _vp, _GridFn, _vp, ctypes.POINTER(_Arg), _int)
+_launch = _sig("ph_launch_stream", _int, _vp, _GridFn, _vp, ctypes.POINTER(_Arg), _int, _vp)
 _last_config = _sig("ph_kernel_last_config", _cp, _vp)
-_synchronize = _sig("ph_synchronize", _int)
 
 # ---- errors ----
 
@@ -175,6 +179,21 @@ def shutdown():
     _target = None
 
 
+def _torch_device():
+    """The GPU torch works on in this thread (torch.cuda.current_device())."""
+    torch = sys.modules.get("torch")
+    return torch.cuda.current_device() if torch is not None and torch.cuda.is_available() else 0
+
+
+def _use_device(device):
+    """Makes GPU `device` this thread's in the runtime, starting it first."""
+    s = _init(device)
+    if s == _OK:
+        s = _set_device(device)
+    if s != _OK:
+        raise _error(s, f"phobos: cuda:{device}")
+
+
 def target():
     """"interp", "gpu", or None before the runtime is started."""
     return _target
@@ -186,6 +205,8 @@ def device_name():
 
 # ---- arguments ----
 
+# A parameter's dtype as each kind of array spells it. NumPy has no
+# bfloat16: a bf16 parameter takes uint16 arrays of the bit patterns.
 _NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16"}
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
 _I32_RANGE = (-2**31, 2**31 - 1)
@@ -215,36 +236,51 @@ class _Parameter:
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.dims))}]"
 
 
+def _tuple(t):
+    """(1, 64), or (2) for one element: as the runtime's messages write them."""
+    return "(" + ", ".join(map(str, t)) + ")"
+
+
 def _tensor_arg(kname, p, x):
-    """A ph_arg for tensor parameter p from x, after checking kind, device,
-    dtype, rank and contiguity; the messages name the parameter."""
+    """A ph_arg for tensor parameter p from x, with its dtype and strides (in
+    elements) for the runtime to check against the signature. What the
+    runtime cannot see is checked here: the kind of array, where its memory
+    is, a dtype the language does not have, the rank. The messages name the
+    parameter."""
     where = f"{kname}: argument {p.name} ({p!r})"
     if _is_torch(x):
-        want = _TORCH_DTYPES[p.dtype]
+        names = _TORCH_DTYPES
         got = str(x.dtype).replace("torch.", "")
         on_gpu = x.is_cuda
-        contiguous = x.is_contiguous()
-        ptr, shape = x.data_ptr(), tuple(x.shape)
+        ptr, shape, strides = x.data_ptr(), tuple(x.shape), tuple(x.stride())
     elif _is_numpy(x):
-        want = _NUMPY_DTYPES[p.dtype]
+        names = _NUMPY_DTYPES
         got = str(x.dtype)
         on_gpu = False
-        contiguous = x.flags.c_contiguous
         ptr, shape = x.ctypes.data, x.shape
+        if any(s % x.itemsize for s in x.strides):
+            raise ValueError(f"{where} has strides of {_tuple(x.strides)} bytes, not whole elements; pass a contiguous copy")
+        strides = tuple(s // x.itemsize for s in x.strides)
     else:
         raise TypeError(f"{where} must be a NumPy array or a torch tensor, got {type(x).__name__}")
     if on_gpu != (_target == "gpu"):
         raise TypeError(f"{where} is {'a CUDA tensor' if on_gpu else 'in host memory'}, but the kernels run on "
                         f"{'the GPU: pass a CUDA torch tensor' if _target == 'gpu' else 'the CPU interpreter: pass a NumPy array or a CPU tensor'}")
-    if got != want:
-        raise TypeError(f"{where} must have dtype {want}, got {got}")
+    dtype = next((d for d, name in names.items() if name == got), None)
+    if dtype is None:   # no dtype of the language: nothing to tell the runtime
+        raise TypeError(f"{where} must have dtype {names[p.dtype]}, got {got}")
     if len(shape) != p.rank:
         raise ValueError(f"{where} must have rank {p.rank}, got rank {len(shape)} (shape {shape})")
-    if not contiguous:
-        raise ValueError(f"{where} must be contiguous (row-major); pass a contiguous copy")
+    if not any(strides) and any(d != 1 for d in shape):
+        # one element broadcast: the runtime would read strides all 0 as "not given"
+        raise LaunchError(f"{kname}: parameter {p.name}: strides {_tuple(strides)} are not row-major contiguous "
+                          f"for dims {_tuple(shape)}", "bad arguments")
     a = _Arg(_ARG_TENSOR, ptr)
     a.dims[0] = shape[0]
     a.dims[1] = shape[1] if p.rank == 2 else 1
+    a.dtype = _DTYPES[dtype]
+    for i, stride in enumerate(strides):
+        a.strides[i] = stride
     return a
 
 
@@ -315,6 +351,19 @@ class Kernel:
         init("gpu" if cuda and os.environ.get("PHOBOS_TARGET") != "interp" else "interp",
              device=(cuda[0].device.index or 0) if cuda else 0)
 
+    def _device(self, args):
+        """The GPU this launch runs on, the module's: the device its CUDA
+        tensors are on, when the module has none yet."""
+        devices = sorted({x.device.index or 0 for x in args if _is_torch(x) and x.is_cuda})
+        m = self._module
+        if m._device is None:
+            m._device = devices[0] if devices else _torch_device()
+        for d in devices:
+            if d != m._device:
+                raise ValueError(f"{self.name}: a tensor is on cuda:{d}, but this module runs on cuda:{m._device} "
+                                 f"(load the file again with cuda:{d} current for that device)")
+        return m._device
+
     def launch(self, grid, *args):
         if len(args) != len(self.params):
             raise TypeError(f"{self.name} takes {len(self.params)} arguments ({', '.join(map(repr, self.params))}), "
@@ -338,20 +387,21 @@ class Kernel:
 
         if not callable(grid):
             _grid_tuple(grid)   # a bad grid is said before anything runs
-        torch = sys.modules.get("torch")
-        side_stream = (_target == "gpu" and torch is not None and
-                       torch.cuda.current_stream() != torch.cuda.default_stream())
-        if side_stream:
-            torch.cuda.current_stream().synchronize()   # the runtime launches on the default stream
-        s = _launch(self._handle, _GridFn(fill), None, cargs, len(args))
+        stream, guard = None, contextlib.nullcontext()
+        if _target == "gpu":
+            device = self._device(args)
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                guard = torch.cuda.device(device)   # ph_set_device moves the thread's context: torch puts its own back
+                stream = torch.cuda.current_stream(device).cuda_stream   # ordered with torch's work there
+        with guard:
+            if _target == "gpu":
+                _use_device(device)
+            s = _launch(self._handle, _GridFn(fill), None, cargs, len(args), stream)
         if raised:
             raise raised[0]
         if s != _OK:
             raise _error(s)
-        if side_stream:
-            s = _synchronize()
-            if s != _OK:
-                raise _error(s, self.name)
 
 
 class Module:
@@ -361,6 +411,10 @@ class Module:
     def __init__(self, path):
         self.path = os.fspath(path)
         self._handle = None
+        self._device = None   # the GPU it runs on: the current one at load, or its first launch's tensors'
+        if _target == "gpu":
+            self._device = _torch_device()
+            _use_device(self._device)
         h = _vp()
         s = _module_load_file(self.path.encode(), ctypes.byref(h))
         if s == _ERR_NOT_FOUND:

@@ -48,19 +48,42 @@ typedef uint64_t ph_devptr;
 
 typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32 } ph_arg_kind;
 
-/* One kernel argument: a tensor is a device pointer plus its dims. */
+/* A tensor's element type. PH_DTYPE_UNCHECKED (zero) is no claim at all:
+ * the launch takes the tensor's elements to be what the kernel declares. */
+typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32 } ph_dtype;
+
+/* One kernel argument. A tensor is a device pointer and its dims, and
+ * optionally its element type and its strides (in elements, as torch's
+ * stride() reports them); a launch refuses a tensor whose dtype is not the
+ * parameter's, or whose strides are not row-major contiguous for its dims
+ * (a dim of size 1 may have any stride). Strides {0, 0} are "not given":
+ * the tensor is taken as row-major contiguous. A rank-1 tensor's dims and
+ * strides are {d0, 1} and {s0, 0}. */
 typedef struct {
     ph_arg_kind kind;
     ph_devptr ptr;
     int64_t dims[2];
     int32_t i32;
     float f32;
+    ph_dtype dtype;
+    int64_t strides[2];
 } ph_arg;
 
-static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0}; return a; }
-static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0}; return a; }
-static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0}; return a; }
-static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v}; return a; }
+/* Tensors whose dtype is not checked, taken as row-major contiguous. */
+static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+/* Tensors whose dtype is checked, contiguous. */
+static inline ph_arg ph_tensor1_t(ph_devptr p, ph_dtype t, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {0, 0}}; return a; }
+static inline ph_arg ph_tensor2_t(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {0, 0}}; return a; }
+/* Tensors whose dtype and strides (in elements) are checked. */
+static inline ph_arg ph_tensor1_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t s0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {s0, 0}}; return a; }
+static inline ph_arg ph_tensor2_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1, int64_t s0, int64_t s1)
+{
+    ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {s0, s1}};
+    return a;
+}
+static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
 
 /* The chosen config's meta-parameters, passed to the grid callback (the
  * tutorial's `lambda meta:`). */
@@ -82,17 +105,48 @@ typedef void (*ph_grid_fn)(const ph_meta *meta, void *user, unsigned grid[3]);
  * them on the CPU interpreter of the IR instead, with no driver: "device"
  * pointers are then host pointers (ph_malloc is calloc, the copies are
  * memcpy, a host program may pass its own arrays), each launch runs the
- * first eligible config to completion before it returns, and nothing is
- * timed. Changing target needs ph_shutdown first. */
+ * first eligible config to completion before it returns, streams are
+ * ignored, and nothing is timed. Changing target needs ph_shutdown first.
+ *
+ * Several GPUs: ph_init may be called for each device a program uses
+ * (again for one already started, it does nothing); each retains its
+ * device's primary context, the one the CUDA runtime API (and torch) use.
+ * The first device started is every thread's device until the thread
+ * calls ph_set_device, as cudaSetDevice: ph_malloc, the copies,
+ * ph_synchronize and module loads act on the calling thread's device. The
+ * first ph_init leaves its device's context current in the calling thread
+ * and ph_set_device makes its device's current; every other call makes
+ * the context it needs current for its duration and then puts back the
+ * one the thread had. ph_shutdown releases every device.
+ *
+ * Threads: every call may be made from any thread. The runtime's shared
+ * state (modules' loaded configs, the autotuner's choices, the devices) is
+ * behind one lock; a launch holds it while it checks, loads and launches
+ * (and while the first launch for some dims is timed), so launches from
+ * several threads are safe but their host-side work is serialized; the
+ * kernels themselves run as their streams let them. A grid callback runs
+ * with the lock held: it may call the runtime, but a launch from it is
+ * refused (PH_ERR_STATE) and a ph_shutdown does nothing. The message
+ * ph_last_error returns is the calling thread's own. ph_shutdown must not
+ * race with other calls. */
 #define PH_INTERPRETER (-1)
 ph_status ph_init(int device);
 void ph_shutdown(void);
+/* The calling thread's device from now on: one ph_init has started
+ * (PH_ERR_STATE otherwise). On the interpreter every device number is the
+ * interpreter. */
+ph_status ph_set_device(int device);
+/* The calling thread's device (PH_INTERPRETER on the interpreter). */
+ph_status ph_get_device(int *device);
 const char *ph_last_error(void);
 const char *ph_status_name(ph_status s);
-/* "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
+/* The calling thread's device: "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
 const char *ph_device_name(void);
 
-/* ---- modules and kernels ---- */
+/* ---- modules and kernels ----
+ * A module runs on the calling thread's device when it is loaded (when no
+ * ph_init has run yet, on the device of the thread that first launches
+ * it): its launches go to that device whatever thread makes them. */
 ph_status ph_module_load_file(const char *path, ph_module **out);
 ph_status ph_module_load_string(const char *name, const char *source, ph_module **out);
 void ph_module_free(ph_module *m);
@@ -117,12 +171,20 @@ typedef struct {
 int ph_kernel_param_count(const ph_kernel *k);
 ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out);
 
-/* Launches kernel on the current stream. With several eligible configs the
+/* Launches kernel on the legacy default stream (the NULL stream): as
+ * ph_launch_stream with a NULL stream. With several eligible configs the
  * first launch for a (kernel, dims) pair picks one: the winner of an earlier
  * run of the program (kept on disk), else each config timed with the real
  * arguments (outputs are written more than once: see ph_kernel_set_restore)
  * and the fastest kept. */
 ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs);
+
+/* Launches kernel on `stream`, a CUstream of the module's device (NULL:
+ * the legacy default stream), after the work queued on it before and
+ * before the work queued after; the launch returns without waiting for
+ * the kernel. The first launch's autotuning runs on that stream too (its
+ * CUDA events are recorded there), and waits for the timed runs. */
+ph_status ph_launch_stream(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, void *stream);
 
 /* The config the last launch of k used (its entry name), or NULL. */
 const char *ph_kernel_last_config(const ph_kernel *k);
@@ -166,7 +228,10 @@ typedef struct {
  * and malloc'd (the caller frees it); opt may be NULL. */
 ph_status ph_compile(const char *name, const char *source, const ph_compile_options *opt, char **text);
 
-/* ---- device memory ---- */
+/* ---- device memory ----
+ * On the calling thread's device, through the legacy default stream: the
+ * copies return when they are done, and ph_synchronize waits for all the
+ * device's work, on every stream. */
 ph_status ph_malloc(ph_devptr *p, size_t bytes);
 ph_status ph_free(ph_devptr p);
 ph_status ph_memcpy_htod(ph_devptr dst, const void *src, size_t bytes);

@@ -1,7 +1,8 @@
 """test_phobos.py: the Python package over libphobos.so: the examples run on
 the CPU interpreter with NumPy inputs against NumPy references, every
-argument check names the parameter at fault, and source errors come back
-as file:line:col messages. The GPU tests need torch and CUDA and skip
+argument check names the parameter at fault (dtypes and strides checked
+by the runtime itself), and source errors come back as file:line:col
+messages. The GPU tests need torch and CUDA and skip
 without them."""
 
 import os
@@ -111,14 +112,56 @@ def test_wrong_dtype(vecadd):
         vecadd[(2,)](*args(Y=np.zeros(256)))
 
 
+def test_a_dtype_of_the_language_but_not_the_parameters_is_refused_by_the_runtime(vecadd):
+    z = np.zeros(256, np.float32)
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter Y: expected f32, got f16$"):
+        vecadd[(2,)](*args(Y=np.zeros(256, np.float16), Z=z))
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter X: expected f32, got i32$"):
+        vecadd[(2,)](*args(X=np.zeros(256, np.int32), Z=z))
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter Z: expected f32, got bf16$"):
+        vecadd[(2,)](*args(Z=np.zeros(256, np.uint16)))   # NumPy's stand-in for bfloat16
+    assert not z.any()
+
+
 def test_wrong_rank(vecadd):
     with pytest.raises(ValueError, match=r"argument X .* must have rank 1, got rank 2"):
         vecadd[(2,)](*args(X=np.zeros((16, 16), np.float32)))
 
 
 def test_not_contiguous(vecadd):
-    with pytest.raises(ValueError, match=r"argument Z .* must be contiguous"):
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter Z: strides \(2\) are not row-major contiguous "
+                                                  r"for dims \(256\)$"):
         vecadd[(2,)](*args(Z=np.zeros(512, np.float32)[::2]))
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter Y: strides \(-1\)"):
+        vecadd[(2,)](*args(Y=np.zeros(256, np.float32)[::-1]))
+    with pytest.raises(phobos.LaunchError, match=r"^vecadd: parameter X: strides \(0\) are not row-major contiguous "
+                                                  r"for dims \(256\)$"):
+        vecadd[(2,)](*args(X=np.broadcast_to(np.float32(1), (256,))))
+
+
+def test_a_transposed_matrix_is_refused_by_the_runtime():
+    mm = phobos.load(example("matmul")).matmul
+    M, K, N = 70, 50, 40
+    a = np.zeros((K, M), np.float16).T   # (70, 50), column-major
+    c = np.zeros((M, N), np.float32)
+    with pytest.raises(phobos.LaunchError, match=r"^matmul: parameter A: strides \(1, 70\) are not row-major "
+                                                  r"contiguous for dims \(70, 50\)$"):
+        mm[(2, 2)](a, np.zeros((K, N), np.float16), c)
+    assert not c.any()
+
+
+def test_a_dim_of_size_one_may_have_any_stride():
+    """A column of R rows viewed from a row: its strides are (1, R), which
+    is still row-major contiguous (torch and NumPy agree)."""
+    delta_kernel = phobos.load(example("attention")).attn_bwd_delta
+    rows, D = 64, 64
+    rng = np.random.default_rng(5)
+    o, do = (rng.standard_normal((rows, D)).astype(np.float16) for _ in range(2))
+    delta = np.zeros((1, rows), np.float32).T
+    assert delta.shape == (rows, 1) and delta.strides == (4, 4 * rows)
+    delta_kernel[lambda meta: (rows // meta["BR"],)](o, do, delta)
+    want = (o.astype(np.float64) * do.astype(np.float64)).sum(axis=1, keepdims=True)
+    assert np.abs(delta - want).max() < 1e-2
 
 
 def test_not_an_array(vecadd):
@@ -185,6 +228,38 @@ try:
 except ImportError:
     torch = None
 needs_cuda = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="needs torch with CUDA")
+
+
+@needs_cuda
+def test_a_launch_goes_on_torchs_current_stream():
+    """On a side stream (torch's are non-blocking: the NULL stream does not
+    order them) held busy by a sleep, the launch must wait for the fills
+    queued before it and finish before the fill queued after it."""
+    phobos.shutdown()
+    try:
+        phobos.init("gpu", device=torch.cuda.current_device())
+        k = phobos.load(example("vecadd")).vecadd
+        n = 1 << 22
+        x, y = torch.zeros(n, device="cuda"), torch.zeros(n, device="cuda")
+        z = torch.full((n,), float("nan"), device="cuda")
+        torch.cuda.synchronize()
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):
+            if hasattr(torch.cuda, "_sleep"):
+                torch.cuda._sleep(100_000_000)   # tens of milliseconds of GPU cycles on the side stream
+            x.fill_(1.5)
+            y.fill_(-2.0)
+            k[lambda meta: (phobos.cdiv(n, meta["BLOCK"]),)](x, y, z)
+            x.fill_(100.0)
+        side.synchronize()
+        assert torch.equal(z, torch.full_like(z, -0.5))
+        with pytest.raises(phobos.LaunchError, match=r"vecadd: parameter X: strides \(2\) are not row-major"):
+            k[(1,)](torch.zeros(2 * n, device="cuda")[::2], y, z)
+        with pytest.raises(phobos.LaunchError, match=r"vecadd: parameter Y: expected f32, got f16"):
+            k[(1,)](x, y.half(), z)
+    finally:
+        phobos.shutdown()
+        phobos.init("interp")
 
 
 @needs_cuda
