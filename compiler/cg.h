@@ -28,6 +28,7 @@
 #include "layout.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,6 +70,8 @@ typedef struct {
     VEC(Region) regions;
     int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the operand area, slot size; -1 unplaced */
     LLVMBasicBlockRef exit_bb;
+    LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
+    LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
     char *err; size_t errlen;
     bool failed;
 } Cg;
@@ -95,6 +98,9 @@ typedef struct {
 typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
 
 #pragma GCC visibility push(hidden)
+
+/* codegen.c */
+void cg_locate(Cg *c, const IrOp *op, const IrOp *parent);
 
 /* cg_values.c */
 void cg_fail(Cg *c, const IrOp *op, const char *msg);

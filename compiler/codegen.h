@@ -17,6 +17,8 @@
 typedef struct {
     const char *arch;   /* "sm_80", "sm_90" (default sm_90) */
     int opt_level;      /* 0: no LLVM optimization (readable); 3: default */
+    bool lineinfo;      /* line information: PTX .file and .loc directives for the .ph lines */
+    const char *source; /* with lineinfo: the .ph file's path, as .file names it (NULL: "<string>") */
 } CodegenOptions;
 
 typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;

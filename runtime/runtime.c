@@ -372,7 +372,7 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {arch, 3};
+    CodegenOptions o = {.arch = arch, .opt_level = 3};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
