@@ -34,8 +34,9 @@ static void begin_line_info(Cg *c, const CodegenOptions *o)
     if (!o || !o->lineinfo) return;
     const char *path = o->source && *o->source ? o->source : "<string>";
     char cwd[4096] = "";
-    /* a relative path is read from the folder phc ran in, as DW_AT_comp_dir says */
-    if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    /* a relative path is read from the folder phc ran in, as DW_AT_comp_dir
+     * says; a name such as <stdin> or <string> names no file */
+    if (path[0] != '/' && path[0] != '<' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
     c->di = LLVMCreateDIBuilder(c->mod);
     c->di_file = LLVMDIBuilderCreateFile(c->di, path, strlen(path), cwd, strlen(cwd));
     static const char producer[] = "phc";

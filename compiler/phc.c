@@ -42,6 +42,9 @@ static const char usage[] =
     "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
     "  -O0, -O3           no LLVM optimization (readable LLVM IR and PTX); full (default)\n"
+    "  -lineinfo, --lineinfo\n"
+    "                     line information: .loc directives that map the PTX (and so the\n"
+    "                     SASS, for compute-sanitizer and Nsight Compute) to FILE.ph's lines\n"
     "  -o FILE, --output=FILE\n"
     "                     write the output to FILE instead of standard output (- is\n"
     "                     standard output); nothing is written when there are errors\n"
@@ -94,7 +97,8 @@ static int parse_emit(Options *o, const char *k)
 
 /* Every long option has a value of its own, past any character, so that
  * after an error optopt tells a short option (a character) from a long one. */
-enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION };
+enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION,
+       OPT_LINEINFO };
 
 static const struct option long_options[] = {
     {"check", no_argument, NULL, OPT_CHECK},
@@ -107,6 +111,7 @@ static const struct option long_options[] = {
     {"passes", no_argument, NULL, OPT_PASSES},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"lineinfo", no_argument, NULL, OPT_LINEINFO},
     {NULL, 0, NULL, 0},
 };
 
@@ -155,6 +160,7 @@ static int take_option(Options *o, int c, char **argv)
         if (strcmp(optarg, "0") && strcmp(optarg, "3")) return usage_error("unknown optimization level '-O%s' (-O0, -O3)", optarg);
         o->code.no_opt = optarg[0] == '0';
         return EXIT_OK;
+    case OPT_LINEINFO: o->code.lineinfo = 1; return EXIT_OK;
     case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
     case 'o': case OPT_OUTPUT: o->output = optarg; return EXIT_OK;
     case OPT_KERNEL: o->sema.kernel = optarg; return EXIT_OK;
@@ -163,10 +169,20 @@ static int take_option(Options *o, int c, char **argv)
     }
 }
 
+/* nvcc spells it -lineinfo, one dash: taken as --lineinfo (getopt_long
+ * would read the cluster -l -i -n ...). Words after -- are file names. */
+static void accept_nvcc_spellings(int argc, char **argv)
+{
+    static char lineinfo[] = "--lineinfo";
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-lineinfo")) argv[i] = lineinfo;
+}
+
 static int parse_args(Options *o, int argc, char **argv)
 {
     int c, status;
     opterr = 0;
+    accept_nvcc_spellings(argc, argv);
     while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1)
         if ((status = take_option(o, c, argv))) return status;
     if (optind == argc) return usage_error("%s", "no input file");

@@ -117,7 +117,7 @@ Test(phc, help_and_version)
     char *out, *err;
     cr_assert_eq(phc("--help", &out, &err), 0);
     static const char *const options[] = {"--check", "--emit=", "-o FILE", "--kernel", "-D NAME=VALUE", "--list",
-                                          "--dump-after", "--arch", "-O0", "exit status"};
+                                          "--dump-after", "--arch", "-O0", "-lineinfo", "exit status"};
     for (size_t i = 0; i < sizeof options / sizeof *options; i++)
         cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
     free(out); free(err);
@@ -196,7 +196,6 @@ Test(phc, branches_yielding_built_values_beside_returns_compile)
         free(out); free(err);
     }
 }
-
 
 Test(phc, cubin_through_ptxas)
 {
@@ -380,6 +379,30 @@ Test(phc, options_take_their_values_in_either_spelling)
         unlink(path);
     }
     free(want);
+}
+
+/* -lineinfo (nvcc's spelling) and --lineinfo: .file names the source from
+ * the folder phc ran in, and the store of vecadd.ph's line 12 (column 5)
+ * has its .loc; standard input is <stdin>. Without it there is no .loc. */
+Test(phc, lineinfo_names_the_source_lines)
+{
+    char *one = phc_out("-lineinfo examples/vecadd/vecadd.ph", 0), *two = phc_out("--lineinfo examples/vecadd/vecadd.ph", 0);
+    cr_expect_str_eq(one, two);
+    char cwd[4096], file[4200];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(file, sizeof file, ".file\t1 \"%s/examples/vecadd/vecadd.ph\"\n", cwd);
+    cr_expect(strstr(one, file) != NULL, "no %s in:\n%s", file, one);
+    const char *store = strstr(one, "st.global");
+    cr_assert_not_null(store);
+    const char *loc = NULL;
+    for (const char *p = one; (p = strstr(p, ".loc\t")) && p < store; p++) loc = p;
+    cr_assert_not_null(loc, "no .loc before the store:\n%s", one);
+    cr_expect(!strncmp(loc, ".loc\t1 12 5\n", 12), "the store's line is %.12s", loc);
+    char *piped = phc_out("-lineinfo - < examples/vecadd/vecadd.ph", 0);
+    cr_expect(strstr(piped, ".file\t1 \"<stdin>\"\n") != NULL, "%s", piped);
+    char *plain = phc_out("examples/vecadd/vecadd.ph", 0);
+    cr_expect(strstr(plain, ".loc") == NULL && strstr(plain, ".file") == NULL, "%s", plain);
+    free(one); free(two); free(piped); free(plain);
 }
 
 /* "-" is standard input, named <stdin> in messages; "-o -" is standard output. */

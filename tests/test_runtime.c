@@ -102,7 +102,7 @@ Test(runtime, compile_ahead_of_time)
 
     const char *names[] = {"BLOCK"};
     int64_t values[] = {256};
-    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values};
+    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0};
     cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
     cr_expect(strstr(text, ".target sm_80") && strstr(text, ".entry vadd__BLOCK_256("), "%.400s", text);
     cr_expect(!strstr(text, "vadd__BLOCK_128") && !strstr(text, "twod"), "%.400s", text);

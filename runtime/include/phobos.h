@@ -137,6 +137,8 @@ typedef struct {
     int ndefines;                     /* only configs whose meta-parameter define_names[i] */
     const char *const *define_names;  /* equals define_values[i] (phc -D NAME=VALUE) */
     const int64_t *define_values;
+    int lineinfo;                     /* nonzero: .file and .loc line information for the .ph
+                                       * lines, as nvcc -lineinfo gives (phc -lineinfo) */
 } ph_compile_options;
 
 /* Compiles source (called name in messages) to one module with an entry
