@@ -209,6 +209,7 @@ typedef struct {
 
 struct ph_module {
     IrModule *ir;
+    char *source;          /* the file's path, or the string's name: the .file of line information */
     uint64_t key;          /* of the source text: with a config's name, names its PTX in the disk cache */
     Config *state;         /* per config (IrFunc) */
     int nkernels;
@@ -359,11 +360,28 @@ static void cache_write(const char *path, const char *ptx)
     if (!ok || rename(tmp, path)) remove(tmp);   /* written whole, or not at all */
 }
 
+/* PHOBOS_LINEINFO=1 (any value but empty or 0): configs are compiled with
+ * line information, as phc -lineinfo compiles them, for compute-sanitizer
+ * and Nsight Compute. Read at each config's compilation. */
+static bool lineinfo_asked(void)
+{
+    const char *v = getenv("PHOBOS_LINEINFO");
+    return v && *v && strcmp(v, "0");
+}
+
 /* A config's PTX for arch: from the disk cache, or generated (and cached). */
 int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
 {
     IrFunc *f = m->ir->funcs[config];
+    bool lineinfo = lineinfo_asked();
     uint64_t key = m->key ? fnv1a(m->key, f->name, strlen(f->name) + 1) : 0;
+    /* PTX with line information is another file: it names the source's path,
+     * a relative one from the current folder */
+    char cwd[4096] = "";
+    if (key && lineinfo) {
+        if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+        key = fnv1a(fnv1a(fnv1a(key, "lineinfo", 8), m->source, strlen(m->source) + 1), cwd, strlen(cwd) + 1);
+    }
     char path[1200];
     bool cached = cache_path(key, arch, path, sizeof path);
     *from_cache = false;
@@ -372,7 +390,7 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {.arch = arch, .opt_level = 3};
+    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = lineinfo, .source = m->source};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
@@ -394,6 +412,7 @@ static ph_status compile_source(const char *name, const char *source, const char
     } else {
         s = module_from_ir(ir, out);
         (*out)->key = source_key(path, source);
+        (*out)->source = xstrdup(path ? path : name);
     }
     free(diags);
     return s;
@@ -427,6 +446,7 @@ void ph_module_free(ph_module *m)
     free(m->kernels);
     free(m->configs);
     ir_module_free(m->ir);
+    free(m->source);
     free(m);
 }
 

@@ -3,6 +3,7 @@
  * argument check refusing a bad launch before anything reaches a device. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include "phobos.h"
 #include "testutil.h"
@@ -325,6 +326,45 @@ Test(runtime, ptx_disk_cache)
     free(again);
     ph_module_free(m);
     free(ptx);
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
+ * .loc directives, and is cached apart from the PTX without them, which
+ * has none; 0 is off. */
+Test(runtime, lineinfo_from_the_environment)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    char *plain, *lined, err[512];
+    bool cached;
+    cr_assert_eq(ph_module_load_file("examples/vecadd/vecadd.ph", &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &plain, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(plain, ".loc") == NULL && strstr(plain, ".file") == NULL);
+    setenv("PHOBOS_LINEINFO", "1", 1);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(!cached, "the PTX without line information is not taken for it");
+    char cwd[4096], file[4200];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(file, sizeof file, ".file\t1 \"%s/examples/vecadd/vecadd.ph\"\n", cwd);
+    cr_expect(strstr(lined, file) != NULL, "no %s in:\n%s", file, lined);
+    cr_expect(strstr(lined, ".loc\t1 12 5\n") != NULL, "the store's line:\n%s", lined);
+    free(lined);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(cached && strstr(lined, file) != NULL, "then read back from the cache");
+    free(lined);
+    setenv("PHOBOS_LINEINFO", "0", 1);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(cached && !strcmp(lined, plain), "PHOBOS_LINEINFO=0 is the PTX without");
+    free(lined);
+    free(plain);
+    ph_module_free(m);
+    unsetenv("PHOBOS_LINEINFO");
     unsetenv("PHOBOS_CACHE_DIR");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
