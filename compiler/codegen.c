@@ -370,17 +370,3 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     LLVMContextDispose(c.ctx);
     return status;
 }
-
-int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry)
-{
-    /* the constant's line: ".visible .const .align 4 .u32 NAME_dynamic_shared_bytes = BYTES;" */
-    size_t n = strlen(entry), suffix = strlen(CODEGEN_DYNAMIC_SHARED_SUFFIX);
-    for (const char *p = ptx; (p = strstr(p, ".u32 ")); p++) {
-        const char *name = p + 5;
-        if (strncmp(name, entry, n) || strncmp(name + n, CODEGEN_DYNAMIC_SHARED_SUFFIX, suffix)) continue;
-        const char *rest = name + n + suffix;
-        if (strncmp(rest, " = ", 3)) continue;
-        return strtoll(rest + 3, NULL, 10);
-    }
-    return 0;
-}
