@@ -15,6 +15,7 @@
 
 #include "codegen.h"
 #include "dsl.h"
+#include "ptxinfo.h"
 #include "runtime_internal.h"
 
 /* The driver's calls (runtime_internal.h), from libcuda.so.1 or a test's fakes. */
@@ -80,6 +81,7 @@ static bool load_driver(void)
     SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
     SYM(ModuleLoadDataEx, "cuModuleLoadDataEx") SYM(ModuleUnload, "cuModuleUnload")
     SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(FuncSetAttribute, "cuFuncSetAttribute")
+    SYM(FuncGetAttribute, "cuFuncGetAttribute")
     SYM(LaunchKernel, "cuLaunchKernel")
     SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemsetD8, "cuMemsetD8_v2") SYM(EventCreate, "cuEventCreate")
@@ -202,6 +204,7 @@ typedef struct {
     CUmodule mod;
     CUfunction fn;
     unsigned shared_bytes; /* CONFIG_LOADED: the dynamic shared memory each launch asks for */
+    int spill_stores, spill_loads;   /* CONFIG_LOADED: bytes, as the JIT's log says; -1 when it does not */
     char *why;             /* CONFIG_REFUSED: the driver's words, or ours */
     const char **meta_names;  /* its meta-parameters as the grid callback sees them, */
     int64_t *meta_values;     /* built once with the module (the names are the IR's) */
@@ -520,6 +523,47 @@ static ph_status allow_dynamic_shared(ph_module *m, int c, int64_t bytes)
     return PH_OK;
 }
 
+/* ---- what a config uses ---- */
+
+/* PHOBOS_STATS=1 (any value but empty or 0): a line on stderr per config loaded. */
+static bool stats_asked(void)
+{
+    const char *v = getenv("PHOBOS_STATS");
+    return v && *v && strcmp(v, "0");
+}
+
+/* Loaded config c's figures, from the driver (cuFuncGetAttribute). */
+static ph_status config_stats(ph_module *m, int c, ph_stats *out)
+{
+    const Config *st = &m->state[c];
+    const IrFunc *f = m->ir->funcs[c];
+    *out = (ph_stats){.config = f->name, .threads = f->threads, .spill_store_bytes = st->spill_stores,
+                      .spill_load_bytes = st->spill_loads, .dynamic_shared_bytes = (int)st->shared_bytes};
+    CUresult r;
+    if ((r = cu.FuncGetAttribute(&out->registers, FUNC_ATTR_NUM_REGS, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->local_bytes, FUNC_ATTR_LOCAL_SIZE_BYTES, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->static_shared_bytes, FUNC_ATTR_SHARED_SIZE_BYTES, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->max_threads_per_block, FUNC_ATTR_MAX_THREADS_PER_BLOCK, st->fn)))
+        return cu_fail(r, "cuFuncGetAttribute");
+    return PH_OK;
+}
+
+/* PHOBOS_STATS's line for config c, just loaded. */
+static void print_stats(ph_module *m, int c)
+{
+    ph_stats s;
+    if (config_stats(m, c, &s)) {
+        fprintf(stderr, "phobos: %s: %s\n", m->ir->funcs[c]->name, last_error);
+        return;
+    }
+    char spills[96] = "spills not reported";
+    if (s.spill_store_bytes >= 0)
+        snprintf(spills, sizeof spills, "%d bytes spill stores, %d bytes spill loads", s.spill_store_bytes, s.spill_load_bytes);
+    fprintf(stderr, "phobos: %s: %d registers, %s, %d bytes local memory, %d bytes static shared, %d bytes dynamic shared, "
+                    "%d threads (at most %d)\n", s.config, s.registers, spills, s.local_bytes, s.static_shared_bytes,
+            s.dynamic_shared_bytes, s.threads, s.max_threads_per_block);
+}
+
 /* Config c's PTX goes to the driver on its own, the first time a launch
  * needs it. PH_ERR_MODULE: the driver refused it (now or before). */
 static ph_status config_load(ph_module *m, int c)
@@ -539,10 +583,12 @@ static ph_status config_load(ph_module *m, int c)
                  m->ir->funcs[c]->name, (long long)shared, rt.max_shared);
         return leave_eligible_set(m, c, why);
     }
-    char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
-    int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
-    void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
-    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, 4, opts, vals);
+    /* the driver's JIT logs, per call; the verbose info log is ptxas -v's report (spills) */
+    char info[8192] = "", elog[8192] = "";
+    int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
+    void *vals[6] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog, (void *)(uintptr_t)1,
+                     (void *)(uintptr_t)1};
+    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
     free(ptx);
     if (r) return refuse(m, c, r, elog);
     if ((r = cu.ModuleGetFunction(&st->fn, st->mod, m->ir->funcs[c]->name))) {
@@ -553,7 +599,12 @@ static ph_status config_load(ph_module *m, int c)
         ph_status s = allow_dynamic_shared(m, c, shared);
         if (s) return s;
     }
+    PtxasReport report;
+    bool reported = ptxas_report_of(info, m->ir->funcs[c]->name, &report);
+    st->spill_stores = reported ? (int)report.spill_stores : -1;
+    st->spill_loads = reported ? (int)report.spill_loads : -1;
     st->state = CONFIG_LOADED;
+    if (stats_asked()) print_stats(m, c);
     return PH_OK;
 }
 
@@ -842,6 +893,25 @@ ph_status ph_launch(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *arg
 const char *ph_kernel_last_config(const ph_kernel *k)
 {
     return k && k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
+}
+
+ph_status ph_kernel_stats(ph_kernel *k, const char *config, ph_stats *out)
+{
+    if (!k || !out) return fail(PH_ERR_INVALID, "null argument to ph_kernel_stats");
+    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    if (rt.interp) return fail(PH_ERR_STATE, "statistics come from the CUDA driver; the interpreter has none");
+    int c = -1;
+    if (config) {
+        for (int i = 0; i < k->count && c < 0; i++)
+            if (!strcmp(k->module->ir->funcs[k->first + i]->name, config)) c = k->first + i;
+        if (c < 0) return fail(PH_ERR_NOT_FOUND, "%s has no config named '%s'", k->name, config);
+    } else if (k->last >= 0 || k->count == 1) {
+        c = k->first + (k->last >= 0 ? k->last : 0);
+    } else {
+        return fail(PH_ERR_INVALID, "%s has %d configs and none was launched yet: name one", k->name, k->count);
+    }
+    ph_status s = config_load(k->module, c);
+    return s ? s : config_stats(k->module, c, out);
 }
 
 /* ---- memory ---- */
