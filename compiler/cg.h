@@ -5,7 +5,8 @@
  * thread holds its slots as LLVM values, named by compile-time slot
  * numbers, so no register array is indexed at run time. Its files:
  *   codegen.c      the kernel ABI, shared-area placement, the LLVM driver
- *                  (codegen_emit); emit_func runs the steps below in order
+ *                  (codegen_emit), line information (cg_locate); emit_func
+ *                  runs the steps below in order
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
  *   cg_memory.c    loads, stores, cp.async copies into rings, ring reads
