@@ -5,7 +5,8 @@
  * thread holds its slots as LLVM values, named by compile-time slot
  * numbers, so no register array is indexed at run time. Its files:
  *   codegen.c      the kernel ABI, shared-area placement, the LLVM driver
- *                  (codegen_emit); emit_func runs the steps below in order
+ *                  (codegen_emit), line information (cg_locate); emit_func
+ *                  runs the steps below in order
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
  *   cg_memory.c    loads, stores, cp.async copies into rings, ring reads
@@ -29,6 +30,7 @@
 #include "layout.h"
 
 #include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -70,6 +72,8 @@ typedef struct {
     VEC(Region) regions;
     int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the operand area, slot size; -1 unplaced */
     LLVMBasicBlockRef exit_bb;
+    LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
+    LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
     char *err; size_t errlen;
     bool failed;
 } Cg;
@@ -96,6 +100,9 @@ typedef struct {
 typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
 
 #pragma GCC visibility push(hidden)
+
+/* codegen.c */
+void cg_locate(Cg *c, const IrOp *op, const IrOp *parent);
 
 /* cg_values.c */
 void cg_fail(Cg *c, const IrOp *op, const char *msg);

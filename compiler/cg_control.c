@@ -226,9 +226,11 @@ void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded)
 {
     for (int i = 0; i < blk->nops && !c->failed; i++) {
         const IrOp *op = blk->ops[i];
+        cg_locate(c, op, parent);
         if (op->kind == OP_YIELD && parent) emit_yield(c, op, parent, yielded);
         else emit_op(c, op);
         if (c->regions.len)
             for (int j = 0; j < op->nres; j++) write_regions(c, op->res[j]);
     }
+    if (parent) cg_locate(c, parent, NULL);   /* the loop's step and branch, the if's join: its line */
 }

@@ -14,6 +14,78 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* ---- line information (-lineinfo) ----
+ * What nvcc -lineinfo gives: a file for the .ph source, a subprogram per
+ * kernel, and on each instruction the line and column of the IR op it
+ * lowers (cg_locate, once per op). The NVPTX back end writes them as .file
+ * and .loc directives, which ptxas keeps for compute-sanitizer and Nsight
+ * Compute to map SASS to .ph lines. The compile unit's emission kind is
+ * LLVM's DebugDirectivesOnly (3; the C API names no such value): with
+ * LineTablesOnly the back end also writes `.target sm_90, debug` and DWARF
+ * sections, and ptxas then allocates registers differently (spills where
+ * the plain PTX has none); with directives only, ptxas -v reports the
+ * same registers, spills and shared memory as without line information.
+ * Without -lineinfo none of this runs and the PTX does not change. */
+enum { DEBUG_DIRECTIVES_ONLY = 3 };
+
+static void begin_line_info(Cg *c, const CodegenOptions *o)
+{
+    if (!o || !o->lineinfo) return;
+    const char *path = o->source && *o->source ? o->source : "<string>";
+    char cwd[4096] = "";
+    /* a relative path is read from the folder phc ran in, as DW_AT_comp_dir
+     * says; a name such as <stdin> or <string> names no file */
+    if (path[0] != '/' && path[0] != '<' && !getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+    c->di = LLVMCreateDIBuilder(c->mod);
+    c->di_file = LLVMDIBuilderCreateFile(c->di, path, strlen(path), cwd, strlen(cwd));
+    static const char producer[] = "phc";
+    LLVMDIBuilderCreateCompileUnit(c->di, LLVMDWARFSourceLanguagePython, c->di_file, producer, strlen(producer),
+                                   o->opt_level != 0, "", 0, 0, "", 0, (LLVMDWARFEmissionKind)DEBUG_DIRECTIVES_ONLY, 0, 0, 0,
+                                   "", 0, "", 0);
+    static const char version[] = "Debug Info Version";
+    LLVMAddModuleFlag(c->mod, LLVMModuleFlagBehaviorWarning, version, strlen(version),
+                      LLVMValueAsMetadata(LLVMConstInt(c->ti32, LLVMDebugMetadataVersion(), 0)));
+}
+
+/* The kernel's subprogram: its name, the entry's as linkage name, the line of its def. */
+static void describe_kernel(Cg *c, const IrFunc *f)
+{
+    if (!c->di) return;
+    unsigned line = f->loc.line > 0 ? (unsigned)f->loc.line : 0;
+    LLVMMetadataRef type = LLVMDIBuilderCreateSubroutineType(c->di, c->di_file, NULL, 0, LLVMDIFlagZero);
+    c->di_kernel = LLVMDIBuilderCreateFunction(c->di, c->di_file, f->kernel, strlen(f->kernel), f->name, strlen(f->name),
+                                               c->di_file, line, type, 0, 1, line, LLVMDIFlagZero, 0);
+    LLVMSetSubprogram(c->fn, c->di_kernel);
+}
+
+/* What the builder makes from here on comes from op's line: ops that
+ * passes made without one (async's ring arithmetic) take their enclosing
+ * op's, and the kernel's own code (thread indices) its def line. */
+void cg_locate(Cg *c, const IrOp *op, const IrOp *parent)
+{
+    if (!c->di) return;
+    Loc at = op && op->loc.line > 0 ? op->loc : parent && parent->loc.line > 0 ? parent->loc : c->f->loc;
+    LLVMMetadataRef loc = LLVMDIBuilderCreateDebugLocation(c->ctx, at.line > 0 ? (unsigned)at.line : 0,
+                                                           at.col > 0 ? (unsigned)at.col : 0, c->di_kernel, NULL);
+    LLVMSetCurrentDebugLocation2(c->b, loc);
+}
+
+static void end_kernel_line_info(Cg *c)
+{
+    if (!c->di) return;
+    LLVMSetCurrentDebugLocation2(c->b, NULL);
+    LLVMDIBuilderFinalizeSubprogram(c->di, c->di_kernel);
+}
+
+static void end_line_info(Cg *c)
+{
+    if (!c->di) return;
+    LLVMDIBuilderFinalize(c->di);
+    LLVMDisposeDIBuilder(c->di);
+    c->di = NULL;
+}
 
 /* ---- functions and the module ---- */
 
@@ -144,6 +216,7 @@ static void plan_operand_regions(Cg *c, const IrFunc *f)
 static void emit_body(Cg *c, const IrFunc *f)
 {
     LLVMBasicBlockRef entry = new_bb(c, "entry");
+    cg_locate(c, NULL, NULL);
     c->exit_bb = new_bb(c, "exit");
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
@@ -178,6 +251,7 @@ static void free_func_state(Cg *c, const IrFunc *f)
 static void emit_func(Cg *c, const IrFunc *f)
 {
     declare_kernel(c, f);
+    describe_kernel(c, f);
     c->layouts = layout_table_new();
     c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
     begin_shared_areas(c, f);
@@ -185,6 +259,7 @@ static void emit_func(Cg *c, const IrFunc *f)
     plan_operand_regions(c, f);
     emit_body(c, f);
     place_shared_areas(c);                  /* now that their sizes are known */
+    end_kernel_line_info(c);
     free_func_state(c, f);
 }
 
@@ -231,6 +306,7 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     c.tptr1 = LLVMPointerTypeInContext(c.ctx, 1);
     c.tptr3 = LLVMPointerTypeInContext(c.ctx, 3);
     c.tv2f16 = LLVMVectorType(c.tf16, 2);
+    begin_line_info(&c, o);
     int status = 0;
     for (int i = 0; i < m->nfuncs && !c.failed; i++) {
         /* sema refuses such kernels; IR from elsewhere is checked here */
@@ -243,6 +319,7 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
         }
         emit_func(&c, m->funcs[i]);
     }
+    end_line_info(&c);
     char *msg = NULL;
     if (c.failed) status = 1;
     else if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {
@@ -302,18 +379,4 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     LLVMDisposeModule(c.mod);
     LLVMContextDispose(c.ctx);
     return status;
-}
-
-int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry)
-{
-    /* the constant's line: ".visible .const .align 4 .u32 NAME_dynamic_shared_bytes = BYTES;" */
-    size_t n = strlen(entry), suffix = strlen(CODEGEN_DYNAMIC_SHARED_SUFFIX);
-    for (const char *p = ptx; (p = strstr(p, ".u32 ")); p++) {
-        const char *name = p + 5;
-        if (strncmp(name, entry, n) || strncmp(name + n, CODEGEN_DYNAMIC_SHARED_SUFFIX, suffix)) continue;
-        const char *rest = name + n + suffix;
-        if (strncmp(rest, " = ", 3)) continue;
-        return strtoll(rest + 3, NULL, 10);
-    }
-    return 0;
 }

@@ -17,6 +17,8 @@
 typedef struct {
     const char *arch;   /* "sm_80", "sm_90" (default sm_90) */
     int opt_level;      /* 0: no LLVM optimization (readable); 3: default */
+    bool lineinfo;      /* line information: PTX .file and .loc directives for the .ph lines */
+    const char *source; /* with lineinfo: the .ph file's path, as .file names it (NULL: "<string>") */
 } CodegenOptions;
 
 typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
@@ -31,7 +33,8 @@ typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
 #define CODEGEN_DYNAMIC_AREA_SUFFIX "_shared"
 
 /* The dynamic shared memory, in bytes, entry of ptx (PTX as codegen_emit
- * writes it) must be launched with: 0 when its shared memory is static. */
+ * writes it) must be launched with: 0 when its shared memory is static.
+ * In ptxinfo.c, with the other readers of PTX text. */
 int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
 
 /* Lowers every function of m into one module and emits it as LLVM IR text

@@ -1,12 +1,15 @@
 /* phc.c: the command line. The whole pipeline reads in compile():
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
+#include "codegen.h"
 #include "dsl.h"
 #include "layout.h"
 #include "phobos.h"
+#include "ptxinfo.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +22,7 @@ typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLV
 typedef struct {
     const char *input, *output, *dump_after;
     Emit emit;
-    bool check_only, list;
+    bool check_only, list, stats;
     SemaOptions sema;
     ph_compile_options code;   /* for the code generator, in libphobos */
     const char *define_names[64];
@@ -42,6 +45,13 @@ static const char usage[] =
     "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
     "  -O0, -O3           no LLVM optimization (readable LLVM IR and PTX); full (default)\n"
+    "  -lineinfo, --lineinfo\n"
+    "                     line information: .loc directives that map the PTX (and so the\n"
+    "                     SASS, for compute-sanitizer and Nsight Compute) to FILE.ph's lines\n"
+    "  --stats            for each config, on standard error: registers, spills, stack\n"
+    "                     frame (local memory), static and dynamic shared memory, from\n"
+    "                     ptxas -v ($PTXAS, $CUDA_HOME/bin, by default /usr/local/cuda/bin,\n"
+    "                     or PATH); without ptxas, the shared memory alone\n"
     "  -o FILE, --output=FILE\n"
     "                     write the output to FILE instead of standard output (- is\n"
     "                     standard output); nothing is written when there are errors\n"
@@ -94,7 +104,8 @@ static int parse_emit(Options *o, const char *k)
 
 /* Every long option has a value of its own, past any character, so that
  * after an error optopt tells a short option (a character) from a long one. */
-enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION };
+enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION,
+       OPT_LINEINFO, OPT_STATS };
 
 static const struct option long_options[] = {
     {"check", no_argument, NULL, OPT_CHECK},
@@ -107,6 +118,8 @@ static const struct option long_options[] = {
     {"passes", no_argument, NULL, OPT_PASSES},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
+    {"lineinfo", no_argument, NULL, OPT_LINEINFO},
+    {"stats", no_argument, NULL, OPT_STATS},
     {NULL, 0, NULL, 0},
 };
 
@@ -155,6 +168,8 @@ static int take_option(Options *o, int c, char **argv)
         if (strcmp(optarg, "0") && strcmp(optarg, "3")) return usage_error("unknown optimization level '-O%s' (-O0, -O3)", optarg);
         o->code.no_opt = optarg[0] == '0';
         return EXIT_OK;
+    case OPT_LINEINFO: o->code.lineinfo = 1; return EXIT_OK;
+    case OPT_STATS: o->stats = true; return EXIT_OK;
     case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
     case 'o': case OPT_OUTPUT: o->output = optarg; return EXIT_OK;
     case OPT_KERNEL: o->sema.kernel = optarg; return EXIT_OK;
@@ -163,15 +178,27 @@ static int take_option(Options *o, int c, char **argv)
     }
 }
 
+/* nvcc spells it -lineinfo, one dash: taken as --lineinfo (getopt_long
+ * would read the cluster -l -i -n ...). Words after -- are file names. */
+static void accept_nvcc_spellings(int argc, char **argv)
+{
+    static char lineinfo[] = "--lineinfo";
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "-lineinfo")) argv[i] = lineinfo;
+}
+
 static int parse_args(Options *o, int argc, char **argv)
 {
     int c, status;
     opterr = 0;
+    accept_nvcc_spellings(argc, argv);
     while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1)
         if ((status = take_option(o, c, argv))) return status;
     if (optind == argc) return usage_error("%s", "no input file");
     if (optind + 1 < argc) return usage_error("more than one input file ('%s')", argv[optind + 1]);
     o->input = argv[optind];
+    if (o->stats && (o->check_only || o->list || o->dump_after || (o->emit != EMIT_PTX && o->emit != EMIT_CUBIN)))
+        return usage_error("%s", "--stats reports on the PTX phc writes: use it with --emit=ptx (the default) or --emit=cubin");
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
     o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
@@ -390,19 +417,115 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     return status;
 }
 
+/* ---- --stats ---- */
+
+/* The ptxas --stats runs: the first executable of $PTXAS,
+ * ${CUDA_HOME:-/usr/local/cuda}/bin/ptxas and ptxas in PATH's folders. */
+static bool find_ptxas(char *path, size_t n)
+{
+    const char *env = getenv("PTXAS"), *home = getenv("CUDA_HOME"), *dirs = getenv("PATH");
+    if (env && *env && (size_t)snprintf(path, n, "%s", env) < n && !access(path, X_OK)) return true;
+    if ((size_t)snprintf(path, n, "%s/bin/ptxas", home && *home ? home : "/usr/local/cuda") < n && !access(path, X_OK)) return true;
+    for (const char *d = dirs ? dirs : ""; *d;) {
+        size_t len = strcspn(d, ":");
+        if (len && (size_t)snprintf(path, n, "%.*s/ptxas", (int)len, d) < n && !access(path, X_OK)) return true;
+        d += len + (d[len] == ':');
+    }
+    return false;
+}
+
+/* Runs ptxas -v -arch=ARCH on the PTX (no shell: the path may hold
+ * anything), its report in *log; EXIT_OK, or phc's status after saying
+ * why it failed (report_ptxas). */
+static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, char **log)
+{
+    char dir[] = "/tmp/phc.XXXXXX";
+    if (!mkdtemp(dir)) { perror("phc: mkdtemp"); return EXIT_INTERNAL; }
+    char ptx_path[64], cubin_path[64], log_path[64], arch_opt[32];
+    snprintf(ptx_path, sizeof ptx_path, "%s/k.ptx", dir);
+    snprintf(cubin_path, sizeof cubin_path, "%s/k.cubin", dir);
+    snprintf(log_path, sizeof log_path, "%s/ptxas.log", dir);
+    snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+    int status = EXIT_INTERNAL;
+    FILE *f = fopen(ptx_path, "wb");
+    if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
+        posix_spawn_file_actions_t io;
+        posix_spawn_file_actions_init(&io);
+        posix_spawn_file_actions_addopen(&io, STDOUT_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_adddup2(&io, STDOUT_FILENO, STDERR_FILENO);
+        char *args[] = {(char *)ptxas, "-v", arch_opt, "-o", cubin_path, ptx_path, NULL};
+        extern char **environ;
+        pid_t pid;
+        int rc = -1;
+        if ((errno = posix_spawn(&pid, ptxas, &io, NULL, args, environ)) == 0)
+            while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {}
+        posix_spawn_file_actions_destroy(&io);
+        SrcFile report;
+        char err[256];
+        if (rc != 0) report_ptxas(rc, log_path);
+        else if (!src_load(&report, log_path, err, sizeof err)) {
+            *log = (char *)report.text;
+            free((char *)report.path);
+            status = EXIT_OK;
+        }
+    }
+    remove(ptx_path);
+    remove(cubin_path);
+    remove(log_path);
+    rmdir(dir);
+    return status;
+}
+
+/* --stats: a line per config on standard error, what ptxas -v reports of
+ * it and the dynamic shared memory its launch asks for (codegen.h); with
+ * no ptxas, one line that says so, then what phc knows: the shared memory
+ * each config's PTX declares. */
+static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
+{
+    char ptxas[4096], *log = NULL;
+    bool assembled = find_ptxas(ptxas, sizeof ptxas);
+    if (!assembled)
+        fprintf(stderr, "phc: --stats: no ptxas ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH): registers, spills "
+                        "and stack frames are not known, only the shared memory phc allocates\n");
+    else {
+        int status = ptxas_verbose(ptxas, o->code.arch, ptx, &log);
+        if (status) return status;
+    }
+    int status = EXIT_OK;
+    for (int i = 0; i < ir->nfuncs; i++) {
+        const char *entry = ir->funcs[i]->name;
+        long long dynamic = codegen_dynamic_shared_bytes(ptx, entry);
+        PtxasReport r;
+        if (!assembled) {
+            fprintf(stderr, "%s: %lld bytes static shared, %lld bytes dynamic shared\n", entry,
+                    (long long)ptx_static_shared_bytes(ptx, entry), dynamic);
+        } else if (ptxas_report_of(log, entry, &r) && r.registers >= 0 && r.spill_stores >= 0) {
+            fprintf(stderr, "%s: %d registers, %lld bytes spill stores, %lld bytes spill loads, %lld bytes stack frame, "
+                            "%lld bytes static shared, %lld bytes dynamic shared\n", entry, r.registers,
+                    (long long)r.spill_stores, (long long)r.spill_loads, (long long)r.stack_frame, (long long)r.shared, dynamic);
+        } else {
+            fprintf(stderr, "phc: --stats: %s is not in what ptxas -v printed:\n%s", entry, log);
+            status = EXIT_INTERNAL;
+            break;
+        }
+    }
+    free(log);
+    return status;
+}
+
 /* The code generator is the library's (ph_compile, phobos.h): it compiles
  * the source again, as the front end here just did without errors, and
  * lowers the same configs. */
-static int emit_code(const Options *o, const SrcFile *src, FILE *out)
+static int emit_code(const Options *o, const SrcFile *src, const IrModule *ir, FILE *out)
 {
     char *text = NULL;
     if (ph_compile(src->path, src->text, &o->code, &text) != PH_OK) {
         fprintf(stderr, "phc: %s\n", ph_last_error());
         return EXIT_INTERNAL;
     }
-    int status = EXIT_OK;
-    if (o->emit == EMIT_CUBIN) status = emit_cubin(o, text, out);
-    else fputs(text, out);
+    int status = o->stats ? print_stats(o, ir, text) : EXIT_OK;
+    if (!status && o->emit == EMIT_CUBIN) status = emit_cubin(o, text, out);
+    else if (!status) fputs(text, out);
     free(text);
     return status;
 }
@@ -498,7 +621,7 @@ static int compile(const Options *o, FILE *out)
     if (o->check_only || o->dump_after) goto done;
     if (o->emit == EMIT_IR) ir_print_module(out, ir);
     else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
-    else status = emit_code(o, &src, out);
+    else status = emit_code(o, &src, ir, out);
 
 done:
     if (d.nerrors && !status) status = d.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;

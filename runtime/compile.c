@@ -43,6 +43,6 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
     if (opt->ndefines < 0 || (opt->ndefines && (!opt->define_names || !opt->define_values)))
         return ph_internal_fail(PH_ERR_INVALID, "ndefines without define_names and define_values");
     SemaOptions sema = {opt->kernel, opt->ndefines, (const char **)opt->define_names, opt->define_values};
-    CodegenOptions cg = {arch, opt->no_opt ? 0 : 3};
+    CodegenOptions cg = {arch, opt->no_opt ? 0 : 3, opt->lineinfo != 0, name};
     return compile_module(name ? name : "<string>", source, &sema, &cg, opt->emit == PH_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX, text);
 }

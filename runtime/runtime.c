@@ -17,6 +17,7 @@
 
 #include "codegen.h"
 #include "dsl.h"
+#include "ptxinfo.h"
 #include "runtime_internal.h"
 
 /* The driver's calls (runtime_internal.h), from libcuda.so.1 or a test's fakes. */
@@ -118,6 +119,7 @@ static bool load_driver(void)
     SYM(CtxSetCurrent, "cuCtxSetCurrent") SYM(CtxGetCurrent, "cuCtxGetCurrent") SYM(CtxSynchronize, "cuCtxSynchronize")
     SYM(ModuleLoadDataEx, "cuModuleLoadDataEx") SYM(ModuleUnload, "cuModuleUnload")
     SYM(ModuleGetFunction, "cuModuleGetFunction") SYM(FuncSetAttribute, "cuFuncSetAttribute")
+    SYM(FuncGetAttribute, "cuFuncGetAttribute")
     SYM(LaunchKernel, "cuLaunchKernel")
     SYM(MemAlloc, "cuMemAlloc_v2") SYM(MemFree, "cuMemFree_v2") SYM(MemcpyHtoD, "cuMemcpyHtoD_v2")
     SYM(MemcpyDtoH, "cuMemcpyDtoH_v2") SYM(MemcpyDtoD, "cuMemcpyDtoD_v2") SYM(MemsetD8, "cuMemsetD8_v2")
@@ -335,6 +337,7 @@ typedef struct {
     CUmodule mod;
     CUfunction fn;
     unsigned shared_bytes; /* CONFIG_LOADED: the dynamic shared memory each launch asks for */
+    int spill_stores, spill_loads;   /* CONFIG_LOADED: bytes, as the JIT's log says; -1 when it does not */
     char *why;             /* CONFIG_REFUSED: the driver's words, or ours */
     const char **meta_names;  /* its meta-parameters as the grid callback sees them, */
     int64_t *meta_values;     /* built once with the module (the names are the IR's) */
@@ -344,6 +347,7 @@ struct ph_module {
     IrModule *ir;
     int device;            /* the device it runs on, chosen when it was loaded or first launched */
     unsigned generation;   /* the runtime's, then: after a ph_shutdown its configs are loaded again */
+    char *source;          /* the file's path, or the string's name: the .file of line information */
     uint64_t key;          /* of the source text: with a config's name, names its PTX in the disk cache */
     Config *state;         /* per config (IrFunc) */
     int nkernels;
@@ -504,11 +508,28 @@ static void cache_write(const char *path, const char *ptx)
     if (!ok || rename(tmp, path)) remove(tmp);   /* written whole, or not at all */
 }
 
+/* PHOBOS_LINEINFO=1 (any value but empty or 0): configs are compiled with
+ * line information, as phc -lineinfo compiles them, for compute-sanitizer
+ * and Nsight Compute. Read at each config's compilation. */
+static bool lineinfo_asked(void)
+{
+    const char *v = getenv("PHOBOS_LINEINFO");
+    return v && *v && strcmp(v, "0");
+}
+
 /* A config's PTX for arch: from the disk cache, or generated (and cached). */
 int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
 {
     IrFunc *f = m->ir->funcs[config];
+    bool lineinfo = lineinfo_asked();
     uint64_t key = m->key ? fnv1a(m->key, f->name, strlen(f->name) + 1) : 0;
+    /* PTX with line information is another file: it names the source's path,
+     * a relative one from the current folder */
+    char cwd[4096] = "";
+    if (key && lineinfo) {
+        if (!getcwd(cwd, sizeof cwd)) cwd[0] = 0;
+        key = fnv1a(fnv1a(fnv1a(key, "lineinfo", 8), m->source, strlen(m->source) + 1), cwd, strlen(cwd) + 1);
+    }
     char path[1200];
     bool cached = cache_path(key, arch, path, sizeof path);
     *from_cache = false;
@@ -517,7 +538,7 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {arch, 3};
+    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = lineinfo, .source = m->source};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
@@ -554,6 +575,7 @@ static ph_status compile_source(const char *name, const char *source, const char
         s = fail(unreadable ? PH_ERR_NOT_FOUND : PH_ERR_COMPILE, "%s", diags && *diags ? diags : "compilation failed");
     } else {
         s = module_from_ir(ir, source_key(path, source), out);
+        (*out)->source = xstrdup(path ? path : name);
         lock_runtime();
         if (rt.ready) module_device(*out);
         unlock_runtime();
@@ -598,6 +620,7 @@ void ph_module_free(ph_module *m)
     free(m->kernels);
     free(m->configs);
     ir_module_free(m->ir);
+    free(m->source);
     free(m);
 }
 
@@ -671,6 +694,47 @@ static ph_status allow_dynamic_shared(ph_module *m, int c, int64_t bytes)
     return PH_OK;
 }
 
+/* ---- what a config uses ---- */
+
+/* PHOBOS_STATS=1 (any value but empty or 0): a line on stderr per config loaded. */
+static bool stats_asked(void)
+{
+    const char *v = getenv("PHOBOS_STATS");
+    return v && *v && strcmp(v, "0");
+}
+
+/* Loaded config c's figures, from the driver (cuFuncGetAttribute). */
+static ph_status config_stats(ph_module *m, int c, ph_stats *out)
+{
+    const Config *st = &m->state[c];
+    const IrFunc *f = m->ir->funcs[c];
+    *out = (ph_stats){.config = f->name, .threads = f->threads, .spill_store_bytes = st->spill_stores,
+                      .spill_load_bytes = st->spill_loads, .dynamic_shared_bytes = (int)st->shared_bytes};
+    CUresult r;
+    if ((r = cu.FuncGetAttribute(&out->registers, FUNC_ATTR_NUM_REGS, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->local_bytes, FUNC_ATTR_LOCAL_SIZE_BYTES, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->static_shared_bytes, FUNC_ATTR_SHARED_SIZE_BYTES, st->fn)) ||
+        (r = cu.FuncGetAttribute(&out->max_threads_per_block, FUNC_ATTR_MAX_THREADS_PER_BLOCK, st->fn)))
+        return cu_fail(r, "cuFuncGetAttribute");
+    return PH_OK;
+}
+
+/* PHOBOS_STATS's line for config c, just loaded. */
+static void print_stats(ph_module *m, int c)
+{
+    ph_stats s;
+    if (config_stats(m, c, &s)) {
+        fprintf(stderr, "phobos: %s: %s\n", m->ir->funcs[c]->name, last_error);
+        return;
+    }
+    char spills[96] = "spills not reported";
+    if (s.spill_store_bytes >= 0)
+        snprintf(spills, sizeof spills, "%d bytes spill stores, %d bytes spill loads", s.spill_store_bytes, s.spill_load_bytes);
+    fprintf(stderr, "phobos: %s: %d registers, %s, %d bytes local memory, %d bytes static shared, %d bytes dynamic shared, "
+                    "%d threads (at most %d)\n", s.config, s.registers, spills, s.local_bytes, s.static_shared_bytes,
+            s.dynamic_shared_bytes, s.threads, s.max_threads_per_block);
+}
+
 /* Config c's PTX goes to the driver on its own, the first time a launch
  * needs it. PH_ERR_MODULE: the driver refused it (now or before). */
 static ph_status config_load(ph_module *m, int c)
@@ -691,10 +755,12 @@ static ph_status config_load(ph_module *m, int c)
                  m->ir->funcs[c]->name, (long long)shared, d->max_shared);
         return leave_eligible_set(m, c, why);
     }
-    char info[8192] = "", elog[8192] = "";   /* the driver's JIT logs, per call */
-    int opts[4] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
-    void *vals[4] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog};
-    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, 4, opts, vals);
+    /* the driver's JIT logs, per call; the verbose info log is ptxas -v's report (spills) */
+    char info[8192] = "", elog[8192] = "";
+    int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
+    void *vals[6] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog, (void *)(uintptr_t)1,
+                     (void *)(uintptr_t)1};
+    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
     free(ptx);
     if (r) return refuse(m, c, r, elog);
     if ((r = cu.ModuleGetFunction(&st->fn, st->mod, m->ir->funcs[c]->name))) {
@@ -705,7 +771,12 @@ static ph_status config_load(ph_module *m, int c)
         ph_status s = allow_dynamic_shared(m, c, shared);
         if (s) return s;
     }
+    PtxasReport report;
+    bool reported = ptxas_report_of(info, m->ir->funcs[c]->name, &report);
+    st->spill_stores = reported ? (int)report.spill_stores : -1;
+    st->spill_loads = reported ? (int)report.spill_loads : -1;
     st->state = CONFIG_LOADED;
+    if (stats_asked()) print_stats(m, c);
     return PH_OK;
 }
 
@@ -1002,6 +1073,40 @@ const char *ph_kernel_last_config(const ph_kernel *k)
     const char *name = k->last >= 0 ? k->module->ir->funcs[k->first + k->last]->name : NULL;
     unlock_runtime();
     return name;
+}
+
+static ph_status kernel_stats(ph_kernel *k, const char *config, ph_stats *out)
+{
+    if (!rt.ready) return fail(PH_ERR_STATE, "the runtime is not initialized (call ph_init) or was shut down");
+    if (rt.interp) return fail(PH_ERR_STATE, "statistics come from the CUDA driver; the interpreter has none");
+    int c = -1;
+    if (config) {
+        for (int i = 0; i < k->count && c < 0; i++)
+            if (!strcmp(k->module->ir->funcs[k->first + i]->name, config)) c = k->first + i;
+        if (c < 0) return fail(PH_ERR_NOT_FOUND, "%s has no config named '%s'", k->name, config);
+    } else if (k->last >= 0 || k->count == 1) {
+        c = k->first + (k->last >= 0 ? k->last : 0);
+    } else {
+        return fail(PH_ERR_INVALID, "%s has %d configs and none was launched yet: name one", k->name, k->count);
+    }
+    const Device *d = module_device(k->module);
+    CUcontext saved = NULL;
+    ph_status s = enter_context(d, &saved);
+    if (s) return s;
+    s = config_load(k->module, c);
+    if (!s) s = config_stats(k->module, c, out);
+    leave_context(d, saved);
+    return s;
+}
+
+/* Under the lock, in the context of the module's device, as a launch. */
+ph_status ph_kernel_stats(ph_kernel *k, const char *config, ph_stats *out)
+{
+    if (!k || !out) return fail(PH_ERR_INVALID, "null argument to ph_kernel_stats");
+    lock_runtime();
+    ph_status s = kernel_stats(k, config, out);
+    unlock_runtime();
+    return s;
 }
 
 /* ---- memory ---- */

@@ -25,8 +25,10 @@ enum {
     ATTR_MAX_THREADS_PER_BLOCK = 1, ATTR_MAX_GRID_X = 5, ATTR_MAX_GRID_Y = 6, ATTR_MAX_GRID_Z = 7,
     ATTR_SM_COUNT = 16, ATTR_L2_CACHE_SIZE = 38, ATTR_CC_MAJOR = 75, ATTR_CC_MINOR = 76,
     ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97,
-    FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
-    JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6,
+    FUNC_ATTR_MAX_THREADS_PER_BLOCK = 0, FUNC_ATTR_SHARED_SIZE_BYTES = 1, FUNC_ATTR_LOCAL_SIZE_BYTES = 3,
+    FUNC_ATTR_NUM_REGS = 4, FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6, JIT_LOG_VERBOSE = 12,
+    JIT_GENERATE_LINE_INFO = 13,
     CU_ERROR_INVALID_PTX = 218, CU_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
 };
 
@@ -46,6 +48,7 @@ typedef struct {
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
     CUresult (*FuncSetAttribute)(CUfunction, int, int);
+    CUresult (*FuncGetAttribute)(int *, int, CUfunction);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, CUstream, void **, void **);
     CUresult (*MemAlloc)(CUdeviceptr *, size_t);

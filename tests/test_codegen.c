@@ -25,7 +25,7 @@ static const char *ptxas_path(void)
 
 static char *emit_at(const IrModule *m, const char *arch, int opt_level, CgEmit what)
 {
-    CodegenOptions o = {arch, opt_level};
+    CodegenOptions o = {.arch = arch, .opt_level = opt_level};
     char *out = NULL, err[2048];
     int rc = codegen_emit(m, &o, what, &out, err, sizeof err);
     cr_assert_eq(rc, 0, "codegen failed: %s", err);
@@ -413,7 +413,7 @@ Test(codegen, parameters_over_the_parameter_space_are_refused)
     for (int i = 0; i < 171; i++) many[i] = own[i % 2];
     f->params = many;
     f->nparams = 171;
-    CodegenOptions o = {"sm_90", 3};
+    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
     char *out = NULL, err[512];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 1);
     cr_expect_null(out);
@@ -587,4 +587,111 @@ Test(codegen, integer_negation_is_written_as_not_and_add_one)
                           "\tneg.s32 \t%r1, %r2; // kept: not one plain instruction\n"
                           "\tmax.s32 \t%r44, %r39, %r40;");
     free(out);
+}
+
+/* ---- line information (-lineinfo) ---- */
+
+static char *emit_lined(const IrModule *m, const char *arch, const char *source)
+{
+    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = true, .source = source};
+    char *out = NULL, err[2048];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "codegen failed: %s", err);
+    return out;
+}
+
+/* The line of the .loc in force at the first instruction that contains
+ * what (0 where LLVM merged code of several lines), or -1 when there is
+ * no such instruction or no .loc before it. */
+static int loc_line_of(const char *ptx, const char *what)
+{
+    const char *at = strstr(ptx, what);
+    int line = -1;
+    for (const char *p = ptx; at && (p = strstr(p, ".loc\t")) && p < at; p++)
+        cr_assert_eq(sscanf(p, ".loc\t1 %d", &line), 1, "a .loc that names another file: %.40s", p);
+    return at ? line : -1;
+}
+
+static const char *scale_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "def scale(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * 128\n"   /* line 4 */
+    "    x: ph.let = X[i0:+128]\n"              /* line 5 */
+    "    y: ph.let = ph.exp(x) * a\n"           /* line 6 */
+    "    Y[i0:+128] = y\n";                     /* line 7 */
+
+/* Each statement's instructions carry its line: the block index, the
+ * load, the exponential, the store; the file is the source's, from the
+ * folder the compiler runs in. Without line information there is none. */
+Test(codegen, lineinfo_maps_instructions_to_their_statements)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("scale.ph", scale_src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    char *ptx = emit_lined(m, "sm_90", "scale.ph");
+    char cwd[4096], file[4200];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(file, sizeof file, ".file\t1 \"%s/scale.ph\"\n", cwd);
+    cr_expect(strstr(ptx, file) != NULL, "no %s in:\n%s", file, ptx);
+    cr_expect_eq(loc_line_of(ptx, "%ctaid.x"), 4, "%s", ptx);
+    cr_expect_eq(loc_line_of(ptx, "ld.global"), 5, "%s", ptx);
+    cr_expect_eq(loc_line_of(ptx, "ex2.approx"), 6, "%s", ptx);
+    cr_expect_eq(loc_line_of(ptx, "st.global"), 7, "%s", ptx);
+    cr_expect(strstr(ptx, ".loc\t1 6 17\n") != NULL, "ph.exp(x) starts at column 17:\n%s", ptx);
+    cr_expect(strstr(ptx, ".target sm_90\n") != NULL, "directives only: no `debug` target, which changes ptxas's code");
+    free(ptx);
+    ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    cr_expect(strstr(ptx, ".loc") == NULL && strstr(ptx, ".file") == NULL && strstr(ptx, ".section") == NULL, "%s", ptx);
+    free(ptx);
+    ir_module_free(m);
+    free(diags);
+}
+
+/* The PTX without the lines of line information: .loc, .file, .section
+ * and the labels that only they use ($L__tmp, $L__func_begin/end). */
+static char *without_line_info(const char *ptx)
+{
+    size_t len = 0;
+    char *buf = NULL;
+    FILE *out = open_memstream(&buf, &len);
+    for (const char *p = ptx; *p;) {
+        size_t n = strcspn(p, "\n");
+        const char *s = p + strspn(p, " \t");
+        bool drop = !strncmp(s, ".loc\t", 5) || !strncmp(s, ".file\t", 6) || !strncmp(s, ".section\t", 9) ||
+                    !strncmp(s, "$L__tmp", 7) || !strncmp(s, "$L__func_", 9) || s == p + n;
+        if (!drop) fprintf(out, "%.*s\n", (int)n, p);
+        p += n + (p[n] == '\n');
+    }
+    fclose(out);
+    return buf;
+}
+
+/* Line information changes no instruction: every example's PTX with it,
+ * less its directives, is its PTX without it (so ptxas allocates the same
+ * registers); and where ptxas is installed, it assembles for sm_80 and sm_90. */
+Test(codegen, lineinfo_changes_no_instruction, .timeout = 300)
+{
+    glob_t g;
+    cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
+        for (int a = 0; a < 2; a++) {
+            const char *arch = a ? "sm_80" : "sm_90";
+            char *plain = emit(m, arch, CG_EMIT_PTX), *lined = emit_lined(m, arch, g.gl_pathv[i]);
+            char *stripped = without_line_info(lined), *plain_stripped = without_line_info(plain);
+            cr_expect(strstr(lined, ".loc\t1 ") != NULL, "%s: no .loc", g.gl_pathv[i]);
+            cr_expect_str_eq(stripped, plain_stripped, "%s, %s: line information changed the code", g.gl_pathv[i], arch);
+            char *log = NULL;
+            if (ptxas_path()) cr_expect_eq(run_ptxas(lined, arch, &log), 0, "ptxas -arch=%s rejects %s with line information:\n%s",
+                                           arch, g.gl_pathv[i], log);
+            free(log);
+            free(stripped);
+            free(plain_stripped);
+            free(plain);
+            free(lined);
+        }
+        ir_module_free(m);
+    }
+    globfree(&g);
 }

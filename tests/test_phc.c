@@ -117,7 +117,7 @@ Test(phc, help_and_version)
     char *out, *err;
     cr_assert_eq(phc("--help", &out, &err), 0);
     static const char *const options[] = {"--check", "--emit=", "-o FILE", "--kernel", "-D NAME=VALUE", "--list",
-                                          "--dump-after", "--arch", "-O0", "exit status"};
+                                          "--dump-after", "--arch", "-O0", "-lineinfo", "--stats", "exit status"};
     for (size_t i = 0; i < sizeof options / sizeof *options; i++)
         cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
     free(out); free(err);
@@ -197,7 +197,6 @@ Test(phc, branches_yielding_built_values_beside_returns_compile)
     }
 }
 
-
 Test(phc, cubin_through_ptxas)
 {
     if (access("/usr/local/cuda/bin/ptxas", X_OK)) cr_skip_test("ptxas not in /usr/local/cuda/bin: no cubin");
@@ -268,6 +267,127 @@ Test(phc, cubin_without_ptxas_asks_if_installed)
     cr_expect_str_eq(out, "");
     free(out); free(err);
     remove_folder(dir);
+}
+
+/* ---- --stats ---- */
+
+/* The bytes of shared array name as ptx declares it ("... .b8 NAME[BYTES];"), or 0. */
+static long long declared_shared(const char *ptx, const char *name)
+{
+    char pattern[300];
+    snprintf(pattern, sizeof pattern, ".b8 %s[", name);
+    const char *p = strstr(ptx, pattern);
+    return p ? atoll(p + strlen(pattern)) : 0;
+}
+
+/* ptxas -v's report, from a stand-in named by $PTXAS: run with -v and the
+ * target, each config's figures read from its own part of the report. */
+Test(phc, stats_read_what_ptxas_reports)
+{
+    char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
+    fake_ptxas(dir,
+               "echo \"$@\" > \"$0.args\"\n"
+               "cat >&2 <<'EOF'\n"
+               "ptxas info    : Compiling entry function 'vecadd__BLOCK_128' for 'sm_80'\n"
+               "ptxas info    : Function properties for vecadd__BLOCK_128\n"
+               "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+               "ptxas info    : Used 40 registers, used 0 barriers, 512 bytes smem\n"
+               "ptxas info    : Compiling entry function 'vecadd__BLOCK_256' for 'sm_80'\n"
+               "ptxas info    : Function properties for vecadd__BLOCK_256\n"
+               "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+               "ptxas info    : Used 32 registers, used 0 barriers\n"
+               "EOF\n");
+    snprintf(env, sizeof env, "PTXAS=%s/ptxas", dir);
+    cr_assert_eq(phc_env(env, "--stats --arch=sm_80 examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
+    cr_expect_str_eq(err,
+        "vecadd__BLOCK_128: 40 registers, 8 bytes spill stores, 12 bytes spill loads, 16 bytes stack frame, "
+        "512 bytes static shared, 0 bytes dynamic shared\n"
+        "vecadd__BLOCK_256: 32 registers, 0 bytes spill stores, 0 bytes spill loads, 0 bytes stack frame, "
+        "0 bytes static shared, 0 bytes dynamic shared\n");
+    cr_expect(strstr(out, ".entry vecadd__BLOCK_128(") != NULL, "the PTX is still the output");
+    char path[128];
+    snprintf(path, sizeof path, "%s/ptxas.args", dir);
+    char *args = tu_read_file(path);
+    cr_assert_not_null(args, "the stand-in never ran");
+    cr_expect(!strncmp(args, "-v -arch=sm_80 -o ", 18), "ptxas ran as: %s", args);
+    free(out); free(err); free(args);
+    /* a ptxas that rejects the PTX: its words, status 3, nothing written */
+    remove_folder(dir);
+    strcpy(dir, "/tmp/phc-fake-ptxas.XXXXXX");
+    fake_ptxas(dir, "echo 'ptxas fatal   : bad PTX' >&2\nexit 255\n");
+    snprintf(env, sizeof env, "PTXAS=%s/ptxas", dir);
+    cr_assert_eq(phc_env(env, "--stats examples/vecadd/vecadd.ph", &out, &err), 3, "%s", err);
+    cr_expect_str_eq(err, "phc: ptxas failed (exit status 255):\nptxas fatal   : bad PTX\n");
+    cr_expect_str_eq(out, "");
+    free(out); free(err);
+    remove_folder(dir);
+}
+
+/* Without ptxas anywhere it looks, one line says so, then each config's
+ * shared memory as its PTX declares it: static for matmul's operand tiles,
+ * dynamic past 48 KB for the three-stage attention forward pass. */
+Test(phc, stats_without_ptxas_give_the_shared_memory)
+{
+    char dir[] = "/tmp/phc-no-ptxas.XXXXXX", env[256], *out, *err;
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(env, sizeof env, "PTXAS= PATH=%s CUDA_HOME=%s", dir, dir);
+    cr_assert_eq(phc_env(env, "--stats examples/matmul/matmul.ph", &out, &err), 0, "%s", err);
+    static const char note[] = "phc: --stats: no ptxas ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH): registers, "
+                               "spills and stack frames are not known, only the shared memory phc allocates\n";
+    cr_assert(!strncmp(err, note, strlen(note)), "%s", err);
+    const char *entries[] = {"matmul__BM_32__BN_32__BK_32", "matmul__BM_64__BN_32__BK_32"};
+    const char *line = err + strlen(note);
+    for (int i = 0; i < 2; i++) {
+        char name[128], want[300];
+        snprintf(name, sizeof name, "%s_operands", entries[i]);
+        long long bytes = declared_shared(out, name);
+        cr_expect_gt(bytes, 0, "%s declares no operand area", entries[i]);
+        snprintf(want, sizeof want, "%s: %lld bytes static shared, 0 bytes dynamic shared\n", entries[i], bytes);
+        cr_expect(!strncmp(line, want, strlen(want)), "expected %sgot %s", want, line);
+        line += strcspn(line, "\n") + 1;
+    }
+    cr_expect_str_eq(line, "");
+    free(out); free(err);
+    cr_assert_eq(phc_env(env, "--stats --kernel attn_fwd -D BR=64 -D BC=64 -D NT=128 -D S=3 bench/attention_tuned.ph", &out, &err),
+                 0, "%s", err);
+    const char *constant = strstr(out, ".u32 attn_fwd__D_64__BR_64__BC_64__NT_128__S_3_dynamic_shared_bytes = ");
+    cr_assert_not_null(constant, "this config's shared memory is dynamic");
+    char want[300];
+    snprintf(want, sizeof want, "attn_fwd__D_64__BR_64__BC_64__NT_128__S_3: 0 bytes static shared, %lld bytes dynamic shared\n",
+             atoll(strchr(constant, '=') + 2));
+    cr_expect_str_eq(err + strlen(note), want);
+    free(out); free(err);
+    cr_expect_eq(phc("--stats --emit=ir examples/vecadd/vecadd.ph", NULL, &err), 2);
+    cr_expect(strstr(err, "--stats reports on the PTX phc writes") != NULL, "%s", err);
+    free(err);
+    remove_folder(dir);
+}
+
+/* The real ptxas, where this machine has one: each config's registers (at
+ * most the 255 of .maxnreg), no spills and no stack frame for matmul, and
+ * ptxas's static shared memory is what the PTX declares. */
+Test(phc, stats_from_ptxas, .timeout = 120)
+{
+    char *out, *err;
+    cr_assert_eq(phc("--stats examples/matmul/matmul.ph", &out, &err), 0, "%s", err);
+    if (strstr(err, "phc: --stats: no ptxas"))
+        cr_skip_test("no ptxas on this machine: its report is not checked here (the stand-in's and the no-ptxas cases are)");
+    int lines = 0;
+    for (const char *line = err; *line; line += strcspn(line, "\n") + 1, lines++) {
+        char entry[128], operands[160];
+        int regs;
+        long long stores, loads, frame, shared, dynamic;
+        cr_assert_eq(sscanf(line, "%127[^:]: %d registers, %lld bytes spill stores, %lld bytes spill loads, %lld bytes stack frame, "
+                                  "%lld bytes static shared, %lld bytes dynamic shared", entry, &regs, &stores, &loads, &frame,
+                            &shared, &dynamic), 7, "unexpected line: %s", line);
+        cr_expect(regs > 0 && regs <= 255, "%s: %d registers", entry, regs);
+        cr_expect_eq(stores + loads + frame, 0, "%s spills", entry);
+        snprintf(operands, sizeof operands, "%s_operands", entry);
+        cr_expect_eq(shared, declared_shared(out, operands), "%s: ptxas counts %lld bytes of shared memory", entry, shared);
+        cr_expect_eq(dynamic, 0);
+    }
+    cr_expect_eq(lines, 2, "%s", err);
+    free(out); free(err);
 }
 
 /* --emit=layouts shows the layout pass's decisions, numbered as --emit=ir
@@ -380,6 +500,30 @@ Test(phc, options_take_their_values_in_either_spelling)
         unlink(path);
     }
     free(want);
+}
+
+/* -lineinfo (nvcc's spelling) and --lineinfo: .file names the source from
+ * the folder phc ran in, and the store of vecadd.ph's line 12 (column 5)
+ * has its .loc; standard input is <stdin>. Without it there is no .loc. */
+Test(phc, lineinfo_names_the_source_lines)
+{
+    char *one = phc_out("-lineinfo examples/vecadd/vecadd.ph", 0), *two = phc_out("--lineinfo examples/vecadd/vecadd.ph", 0);
+    cr_expect_str_eq(one, two);
+    char cwd[4096], file[4200];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(file, sizeof file, ".file\t1 \"%s/examples/vecadd/vecadd.ph\"\n", cwd);
+    cr_expect(strstr(one, file) != NULL, "no %s in:\n%s", file, one);
+    const char *store = strstr(one, "st.global");
+    cr_assert_not_null(store);
+    const char *loc = NULL;
+    for (const char *p = one; (p = strstr(p, ".loc\t")) && p < store; p++) loc = p;
+    cr_assert_not_null(loc, "no .loc before the store:\n%s", one);
+    cr_expect(!strncmp(loc, ".loc\t1 12 5\n", 12), "the store's line is %.12s", loc);
+    char *piped = phc_out("-lineinfo - < examples/vecadd/vecadd.ph", 0);
+    cr_expect(strstr(piped, ".file\t1 \"<stdin>\"\n") != NULL, "%s", piped);
+    char *plain = phc_out("examples/vecadd/vecadd.ph", 0);
+    cr_expect(strstr(plain, ".loc") == NULL && strstr(plain, ".file") == NULL, "%s", plain);
+    free(one); free(two); free(piped); free(plain);
 }
 
 /* "-" is standard input, named <stdin> in messages; "-o -" is standard output. */

@@ -5,8 +5,10 @@
  * devices; on the interpreter, launches from several threads at once. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "phobos.h"
 #include "testutil.h"
@@ -106,7 +108,7 @@ Test(runtime, compile_ahead_of_time)
 
     const char *names[] = {"BLOCK"};
     int64_t values[] = {256};
-    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values};
+    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0};
     cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
     cr_expect(strstr(text, ".target sm_80") && strstr(text, ".entry vadd__BLOCK_256("), "%.400s", text);
     cr_expect(!strstr(text, "vadd__BLOCK_128") && !strstr(text, "twod"), "%.400s", text);
@@ -335,6 +337,45 @@ Test(runtime, ptx_disk_cache)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
+ * .loc directives, and is cached apart from the PTX without them, which
+ * has none; 0 is off. */
+Test(runtime, lineinfo_from_the_environment)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    char *plain, *lined, err[512];
+    bool cached;
+    cr_assert_eq(ph_module_load_file("examples/vecadd/vecadd.ph", &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &plain, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(plain, ".loc") == NULL && strstr(plain, ".file") == NULL);
+    setenv("PHOBOS_LINEINFO", "1", 1);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(!cached, "the PTX without line information is not taken for it");
+    char cwd[4096], file[4200];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(file, sizeof file, ".file\t1 \"%s/examples/vecadd/vecadd.ph\"\n", cwd);
+    cr_expect(strstr(lined, file) != NULL, "no %s in:\n%s", file, lined);
+    cr_expect(strstr(lined, ".loc\t1 12 5\n") != NULL, "the store's line:\n%s", lined);
+    free(lined);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(cached && strstr(lined, file) != NULL, "then read back from the cache");
+    free(lined);
+    setenv("PHOBOS_LINEINFO", "0", 1);
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &lined, &cached, err, sizeof err), 0, "%s", err);
+    cr_expect(cached && !strcmp(lined, plain), "PHOBOS_LINEINFO=0 is the PTX without");
+    free(lined);
+    free(plain);
+    ph_module_free(m);
+    unsetenv("PHOBOS_LINEINFO");
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
 /* ---- the runtime against a fake driver ----
  * The driver's calls are replaced by fakes that keep what they were asked:
  * each module loaded (the entries its PTX holds), each launch, and a time
@@ -362,6 +403,8 @@ static struct {
     char allowed[64][128];  /* each function given a dynamic shared memory allowance */
     int allowed_bytes[64], nallowed;
     bool deny_shared;
+    bool line_info_asked[64];   /* per load: the JIT asked for line information */
+    bool quiet_jit;         /* the JIT's info log stays empty, as for code the driver had cached */
     const char *fast;       /* this config times 1 ms, others 2 ms */
     const char *fluke;      /* this config's first timed run takes 0.1 ms, its others 3 ms */
     int fluke_runs;
@@ -473,6 +516,17 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
                     snprintf(vals[j], 256, "ptxas error   : Entry function '%s' uses too much shared data (0x10000 bytes, 0xc000 max)\n", name);
             return CU_ERROR_INVALID_PTX;
         }
+    /* a verbose info log is ptxas -v's report: its figures for this fake */
+    bool verbose = false;
+    for (unsigned j = 0; j < nopts; j++) {
+        verbose |= opts[j] == JIT_LOG_VERBOSE && vals[j];
+        fake.line_info_asked[fake.nloads - 1] |= opts[j] == JIT_GENERATE_LINE_INFO && vals[j];
+    }
+    for (unsigned j = 0; j < nopts && verbose && !fake.quiet_jit; j++)
+        if (opts[j] == JIT_INFO_LOG)
+            snprintf(vals[j], 512, "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function '%s' for 'sm_90'\n"
+                     "ptxas info    : Function properties for %s\n    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
+                     "ptxas info    : Used 40 registers, used 0 barriers, 1024 bytes smem\n", name, name);
     *mod = (CUmodule)name;
     return 0;
 }
@@ -490,6 +544,22 @@ static CUresult fake_func_attr(CUfunction f, int attr, int value)
     snprintf(fake.allowed[fake.nallowed], sizeof fake.allowed[0], "%s", (const char *)f);
     fake.allowed_bytes[fake.nallowed++] = value;
     return 0;
+}
+/* The figures of fake_load's report; the allowance fake_func_attr gave. */
+static CUresult fake_func_get_attr(int *v, int attr, CUfunction f)
+{
+    switch (attr) {
+    case FUNC_ATTR_NUM_REGS: *v = 40; return 0;
+    case FUNC_ATTR_LOCAL_SIZE_BYTES: *v = 16; return 0;
+    case FUNC_ATTR_SHARED_SIZE_BYTES: *v = 1024; return 0;
+    case FUNC_ATTR_MAX_THREADS_PER_BLOCK: *v = 1024; return 0;
+    case FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+        *v = 0;
+        for (int i = 0; i < fake.nallowed; i++)
+            if (!strcmp(fake.allowed[i], (const char *)f)) *v = fake.allowed_bytes[i];
+        return 0;
+    default: return 1;   /* CUDA_ERROR_INVALID_VALUE */
+    }
 }
 static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                             unsigned smem, CUstream st, void **params, void **extra)
@@ -534,8 +604,9 @@ static void use_fake_driver(void)
     PhDriver d = {
         .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
         .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
-        .CtxSetCurrent = fake_set, .CtxGetCurrent = fake_get_current, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load, .ModuleUnload = fake_unload,
-        .ModuleGetFunction = fake_function, .FuncSetAttribute = fake_func_attr, .LaunchKernel = fake_launch, .EventCreate = fake_event,
+        .CtxSetCurrent = fake_set, .CtxGetCurrent = fake_get_current, .CtxSynchronize = fake_ok, .ModuleLoadDataEx = fake_load,
+        .ModuleUnload = fake_unload, .ModuleGetFunction = fake_function, .FuncSetAttribute = fake_func_attr,
+        .FuncGetAttribute = fake_func_get_attr, .LaunchKernel = fake_launch, .EventCreate = fake_event,
         .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
         .EventDestroy = fake_destroy, .GetErrorString = fake_error,
         .MemAlloc = fake_alloc, .MemFree = fake_free, .MemcpyDtoD = fake_dtod, .MemsetD8 = fake_memset,
@@ -724,6 +795,141 @@ Test(runtime, a_refused_shared_memory_allowance_leaves_the_eligible_set)
     cr_assert_eq(ph_launch(one, grid1, NULL, args, 2), PH_ERR_MODULE);
     cr_assert_str_eq(ph_last_error(), "tr__BM_128: no eligible config could be loaded: the CUDA driver refused tr__BM_128 "
                      "65536 bytes of dynamic shared memory (error 1): fake error");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* ph_kernel_stats: a named config is loaded as a launch would load it,
+ * and its figures are the driver's (registers, local memory, static shared
+ * memory, the block limit), the JIT log's (spills) and the runtime's own
+ * (the dynamic shared memory each launch asks for, the block). NULL is
+ * the last launch's config; before any launch, only a kernel's one config. */
+Test(runtime, kernel_stats_come_from_the_driver)
+{
+    use_fake_driver();
+    fake.fast = "tr__BM_32";
+    ph_module *m;
+    ph_kernel *k, *one;
+    ph_stats s;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr", &k), PH_OK);
+    cr_assert_eq(ph_kernel_stats(k, NULL, &s), PH_ERR_INVALID);
+    cr_assert_str_eq(ph_last_error(), "tr has 3 configs and none was launched yet: name one");
+    cr_assert_eq(ph_kernel_stats(k, "tr__BM_64", &s), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "tr has no config named 'tr__BM_64'");
+    cr_assert_eq(ph_kernel_stats(NULL, NULL, &s), PH_ERR_INVALID);
+    cr_assert_eq(fake.nloads, 0);
+
+    cr_assert_eq(ph_kernel_stats(k, "tr__BM_128", &s), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 1, "the config is loaded to be asked");
+    cr_assert_str_eq(s.config, "tr__BM_128");
+    cr_expect_eq(s.threads, 128);
+    cr_expect_eq(s.registers, 40);
+    cr_expect_eq(s.local_bytes, 16);
+    cr_expect_eq(s.spill_store_bytes, 8);
+    cr_expect_eq(s.spill_load_bytes, 12);
+    cr_expect_eq(s.static_shared_bytes, 1024);
+    cr_expect_eq(s.dynamic_shared_bytes, 65536, "64 KiB: dynamic");
+    cr_expect_eq(s.max_threads_per_block, 1024);
+    cr_assert_eq(ph_kernel_stats(k, "tr__BM_512", &s), PH_ERR_MODULE, "a refused config has no figures");
+
+    ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_stats(k, NULL, &s), PH_OK, "%s", ph_last_error());
+    cr_expect_str_eq(s.config, "tr__BM_32", "the config the last launch used");
+    cr_expect_eq(s.dynamic_shared_bytes, 0);
+    cr_expect_eq(fake.nloads, 2, "nothing is loaded twice");
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_32", &one), PH_OK);
+    cr_assert_eq(ph_kernel_stats(one, NULL, &s), PH_OK, "a kernel of one config needs no name");
+    ph_module_free(m);
+    ph_shutdown();
+
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK);
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK);
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_32", &one), PH_OK);
+    cr_assert_eq(ph_kernel_stats(one, NULL, &s), PH_ERR_STATE);
+    cr_assert_str_eq(ph_last_error(), "statistics come from the CUDA driver; the interpreter has none");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* What the code above prints on stderr, whole: stderr goes to a file. */
+static char *stderr_of_launch(ph_kernel *k, const ph_arg *args, int nargs)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/phobos-stats.%d", getpid());
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert(saved >= 0 && fd >= 0);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+    ph_status s = ph_launch(k, grid1, NULL, args, nargs);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    cr_assert_eq(s, PH_OK, "%s", ph_last_error());
+    char *text = tu_read_file(path);
+    unlink(path);
+    return text;
+}
+
+/* PHOBOS_STATS=1: each config prints its figures when it loads, once;
+ * where the JIT's log holds no report, the spills are not made up. */
+Test(runtime, phobos_stats_prints_a_line_per_loaded_config)
+{
+    setenv("PHOBOS_STATS", "1", 1);
+    use_fake_driver();
+    fake.fast = "tr__BM_128";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr", &k), PH_OK);
+    ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
+    char *err = stderr_of_launch(k, args, 2);
+    cr_expect_str_eq(err,
+        "phobos: tr__BM_32: 40 registers, 8 bytes spill stores, 12 bytes spill loads, 16 bytes local memory, "
+        "1024 bytes static shared, 0 bytes dynamic shared, 128 threads (at most 1024)\n"
+        "phobos: tr__BM_128: 40 registers, 8 bytes spill stores, 12 bytes spill loads, 16 bytes local memory, "
+        "1024 bytes static shared, 65536 bytes dynamic shared, 128 threads (at most 1024)\n");
+    free(err);
+    err = stderr_of_launch(k, args, 2);
+    cr_expect_str_eq(err, "", "loaded configs print nothing again");
+    free(err);
+    ph_module_free(m);
+
+    fake.quiet_jit = true;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_32", &k), PH_OK);
+    err = stderr_of_launch(k, args, 2);
+    cr_expect_str_eq(err, "phobos: tr__BM_32: 40 registers, spills not reported, 16 bytes local memory, "
+                          "1024 bytes static shared, 0 bytes dynamic shared, 128 threads (at most 1024)\n");
+    free(err);
+    ph_stats s;
+    cr_assert_eq(ph_kernel_stats(k, NULL, &s), PH_OK);
+    cr_expect(s.spill_store_bytes == -1 && s.spill_load_bytes == -1);
+    ph_module_free(m);
+    ph_shutdown();
+    unsetenv("PHOBOS_STATS");
+}
+
+/* With PHOBOS_LINEINFO=1 the JIT is asked to keep the line information
+ * (CU_JIT_GENERATE_LINE_INFO); without it, it is not. */
+Test(runtime, lineinfo_asks_the_jit_for_line_information)
+{
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *a, *b;
+    cr_assert_eq(ph_module_load_string("tr.ph", transpose_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_32", &a), PH_OK);
+    cr_assert_eq(ph_kernel_get(m, "tr__BM_128", &b), PH_OK);
+    ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
+    cr_assert_eq(ph_launch(a, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    setenv("PHOBOS_LINEINFO", "1", 1);
+    cr_assert_eq(ph_launch(b, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    unsetenv("PHOBOS_LINEINFO");
+    cr_assert_eq(fake.nloads, 2);
+    cr_expect_not(fake.line_info_asked[0]);
+    cr_expect(fake.line_info_asked[1]);
     ph_module_free(m);
     ph_shutdown();
 }

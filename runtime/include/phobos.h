@@ -208,6 +208,28 @@ void ph_set_autotune_verbose(int on);
 ph_status ph_kernel_set_restore(ph_kernel *k, const char *param);
 ph_status ph_kernel_set_zero(ph_kernel *k, const char *param);
 
+/* What a config's function uses, as the driver loaded it: the figures
+ * ptxas -v prints, for a program to check (a config that spills runs
+ * slower than its registers would let it). */
+typedef struct {
+    const char *config;            /* its entry name; lives as long as the module */
+    int threads;                   /* the block it launches with (@ph.launch) */
+    int registers;                 /* per thread */
+    int local_bytes;               /* local memory per thread: the stack frame, spills included */
+    int spill_store_bytes;         /* bytes of spill stores and loads, from the JIT's log; -1 where */
+    int spill_load_bytes;          /* it said nothing (code the driver had cached) */
+    int static_shared_bytes;
+    int dynamic_shared_bytes;      /* what each launch asks for (configs over 48 KB) */
+    int max_threads_per_block;     /* the most this function can launch with, its registers allowing */
+} ph_stats;
+
+/* Loads config (one of k's entry names, or NULL: the config k's last
+ * launch used, or k's only one) as a launch would, and fills *out through
+ * cuFuncGetAttribute. Needs a GPU: on the interpreter it is PH_ERR_STATE.
+ * With the environment variable PHOBOS_STATS=1, each config prints these
+ * figures in one line on stderr when it is loaded. */
+ph_status ph_kernel_stats(ph_kernel *k, const char *config, ph_stats *out);
+
 /* ---- ahead of time: a module's code as text, as phc writes it ----
  * Needs no driver and no ph_init. */
 typedef enum { PH_EMIT_PTX = 0, PH_EMIT_LLVM } ph_emit;
@@ -221,6 +243,8 @@ typedef struct {
     int ndefines;                     /* only configs whose meta-parameter define_names[i] */
     const char *const *define_names;  /* equals define_values[i] (phc -D NAME=VALUE) */
     const int64_t *define_values;
+    int lineinfo;                     /* nonzero: .file and .loc line information for the .ph
+                                       * lines, as nvcc -lineinfo gives (phc -lineinfo) */
 } ph_compile_options;
 
 /* Compiles source (called name in messages) to one module with an entry

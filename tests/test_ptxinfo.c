@@ -1,0 +1,107 @@
+/* test_ptxinfo.c: reading a config's costs back from text: ptxas -v's
+ * report as two releases of ptxas print it, an entry whose name begins
+ * another's, an entry the report lacks; and the shared memory PTX
+ * declares, statically (at module scope or demoted into the entry) or
+ * dynamically. */
+#include <criterion/criterion.h>
+
+#include "codegen.h"
+#include "ptxinfo.h"
+
+/* CUDA 13's ptxas -v: barriers counted, "smem" only where there is some. */
+static const char cuda13_log[] =
+    "ptxas info    : 0 bytes gmem\n"
+    "ptxas info    : Compiling entry function 'k__BR_64' for 'sm_90'\n"
+    "ptxas info    : Function properties for k__BR_64\n"
+    "    856 bytes stack frame, 1064 bytes spill stores, 1036 bytes spill loads\n"
+    "ptxas info    : Used 255 registers, used 1 barriers, 856 bytes cumulative stack size\n"
+    "ptxas info    : Compile time = 649.995 ms\n"
+    "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+    "ptxas info    : Function properties for k\n"
+    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    "ptxas info    : Used 119 registers, used 1 barriers, 46592 bytes smem\n"
+    "ptxas info    : Compile time = 8.011 ms\n";
+
+Test(ptxinfo, ptxas_report_per_entry)
+{
+    PtxasReport r;
+    cr_assert(ptxas_report_of(cuda13_log, "k__BR_64", &r));
+    cr_expect_eq(r.registers, 255);
+    cr_expect_eq(r.stack_frame, 856);
+    cr_expect_eq(r.spill_stores, 1064);
+    cr_expect_eq(r.spill_loads, 1036);
+    cr_expect_eq(r.shared, 0, "no smem reported: none static");
+    /* "k" is the start of "k__BR_64": its own report, not the other's */
+    cr_assert(ptxas_report_of(cuda13_log, "k", &r));
+    cr_expect_eq(r.registers, 119);
+    cr_expect_eq(r.stack_frame, 0);
+    cr_expect_eq(r.spill_stores, 0);
+    cr_expect_eq(r.spill_loads, 0);
+    cr_expect_eq(r.shared, 46592);
+    cr_expect_not(ptxas_report_of(cuda13_log, "k__BR", &r));
+    cr_expect_eq(r.registers, -1);
+    cr_expect_not(ptxas_report_of("", "k", &r));
+}
+
+/* An older ptxas: constant banks on the registers' line, no barriers; a
+ * function the entry calls is reported between entries, and is not the entry's. */
+Test(ptxinfo, older_ptxas_and_called_functions)
+{
+    static const char log[] =
+        "ptxas info    : 64604 bytes gmem, 76 bytes cmem[3]\n"
+        "ptxas info    : Function properties for helper\n"
+        "    24 bytes stack frame, 20 bytes spill stores, 20 bytes spill loads\n"
+        "ptxas info    : Compiling entry function 'red' for 'sm_80'\n"
+        "ptxas info    : Function properties for red\n"
+        "    352 bytes stack frame, 288 bytes spill stores, 308 bytes spill loads\n"
+        "ptxas info    : Used 63 registers, 332 bytes cmem[0], 20 bytes cmem[2], 2048 bytes smem\n"
+        "ptxas info    : Compiling entry function 'black' for 'sm_80'\n"
+        "ptxas info    : Function properties for black\n"
+        "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, 332 bytes cmem[0]\n";
+    PtxasReport r;
+    cr_assert(ptxas_report_of(log, "red", &r));
+    cr_expect_eq(r.registers, 63);
+    cr_expect_eq(r.stack_frame, 352);
+    cr_expect_eq(r.spill_stores, 288);
+    cr_expect_eq(r.spill_loads, 308);
+    cr_expect_eq(r.shared, 2048);
+    cr_assert(ptxas_report_of(log, "black", &r));
+    cr_expect_eq(r.registers, 40);
+    cr_expect_eq(r.spill_stores + r.spill_loads + r.stack_frame + r.shared, 0);
+    cr_assert(ptxas_report_of(log, "helper", &r));
+    cr_expect_eq(r.stack_frame, 24);
+    cr_expect_eq(r.registers, -1, "a called function's registers are its caller's");
+}
+
+/* Static arrays at module scope, or demoted into their one user's body;
+ * an extern array is dynamic memory, which the constant gives. */
+Test(ptxinfo, shared_memory_the_ptx_declares)
+{
+    static const char ptx[] =
+        ".version 8.0\n"
+        ".target sm_90\n"
+        "// a_operands has been demoted\n"
+        ".shared .align 16 .b8 b_scratch[1024];\n"
+        ".shared .align 16 .b8 b_operands[4096];\n"
+        ".extern .shared .align 16 .b8 c_shared[];\n"
+        ".visible .const .align 4 .u32 c_dynamic_shared_bytes = 64512;\n"
+        ".visible .entry a(\n"
+        ")\n"
+        "{\n"
+        "\t.shared .align 16 .b8 a_operands[27648];\n"
+        "\tst.shared.v4.b32 \t[a_operands+16], {%r1, %r2, %r3, %r4};\n"
+        "}\n"
+        ".visible .entry b_x(\n"
+        ")\n"
+        "{\n"
+        "\t.shared .align 4 .b32 b_x_scratch[8];\n"
+        "}\n";
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "a"), 27648);
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "b"), 1024 + 4096);
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "b_x"), 32, "eight 32-bit words");
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "c"), 0);
+    cr_expect_eq(codegen_dynamic_shared_bytes(ptx, "c"), 64512);
+    cr_expect_eq(codegen_dynamic_shared_bytes(ptx, "a"), 0);
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "nope"), 0);
+}
