@@ -152,14 +152,9 @@ static int slice_parent_slot(const Layout *l, int j)
     return l->axis == 1 ? j * ceil_div(p->cols, blocked_ctac(p)) * p->v : j;
 }
 
-static int shared_stride(int cols, int elem_bytes) { return cols + 16 / elem_bytes; }
-
-int64_t layout_shared_bytes(int rows, int cols, int elem_bytes)
-{
-    return (int64_t)rows * shared_stride(cols, elem_bytes) * elem_bytes;
-}
-
-const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
+/* A SHARED layout's fields, without interning: rows padded by 16 bytes,
+ * so that ldmatrix's eight row addresses fall in different banks. */
+static Layout shared_fields(int rows, int cols, int elem_bytes)
 {
     Layout l;
     memset(&l, 0, sizeof l);
@@ -167,8 +162,61 @@ const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
     l.rows = rows;
     l.cols = cols;
     l.elem = elem_bytes;
-    l.stride = shared_stride(cols, elem_bytes);
+    l.vec = 16 / elem_bytes;
+    l.per_phase = l.max_phase = 1;
+    l.stride = cols + 16 / elem_bytes;
+    return l;
+}
+
+int64_t layout_shared_bytes(int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
+    return (int64_t)rows * l.stride * elem_bytes;
+}
+
+const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
     return intern(t, &l);
+}
+
+const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
+    l.stride = cols;
+    l.per_phase = l.max_phase = 1;
+    return intern(t, &l);
+}
+
+int64_t layout_shared_offset(const Layout *l, int row, int col)
+{
+    int64_t in_row = (int64_t)col * l->elem;
+    if (l->max_phase > 1) in_row ^= (int64_t)(row / l->per_phase % l->max_phase) * 16;
+    return (int64_t)row * l->stride * l->elem + in_row;
+}
+
+/* Whole phase periods of rows (per_phase * max_phase) keep the XOR of a
+ * row, and rows of whole max_phase-chunk groups leave the low bits of a
+ * row's start clear; a column shift of whole chunks then splits into its
+ * part inside a max_phase-chunk group, which meets the XOR, and the rest,
+ * an add. Where the column's bytes and that part share no set bit, adding
+ * the part is XORing it, and XORs commute. Unswizzled maps shift by an add
+ * alone. */
+LayoutShift layout_shared_shift(const Layout *l, int drow, int dcol)
+{
+    int64_t col_bytes = (int64_t)dcol * l->elem, group = (int64_t)l->max_phase * 16;
+    LayoutShift s;
+    s.xor_bytes = l->max_phase > 1 ? col_bytes % group : 0;
+    s.add_bytes = col_bytes - s.xor_bytes + (int64_t)drow * l->stride * l->elem;
+    return s;
+}
+
+bool layout_shared_shift_holds(const Layout *l, int col, int drow, int dcol)
+{
+    if (l->max_phase == 1) return true;
+    LayoutShift s = layout_shared_shift(l, drow, dcol);
+    return drow % (l->per_phase * l->max_phase) == 0 && (int64_t)dcol * l->elem % 16 == 0 &&
+           ((int64_t)col * l->elem & s.xor_bytes) == 0;
 }
 
 int layout_nslots(const Layout *l)
@@ -200,7 +248,13 @@ void layout_str(const Layout *l, char *buf, size_t n)
         snprintf(buf, n, "slice(%s, axis %d)", p, l->axis);
         break;
     case LAY_SHARED:
-        snprintf(buf, n, "shared[%dx%d: row stride %d]", l->rows, l->cols, l->stride);
+        if (l->max_phase > 1)
+            snprintf(buf, n, "shared[%dx%d: swizzled, vec %d, per phase %d, max phase %d]", l->rows, l->cols, l->vec, l->per_phase,
+                     l->max_phase);
+        else if (l->stride != l->cols)
+            snprintf(buf, n, "shared[%dx%d: padded, row stride %d]", l->rows, l->cols, l->stride);
+        else
+            snprintf(buf, n, "shared[%dx%d: row-major]", l->rows, l->cols);
         break;
     }
 }

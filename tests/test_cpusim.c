@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 
 #include "attention/attention_host.h"
+#include "cg.h"
 #include "codegen.h"
 #include "cpusim.h"
 #include "difftest.h"
@@ -335,6 +336,54 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
     }
     closedir(d);
     cr_expect_gt(files, 0);
+}
+
+/* ---- the shared-memory map ---- */
+
+/* The code generator's shared-memory addresses (shared_offset, and
+ * shared_shifted for the ldmatrix rows and cp.async chunks a thread
+ * reaches from its first) are layout_shared_offset's arithmetic emitted:
+ * on constant rows and columns LLVM's builder folds them to the very
+ * offset, for every element of padded and plain layouts. */
+Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
+{
+    Cg c;
+    memset(&c, 0, sizeof c);
+    c.ctx = LLVMContextCreate();
+    c.mod = LLVMModuleCreateWithNameInContext("map", c.ctx);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    c.ti32 = LLVMInt32TypeInContext(c.ctx);
+    c.fn = LLVMAddFunction(c.mod, "f", LLVMFunctionType(LLVMVoidTypeInContext(c.ctx), NULL, 0, 0));
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(c.ctx, c.fn, "entry"));
+    LayoutTable *t = layout_table_new();
+    static const int widths[] = {4, 8, 12, 16, 24, 32, 48, 64, 128, 136};
+    int shifted = 0;
+    for (int elem = 2; elem <= 4; elem += 2)
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
+            for (int plain = 0; plain < 2; plain++) {
+                const Layout *l = plain ? layout_shared_plain(t, 24, widths[w], elem) : layout_shared(t, 24, widths[w], elem);
+                for (int r = 0; r < l->rows; r++)
+                    for (int col = 0; col < l->cols; col++) {
+                        LLVMValueRef v = shared_offset(&c, l, i32c(&c, r), i32c(&c, col));
+                        cr_assert(LLVMIsAConstantInt(v), "[24, %d]: no constant", widths[w]);
+                        cr_assert_eq(LLVMConstIntGetSExtValue(v), layout_shared_offset(l, r, col), "[24, %d] of %d bytes%s: (%d, %d)",
+                                     widths[w], elem, plain ? ", plain" : "", r, col);
+                        for (int dr = 0; r + dr < l->rows; dr += 8)
+                            for (int dc = 0; col + dc < l->cols; dc += l->vec) {
+                                if (!layout_shared_shift_holds(l, col, dr, dc)) continue;
+                                LLVMValueRef s = shared_shifted(&c, l, v, dr, dc);
+                                cr_assert(LLVMIsAConstantInt(s));
+                                cr_assert_eq(LLVMConstIntGetSExtValue(s), layout_shared_offset(l, r + dr, col + dc),
+                                             "[24, %d] of %d bytes: (%d, %d) moved by (%d, %d)", widths[w], elem, r, col, dr, dc);
+                                shifted++;
+                            }
+                    }
+            }
+    cr_assert_gt(shifted, 10000);
+    layout_table_free(t);
+    LLVMDisposeBuilder(c.b);
+    LLVMDisposeModule(c.mod);
+    LLVMContextDispose(c.ctx);
 }
 
 /* ---- shared-memory races ---- */
