@@ -152,8 +152,18 @@ static int slice_parent_slot(const Layout *l, int j)
     return l->axis == 1 ? j * ceil_div(p->cols, blocked_ctac(p)) * p->v : j;
 }
 
-/* A SHARED layout's fields, without interning: rows padded by 16 bytes,
- * so that ldmatrix's eight row addresses fall in different banks. */
+/* A SHARED layout's fields, without interning. Rows of n whole 16-byte
+ * chunks get Triton's swizzle for ldmatrix-read operands: the eight rows
+ * of an 8x8 matrix (8-aligned, one 16-byte chunk each) must land on eight
+ * different chunks modulo 8, the 128 bytes that span the 32 banks. Rows of
+ * 128 bytes or more XOR their chunk index with row % 8 (per_phase 1,
+ * max_phase 8); of 64 bytes, two consecutive rows fill the banks, so the
+ * phase advances every 2 rows (per_phase 2, max_phase 4); of 32 bytes
+ * every 4 (per_phase 4, max_phase 2); rows of 16 bytes need no XOR. In
+ * general max_phase is the largest power of two that divides n, at most
+ * 8, which keeps the XOR inside the row, and per_phase 8 / max_phase;
+ * an odd n spreads 8 rows over 8 chunks by itself. Rows of part chunks
+ * are padded by 16 bytes instead. */
 static Layout shared_fields(int rows, int cols, int elem_bytes)
 {
     Layout l;
@@ -164,7 +174,15 @@ static Layout shared_fields(int rows, int cols, int elem_bytes)
     l.elem = elem_bytes;
     l.vec = 16 / elem_bytes;
     l.per_phase = l.max_phase = 1;
-    l.stride = cols + 16 / elem_bytes;
+    int64_t row_bytes = (int64_t)cols * elem_bytes;
+    if (row_bytes < 16 || row_bytes % 16) {
+        l.stride = cols + 16 / elem_bytes;
+        return l;
+    }
+    int64_t chunks = row_bytes / 16;
+    l.stride = cols;
+    while (l.max_phase < 8 && chunks % (2 * l.max_phase) == 0) l.max_phase *= 2;
+    l.per_phase = 8 / l.max_phase;
     return l;
 }
 

@@ -16,9 +16,10 @@
  *            slot layout_slice_slot(s)). The threads that differ only
  *            along the reduced axis hold copies; one of them owns it.
  *   SHARED   not in registers: the tile lies in shared memory (a ring slot
- *            that an asynchronous copy fills); dots read it from there and
- *            other users convert it to a register layout. The maps below
- *            are for the three register kinds only.
+ *            that an asynchronous copy fills), its 16-byte chunks swizzled
+ *            so that ldmatrix has no bank conflict; dots read it from there
+ *            and other users convert it to a register layout. The maps
+ *            below are for the three register kinds only.
  *
  * The layout pass (layout.c) gives every tile value of a function one
  * layout; the code generator converts between layouts through shared
@@ -64,8 +65,9 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
 /* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
-/* Rows padded by 16 bytes, so that ldmatrix's eight row addresses fall in
- * different banks. */
+/* A tile that ldmatrix reads, 8 rows of 16 bytes at a time, with no bank
+ * conflict: rows of whole 16-byte chunks are swizzled, cols * elem_bytes
+ * bytes apart; other rows are padded by 16 bytes. */
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
 /* The bytes such a tile takes. */
 int64_t layout_shared_bytes(int rows, int cols, int elem_bytes);

@@ -344,7 +344,7 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
  * shared_shifted for the ldmatrix rows and cp.async chunks a thread
  * reaches from its first) are layout_shared_offset's arithmetic emitted:
  * on constant rows and columns LLVM's builder folds them to the very
- * offset, for every element of padded and plain layouts. */
+ * offset, for every element of swizzled, padded and plain layouts. */
 Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
 {
     Cg c;
@@ -357,11 +357,12 @@ Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
     LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(c.ctx, c.fn, "entry"));
     LayoutTable *t = layout_table_new();
     static const int widths[] = {4, 8, 12, 16, 24, 32, 48, 64, 128, 136};
-    int shifted = 0;
+    int swizzled = 0, shifted = 0;
     for (int elem = 2; elem <= 4; elem += 2)
         for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
             for (int plain = 0; plain < 2; plain++) {
                 const Layout *l = plain ? layout_shared_plain(t, 24, widths[w], elem) : layout_shared(t, 24, widths[w], elem);
+                swizzled += l->max_phase > 1;
                 for (int r = 0; r < l->rows; r++)
                     for (int col = 0; col < l->cols; col++) {
                         LLVMValueRef v = shared_offset(&c, l, i32c(&c, r), i32c(&c, col));
@@ -379,6 +380,7 @@ Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
                             }
                     }
             }
+    cr_assert_gt(swizzled, 8);
     cr_assert_gt(shifted, 10000);
     layout_table_free(t);
     LLVMDisposeBuilder(c.b);
