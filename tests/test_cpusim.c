@@ -6,13 +6,16 @@
  * tensor must be untouched, so a store outside a tensor is caught even
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
- * a small size. Every past finding of the random-program fuzzer (the .ph
- * files of tests/difftest/regressions/) runs here too, through the
- * difftest engine, on the inputs `cpufuzz --regress` gives it. The
+ * a small size, and tensor-core dots whose operands lie in every form of
+ * swizzled shared memory. Every past finding of the random-program
+ * fuzzer (the .ph files of tests/difftest/regressions/) runs here too,
+ * through the difftest engine, on the inputs `cpufuzz --regress` gives
+ * it. The
  * executor's own checks of bad launches are tested too, and its model of
  * cp.async on hand-written LLVM IR (a double-buffered pipeline right, then
  * each of its barriers and waits taken out; every copy form's zero fill),
- * and of the GPU's fused multiply-adds. */
+ * and of the GPU's fused multiply-adds. The code generator's emitted
+ * shared-memory addresses are checked against layout.c's map. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -338,7 +341,63 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
     cr_expect_gt(files, 0);
 }
 
-/* ---- the shared-memory map ---- */
+/* ---- swizzled shared memory ---- */
+
+/* Tensor-core dots whose operands take every form of shared layout: A
+ * [BM, BK] and B^T [BN, BK] of 32, 96 and 256-byte rows (max phase 2, 2,
+ * 8), B [BK, BN] of 16, 48 and 128-byte rows (no XOR, an odd number of
+ * chunks, max phase 8); with one stage in the scratch area and with two
+ * in cp.async rings, the shifted A window filled element by element (its
+ * start is no whole chunk), and a0 in a region of its own. */
+static const char *SWIZZLES =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n@ph.tensorcore\n@ph.stages(S)\n"
+    "@ph.autotune(BM=[16, 32], BN=[8, 24, 64], BK=[16, 48, 128], S=[1, 2])\n"
+    "def swz(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], BT: ph.tensor[ph.f16][N, K], C: ph.tensor[ph.f32][M, N],\n"
+    "        k_len: ph.i32, shift: ph.i32):\n"
+    "    r0: ph.let = ph.ctx.block.x * BM\n"
+    "    c0: ph.let = ph.ctx.block.y * BN\n"
+    "    a0: ph.let = A[r0:+BM, 0:+BK]\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0\n"
+    "    for k in range(0, k_len, BK):\n"
+    "        acc += ph.dot(a0, B[k:+BK, c0:+BN])\n"
+    "        acc += ph.dot_t(A[r0:+BM, k + shift:+BK], BT[c0:+BN, k:+BK])\n"
+    "    C[r0:+BM, c0:+BN] = acc\n";
+
+/* The largest max phase among the ring slots of f; 0 without rings. */
+static int ring_max_phase(const IrFunc *f)
+{
+    LayoutTable *t = layout_table_new();
+    LayoutPlan p = layout_plan(f, t);
+    int most = 0;
+    for (int v = 1; v < f->nvalues; v++)
+        if (p.of[v] && p.of[v]->kind == LAY_SHARED && p.of[v]->max_phase > most) most = p.of[v]->max_phase;
+    layout_plan_free(&p);
+    layout_table_free(t);
+    return most;
+}
+
+Test(cpusim, tensor_core_dots_over_every_swizzle_match_the_interpreter, .timeout = 600)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("swz.ph", SWIZZLES, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    cr_assert_eq(m->nfuncs, 36);
+    cpusim *s = load(m);
+    int failed = 0, phases[9] = {0};
+    for (int i = 0; i < m->nfuncs; i++) {
+        phases[ring_max_phase(m->funcs[i])]++;
+        int bad = run_config(s, m->funcs[i]);
+        if (bad) cr_log_error("%s: %d elements or guards differ", m->funcs[i]->name, bad);
+        failed += bad != 0;
+    }
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
+    cr_expect_eq(phases[0], 18, "one stage: no rings");
+    cr_expect(phases[2] > 0 && phases[8] > 0, "rings swizzled in pairs of chunks and over 8 chunks");
+    cpusim_free(s);
+    ir_module_free(m);
+    free(diags);
+}
 
 /* The code generator's shared-memory addresses (shared_offset, and
  * shared_shifted for the ldmatrix rows and cp.async chunks a thread
