@@ -99,7 +99,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1])); }
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
     if (write_a || write_b) {
-        smem_need(c, (bytes + 3) / 4);
+        smem_need(c, ((write_b ? bytes : bbase) + 3) / 4);   /* B's place only where B is written */
         barrier(c);
         if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa);
         if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb);
