@@ -9,7 +9,8 @@
  *                  runs the steps below in order
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
- *   cg_memory.c    loads, stores, cp.async copies into rings, ring reads
+ *   cg_memory.c    loads, stores, shared-memory addresses (the SHARED
+ *                  layouts' map), cp.async copies into rings, ring reads
  *   cg_reduce.c    reductions
  *   cg_operands.c  dot operands into shared memory; regions of loop-invariant ones
  *   dot.h          the dot engines, picked per dot from dot_engines[]:
@@ -44,8 +45,9 @@ typedef struct { ValueId v; Slots s; } Cached;
 
 /* A dot operand defined outside the loop that reads it: written to its own
  * shared-memory region once, where it is defined, instead of every
- * iteration (attn_fwd's q). */
-typedef struct { ValueId root; bool tr; DType dt; int64_t base, stride; int depth; } Region;
+ * iteration (attn_fwd's q). base: in halves of the operand area; lay: its
+ * SHARED layout. */
+typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; } Region;
 
 enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
 
@@ -115,7 +117,6 @@ LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index);
-LLVMValueRef smem_half_ptr_in(Cg *c, LLVMValueRef area, LLVMValueRef index);
 Guard guard_begin(Cg *c, LLVMValueRef cond);
 void guard_end(Cg *c, Guard g);
 Slots new_slots(int n, const Layout *lay);
@@ -134,6 +135,9 @@ Slots materialize(Cg *c, ValueId v, const Layout *l);
 /* cg_memory.c */
 Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
 void emit_store(Cg *c, const IrOp *op);
+LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col);
+LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, int dcol);
+LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset);
 void plan_rings(Cg *c, const IrBlock *blk);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
@@ -144,7 +148,7 @@ void emit_reduce(Cg *c, const IrOp *op);
 
 /* cg_operands.c */
 ValueId operand_root(Cg *c, ValueId v, bool *transposed);
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem);
+void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);

@@ -1,10 +1,13 @@
-/* cg_memory.c: loads, stores and asynchronous copies into shared-memory rings.
+/* cg_memory.c: loads, stores, shared-memory addresses and asynchronous
+ * copies into shared-memory rings.
  *
  * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
  * plan_rings before emission.
  * Guarantees: a load or store touches only in-bounds elements (the window's
- * mask); cp.async copies land in their ring slot of the operand area, and
- * read_shared reads a ring slot in any register layout. */
+ * mask); every shared-memory tile is addressed by its SHARED layout's map
+ * (shared_offset, layout_shared_offset emitted); cp.async copies land in
+ * their ring slot of the operand area, and read_shared reads a ring slot
+ * in any register layout. */
 #include "cg.h"
 
 #include <stdlib.h>
@@ -132,15 +135,40 @@ void emit_store(Cg *c, const IrOp *op)
     }
 }
 
-/* ---- asynchronous copies into shared-memory rings ---- */
+/* ---- shared-memory addresses: layout.h's SHARED map, emitted ---- */
 
-static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset)
+/* The byte offset of element (row, col) of a tile in shared layout l:
+ * layout_shared_offset's arithmetic, emitted (i32 row and col, unsigned). */
+LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col)
 {
-    return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->opsmem, &offset, 1, "");
+    LLVMValueRef in_row = mul(c, col, l->elem);
+    if (l->max_phase > 1) {
+        LLVMValueRef phase = urem(c, udiv(c, row, l->per_phase), l->max_phase);
+        in_row = LLVMBuildXor(c->b, in_row, mul(c, phase, 16), "");
+    }
+    return add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
 }
 
-/* Gives each ring its stages slots in the operand area, rows padded as
- * layout_shared says. */
+LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset)
+{
+    return LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), area, &offset, 1, "");
+}
+
+/* Offset at of an element moved by drow rows and dcol columns, where
+ * layout_shared_shift_holds: layout_shared_shift's XOR and add. */
+LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, int dcol)
+{
+    LayoutShift s = layout_shared_shift(l, drow, dcol);
+    LLVMValueRef x = s.xor_bytes ? LLVMBuildXor(c->b, at, i32c(c, s.xor_bytes), "") : at;
+    return add(c, x, i32c(c, s.add_bytes));
+}
+
+static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset) { return shared_byte_ptr(c, c->opsmem, offset); }
+
+/* ---- asynchronous copies into shared-memory rings ---- */
+
+/* Gives each ring its stages slots in the operand area, each the bytes
+ * its SHARED layout takes. */
 void plan_rings(Cg *c, const IrBlock *blk)
 {
     for (int i = 0; i < blk->nops; i++) {
@@ -157,17 +185,32 @@ void plan_rings(Cg *c, const IrBlock *blk)
     }
 }
 
-/* The window's 16-byte chunks, spread over the block's threads, each
- * with cp.async.cg (zero-filled past the tensor's edges) when the rows and
- * the window's start are whole chunks and the tensor is 16-byte aligned;
- * else element by element, synchronously, into the same slot. */
+/* Where thread tid's unit at step j (unit tid + j, at row, col) lies in
+ * slot layout l: its first unit's offset (first) shifted, where the block
+ * steps by whole rows of units and so by whole phase periods; else the
+ * whole map. */
+static LLVMValueRef unit_offset(Cg *c, const Layout *l, int per_row, int64_t j, LLVMValueRef first, LLVMValueRef row,
+                                LLVMValueRef col)
+{
+    if (c->T % per_row == 0 && layout_shared_shift_holds(l, 0, (int)(j / per_row), 0))
+        return shared_shifted(c, l, first, (int)(j / per_row), 0);
+    return shared_offset(c, l, row, col);
+}
+
+/* The window's 16-byte chunks, spread over the block's threads (thread
+ * tid takes chunks tid, tid + T, ...), each with cp.async.cg (zero-filled
+ * past the tensor's edges) when the rows and the window's start are whole
+ * chunks and the tensor is 16-byte aligned; else element by element,
+ * synchronously, into the same places: a chunk (of rows of part chunks,
+ * an element) at a time, so both ways address the slot alike. */
 void emit_copy_async(Cg *c, const IrOp *op)
 {
     LLVMBuilderRef B = c->b;
     const Layout *l = c->plan.of[op->res[0]];
     DType dt = vtype(c, op->res[0]).dt;
-    int chunk = 16 / l->elem, per_row = l->cols / chunk;
-    int64_t nchunks = (int64_t)l->rows * per_row;
+    bool whole_chunks = (int64_t)l->cols * l->elem % 16 == 0;
+    int unit = whole_chunks ? 16 / l->elem : 1, per_row = l->cols / unit;
+    int64_t nunits = (int64_t)l->rows * per_row;
     LLVMValueRef slot = c->vals[op->args[op->nargs - 1]].v[0];
     LLVMValueRef at = add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
@@ -175,50 +218,43 @@ void emit_copy_async(Cg *c, const IrOp *op)
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
     LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0);
     LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    LLVMValueRef chunk64 = LLVMConstInt(c->ti64, (unsigned long long)chunk, 0);
+    LLVMValueRef unit64 = LLVMConstInt(c->ti64, (unsigned long long)unit, 0);
     LLVMValueRef aligned = LLVMBuildAnd(B,
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, chunk64, ""), zero64, ""),
-                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, chunk64, ""), zero64, ""), ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, unit64, ""), zero64, ""),
+                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, unit64, ""), zero64, ""), ""),
         LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
+    if (!whole_chunks) aligned = LLVMConstInt(c->ti1, 0, 0);
+    LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
     LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
     LLVMBuildCondBr(B, aligned, fast, slow);
-
-    LLVMPositionBuilderAtEnd(B, fast);
     LLVMTypeRef et = dtype_ty(c, dt);
     LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
-    for (int64_t j = 0; j < nchunks; j += c->T) {
-        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
-        Guard g = guard_begin(c, j + c->T > nchunks ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nchunks), "") : NULL);
-        LLVMValueRef row = udiv(c, idx, per_row), cc = urem(c, idx, per_row);
-        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, cc, chunk), c->ti64, ""), "");
-        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
-        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, add(c, mul(c, row, (int64_t)l->stride * l->elem), mul(c, cc, 16))));
-        LLVMValueRef args[3] = {dst, src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-        guard_end(c, g);
+    for (int way = 0; way < 2; way++) {
+        LLVMPositionBuilderAtEnd(B, way ? slow : fast);
+        for (int64_t j = 0; j < nunits && (way || whole_chunks); j += c->T) {
+            LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+            Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+            LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+            LLVMValueRef dst = add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+            LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+            LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
+            for (int e = 0; e < (way ? unit : 1); e++) {
+                LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
+                LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+                LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+                LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+                if (!way) {
+                    LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+                    cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+                } else {
+                    LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
+                    LLVMBuildStore(B, x, opsmem_byte_ptr(c, add(c, dst, i32c(c, (int64_t)e * l->elem))));
+                }
+            }
+            guard_end(c, g);
+        }
+        LLVMBuildBr(B, done);
     }
-    LLVMBuildBr(B, done);
-
-    LLVMPositionBuilderAtEnd(B, slow);
-    int64_t n = (int64_t)l->rows * l->cols;
-    for (int64_t j = 0; j < n; j += c->T) {
-        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
-        Guard g = guard_begin(c, j + c->T > n ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, n), "") : NULL);
-        LLVMValueRef row = udiv(c, idx, l->cols), col = urem(c, idx, l->cols);
-        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
-        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
-        LLVMValueRef x = LLVMBuildLoad2(B, et, LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, ""), "");
-        x = LLVMBuildSelect(B, inb, x, LLVMConstNull(et), "");
-        LLVMValueRef dst = opsmem_byte_ptr(c, add(c, at, mul(c, add(c, mul(c, row, l->stride), col), l->elem)));
-        LLVMBuildStore(B, x, dst);
-        guard_end(c, g);
-    }
-    LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     Slots out = new_slots(1, l);
     out.v[0] = at;
@@ -251,9 +287,9 @@ Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
     Slots out = new_slots(layout_nslots(l), l);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
-        LLVMValueRef idx = add(c, mul(c, p.row, sl->stride), p.col);
-        if (p.valid) idx = LLVMBuildSelect(c->b, p.valid, idx, i32c(c, 0), "");
-        LLVMValueRef ptr = opsmem_byte_ptr(c, add(c, s->v[0], mul(c, idx, sl->elem)));
+        LLVMValueRef off = shared_offset(c, sl, p.row, p.col);
+        if (p.valid) off = LLVMBuildSelect(c->b, p.valid, off, i32c(c, 0), "");
+        LLVMValueRef ptr = opsmem_byte_ptr(c, add(c, s->v[0], off));
         out.v[k] = LLVMBuildLoad2(c->b, et, ptr, "");
     }
     return out;

@@ -21,40 +21,47 @@ ValueId operand_root(Cg *c, ValueId v, bool *transposed)
     }
 }
 
-/* Writes dot operand v to shared memory as dtype dt, element (r, c) at
- * base + r * stride + c, in units of elem (2: halves, 4: words). */
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem);
+/* Writes dot operand v to shared memory area as dtype dt, element (r, c)
+ * at byte base + layout_shared_offset(sl, r, c). */
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, const Layout *sl);
 
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem)
+void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, const Layout *sl)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, tr, dt, c->smem, base, stride, elem);
+    root_to_smem(c, root, tr, dt, c->smem, base, sl);
 }
 
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem)
+/* Whether n consecutive elements from a column that n divides lie
+ * together at an address n elements aligned, in every row: inside one
+ * 16-byte chunk, which the swizzle moves whole, in rows of whole chunks. */
+static bool runs_stay_together(const Layout *sl, int64_t base, int n)
+{
+    int64_t run = (int64_t)n * sl->elem;
+    return 16 % run == 0 && (int64_t)sl->stride * sl->elem % run == 0 && base % run == 0;
+}
+
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, const Layout *sl)
 {
     IrType rt = vtype(c, root);
     const Layout *l = reg_layout(c, root);
     Slots s = cg_get(c, root, l);
     /* chunks of consecutive halves go out as one 16-byte store */
-    int vec = !tr && elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && stride % l->v == 0 && base % l->v == 0 ? l->v : 1;
+    int vec = !tr && sl->elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && runs_stay_together(sl, base, l->v) ? l->v : 1;
     for (int k = 0; k < s.n; k += vec) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef row = tr ? p.col : p.row, col = tr ? p.row : p.col;
-        LLVMValueRef idx = add(c, add(c, mul(c, row, stride), col), i32c(c, base));
+        LLVMValueRef ptr = shared_byte_ptr(c, area, add(c, shared_offset(c, sl, row, col), i32c(c, base)));
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
         if (vec > 1) {
             LLVMTypeRef vt = LLVMVectorType(dtype_ty(c, dt), (unsigned)vec);
             LLVMValueRef x = LLVMGetUndef(vt);
             for (int j = 0; j < vec; j++)
                 x = LLVMBuildInsertElement(c->b, x, cg_convert(c, s.v[k + j], rt.dt, dt), i32c(c, j), "");
-            LLVMValueRef st = LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
+            LLVMValueRef st = LLVMBuildStore(c->b, x, ptr);
             LLVMSetAlignment(st, (unsigned)(vec * 2));
         } else {
-            LLVMValueRef x = cg_convert(c, s.v[k], rt.dt, dt);
-            if (elem == 2) LLVMBuildStore(c->b, x, smem_half_ptr_in(c, area, idx));
-            else smem_store(c, idx, to_word(c, x, dt));
+            LLVMBuildStore(c->b, cg_convert(c, s.v[k], rt.dt, dt), ptr);
         }
         guard_end(c, g);
     }
@@ -84,8 +91,8 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
                 if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
-                int64_t stride = t.shape[1] + 8, halves = (int64_t)t.shape[0] * stride;
-                Region r = {root, tr, dt, c->opsmem_halves, stride, def_depth[root]};
+                int64_t halves = layout_shared_bytes(t.shape[0], t.shape[1], 2) / 2;
+                Region r = {root, tr, dt, c->opsmem_halves, layout_shared(c->layouts, t.shape[0], t.shape[1], 2), def_depth[root]};
                 c->opsmem_halves += (halves + 7) / 8 * 8;
                 vec_push(&c->regions, r);
             }
@@ -103,7 +110,7 @@ void write_regions(Cg *c, ValueId v)
         if (r->root != v) continue;
         /* inside a loop, the previous iteration's readers must be done first */
         if (r->depth > 0) barrier(c);
-        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base, r->stride, 2);
+        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base * 2, r->lay);
         barrier(c);   /* the dots that read it need not write anything, so publish it here */
     }
 }

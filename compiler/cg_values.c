@@ -98,11 +98,6 @@ LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
     return LLVMBuildInBoundsGEP2(c->b, c->ti32, c->smem, &index, 1, "");
 }
 
-LLVMValueRef smem_half_ptr_in(Cg *c, LLVMValueRef area, LLVMValueRef index)
-{
-    return LLVMBuildInBoundsGEP2(c->b, c->ti16, area, &index, 1, "");
-}
-
 Guard guard_begin(Cg *c, LLVMValueRef cond)
 {
     Guard g = {NULL};

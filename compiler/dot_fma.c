@@ -1,8 +1,9 @@
 /* dot_fma.c: the FMA dot engine, for dots the tensor cores do not take.
  *
  * Expects: the result's register layout (any) and f32 accumulation.
- * Guarantees: both operands go through the scratch area as f32 words; each
- * thread runs one loop over K with an accumulator per slot of the result. */
+ * Guarantees: both operands go through the scratch area as f32 words, in
+ * plain row-major SHARED layouts; each thread runs one loop over K with an
+ * accumulator per slot of the result. */
 #include "dot.h"
 
 #include <stdlib.h>
@@ -12,10 +13,13 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
     bool tb = op->flags & DOT_TRANS_B;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    const Layout *sa = layout_shared_plain(c->layouts, M, K, 4);
+    const Layout *sb = tb ? layout_shared_plain(c->layouts, N, K, 4) : layout_shared_plain(c->layouts, K, N, 4);
+    int64_t bbase = (int64_t)M * K * 4;
     smem_need(c, (int64_t)M * K + (int64_t)K * N);
     barrier(c);
-    operand_to_smem(c, op->args[0], DT_F32, 0, K, 4);
-    operand_to_smem(c, op->args[1], DT_F32, (int64_t)M * K, tb ? K : N, 4);
+    operand_to_smem(c, op->args[0], DT_F32, 0, sa);
+    operand_to_smem(c, op->args[1], DT_F32, bbase, sb);
     barrier(c);
     const Layout *l = home_layout(c, op->res[0]);
     Slots acc = cg_get(c, op->args[2], l);
@@ -40,11 +44,10 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     }
     LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
     for (int k = 0; k < n; k++) {
-        LLVMValueRef ai = add(c, mul(c, arow[k], K), kk);
-        LLVMValueRef bi = tb ? add(c, mul(c, bcol[k], K), kk) : add(c, mul(c, kk, N), bcol[k]);
-        bi = add(c, bi, i32c(c, (int64_t)M * K));
-        LLVMValueRef a = LLVMBuildBitCast(c->b, smem_load(c, ai), c->tf32, "");
-        LLVMValueRef b = LLVMBuildBitCast(c->b, smem_load(c, bi), c->tf32, "");
+        LLVMValueRef ai = shared_offset(c, sa, arow[k], kk);
+        LLVMValueRef bi = add(c, i32c(c, bbase), tb ? shared_offset(c, sb, bcol[k], kk) : shared_offset(c, sb, kk, bcol[k]));
+        LLVMValueRef a = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, ai), "");
+        LLVMValueRef b = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, bi), "");
         LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};
         LLVMValueRef abc[3] = {a, b, phis[k]};
         next[k] = cg_call(c, "llvm.fma.f32", c->tf32, 3, t3, abc);

@@ -3,9 +3,10 @@
  * Expects: a dot layout_dot_on_tensorcores takes (this engine's accepts,
  * the very test the layout pass gives the result its MMA layout by).
  * Guarantees: operands are read as 16-bit elements from shared memory (their
- * region, their ring slot read in place, or the scratch area, rows padded
- * by 16 bytes so ldmatrix has no bank conflicts), fragments are loaded with
- * ldmatrix, and the result is left in the MMA layout's registers. */
+ * region, their ring slot read in place, or the scratch area, each in the
+ * swizzled SHARED layout of its shape, so ldmatrix has no bank conflicts),
+ * fragments are loaded with ldmatrix, and the result is left in the MMA
+ * layout's registers. */
 #include "dot.h"
 
 #include <stdlib.h>
@@ -20,12 +21,54 @@ static ValueId ring_root(Cg *c, ValueId operand)
     return !tr && l && l->kind == LAY_SHARED ? root : 0;
 }
 
-/* Its start in the operand area, in halves. */
+/* Its start in the operand area, in bytes. */
 static LLVMValueRef ring_operand(Cg *c, ValueId operand, DType dt)
 {
     ValueId root = ring_root(c, operand);
     if (!root || vtype(c, root).dt != dt || !c->vals[root].v) return NULL;
-    return udiv(c, c->vals[root].v[0], 2);
+    return c->vals[root].v[0];
+}
+
+/* The ldmatrix row addresses of one operand in layout sl at byte base of
+ * area: a thread's own row and column (from its lane and warp), then per
+ * 8x8 matrix a constant step of whole 8-row and 8-column blocks. The
+ * thread's offset is computed once, and each matrix's is a constant shift
+ * of it (an XOR and an add: layout_shared_shift) where that holds at every
+ * column a thread can have (cols, known here), else the whole map. A
+ * matrix's column is a multiple of 8: its row's 16 bytes are one chunk,
+ * which the swizzle keeps whole. */
+typedef struct {
+    LLVMValueRef area, base;
+    const Layout *sl;
+    LLVMValueRef row, col, at;
+    int cols[2 * 32], ncols;
+} MatrixRows;
+
+/* The columns a thread can have: warp_step apart over nwarps warps, and
+ * 8 more for half the lanes where lane_col. */
+static MatrixRows matrix_rows(Cg *c, LLVMValueRef area, LLVMValueRef base, const Layout *sl, LLVMValueRef row, LLVMValueRef col,
+                              int nwarps, int warp_step, bool lane_col)
+{
+    MatrixRows m = {area, base, sl, row, col, shared_offset(c, sl, row, col), {0}, 0};
+    if (nwarps > 32) {
+        m.ncols = -1;   /* more than a block has: never shifted */
+        return m;
+    }
+    for (int w = 0; w < nwarps; w++) {
+        m.cols[m.ncols++] = w * warp_step;
+        if (lane_col) m.cols[m.ncols++] = w * warp_step + 8;
+    }
+    return m;
+}
+
+static LLVMValueRef matrix_row(Cg *c, const MatrixRows *m, int drow, int dcol)
+{
+    bool holds = m->ncols >= 0;
+    for (int i = 0; i < m->ncols; i++) holds = holds && layout_shared_shift_holds(m->sl, m->cols[i], drow, dcol);
+    LLVMValueRef off;
+    if (holds) off = shared_shifted(c, m->sl, m->at, drow, dcol);
+    else off = shared_offset(c, m->sl, add(c, m->row, i32c(c, drow)), add(c, m->col, i32c(c, dcol)));
+    return shared_byte_ptr(c, m->area, add(c, m->base, off));
 }
 
 static void emit_dot_mma(Cg *c, const IrOp *op)
@@ -35,9 +78,10 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     LLVMBuilderRef B = c->b;
-    /* rows padded by 8 halves (16 bytes): ldmatrix's eight row addresses fall in different banks */
-    int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
-    int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
+    /* each operand in the SHARED layout of its shape (B [N, K] for dot_t), A then B in the scratch area */
+    int brows = tb ? N : K, bcols = tb ? K : N;
+    const Layout *sa = layout_shared(c->layouts, M, K, 2), *sb = layout_shared(c->layouts, brows, bcols, 2);
+    int64_t abase = 0, bbase = layout_shared_bytes(M, K, 2), bytes = bbase + layout_shared_bytes(brows, bcols, 2);
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
     /* operands in a ring slot are read where they lie */
     LLVMValueRef aring = ring_operand(c, op->args[0], at.dt), bring = ring_operand(c, op->args[1], at.dt);
@@ -48,17 +92,17 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm &&
                   al->rows == M && al->cols == K && !c->plan.absorbed[op->args[0]];
     LLVMValueRef aarea = c->smem, barea = c->smem;
-    if (ra) { aarea = c->opsmem; abase = ra->base; }
-    if (rb) { barea = c->opsmem; bbase = rb->base; }
+    if (ra) { aarea = c->opsmem; abase = ra->base * 2; sa = ra->lay; }
+    if (rb) { barea = c->opsmem; bbase = rb->base * 2; sb = rb->lay; }
     LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
-    if (aring) { aarea = c->opsmem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0]))->stride; }
-    if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1]))->stride; }
+    if (aring) { aarea = c->opsmem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0])); }
+    if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1])); }
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
     if (write_a || write_b) {
-        smem_need(c, (halves + 1) / 2);
+        smem_need(c, ((write_b ? bytes : bbase) + 3) / 4);   /* B's place only where B is written */
         barrier(c);
-        if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
-        if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
+        if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa);
+        if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb);
         barrier(c);
     }
 
@@ -77,6 +121,16 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMValueRef *afr = xmalloc(sizeof *afr * (size_t)tm * 4), *bfr = xmalloc(sizeof *bfr * (size_t)tn * 2);
     LLVMValueRef l16 = urem(c, c->lane, 16), l8 = urem(c, c->lane, 8);
     Slots aval = a_regs ? cg_get(c, op->args[0], al) : (Slots){NULL, 0, NULL};
+    LLVMValueRef half = mul(c, udiv(c, c->lane, 16), 8), quad = udiv(c, c->lane, 8);   /* quad: the matrix this lane addresses */
+    /* A: lanes 0-15 give rows m..m+15 of a matrix pair, lanes 16-31 the same rows 8 columns on */
+    MatrixRows arows = matrix_rows(c, aarea, abase_v, sa, add(c, m_base, l16), half, 1, 0, true);
+    /* B [N, K]: matrix i holds rows n + 8(i/2) .. +7 at column k + 8(i%2); a lone one rows n .. n+7.
+     * B [K, N]: matrix i holds rows k + 8(i%2) .. +7 at column n + 8(i/2), transposed on load. */
+    MatrixRows bpair = tb ? matrix_rows(c, barea, bbase_v, sb, add(c, add(c, n_base, l8), mul(c, udiv(c, quad, 2), 8)),
+                                        mul(c, urem(c, quad, 2), 8), 1, 0, true)
+                          : matrix_rows(c, barea, bbase_v, sb, l16, add(c, n_base, half), l->wn, l->tn * 8, true);
+    MatrixRows blone = tb ? matrix_rows(c, barea, bbase_v, sb, add(c, n_base, l8), mul(c, urem(c, quad, 2), 8), 1, 0, true)
+                          : matrix_rows(c, barea, bbase_v, sb, l16, n_base, l->wn, l->tn * 8, false);
     for (int k0 = 0; k0 < K; k0 += 16) {
         for (int im = 0; a_regs && im < tm; im++) {
             /* fragment registers: rows g and g+8 of pieces 2kk and 2kk+1, two columns each */
@@ -91,10 +145,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
             }
         }
         for (int im = 0; !a_regs && im < tm; im++) {
-            /* lanes 0-15 give rows m..m+15 at column k0, lanes 16-31 the same rows at k0 + 8 */
-            LLVMValueRef row = add(c, add(c, m_base, i32c(c, im * 16)), l16);
-            LLVMValueRef col = add(c, i32c(c, k0), mul(c, udiv(c, c->lane, 16), 8));
-            LLVMValueRef p = smem_half_ptr_in(c, aarea, add(c, add(c, mul(c, row, sa), col), abase_v));
+            LLVMValueRef p = matrix_row(c, &arows, im * 16, k0);
             LLVMValueRef fr = cg_call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p);
             for (int i = 0; i < 4; i++) {
                 LLVMValueRef x = LLVMBuildExtractValue(B, fr, (unsigned)i, "");
@@ -104,20 +155,14 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
         /* two 8-column pieces of B per ldmatrix.x4 (matrices 2 and 3 the second's), a lone last one with .x2 */
         for (int in = 0; in < tn; in += 2) {
             bool pair = in + 1 < tn;
-            LLVMValueRef nb = add(c, n_base, i32c(c, in * 8)), p, fr;
-            LLVMValueRef quad = udiv(c, c->lane, 8);   /* the matrix this lane addresses */
+            const MatrixRows *bm = pair ? &bpair : &blone;
+            LLVMValueRef p, fr;
             if (tb) {
-                /* B is [N, K]: matrix i holds rows n + 8(i/2) .. +7 at column k0 + 8(i%2) */
-                LLVMValueRef row = add(c, add(c, nb, l8), pair ? mul(c, udiv(c, quad, 2), 8) : i32c(c, 0));
-                LLVMValueRef col = add(c, i32c(c, k0), mul(c, urem(c, quad, 2), 8));
-                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), bbase_v));
+                p = matrix_row(c, bm, in * 8, k0);
                 fr = pair ? cg_call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", tvec4, 1, &c->tptr3, &p)
                           : cg_call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3", tvec2, 1, &c->tptr3, &p);
             } else {
-                /* B is [K, N]: matrix i holds rows k0 + 8(i%2) .. +7 at column n + 8(i/2), transposed on load */
-                LLVMValueRef row = add(c, i32c(c, k0), l16);
-                LLVMValueRef col = pair ? add(c, nb, mul(c, udiv(c, c->lane, 16), 8)) : nb;
-                p = smem_half_ptr_in(c, barea, add(c, add(c, mul(c, row, sb), col), bbase_v));
+                p = matrix_row(c, bm, k0, in * 8);
                 fr = pair ? cg_call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3", tvec4, 1, &c->tptr3, &p)
                           : cg_call(c, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", tvec2, 1, &c->tptr3, &p);
             }

@@ -152,14 +152,19 @@ static int slice_parent_slot(const Layout *l, int j)
     return l->axis == 1 ? j * ceil_div(p->cols, blocked_ctac(p)) * p->v : j;
 }
 
-static int shared_stride(int cols, int elem_bytes) { return cols + 16 / elem_bytes; }
-
-int64_t layout_shared_bytes(int rows, int cols, int elem_bytes)
-{
-    return (int64_t)rows * shared_stride(cols, elem_bytes) * elem_bytes;
-}
-
-const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
+/* A SHARED layout's fields, without interning. Rows of n whole 16-byte
+ * chunks get Triton's swizzle for ldmatrix-read operands: the eight rows
+ * of an 8x8 matrix (8-aligned, one 16-byte chunk each) must land on eight
+ * different chunks modulo 8, the 128 bytes that span the 32 banks. Rows of
+ * 128 bytes or more XOR their chunk index with row % 8 (per_phase 1,
+ * max_phase 8); of 64 bytes, two consecutive rows fill the banks, so the
+ * phase advances every 2 rows (per_phase 2, max_phase 4); of 32 bytes
+ * every 4 (per_phase 4, max_phase 2); rows of 16 bytes need no XOR. In
+ * general max_phase is the largest power of two that divides n, at most
+ * 8, which keeps the XOR inside the row, and per_phase 8 / max_phase;
+ * an odd n spreads 8 rows over 8 chunks by itself. Rows of part chunks
+ * are padded by 16 bytes instead. */
+static Layout shared_fields(int rows, int cols, int elem_bytes)
 {
     Layout l;
     memset(&l, 0, sizeof l);
@@ -167,8 +172,69 @@ const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
     l.rows = rows;
     l.cols = cols;
     l.elem = elem_bytes;
-    l.stride = shared_stride(cols, elem_bytes);
+    l.vec = 16 / elem_bytes;
+    l.per_phase = l.max_phase = 1;
+    int64_t row_bytes = (int64_t)cols * elem_bytes;
+    if (row_bytes < 16 || row_bytes % 16) {
+        l.stride = cols + 16 / elem_bytes;
+        return l;
+    }
+    int64_t chunks = row_bytes / 16;
+    l.stride = cols;
+    while (l.max_phase < 8 && chunks % (2 * l.max_phase) == 0) l.max_phase *= 2;
+    l.per_phase = 8 / l.max_phase;
+    return l;
+}
+
+int64_t layout_shared_bytes(int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
+    return (int64_t)rows * l.stride * elem_bytes;
+}
+
+const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
     return intern(t, &l);
+}
+
+const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    Layout l = shared_fields(rows, cols, elem_bytes);
+    l.stride = cols;
+    l.per_phase = l.max_phase = 1;
+    return intern(t, &l);
+}
+
+int64_t layout_shared_offset(const Layout *l, int row, int col)
+{
+    int64_t in_row = (int64_t)col * l->elem;
+    if (l->max_phase > 1) in_row ^= (int64_t)(row / l->per_phase % l->max_phase) * 16;
+    return (int64_t)row * l->stride * l->elem + in_row;
+}
+
+/* Whole phase periods of rows (per_phase * max_phase) keep the XOR of a
+ * row, and rows of whole max_phase-chunk groups leave the low bits of a
+ * row's start clear; a column shift of whole chunks then splits into its
+ * part inside a max_phase-chunk group, which meets the XOR, and the rest,
+ * an add. Where the column's bytes and that part share no set bit, adding
+ * the part is XORing it, and XORs commute. Unswizzled maps shift by an add
+ * alone. */
+LayoutShift layout_shared_shift(const Layout *l, int drow, int dcol)
+{
+    int64_t col_bytes = (int64_t)dcol * l->elem, group = (int64_t)l->max_phase * 16;
+    LayoutShift s;
+    s.xor_bytes = l->max_phase > 1 ? col_bytes % group : 0;
+    s.add_bytes = col_bytes - s.xor_bytes + (int64_t)drow * l->stride * l->elem;
+    return s;
+}
+
+bool layout_shared_shift_holds(const Layout *l, int col, int drow, int dcol)
+{
+    if (l->max_phase == 1) return true;
+    LayoutShift s = layout_shared_shift(l, drow, dcol);
+    return drow % (l->per_phase * l->max_phase) == 0 && (int64_t)dcol * l->elem % 16 == 0 &&
+           ((int64_t)col * l->elem & s.xor_bytes) == 0;
 }
 
 int layout_nslots(const Layout *l)
@@ -200,7 +266,13 @@ void layout_str(const Layout *l, char *buf, size_t n)
         snprintf(buf, n, "slice(%s, axis %d)", p, l->axis);
         break;
     case LAY_SHARED:
-        snprintf(buf, n, "shared[%dx%d: row stride %d]", l->rows, l->cols, l->stride);
+        if (l->max_phase > 1)
+            snprintf(buf, n, "shared[%dx%d: swizzled, vec %d, per phase %d, max phase %d]", l->rows, l->cols, l->vec, l->per_phase,
+                     l->max_phase);
+        else if (l->stride != l->cols)
+            snprintf(buf, n, "shared[%dx%d: padded, row stride %d]", l->rows, l->cols, l->stride);
+        else
+            snprintf(buf, n, "shared[%dx%d: row-major]", l->rows, l->cols);
         break;
     }
 }

@@ -16,9 +16,10 @@
  *            slot layout_slice_slot(s)). The threads that differ only
  *            along the reduced axis hold copies; one of them owns it.
  *   SHARED   not in registers: the tile lies in shared memory (a ring slot
- *            that an asynchronous copy fills); dots read it from there and
- *            other users convert it to a register layout. The maps below
- *            are for the three register kinds only.
+ *            that an asynchronous copy fills), its 16-byte chunks swizzled
+ *            so that ldmatrix has no bank conflict; dots read it from there
+ *            and other users convert it to a register layout. The maps
+ *            below are for the three register kinds only.
  *
  * The layout pass (layout.c) gives every tile value of a function one
  * layout; the code generator converts between layouts through shared
@@ -45,8 +46,13 @@ typedef struct Layout {
     int axis;                  /* the axis reduced away: 1 gives [rows, 1], 0 gives [1, cols] */
     /* SHARED: the tile lies in shared memory, row-major, rows stride
      * elements of elem bytes apart; its one slot holds the byte offset
-     * where it starts (a ring slot of an asynchronous copy) */
+     * where it starts (a ring slot of an asynchronous copy). Within a row
+     * the 16-byte chunks of vec elements are swizzled (Triton's
+     * SwizzledSharedEncoding): chunk j of row r lies at chunk
+     * j ^ ((r / per_phase) % max_phase) of that row; max_phase 1 leaves
+     * them in place. layout_shared_offset is the map. */
     int stride, elem;
+    int vec, per_phase, max_phase;
 } Layout;
 
 /* Interned layouts: equal layouts are the same pointer. */
@@ -59,11 +65,30 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
 /* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
-/* Rows padded by 16 bytes, so that ldmatrix's eight row addresses fall in
- * different banks. */
+/* A tile that ldmatrix reads, 8 rows of 16 bytes at a time, with no bank
+ * conflict: rows of whole 16-byte chunks are swizzled, cols * elem_bytes
+ * bytes apart; other rows are padded by 16 bytes. */
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
 /* The bytes such a tile takes. */
 int64_t layout_shared_bytes(int rows, int cols, int elem_bytes);
+/* Row-major, neither swizzled nor padded: words the FMA engine reads one
+ * at a time. */
+const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes);
+/* The byte offset of element (row, col) of SHARED layout l from the tile's
+ * start: row * stride * elem, plus col * elem with its 16-byte chunk index
+ * XORed with (row / per_phase) % max_phase. The XOR moves whole chunks, so
+ * a chunk's bytes stay together (one cp.async, one ldmatrix row); the
+ * offsets of the tile's elements are a permutation of the unswizzled ones.
+ * The code generator emits the same arithmetic (shared_offset). */
+int64_t layout_shared_offset(const Layout *l, int row, int col);
+/* The same map moved by drow rows and dcol columns as a constant XOR and
+ * add: layout_shared_offset(l, row + drow, col + dcol) is
+ * (layout_shared_offset(l, row, col) ^ xor_bytes) + add_bytes wherever
+ * layout_shared_shift_holds(l, col, drow, dcol), for any row. So ldmatrix
+ * computes a thread's offset once and each 8x8 matrix's from it. */
+typedef struct { int64_t xor_bytes, add_bytes; } LayoutShift;
+LayoutShift layout_shared_shift(const Layout *l, int drow, int dcol);
+bool layout_shared_shift_holds(const Layout *l, int col, int drow, int dcol);
 
 int layout_nslots(const Layout *l);
 /* The slot of slice l that holds the kept-axis position of its parent's

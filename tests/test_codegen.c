@@ -155,8 +155,8 @@ static char *replace_all(const char *text, const char *from, const char *to)
 }
 
 /* The attention example at head dim 128 with 64x64 tiles: the forward
- * kernel needs 87040 bytes of shared memory (Q's region, two-stage rings
- * for K and V, no scratch), the backward ones 131072 and 104448, more than ptxas
+ * kernel needs 81920 bytes of shared memory (Q's region, two-stage rings
+ * for K and V, no scratch), the backward ones 106496 and 98304, more than ptxas
  * allows a kernel statically (0xc000 bytes). They declare one extern
  * array and say their size; the delta kernel stays static; ptxas accepts
  * them all. */
@@ -170,8 +170,8 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
     cr_assert_not_null(m, "%s", diags);
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     static const struct { const char *entry; int64_t bytes; } want[] = {
-        {"attn_fwd__D_128__BR_64__BC_64", 87040}, {"attn_bwd_delta__D_128__BR_64", 0},
-        {"attn_bwd_dkdv__D_128__BR_64__BC_64", 131072}, {"attn_bwd_dq__D_128__BR_64__BC_64", 104448},
+        {"attn_fwd__D_128__BR_64__BC_64", 81920}, {"attn_bwd_delta__D_128__BR_64", 0},
+        {"attn_bwd_dkdv__D_128__BR_64__BC_64", 106496}, {"attn_bwd_dq__D_128__BR_64__BC_64", 98304},
     };
     cr_assert_eq(m->nfuncs, 4);
     for (int i = 0; i < 4; i++) {
@@ -194,6 +194,29 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
     ir_module_free(m);
     free(diags); free(src); free(br); free(d128); free(text);
     if (!ptxas_path()) cr_skip_test("ptxas not found: the dynamic-shared PTX was not assembled");
+}
+
+/* The largest backward config the GPU suite runs, dK and dV at head dim
+ * 128 with 128x128 tiles, fits the 232448 bytes an H200 block may have:
+ * K and V in regions (32 KB each), two-stage rings of Q and dO (128 KB),
+ * and 32 KB of scratch for the one operand its dots write, P^T or dS^T
+ * (their B, dO or Q, is read from its ring in place). */
+Test(codegen, the_largest_backward_config_fits_an_h200_block, .timeout = 300)
+{
+    const char *names[] = {"D", "BR", "BC"};
+    const int64_t values[] = {128, 128, 128};
+    SemaOptions o = {.kernel = "attn_bwd_dkdv", .ndefines = 3, .define_names = names, .define_values = values};
+    IrModule *m = ph_compile_file(ATTENTION_SHAPES, &o, stderr);
+    cr_assert_not_null(m, "%s does not compile (run from the repository root)", ATTENTION_SHAPES);
+    cr_assert_eq(m->nfuncs, 2, "128 and 256 threads");
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    for (int i = 0; i < m->nfuncs; i++) {
+        int64_t bytes = codegen_dynamic_shared_bytes(ptx, m->funcs[i]->name);
+        cr_expect_eq(bytes, 229376, "%s: %lld bytes", m->funcs[i]->name, (long long)bytes);
+        cr_expect_leq(bytes, 232448);
+    }
+    free(ptx);
+    ir_module_free(m);
 }
 
 /* The PTX of one kernel's entry: from ".entry NAME(" to the next ".entry". */

@@ -6,13 +6,16 @@
  * tensor must be untouched, so a store outside a tensor is caught even
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
- * a small size. Every past finding of the random-program fuzzer (the .ph
- * files of tests/difftest/regressions/) runs here too, through the
- * difftest engine, on the inputs `cpufuzz --regress` gives it. The
+ * a small size, and tensor-core dots whose operands lie in every form of
+ * swizzled shared memory. Every past finding of the random-program
+ * fuzzer (the .ph files of tests/difftest/regressions/) runs here too,
+ * through the difftest engine, on the inputs `cpufuzz --regress` gives
+ * it. The
  * executor's own checks of bad launches are tested too, and its model of
  * cp.async on hand-written LLVM IR (a double-buffered pipeline right, then
  * each of its barriers and waits taken out; every copy form's zero fill),
- * and of the GPU's fused multiply-adds. */
+ * and of the GPU's fused multiply-adds. The code generator's emitted
+ * shared-memory addresses are checked against layout.c's map. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -20,6 +23,7 @@
 #include <sys/mman.h>
 
 #include "attention/attention_host.h"
+#include "cg.h"
 #include "codegen.h"
 #include "cpusim.h"
 #include "difftest.h"
@@ -335,6 +339,112 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
     }
     closedir(d);
     cr_expect_gt(files, 0);
+}
+
+/* ---- swizzled shared memory ---- */
+
+/* Tensor-core dots whose operands take every form of shared layout: A
+ * [BM, BK] and B^T [BN, BK] of 32, 96 and 256-byte rows (max phase 2, 2,
+ * 8), B [BK, BN] of 16, 48 and 128-byte rows (no XOR, an odd number of
+ * chunks, max phase 8); with one stage in the scratch area and with two
+ * in cp.async rings, the shifted A window filled element by element (its
+ * start is no whole chunk), and a0 in a region of its own. */
+static const char *SWIZZLES =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n@ph.tensorcore\n@ph.stages(S)\n"
+    "@ph.autotune(BM=[16, 32], BN=[8, 24, 64], BK=[16, 48, 128], S=[1, 2])\n"
+    "def swz(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], BT: ph.tensor[ph.f16][N, K], C: ph.tensor[ph.f32][M, N],\n"
+    "        k_len: ph.i32, shift: ph.i32):\n"
+    "    r0: ph.let = ph.ctx.block.x * BM\n"
+    "    c0: ph.let = ph.ctx.block.y * BN\n"
+    "    a0: ph.let = A[r0:+BM, 0:+BK]\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0\n"
+    "    for k in range(0, k_len, BK):\n"
+    "        acc += ph.dot(a0, B[k:+BK, c0:+BN])\n"
+    "        acc += ph.dot_t(A[r0:+BM, k + shift:+BK], BT[c0:+BN, k:+BK])\n"
+    "    C[r0:+BM, c0:+BN] = acc\n";
+
+/* The largest max phase among the ring slots of f; 0 without rings. */
+static int ring_max_phase(const IrFunc *f)
+{
+    LayoutTable *t = layout_table_new();
+    LayoutPlan p = layout_plan(f, t);
+    int most = 0;
+    for (int v = 1; v < f->nvalues; v++)
+        if (p.of[v] && p.of[v]->kind == LAY_SHARED && p.of[v]->max_phase > most) most = p.of[v]->max_phase;
+    layout_plan_free(&p);
+    layout_table_free(t);
+    return most;
+}
+
+Test(cpusim, tensor_core_dots_over_every_swizzle_match_the_interpreter, .timeout = 600)
+{
+    char *diags = NULL;
+    IrModule *m = tu_compile("swz.ph", SWIZZLES, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    cr_assert_eq(m->nfuncs, 36);
+    cpusim *s = load(m);
+    int failed = 0, phases[9] = {0};
+    for (int i = 0; i < m->nfuncs; i++) {
+        phases[ring_max_phase(m->funcs[i])]++;
+        int bad = run_config(s, m->funcs[i]);
+        if (bad) cr_log_error("%s: %d elements or guards differ", m->funcs[i]->name, bad);
+        failed += bad != 0;
+    }
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
+    cr_expect_eq(phases[0], 18, "one stage: no rings");
+    cr_expect(phases[2] > 0 && phases[8] > 0, "rings swizzled in pairs of chunks and over 8 chunks");
+    cpusim_free(s);
+    ir_module_free(m);
+    free(diags);
+}
+
+/* The code generator's shared-memory addresses (shared_offset, and
+ * shared_shifted for the ldmatrix rows and cp.async chunks a thread
+ * reaches from its first) are layout_shared_offset's arithmetic emitted:
+ * on constant rows and columns LLVM's builder folds them to the very
+ * offset, for every element of swizzled, padded and plain layouts. */
+Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
+{
+    Cg c;
+    memset(&c, 0, sizeof c);
+    c.ctx = LLVMContextCreate();
+    c.mod = LLVMModuleCreateWithNameInContext("map", c.ctx);
+    c.b = LLVMCreateBuilderInContext(c.ctx);
+    c.ti32 = LLVMInt32TypeInContext(c.ctx);
+    c.fn = LLVMAddFunction(c.mod, "f", LLVMFunctionType(LLVMVoidTypeInContext(c.ctx), NULL, 0, 0));
+    LLVMPositionBuilderAtEnd(c.b, LLVMAppendBasicBlockInContext(c.ctx, c.fn, "entry"));
+    LayoutTable *t = layout_table_new();
+    static const int widths[] = {4, 8, 12, 16, 24, 32, 48, 64, 128, 136};
+    int swizzled = 0, shifted = 0;
+    for (int elem = 2; elem <= 4; elem += 2)
+        for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
+            for (int plain = 0; plain < 2; plain++) {
+                const Layout *l = plain ? layout_shared_plain(t, 24, widths[w], elem) : layout_shared(t, 24, widths[w], elem);
+                swizzled += l->max_phase > 1;
+                for (int r = 0; r < l->rows; r++)
+                    for (int col = 0; col < l->cols; col++) {
+                        LLVMValueRef v = shared_offset(&c, l, i32c(&c, r), i32c(&c, col));
+                        cr_assert(LLVMIsAConstantInt(v), "[24, %d]: no constant", widths[w]);
+                        cr_assert_eq(LLVMConstIntGetSExtValue(v), layout_shared_offset(l, r, col), "[24, %d] of %d bytes%s: (%d, %d)",
+                                     widths[w], elem, plain ? ", plain" : "", r, col);
+                        for (int dr = 0; r + dr < l->rows; dr += 8)
+                            for (int dc = 0; col + dc < l->cols; dc += l->vec) {
+                                if (!layout_shared_shift_holds(l, col, dr, dc)) continue;
+                                LLVMValueRef s = shared_shifted(&c, l, v, dr, dc);
+                                cr_assert(LLVMIsAConstantInt(s));
+                                cr_assert_eq(LLVMConstIntGetSExtValue(s), layout_shared_offset(l, r + dr, col + dc),
+                                             "[24, %d] of %d bytes: (%d, %d) moved by (%d, %d)", widths[w], elem, r, col, dr, dc);
+                                shifted++;
+                            }
+                    }
+            }
+    cr_assert_gt(swizzled, 8);
+    cr_assert_gt(shifted, 10000);
+    layout_table_free(t);
+    LLVMDisposeBuilder(c.b);
+    LLVMDisposeModule(c.mod);
+    LLVMContextDispose(c.ctx);
 }
 
 /* ---- shared-memory races ---- */

@@ -392,3 +392,281 @@ Test(layout_map, slices_with_the_same_rows_in_the_same_threads_are_one_layout)
     cr_assert(!layout_same_map(layout_blocked(t, 16, 16, 32, 4), layout_mma(t, 16, 16, 32)), "4 columns a chunk against 2");
     layout_table_free(t);
 }
+
+/* ---- shared-memory layouts ----
+ *
+ * A SHARED layout's map, layout_shared_offset, must be a bijection of the
+ * tile's elements onto its bytes, keep each 16-byte chunk whole (a
+ * cp.async of one chunk, an ldmatrix row) and give ldmatrix no bank
+ * conflict: each 8x8 matrix is 8 row addresses of 16 bytes, 8-aligned rows
+ * at a chunk-aligned column, read in one phase, which hits all 32 banks
+ * once only if the 8 rows land on 8 different chunks modulo 128 bytes. */
+
+/* Extra shared-memory wavefronts of the ldmatrix phase that reads rows
+ * row0 .. row0+7 at column col of l (0: none): the most 4-byte words any
+ * bank is asked for, less one (the map is injective, so no two rows ask
+ * for the same word). The tile starts 128-byte aligned; a 16-byte-aligned
+ * start shifts every bank alike. */
+static int ldmatrix_conflicts(const Layout *l, int row0, int col)
+{
+    int words[32] = {0}, worst = 0;
+    for (int i = 0; i < 8; i++) {
+        int64_t at = layout_shared_offset(l, row0 + i, col);
+        for (int64_t w = at / 4; w < (at + 16) / 4; w++)
+            if (++words[w % 32] > worst) worst = words[w % 32];
+    }
+    return worst - 1;
+}
+
+static bool whole_chunks(const Layout *l) { return (int64_t)l->cols * l->elem % 16 == 0; }
+
+/* Why element (r, c) of l breaks the map, or NULL; owner marks the bytes
+ * taken so far. */
+static const char *shared_elem_defect(const Layout *l, int r, int c, int64_t bytes, unsigned char *owner)
+{
+    int64_t at = layout_shared_offset(l, r, c);
+    if (at < 0 || at + l->elem > bytes) return "an element outside the tile's bytes";
+    if (at % l->elem) return "an element not aligned to its size";
+    for (int b = 0; b < l->elem; b++)
+        if (owner[at + b]++) return "two elements share a byte";
+    if (!whole_chunks(l) || c % l->vec) return NULL;
+    /* a chunk: one cp.async, one ldmatrix row */
+    if (at % 16) return "a chunk that starts off a 16-byte boundary";
+    for (int j = 1; j < l->vec; j++)
+        if (layout_shared_offset(l, r, c + j) != at + j * l->elem) return "a chunk split apart";
+    if (r % 8 == 0 && r + 8 <= l->rows && ldmatrix_conflicts(l, r, c)) return "an ldmatrix phase with a bank conflict";
+    return NULL;
+}
+
+/* Why l's map is wrong, or NULL (*r, *c: the element where it shows). */
+static const char *shared_defect(const Layout *l, int *r, int *c)
+{
+    int64_t bytes = (int64_t)l->rows * l->stride * l->elem;
+    *r = *c = 0;
+    if (bytes != layout_shared_bytes(l->rows, l->cols, l->elem)) return "its bytes are not layout_shared_bytes";
+    if (whole_chunks(l) && bytes != (int64_t)l->rows * l->cols * l->elem) return "rows of whole chunks take more than their bytes";
+    unsigned char *owner = xcalloc((size_t)bytes, 1);
+    const char *why = NULL;
+    for (int i = 0; i < l->rows && !why; i++)
+        for (int j = 0; j < l->cols && !why; j++) {
+            why = shared_elem_defect(l, i, j, bytes, owner);
+            *r = i;
+            *c = j;
+        }
+    free(owner);
+    return why;
+}
+
+static void expect_shared_map(const Layout *l, const char *where)
+{
+    int r, c;
+    const char *why = shared_defect(l, &r, &c);
+    if (why) {
+        char name[200];
+        layout_str(l, name, sizeof name);
+        cr_assert_fail("%s: %s: %s (element %d, %d)", where, name, why, r, c);
+    }
+}
+
+Test(shared_layout, swizzles_by_the_row_width_as_triton_does)
+{
+    LayoutTable *t = layout_table_new();
+    static const struct { int cols, elem, vec, per_phase, max_phase, stride; } want[] = {
+        {64, 2, 8, 1, 8, 64},    /* 128-byte rows */
+        {128, 2, 8, 1, 8, 128},  /* 256 bytes: as 128 */
+        {32, 2, 8, 2, 4, 32},    /* 64 bytes: a phase every 2 rows */
+        {16, 2, 8, 4, 2, 16},    /* 32 bytes: every 4 */
+        {8, 2, 8, 8, 1, 8},      /* 16 bytes: 8 rows fill the banks unswizzled */
+        {48, 2, 8, 4, 2, 48},    /* 96 bytes, 6 chunks: the XOR stays in pairs of chunks */
+        {24, 2, 8, 8, 1, 24},    /* 48 bytes, 3 chunks: an odd stride spreads the rows */
+        {32, 4, 4, 1, 8, 32},    /* f32, 128 bytes */
+        {12, 2, 8, 1, 1, 20},    /* 24 bytes: padded by 16 */
+        {4, 2, 8, 1, 1, 12},     /* 8 bytes: padded */
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        const Layout *l = layout_shared(t, 64, want[i].cols, want[i].elem);
+        cr_assert_eq(l->kind, LAY_SHARED);
+        cr_expect(l->vec == want[i].vec && l->per_phase == want[i].per_phase && l->max_phase == want[i].max_phase &&
+                      l->stride == want[i].stride,
+                  "[64, %d] of %d bytes: vec %d, per phase %d, max phase %d, stride %d", want[i].cols, want[i].elem, l->vec,
+                  l->per_phase, l->max_phase, l->stride);
+        cr_expect_eq(layout_shared_bytes(64, want[i].cols, want[i].elem), (int64_t)64 * want[i].stride * want[i].elem);
+    }
+    cr_assert_eq(layout_shared(t, 64, 64, 2), layout_shared(t, 64, 64, 2), "interned");
+    /* 128-byte rows: row r's chunk j at chunk j ^ (r % 8) */
+    const Layout *l = layout_shared(t, 64, 64, 2);
+    cr_expect_eq(layout_shared_offset(l, 0, 5), 10);
+    cr_expect_eq(layout_shared_offset(l, 1, 0), 128 + 16);
+    cr_expect_eq(layout_shared_offset(l, 1, 8), 128);
+    cr_expect_eq(layout_shared_offset(l, 9, 3), 9 * 128 + 16 + 6);
+    cr_expect_eq(layout_shared_offset(l, 7, 63), 7 * 128 + (7 ^ 7) * 16 + 14);
+    /* 64-byte rows: rows 2k and 2k+1 share phase k % 4 */
+    const Layout *h = layout_shared(t, 64, 32, 2);
+    cr_expect_eq(layout_shared_offset(h, 2, 0), 2 * 64 + 16);
+    cr_expect_eq(layout_shared_offset(h, 3, 8), 3 * 64);
+    cr_expect_eq(layout_shared_offset(h, 8, 8), 8 * 64 + 16, "row 8: phase 0 again");
+    /* padded rows are plain row-major, 16 bytes apart */
+    cr_expect_eq(layout_shared_offset(layout_shared(t, 8, 12, 2), 3, 5), 3 * 40 + 10);
+    layout_table_free(t);
+}
+
+/* The counter sees the conflicts swizzling removes: unswizzled 128-byte
+ * rows put all 8 rows of a matrix on the same 4 banks, 64-byte rows 4 on
+ * each of 2 sets, 32-byte rows 2 on each of 4, so ldmatrix takes 8, 4 and
+ * 2 wavefronts; the swizzled layouts of the same shapes take 1. */
+Test(shared_layout, the_counter_sees_the_conflicts_of_unswizzled_rows)
+{
+    LayoutTable *t = layout_table_new();
+    cr_expect_eq(ldmatrix_conflicts(layout_shared_plain(t, 16, 64, 2), 0, 0), 7);
+    cr_expect_eq(ldmatrix_conflicts(layout_shared_plain(t, 16, 64, 2), 8, 16), 7);
+    cr_expect_eq(ldmatrix_conflicts(layout_shared_plain(t, 16, 32, 2), 0, 8), 3);
+    cr_expect_eq(ldmatrix_conflicts(layout_shared_plain(t, 16, 16, 2), 0, 0), 1);
+    cr_expect_eq(ldmatrix_conflicts(layout_shared_plain(t, 16, 8, 2), 0, 0), 0, "16-byte rows: 8 rows span 128 bytes");
+    for (int cols = 16; cols <= 64; cols *= 2)
+        for (int col = 0; col < cols; col += 8) {
+            cr_expect_eq(ldmatrix_conflicts(layout_shared(t, 16, cols, 2), 0, col), 0, "[16, %d], column %d", cols, col);
+            cr_expect_eq(ldmatrix_conflicts(layout_shared(t, 16, cols, 2), 8, col), 0, "[16, %d], column %d", cols, col);
+        }
+    layout_table_free(t);
+}
+
+/* Every length from 1 to 260 halves or words across, in 8 to 72 rows: the
+ * swizzled ones and the padded ones alike. */
+Test(shared_layout, maps_a_grid_of_shapes)
+{
+    LayoutTable *t = layout_table_new();
+    static const int rows[] = {1, 8, 16, 24, 40, 72};
+    int swizzled = 0;
+    for (size_t ri = 0; ri < sizeof rows / sizeof *rows; ri++)
+        for (int cols = 1; cols <= 260; cols++)
+            for (int elem = 2; elem <= 4; elem += 2) {
+                char where[64];
+                snprintf(where, sizeof where, "[%d, %d] of %d-byte elements", rows[ri], cols, elem);
+                const Layout *l = layout_shared(t, rows[ri], cols, elem);
+                expect_shared_map(l, where);
+                swizzled += l->max_phase > 1;
+            }
+    cr_assert_gt(swizzled, 100);
+    layout_table_free(t);
+}
+
+/* Where layout_shared_shift holds, moving an element is an XOR and an add
+ * of its offset; and it holds where the code generator relies on it: a
+ * thread's ldmatrix rows, at columns 0 and 8, moved by whole 8-row blocks
+ * and by 16-column steps (k steps, pairs of B pieces), and cp.async chunks
+ * moved by whole phase periods of rows. */
+Test(shared_layout, shifts_are_an_xor_and_an_add_where_they_hold)
+{
+    LayoutTable *t = layout_table_new();
+    static const int drows[] = {0, 1, 3, 4, 8, 16, 24};
+    int held = 0;
+    for (int elem = 2; elem <= 4; elem += 2)
+        for (int cols = 4; cols <= 264; cols += 4) {
+            const Layout *l = layout_shared(t, 32, cols, elem);
+            int dcols[] = {0, 1, 4, l->vec, 2 * l->vec, 3 * l->vec, 4 * l->vec, 8 * l->vec, 16 * l->vec};
+            for (size_t a = 0; a < sizeof drows / sizeof *drows; a++)
+                for (size_t b = 0; b < sizeof dcols / sizeof *dcols; b++) {
+                    int dr = drows[a], dc = dcols[b];
+                    LayoutShift sh = layout_shared_shift(l, dr, dc);
+                    for (int r = 0; r + dr < l->rows; r++)
+                        for (int c = 0; c + dc < l->cols; c++) {
+                            if (!layout_shared_shift_holds(l, c, dr, dc)) continue;
+                            held++;
+                            int64_t want = layout_shared_offset(l, r + dr, c + dc), got = (layout_shared_offset(l, r, c) ^ sh.xor_bytes) + sh.add_bytes;
+                            if (got != want)
+                                cr_assert_fail("[32, %d] of %d bytes: (%d, %d) moved by (%d, %d): %lld, not %lld", cols, elem, r, c, dr, dc,
+                                               (long long)got, (long long)want);
+                        }
+                }
+            if (elem != 2 || (cols * elem) % 16) continue;
+            for (int dr = 0; dr < 32; dr += 8)
+                for (int dc = 0; dc < cols; dc += 16)
+                    for (int c = 0; c <= 8; c += 8)
+                        cr_expect(layout_shared_shift_holds(l, c, dr, dc), "[32, %d]: column %d by (%d, %d)", cols, c, dr, dc);
+            cr_expect(layout_shared_shift_holds(l, 0, 8, 0) && layout_shared_shift_holds(l, 0, 16, 0), "[32, %d]: whole phase periods", cols);
+        }
+    cr_assert_gt(held, 1000000);
+    layout_table_free(t);
+}
+
+/* The shared layouts of the programs: every ring slot and every operand a
+ * tensor-core dot writes to shared memory or reads from a region (A as
+ * [M, K]; B as [N, K] for dot_t, read by plain ldmatrix, or as [K, N],
+ * read by ldmatrix.trans), as dot_mma lays them out. */
+typedef struct { const Layout *seen[512]; int n, rings, a, b_nk, b_kn; } SharedSeen;
+
+static void check_shared_once(SharedSeen *s, const Layout *l, const char *where)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->seen[i] == l) return;
+    cr_assert_lt(s->n, 512);
+    s->seen[s->n++] = l;
+    expect_shared_map(l, where);
+}
+
+static void check_dot_operands(SharedSeen *s, LayoutTable *t, const IrFunc *f, const IrBlock *b, const char *where)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->body) check_dot_operands(s, t, f, op->body, where);
+        if (op->els) check_dot_operands(s, t, f, op->els, where);
+        if (op->kind != OP_DOT || !layout_dot_on_tensorcores(f, op)) continue;
+        IrType a = ir_vtype(f, op->args[0]), b = ir_vtype(f, op->args[1]);
+        check_shared_once(s, layout_shared(t, a.shape[0], a.shape[1], 2), where);
+        check_shared_once(s, layout_shared(t, b.shape[0], b.shape[1], 2), where);
+        s->a++;
+        if (op->flags & DOT_TRANS_B) s->b_nk++;
+        else s->b_kn++;
+    }
+}
+
+static void check_program_shared(SharedSeen *s, LayoutTable *t, IrModule *m, const char *where)
+{
+    for (int i = 0; i < m->nfuncs; i++) {
+        IrFunc *f = m->funcs[i];
+        char err[256];
+        cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
+        LayoutPlan p = layout_plan(f, t);
+        for (int v = 1; v < f->nvalues; v++)
+            if (p.of[v] && p.of[v]->kind == LAY_SHARED) {
+                check_shared_once(s, p.of[v], where);
+                s->rings++;
+            }
+        check_dot_operands(s, t, f, f->body, where);
+        layout_plan_free(&p);
+    }
+}
+
+Test(shared_layout, every_shape_of_the_programs_maps_without_bank_conflicts, .timeout = 120)
+{
+    glob_t g;
+    cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
+    cr_assert_eq(glob("tests/gpu/*.ph", GLOB_APPEND, NULL, &g), 0);
+    cr_assert_eq(glob("bench/*.ph", GLOB_APPEND, NULL, &g), 0);
+    LayoutTable *t = layout_table_new();
+    SharedSeen s = {0};
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
+        check_program_shared(&s, t, m, g.gl_pathv[i]);
+        ir_module_free(m);
+    }
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        char *src = phgen_program(seed, NULL, NULL), where[64];
+        snprintf(where, sizeof where, "phgen seed %llu", (unsigned long long)seed);
+        IrModule *m = tu_compile(where, src, NULL, NULL);
+        cr_assert_not_null(m, "%s does not compile", where);
+        check_program_shared(&s, t, m, where);
+        ir_module_free(m);
+        free(src);
+    }
+    cr_assert_gt(s.rings, 0, "ring slots");
+    cr_assert_gt(s.a, 0, "A operands");
+    cr_assert_gt(s.b_nk, 0, "[N, K] B operands (plain ldmatrix)");
+    cr_assert_gt(s.b_kn, 0, "[K, N] B operands (ldmatrix.trans)");
+    int swizzled = 0;
+    for (int i = 0; i < s.n; i++) swizzled += s.seen[i]->max_phase > 1;
+    cr_assert_gt(swizzled, 10, "%d of %d shapes swizzled", swizzled, s.n);
+    layout_table_free(t);
+    globfree(&g);
+}

@@ -393,7 +393,8 @@ Test(phc, stats_from_ptxas, .timeout = 120)
 /* --emit=layouts shows the layout pass's decisions, numbered as --emit=ir
  * numbers values: the attention forward loop keeps the scores and the
  * accumulator in the tensor cores' layout, the softmax state in its row
- * slice, K and V in shared-memory ring slots, the mask nowhere of its own. */
+ * slice, K and V in swizzled shared-memory ring slots, the mask nowhere of
+ * its own. */
 Test(phc, layouts_of_the_attention_forward_pass)
 {
     char *out, *err;
@@ -401,7 +402,7 @@ Test(phc, layouts_of_the_attention_forward_pass)
     static const char *const want[] = {
         "func attn_fwd__D_64__BR_32__BC_32 (128 threads)\n",
         "  %11.q = load : f16[32, 64]  blocked[32x64: v8 lanes 4x8 warps 4x1]\n",
-        "    %50.k = wait_async : f16[32, 64]  shared[32x64: row stride 72]\n",
+        "    %50.k = wait_async : f16[32, 64]  shared[32x64: swizzled, vec 8, per phase 1, max phase 8]\n",
         "    %58.s = dot_t : f32[32, 32]  mma[32x32: warps 2x2, 1x2 pieces each] (tensor cores)\n",
         "    %45.m = loop value : f32[32, 1]  slice(mma[32x32: warps 2x2, 1x2 pieces each], axis 1)\n",
         "    %44.acc = loop value : f32[32, 64]  mma[32x64: warps 2x2, 1x4 pieces each]\n",
