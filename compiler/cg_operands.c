@@ -3,8 +3,9 @@
  * Expects: the layout plan's absorbed transposes and converts.
  * Guarantees: an operand is written from its root value, transposed and
  * converted as it goes; a tensor-core operand defined outside the loop
- * that reads it gets a region of the operand area (plan_regions), written
- * once where it is defined (write_regions), instead of every iteration. */
+ * that reads it gets a region, a buffer of the shared area (plan_regions),
+ * written once where it is defined (write_regions), instead of every
+ * iteration. */
 #include "cg.h"
 
 /* The value whose elements a dot operand is, and whether it is read
@@ -85,8 +86,8 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
                 int64_t stride = t.shape[1] + 8, halves = (int64_t)t.shape[0] * stride;
-                Region r = {root, tr, dt, c->opsmem_halves, stride, def_depth[root]};
-                c->opsmem_halves += (halves + 7) / 8 * 8;
+                int buf = smem_buffer(c, SMEM_REGION, halves * 2);
+                Region r = {root, tr, dt, smem_offset(c, buf) / 2, stride, def_depth[root], buf};
                 vec_push(&c->regions, r);
             }
         }
@@ -101,9 +102,10 @@ void write_regions(Cg *c, ValueId v)
     for (int i = 0; i < c->regions.len; i++) {
         const Region *r = &c->regions.data[i];
         if (r->root != v) continue;
+        smem_access(c, r->buf, true);
         /* inside a loop, the previous iteration's readers must be done first */
         if (r->depth > 0) barrier(c);
-        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base, r->stride, 2);
+        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->base, r->stride, 2);
         barrier(c);   /* the dots that read it need not write anything, so publish it here */
     }
 }

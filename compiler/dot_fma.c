@@ -1,7 +1,7 @@
 /* dot_fma.c: the FMA dot engine, for dots the tensor cores do not take.
  *
  * Expects: the result's register layout (any) and f32 accumulation.
- * Guarantees: both operands go through the scratch area as f32 words; each
+ * Guarantees: both operands go through scratch buffers as f32 words; each
  * thread runs one loop over K with an accumulator per slot of the result. */
 #include "dot.h"
 
@@ -12,11 +12,16 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
     bool tb = op->flags & DOT_TRANS_B;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
-    smem_need(c, (int64_t)M * K + (int64_t)K * N);
+    int abuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)M * K * 4), bbuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)K * N * 4);
+    int64_t abase = smem_offset(c, abuf) / 4, bbase = smem_offset(c, bbuf) / 4;   /* in words */
     barrier(c);
-    operand_to_smem(c, op->args[0], DT_F32, 0, K, 4);
-    operand_to_smem(c, op->args[1], DT_F32, (int64_t)M * K, tb ? K : N, 4);
+    smem_access(c, abuf, true);
+    operand_to_smem(c, op->args[0], DT_F32, abase, K, 4);
+    smem_access(c, bbuf, true);
+    operand_to_smem(c, op->args[1], DT_F32, bbase, tb ? K : N, 4);
     barrier(c);
+    smem_access(c, abuf, false);
+    smem_access(c, bbuf, false);
     const Layout *l = home_layout(c, op->res[0]);
     Slots acc = cg_get(c, op->args[2], l);
     int n = layout_nslots(l);
@@ -40,9 +45,9 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     }
     LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
     for (int k = 0; k < n; k++) {
-        LLVMValueRef ai = add(c, mul(c, arow[k], K), kk);
+        LLVMValueRef ai = add(c, add(c, mul(c, arow[k], K), kk), i32c(c, abase));
         LLVMValueRef bi = tb ? add(c, mul(c, bcol[k], K), kk) : add(c, mul(c, kk, N), bcol[k]);
-        bi = add(c, bi, i32c(c, (int64_t)M * K));
+        bi = add(c, bi, i32c(c, bbase));
         LLVMValueRef a = LLVMBuildBitCast(c->b, smem_load(c, ai), c->tf32, "");
         LLVMValueRef b = LLVMBuildBitCast(c->b, smem_load(c, bi), c->tf32, "");
         LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};

@@ -3,7 +3,7 @@
  * Expects: a dot layout_dot_on_tensorcores takes (this engine's accepts,
  * the very test the layout pass gives the result its MMA layout by).
  * Guarantees: operands are read as 16-bit elements from shared memory (their
- * region, their ring slot read in place, or the scratch area, rows padded
+ * region, their ring slot read in place, or scratch written here, rows padded
  * by 16 bytes so ldmatrix has no bank conflicts), fragments are loaded with
  * ldmatrix, and the result is left in the MMA layout's registers. */
 #include "dot.h"
@@ -37,7 +37,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMBuilderRef B = c->b;
     /* rows padded by 8 halves (16 bytes): ldmatrix's eight row addresses fall in different banks */
     int64_t sa = K + 8, sb = tb ? K + 8 : N + 8;
-    int64_t abase = 0, bbase = (int64_t)M * sa, halves = bbase + (int64_t)(tb ? N : K) * sb;
+    int64_t abase = 0, bbase = 0;
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
     /* operands in a ring slot are read where they lie */
     LLVMValueRef aring = ring_operand(c, op->args[0], at.dt), bring = ring_operand(c, op->args[1], at.dt);
@@ -48,19 +48,25 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm &&
                   al->rows == M && al->cols == K && !c->plan.absorbed[op->args[0]];
     LLVMValueRef aarea = c->smem, barea = c->smem;
-    if (ra) { aarea = c->opsmem; abase = ra->base; }
-    if (rb) { barea = c->opsmem; bbase = rb->base; }
-    LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
-    if (aring) { aarea = c->opsmem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0]))->stride; }
-    if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1]))->stride; }
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
+    /* the buffer each operand is read from: its region, its ring, or scratch written here */
+    int abuf = ra ? ra->buf : aring ? ring_buffer_of(c, ring_root(c, op->args[0])) : -1;
+    int bbuf = rb ? rb->buf : bring ? ring_buffer_of(c, ring_root(c, op->args[1])) : -1;
+    if (write_a) abuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)M * sa * 2), abase = smem_offset(c, abuf) / 2;
+    if (write_b) bbuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)(tb ? N : K) * sb * 2), bbase = smem_offset(c, bbuf) / 2;
+    if (ra) { aarea = c->smem; abase = ra->base; }
+    if (rb) { barea = c->smem; bbase = rb->base; }
+    LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
+    if (aring) { aarea = c->smem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0]))->stride; }
+    if (bring) { barea = c->smem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1]))->stride; }
     if (write_a || write_b) {
-        smem_need(c, (halves + 1) / 2);
         barrier(c);
-        if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
-        if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
+        if (write_a) smem_access(c, abuf, true), operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
+        if (write_b) smem_access(c, bbuf, true), operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
         barrier(c);
     }
+    if (abuf >= 0) smem_access(c, abuf, false);
+    if (bbuf >= 0) smem_access(c, bbuf, false);
 
     Slots acc = cg_get(c, op->args[2], l);
     Slots out = new_slots(layout_nslots(l), l);

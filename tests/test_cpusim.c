@@ -339,7 +339,7 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
 
 /* ---- shared-memory races ---- */
 
-/* A transpose and a row sum, both exchanged through the scratch area
+/* A transpose and a row sum, both exchanged through scratch buffers
  * between barriers. */
 static const char *EXCHANGE =
     "import phobos.lang as ph\n"
@@ -405,7 +405,7 @@ Test(cpusim, a_missing_barrier_is_reported_as_a_race)
     cr_assert_eq(calls, 2, "the exchange has %d barriers, not 2 (see codegen.c, convert)", calls);
     cr_expect_eq(run_exchange(m, racy, err, sizeof err), PH_ERR_INVALID, "no barriers, no race seen");
     cr_expect(strstr(err, "exchange: shared-memory race in block (0, 0, 0): thread "), "%s", err);
-    cr_expect(strstr(err, " of exchange_scratch (in exchange, block %ldd) that thread "), "%s", err);
+    cr_expect(strstr(err, " of exchange_smem (in exchange, block %ldd) that thread "), "%s", err);
     cr_expect(strstr(err, "with no barrier between"), "%s", err);
     free(racy);
 
