@@ -111,6 +111,7 @@ void smem_place_area(Cg *c);
 int smem_buffer(Cg *c, SmemKind kind, int64_t bytes);
 int64_t smem_offset(Cg *c, int buf);
 void smem_access(Cg *c, int buf, bool write);
+void smem_access_together(Cg *c, int buf, bool write);
 void smem_mark(Cg *c, SmemEventKind kind);
 void smem_fixed_barrier(Cg *c);
 LLVMValueRef smem_byte_ptr(Cg *c, LLVMValueRef offset);
@@ -157,7 +158,7 @@ void emit_reduce(Cg *c, const IrOp *op);
 
 /* cg_operands.c */
 ValueId operand_root(Cg *c, ValueId v, bool *transposed);
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem);
+void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, int64_t stride, int elem);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);

@@ -22,22 +22,25 @@ ValueId operand_root(Cg *c, ValueId v, bool *transposed)
     }
 }
 
-/* Writes dot operand v to shared memory as dtype dt, element (r, c) at
- * base + r * stride + c, in units of elem (2: halves, 4: words). */
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem);
+/* Writes dot operand v to shared buffer buf as dtype dt, element (r, c) at
+ * base + r * stride + c of the area, in units of elem (2: halves, 4:
+ * words). The write's access is recorded once the value is at hand (its
+ * conversion may use shared memory of its own). */
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, int64_t stride, int elem);
 
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, int64_t stride, int elem)
+void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, int64_t stride, int elem)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, tr, dt, c->smem, base, stride, elem);
+    root_to_smem(c, root, tr, dt, c->smem, buf, base, stride, elem);
 }
 
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, int64_t stride, int elem)
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, int64_t stride, int elem)
 {
     IrType rt = vtype(c, root);
     const Layout *l = reg_layout(c, root);
     Slots s = cg_get(c, root, l);
+    smem_access(c, buf, true);
     /* chunks of consecutive halves go out as one 16-byte store */
     int vec = !tr && elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && stride % l->v == 0 && base % l->v == 0 ? l->v : 1;
     for (int k = 0; k < s.n; k += vec) {
@@ -102,10 +105,6 @@ void write_regions(Cg *c, ValueId v)
     for (int i = 0; i < c->regions.len; i++) {
         const Region *r = &c->regions.data[i];
         if (r->root != v) continue;
-        smem_access(c, r->buf, true);
-        /* inside a loop, the previous iteration's readers must be done first */
-        if (r->depth > 0) barrier(c);
-        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->base, r->stride, 2);
-        barrier(c);   /* the dots that read it need not write anything, so publish it here */
+        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->buf, r->base, r->stride, 2);
     }
 }

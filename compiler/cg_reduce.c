@@ -71,7 +71,6 @@ void emit_reduce(Cg *c, const IrOp *op)
         Slots home = cg_get(c, src, reg_layout(c, src));
         int buf = tile_scratch(c, home.lay);
         slots_to_smem(c, &home, st.dt, buf);
-        barrier(c);
         smem_access(c, buf, false);
         const Layout *l = home_layout(c, op->res[0]);
         Slots out = new_slots(layout_nslots(l), l);
@@ -110,7 +109,6 @@ void emit_reduce(Cg *c, const IrOp *op)
         int len = op->axis == 1 ? l->rows : l->cols;
         int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)rp.nwarps * len * 4);
         LLVMValueRef base = i32c(c, smem_offset(c, buf) / 4);
-        barrier(c);
         smem_access(c, buf, true);
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
@@ -131,7 +129,6 @@ void emit_reduce(Cg *c, const IrOp *op)
             smem_store(c, add(c, add(c, mul(c, rp.warp_index, len), pos[g]), base), w);
             guard_end(c, gd);
         }
-        barrier(c);
         smem_access(c, buf, false);
         for (int g = 0; g < rp.ngroups; g++) {
             LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];

@@ -7,7 +7,9 @@
  * only as it is emitted (cg_get and its cache), so the first emission is
  * the list. smem_place makes the plan (smem_plan.c); the second emission
  * asks the same buffers and accesses in the same order and gets their
- * offsets and the barriers the plan places.
+ * offsets, and a barrier before each event the plan puts one before: no
+ * other code places a barrier for shared memory, except the wait of
+ * asynchronous copies (smem_fixed_barrier).
  * Guarantees: a mismatch between the two emissions is an internal error,
  * never a wrong address; the area is one array, static while it fits
  * CODEGEN_MAX_STATIC_SHARED bytes, else the block's dynamic shared memory. */
@@ -68,29 +70,37 @@ int64_t smem_offset(Cg *c, int buf)
 }
 
 /* The next event; in the second emission, a barrier where the plan puts one. */
-static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write)
+static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write, bool together)
 {
     if (!c->smem_replay) {
-        smem_add_event(&c->smem_plan, kind, buf, write);
+        if (together) smem_add_access_together(&c->smem_plan, buf, write);
+        else smem_add_event(&c->smem_plan, kind, buf, write);
         return;
     }
     int i = c->smem_next_event++;
     const SmemEvent *e = i < c->smem_plan.events.len ? &c->smem_plan.events.data[i] : NULL;
-    if (!e || e->kind != kind || (kind == SMEM_ACCESS && (e->buf != buf || e->write != write))) {
+    if (!e || e->kind != kind || (kind == SMEM_ACCESS && (e->buf != buf || e->write != write || e->together != together))) {
         cg_fail(c, NULL, "internal error: the second emission accesses shared memory otherwise than the first");
         return;
     }
     if (c->smem_plan.barrier[i]) barrier(c);
 }
 
-void smem_access(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write); }
+/* An access of buffer buf: its memory operations follow, with no other
+ * shared-memory access or barrier before them. */
+void smem_access(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, false); }
 
-void smem_mark(Cg *c, SmemEventKind kind) { smem_event(c, kind, -1, false); }
+/* An access whose memory operations are those of the access just made (a
+ * loop that reads two buffers): its barrier, if it needs one, goes before
+ * that access. */
+void smem_access_together(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, true); }
+
+void smem_mark(Cg *c, SmemEventKind kind) { smem_event(c, kind, -1, false, false); }
 
 /* A barrier the code generator runs whatever the plan (a wait's). */
 void smem_fixed_barrier(Cg *c)
 {
-    smem_event(c, SMEM_BARRIER, -1, false);
+    smem_event(c, SMEM_BARRIER, -1, false, false);
     barrier(c);
 }
 

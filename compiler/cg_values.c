@@ -5,7 +5,7 @@
  * slots, a cached conversion, or a new one. Values without a layout
  * (splat, iota, broadcast and elementwise ops over those) are materialized
  * in the layout of their user. Other conversions go through a scratch
- * buffer (barrier, write, barrier, read), except that a layout with the same
+ * buffer (write, barrier, read), except that a layout with the same
  * map, broadcasting a SLICE back over its parent and reloading a tensor
  * the kernel never writes need no exchange. Conversions are cached for the
  * block they were made in (cache_truncate drops them as it ends). */
@@ -218,13 +218,11 @@ int tile_scratch(Cg *c, const Layout *l)
     return smem_buffer(c, SMEM_SCRATCH, (int64_t)l->rows * l->cols * 4);
 }
 
-/* Writes every element of s to scratch buffer buf, word row * cols + col
- * (after a barrier, so earlier readers are done). */
+/* Writes every element of s to scratch buffer buf, word row * cols + col. */
 void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
 {
     const Layout *l = s->lay;
     int64_t base = smem_offset(c, buf) / 4;
-    barrier(c);
     smem_access(c, buf, true);
     for (int k = 0; k < s->n; k++) {
         SlotPos p = slot_pos(c, l, k);
@@ -260,13 +258,13 @@ static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, c
     return add(c, add(c, mul(c, row, m->cols), col), i32c(c, m->base));
 }
 
-/* Moves s through a scratch buffer into layout l: barrier, write, barrier,
- * read, each slot of l reading the word index(row, col). */
+/* Moves s through a scratch buffer into layout l: write, then read (a
+ * barrier between, and one before where the plan says), each slot of l
+ * reading the word index(row, col). */
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx)
 {
     int buf = tile_scratch(c, s->lay);
     slots_to_smem(c, s, dt, buf);
-    barrier(c);
     return slots_from_smem(c, l, dt, index, ctx, buf);
 }
 

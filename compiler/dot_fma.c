@@ -14,16 +14,12 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     int abuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)M * K * 4), bbuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)K * N * 4);
     int64_t abase = smem_offset(c, abuf) / 4, bbase = smem_offset(c, bbuf) / 4;   /* in words */
-    barrier(c);
-    smem_access(c, abuf, true);
-    operand_to_smem(c, op->args[0], DT_F32, abase, K, 4);
-    smem_access(c, bbuf, true);
-    operand_to_smem(c, op->args[1], DT_F32, bbase, tb ? K : N, 4);
-    barrier(c);
-    smem_access(c, abuf, false);
-    smem_access(c, bbuf, false);
+    operand_to_smem(c, op->args[0], DT_F32, abuf, abase, K, 4);
+    operand_to_smem(c, op->args[1], DT_F32, bbuf, bbase, tb ? K : N, 4);
     const Layout *l = home_layout(c, op->res[0]);
     Slots acc = cg_get(c, op->args[2], l);
+    smem_access(c, abuf, false);   /* after any conversion of the accumulator; the loop reads both */
+    smem_access_together(c, bbuf, false);
     int n = layout_nslots(l);
     Slots out = new_slots(n, l);
     LLVMValueRef *arow = xmalloc(sizeof *arow * (size_t)n), *bcol = xmalloc(sizeof *bcol * (size_t)n);

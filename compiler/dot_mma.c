@@ -59,14 +59,8 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
     if (aring) { aarea = c->smem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0]))->stride; }
     if (bring) { barea = c->smem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1]))->stride; }
-    if (write_a || write_b) {
-        barrier(c);
-        if (write_a) smem_access(c, abuf, true), operand_to_smem(c, op->args[0], at.dt, abase, sa, 2);
-        if (write_b) smem_access(c, bbuf, true), operand_to_smem(c, op->args[1], at.dt, bbase, sb, 2);
-        barrier(c);
-    }
-    if (abuf >= 0) smem_access(c, abuf, false);
-    if (bbuf >= 0) smem_access(c, bbuf, false);
+    if (write_a) operand_to_smem(c, op->args[0], at.dt, abuf, abase, sa, 2);
+    if (write_b) operand_to_smem(c, op->args[1], at.dt, bbuf, bbase, sb, 2);
 
     Slots acc = cg_get(c, op->args[2], l);
     Slots out = new_slots(layout_nslots(l), l);
@@ -83,6 +77,10 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMValueRef *afr = xmalloc(sizeof *afr * (size_t)tm * 4), *bfr = xmalloc(sizeof *bfr * (size_t)tn * 2);
     LLVMValueRef l16 = urem(c, c->lane, 16), l8 = urem(c, c->lane, 8);
     Slots aval = a_regs ? cg_get(c, op->args[0], al) : (Slots){NULL, 0, NULL};
+    /* the reads, one loop over K for both, after any conversion the accumulator or A in registers needed */
+    if (abuf >= 0) smem_access(c, abuf, false);
+    if (bbuf >= 0 && abuf >= 0) smem_access_together(c, bbuf, false);
+    else if (bbuf >= 0) smem_access(c, bbuf, false);
     for (int k0 = 0; k0 < K; k0 += 16) {
         for (int im = 0; a_regs && im < tm; im++) {
             /* fragment registers: rows g and g+8 of pieces 2kk and 2kk+1, two columns each */

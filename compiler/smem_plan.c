@@ -8,11 +8,13 @@
  * by decreasing size (ties: earlier first use, then lower id), so the
  * largest buffers, the rings and regions that live over whole loops, are
  * laid out first and the scratch of single ops fills the space around
- * them. A buffer accessed nowhere takes no space.
- * Until barriers are placed from the accesses, the code generator brackets
- * every scratch use with barriers itself; the plan adds one before the
- * first access of a ring or region that takes bytes another buffer used
- * before it (whose last readers may still be at work). */
+ * them; the smallest scratch buffers, up to 1/16 of the area (1 to 4 KB),
+ * get bytes of their own, which spares the barriers sharing would need
+ * (place). A
+ * buffer accessed nowhere takes no space. Barriers go where an
+ * access could otherwise meet another thread's access of the same bytes
+ * since the last barrier, one of them a write (below, "barriers"); the
+ * set is minimal: no barrier of it can go without such a meeting. */
 #include "smem_plan.h"
 
 #include <stdio.h>
@@ -28,7 +30,14 @@ int smem_add_buffer(SmemPlan *p, SmemKind kind, int64_t bytes, int align)
 
 int smem_add_event(SmemPlan *p, SmemEventKind kind, int buf, bool write)
 {
-    SmemEvent e = {kind, buf, write};
+    SmemEvent e = {kind, buf, write, false};
+    vec_push(&p->events, e);
+    return p->events.len - 1;
+}
+
+int smem_add_access_together(SmemPlan *p, int buf, bool write)
+{
+    SmemEvent e = {SMEM_ACCESS, buf, write, true};
     vec_push(&p->events, e);
     return p->events.len - 1;
 }
@@ -57,6 +66,9 @@ static bool match_events(const SmemPlan *p, int *match, char *err, size_t errlen
         case SMEM_ACCESS:
             if (e->buf < 0 || e->buf >= p->bufs.len) {
                 snprintf(err, errlen, "internal error: event %d accesses buffer %d of %d", i, e->buf, p->bufs.len);
+                ok = false;
+            } else if (e->together && (!i || p->events.data[i - 1].kind != SMEM_ACCESS)) {
+                snprintf(err, errlen, "internal error: event %d is made together with no access", i);
                 ok = false;
             }
             break;
@@ -114,7 +126,11 @@ static void live_ranges(SmemPlan *p, const int *match)
 
 /* ---- placement ---- */
 
-static bool live_together(const SmemBuf *a, const SmemBuf *b) { return a->first <= b->last && b->first <= a->last; }
+/* Placement works on spans, [from, to] by buffer: the live ranges, or
+ * longer for buffers kept apart. */
+typedef struct { const SmemPlan *p; const int *from, *to; } Spans;
+
+static bool spans_meet(const Spans *s, int a, int b) { return s->from[a] <= s->to[b] && s->from[b] <= s->to[a]; }
 
 static int64_t align_up(int64_t x, int a) { return (x + a - 1) / a * a; }
 
@@ -138,13 +154,14 @@ static int by_offset(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The lowest offset for buffer b clear of every placed buffer live with it. */
-static int64_t first_fit(SmemPlan *p, int b, const int *placed, int nplaced, int *near)
+/* The lowest offset for buffer b clear of every placed buffer whose span
+ * meets its. */
+static int64_t first_fit(SmemPlan *p, const Spans *sp, int b, const int *placed, int nplaced, int *near)
 {
     const SmemBuf *buf = &p->bufs.data[b];
     int n = 0;
     for (int i = 0; i < nplaced; i++)
-        if (live_together(&p->bufs.data[placed[i]], buf)) near[n++] = placed[i];
+        if (spans_meet(sp, placed[i], b)) near[n++] = placed[i];
     sort_plan = p;
     qsort(near, (size_t)n, sizeof *near, by_offset);
     int64_t at = 0;
@@ -156,7 +173,8 @@ static int64_t first_fit(SmemPlan *p, int b, const int *placed, int nplaced, int
     return at;
 }
 
-static void place(SmemPlan *p)
+/* First fit by decreasing size over the spans; the area's size. */
+static int64_t place_spans(SmemPlan *p, const Spans *sp)
 {
     int n = p->bufs.len, *order = xmalloc(sizeof *order * (size_t)(n + 1)), *near = xmalloc(sizeof *near * (size_t)(n + 1));
     int nlive = 0;
@@ -166,14 +184,57 @@ static void place(SmemPlan *p)
     }
     sort_plan = p;
     qsort(order, (size_t)nlive, sizeof *order, by_size);
-    p->bytes = 0;
+    int64_t bytes = 0;
     for (int i = 0; i < nlive; i++) {
         SmemBuf *b = &p->bufs.data[order[i]];
-        b->offset = first_fit(p, order[i], order, i, near);
-        if (b->offset + b->bytes > p->bytes) p->bytes = b->offset + b->bytes;
+        b->offset = first_fit(p, sp, order[i], order, i, near);
+        if (b->offset + b->bytes > bytes) bytes = b->offset + b->bytes;
     }
     free(order);
     free(near);
+    return bytes;
+}
+
+/* Increasing size, then lower id. */
+static int by_size_up(const void *x, const void *y) { return -by_size(x, y); }
+
+/* Scratch that shares bytes with a buffer used just before it needs a
+ * barrier first (its writes would meet the other's last reads), where
+ * bytes of its own need none. So the smallest scratch buffers, while they
+ * take at most 1/16 of the least area, and 1 to 4 KB, are kept apart:
+ * their span is the whole kernel. If that placement costs more than their
+ * sum (first fit is no optimum), the least one stays. */
+static void place(SmemPlan *p)
+{
+    int n = p->bufs.len, *from = xmalloc(sizeof *from * (size_t)(n + 1)), *to = xmalloc(sizeof *to * (size_t)(n + 1));
+    int *small = xmalloc(sizeof *small * (size_t)(n + 1)), nsmall = 0;
+    int64_t *least_at = xmalloc(sizeof *least_at * (size_t)(n + 1));
+    for (int b = 0; b < n; b++) {
+        from[b] = p->bufs.data[b].first;
+        to[b] = p->bufs.data[b].last;
+        if (p->bufs.data[b].kind == SMEM_SCRATCH && p->bufs.data[b].first >= 0 && p->bufs.data[b].bytes > 0) small[nsmall++] = b;
+    }
+    Spans sp = {p, from, to};
+    int64_t least = place_spans(p, &sp), budget = least / 16 < 1024 ? 1024 : least / 16 > 4096 ? 4096 : least / 16, apart = 0;
+    for (int b = 0; b < n; b++) least_at[b] = p->bufs.data[b].offset;
+    sort_plan = p;
+    qsort(small, (size_t)nsmall, sizeof *small, by_size_up);
+    for (int i = 0; i < nsmall && apart + p->bufs.data[small[i]].bytes <= budget; i++) {
+        apart += p->bufs.data[small[i]].bytes;
+        from[small[i]] = 0;
+        to[small[i]] = p->events.len;
+    }
+    p->bytes = least;
+    if (apart) {
+        int64_t bytes = place_spans(p, &sp);
+        if (bytes <= least + apart) p->bytes = bytes;
+        else
+            for (int b = 0; b < n; b++) p->bufs.data[b].offset = least_at[b];
+    }
+    free(from);
+    free(to);
+    free(small);
+    free(least_at);
 }
 
 bool smem_bufs_overlap(const SmemPlan *p, int a, int b)
@@ -183,21 +244,160 @@ bool smem_bufs_overlap(const SmemPlan *p, int a, int b)
     return x->offset < y->offset + y->bytes && y->offset < x->offset + x->bytes;
 }
 
-/* ---- barriers ---- */
+/* ---- barriers ----
+ * Accesses since the last barrier are pending: a read or a write of a
+ * buffer by some threads, which others may not have seen. An access needs
+ * a barrier before it when a pending access shares a byte with it and
+ * either writes (read after write, write after read, write after write),
+ * unless both are of one ring, whose copies and reads its waits order. A
+ * loop's body starts with what was pending at its entry and what its end
+ * leaves, up to a fixed point (one more iteration may always follow);
+ * after the loop, what was pending at its head (it may run no iteration);
+ * after an if, what either branch leaves. The places a barrier may go are
+ * accesses and loop entries: placing one before every such event orders
+ * every conflict; then each is taken out again, the innermost loops'
+ * first, where the check below still holds without it. Accesses made
+ * together are one place: they all meet what was pending before the
+ * first, where their barrier goes. */
 
-/* A ring or region whose bytes another buffer used before it: a barrier
- * before its first access, so that buffer's last readers are done. */
-static void fence_reused_space(SmemPlan *p)
+typedef struct {
+    const SmemPlan *p;
+    const int *match;
+    const bool *barrier;
+    int words;            /* 64-bit words of a set of buffers */
+    uint64_t *overlap;    /* by buffer: the buffers an access of it conflicts with */
+} Check;
+
+static void put(uint64_t *set, int b) { set[b / 64] |= (uint64_t)1 << (b % 64); }
+
+/* The pending set: reads in its first half, writes in its second. */
+static uint64_t *pending_new(const Check *k) { return xcalloc((size_t)(2 * k->words) + 1, sizeof(uint64_t)); }
+
+static bool conflicts(const Check *k, const uint64_t *pend, const SmemEvent *e)
 {
-    for (int b = 0; b < p->bufs.len; b++) {
-        const SmemBuf *buf = &p->bufs.data[b];
-        if (buf->kind == SMEM_SCRATCH || buf->first < 0) continue;
-        for (int o = 0; o < p->bufs.len; o++)
-            if (o != b && p->bufs.data[o].first >= 0 && p->bufs.data[o].last < buf->first && smem_bufs_overlap(p, o, b)) {
-                p->barrier[buf->first] = true;
-                break;
+    const uint64_t *o = k->overlap + (size_t)e->buf * (size_t)k->words, *reads = pend, *writes = pend + k->words;
+    for (int i = 0; i < k->words; i++)
+        if (o[i] & (writes[i] | (e->write ? reads[i] : 0))) return true;
+    return false;
+}
+
+/* Runs events lo .. hi-1 from pending set pend (updated); false, with *at
+ * the access, when one conflicts with a pending access and no barrier
+ * comes between. */
+static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
+{
+    size_t size = sizeof *pend * (size_t)(2 * k->words);
+    for (int i = lo; i < hi; i++) {
+        const SmemEvent *e = &k->p->events.data[i];
+        if (k->barrier[i] || e->kind == SMEM_BARRIER) memset(pend, 0, size);
+        if (e->kind == SMEM_ACCESS) {
+            /* the accesses made together meet what was pending before the first */
+            int last = i;
+            while (last + 1 < hi && k->p->events.data[last + 1].kind == SMEM_ACCESS && k->p->events.data[last + 1].together) last++;
+            for (int j = i; j <= last; j++)
+                if (conflicts(k, pend, &k->p->events.data[j])) { *at = j; return false; }
+            for (int j = i; j <= last; j++) put(pend + (k->p->events.data[j].write ? k->words : 0), k->p->events.data[j].buf);
+            i = last;
+        } else if (e->kind == SMEM_LOOP) {
+            int end = k->match[i];
+            uint64_t *head = pending_new(k), *next = pending_new(k);
+            memcpy(head, pend, size);
+            bool ok;
+            for (;;) {
+                memcpy(next, head, size);
+                if (!(ok = walk(k, i + 1, end, next, at))) break;
+                for (int w = 0; w < 2 * k->words; w++) next[w] |= pend[w];
+                if (!memcmp(next, head, size)) break;
+                memcpy(head, next, size);
             }
+            memcpy(pend, head, size);
+            free(head);
+            free(next);
+            if (!ok) return false;
+            i = end;
+        } else if (e->kind == SMEM_IF) {
+            int els = k->match[i], end = k->match[els];
+            uint64_t *other = pending_new(k);
+            memcpy(other, pend, size);
+            bool ok = walk(k, i + 1, els, pend, at) && walk(k, els + 1, end, other, at);
+            for (int w = 0; w < 2 * k->words; w++) pend[w] |= other[w];
+            free(other);
+            if (!ok) return false;
+            i = end;
+        }
     }
+    return true;
+}
+
+static bool check_barriers(const Check *k, int *at)
+{
+    uint64_t *pend = pending_new(k);
+    bool ok = walk(k, 0, k->p->events.len, pend, at);
+    free(pend);
+    return ok;
+}
+
+static Check check_new(const SmemPlan *p, const int *match, const bool *barrier)
+{
+    Check k = {p, match, barrier, (p->bufs.len + 63) / 64, NULL};
+    k.overlap = xcalloc((size_t)p->bufs.len * (size_t)k.words + 1, sizeof *k.overlap);
+    for (int a = 0; a < p->bufs.len; a++)
+        for (int b = 0; b < p->bufs.len; b++)
+            if (smem_bufs_overlap(p, a, b) && !(a == b && p->bufs.data[a].kind == SMEM_RING))
+                put(k.overlap + (size_t)a * (size_t)k.words, b);
+    return k;
+}
+
+static const int *sort_depth;
+
+/* Deeper loops first, then program order. */
+static int by_depth(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    if (sort_depth[a] != sort_depth[b]) return sort_depth[a] > sort_depth[b] ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+static void place_barriers(SmemPlan *p, const int *match)
+{
+    int n = p->events.len, ncand = 0;
+    int *depth = xmalloc(sizeof *depth * (size_t)(n + 1)), *cand = xmalloc(sizeof *cand * (size_t)(n + 1));
+    for (int i = 0, d = 0; i < n; i++) {
+        SmemEventKind kind = p->events.data[i].kind;
+        if (kind == SMEM_LOOP_END) d--;
+        depth[i] = d;
+        if (kind == SMEM_LOOP) d++;
+        if ((kind == SMEM_ACCESS && !p->events.data[i].together) || kind == SMEM_LOOP) {
+            p->barrier[i] = true;
+            cand[ncand++] = i;
+        }
+    }
+    sort_depth = depth;
+    qsort(cand, (size_t)ncand, sizeof *cand, by_depth);
+    Check k = check_new(p, match, p->barrier);
+    for (int j = 0; j < ncand; j++) {
+        int at;
+        p->barrier[cand[j]] = false;
+        if (!check_barriers(&k, &at)) p->barrier[cand[j]] = true;
+    }
+    free(k.overlap);
+    free(depth);
+    free(cand);
+}
+
+bool smem_plan_check(const SmemPlan *p, const bool *barrier, int *at)
+{
+    char err[128];
+    int *match = xmalloc(sizeof *match * (size_t)(p->events.len + 1));
+    bool ok = match_events(p, match, err, sizeof err);
+    *at = -1;
+    if (ok) {
+        Check k = check_new(p, match, barrier);
+        ok = check_barriers(&k, at);
+        free(k.overlap);
+    }
+    free(match);
+    return ok;
 }
 
 bool smem_plan_make(SmemPlan *p, char *err, size_t errlen)
@@ -211,7 +411,7 @@ bool smem_plan_make(SmemPlan *p, char *err, size_t errlen)
         place(p);
         free(p->barrier);
         p->barrier = xcalloc((size_t)n + 1, sizeof *p->barrier);
-        fence_reused_space(p);
+        place_barriers(p, match);
     }
     free(match);
     return ok;

@@ -16,7 +16,12 @@
  * accessed in and was live before (a ring filled before the loop, a region
  * written before it), since then the next iteration reads what this one
  * left. A buffer whose first access is inside a loop starts afresh every
- * iteration (scratch an op writes and reads). */
+ * iteration (scratch an op writes and reads).
+ *
+ * The plan also says where barriers go: before an access that could meet,
+ * with no barrier between, another thread's access of the same bytes, one
+ * of the two a write (smem_plan.c, "barriers"). The code generator emits
+ * one there and nowhere else, besides the barriers it marks as its own. */
 #ifndef PHC_SMEM_PLAN_H
 #define PHC_SMEM_PLAN_H
 
@@ -46,6 +51,7 @@ typedef struct {
     SmemEventKind kind;
     int buf;         /* SMEM_ACCESS */
     bool write;
+    bool together;   /* an access made with the one before it (one loop reads both) */
 } SmemEvent;
 
 typedef struct {
@@ -67,11 +73,20 @@ typedef struct {
 int smem_add_buffer(SmemPlan *p, SmemKind kind, int64_t bytes, int align);
 /* The next event; its index. */
 int smem_add_event(SmemPlan *p, SmemEventKind kind, int buf, bool write);
+/* An access made together with the access just added: the code between
+ * them and their memory operations is one (a dot's loop reading both of
+ * its operands), so a barrier either needs goes before the first. */
+int smem_add_access_together(SmemPlan *p, int buf, bool write);
 
 /* Live ranges and offsets of every buffer, and the area's size; then the
- * barriers. False, with a message, when the events are not well nested
+ * barriers (barrier[]). False, with a message, when the events are not well nested
  * (an internal error). */
 bool smem_plan_make(SmemPlan *p, char *err, size_t errlen);
+
+/* Whether barriers (by event, before it) order every pair of accesses of
+ * the same bytes by different threads, one of them a write; if not, *at is
+ * the first access that meets one unordered. */
+bool smem_plan_check(const SmemPlan *p, const bool *barrier, int *at);
 
 /* Whether buffers a and b share a byte (as placed). */
 bool smem_bufs_overlap(const SmemPlan *p, int a, int b);
