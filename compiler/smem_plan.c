@@ -10,11 +10,10 @@
  * laid out first and the scratch of single ops fills the space around
  * them; the smallest scratch buffers, up to 1/16 of the area (1 to 4 KB),
  * get bytes of their own, which spares the barriers sharing would need
- * (place). A
- * buffer accessed nowhere takes no space. Barriers go where an
+ * (place). A buffer accessed nowhere takes no space. Barriers go where an
  * access could otherwise meet another thread's access of the same bytes
- * since the last barrier, one of them a write (below, "barriers"); the
- * set is minimal: no barrier of it can go without such a meeting. */
+ * since the last barrier, one of them a write (below, "barriers"); the set
+ * is minimal: no barrier of it can go without such a meeting. */
 #include "smem_plan.h"
 
 #include <stdio.h>
@@ -134,22 +133,35 @@ static bool spans_meet(const Spans *s, int a, int b) { return s->from[a] <= s->t
 
 static int64_t align_up(int64_t x, int a) { return (x + a - 1) / a * a; }
 
-static const SmemPlan *sort_plan;
+/* Sorts ids by cmp(ctx, a, b) < 0 first (insertion: the lists are short,
+ * and no state outside the call, as compilations may run in threads). */
+typedef int (*IdOrder)(const void *ctx, int a, int b);
+
+static void sort_ids(int *ids, int n, IdOrder cmp, const void *ctx)
+{
+    for (int i = 1; i < n; i++) {
+        int x = ids[i], j = i;
+        for (; j > 0 && cmp(ctx, x, ids[j - 1]) < 0; j--) ids[j] = ids[j - 1];
+        ids[j] = x;
+    }
+}
 
 /* Decreasing size, then earlier first use, then lower id. */
-static int by_size(const void *x, const void *y)
+static int by_size(const void *ctx, int a, int b)
 {
-    int a = *(const int *)x, b = *(const int *)y;
-    const SmemBuf *ba = &sort_plan->bufs.data[a], *bb = &sort_plan->bufs.data[b];
+    const SmemPlan *p = ctx;
+    const SmemBuf *ba = &p->bufs.data[a], *bb = &p->bufs.data[b];
     if (ba->bytes != bb->bytes) return ba->bytes > bb->bytes ? -1 : 1;
     if (ba->first != bb->first) return ba->first < bb->first ? -1 : 1;
     return (a > b) - (a < b);
 }
 
-static int by_offset(const void *x, const void *y)
+static int by_size_up(const void *ctx, int a, int b) { return -by_size(ctx, a, b); }
+
+static int by_offset(const void *ctx, int a, int b)
 {
-    int a = *(const int *)x, b = *(const int *)y;
-    int64_t oa = sort_plan->bufs.data[a].offset, ob = sort_plan->bufs.data[b].offset;
+    const SmemPlan *p = ctx;
+    int64_t oa = p->bufs.data[a].offset, ob = p->bufs.data[b].offset;
     if (oa != ob) return oa < ob ? -1 : 1;
     return (a > b) - (a < b);
 }
@@ -162,8 +174,7 @@ static int64_t first_fit(SmemPlan *p, const Spans *sp, int b, const int *placed,
     int n = 0;
     for (int i = 0; i < nplaced; i++)
         if (spans_meet(sp, placed[i], b)) near[n++] = placed[i];
-    sort_plan = p;
-    qsort(near, (size_t)n, sizeof *near, by_offset);
+    sort_ids(near, n, by_offset, p);
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
         const SmemBuf *q = &p->bufs.data[near[i]];
@@ -182,8 +193,7 @@ static int64_t place_spans(SmemPlan *p, const Spans *sp)
         p->bufs.data[b].offset = 0;
         if (p->bufs.data[b].first >= 0 && p->bufs.data[b].bytes > 0) order[nlive++] = b;
     }
-    sort_plan = p;
-    qsort(order, (size_t)nlive, sizeof *order, by_size);
+    sort_ids(order, nlive, by_size, p);
     int64_t bytes = 0;
     for (int i = 0; i < nlive; i++) {
         SmemBuf *b = &p->bufs.data[order[i]];
@@ -194,9 +204,6 @@ static int64_t place_spans(SmemPlan *p, const Spans *sp)
     free(near);
     return bytes;
 }
-
-/* Increasing size, then lower id. */
-static int by_size_up(const void *x, const void *y) { return -by_size(x, y); }
 
 /* Scratch that shares bytes with a buffer used just before it needs a
  * barrier first (its writes would meet the other's last reads), where
@@ -217,8 +224,7 @@ static void place(SmemPlan *p)
     Spans sp = {p, from, to};
     int64_t least = place_spans(p, &sp), budget = least / 16 < 1024 ? 1024 : least / 16 > 4096 ? 4096 : least / 16, apart = 0;
     for (int b = 0; b < n; b++) least_at[b] = p->bufs.data[b].offset;
-    sort_plan = p;
-    qsort(small, (size_t)nsmall, sizeof *small, by_size_up);
+    sort_ids(small, nsmall, by_size_up, p);
     for (int i = 0; i < nsmall && apart + p->bufs.data[small[i]].bytes <= budget; i++) {
         apart += p->bufs.data[small[i]].bytes;
         from[small[i]] = 0;
@@ -348,13 +354,11 @@ static Check check_new(const SmemPlan *p, const int *match, const bool *barrier)
     return k;
 }
 
-static const int *sort_depth;
-
 /* Deeper loops first, then program order. */
-static int by_depth(const void *x, const void *y)
+static int by_depth(const void *ctx, int a, int b)
 {
-    int a = *(const int *)x, b = *(const int *)y;
-    if (sort_depth[a] != sort_depth[b]) return sort_depth[a] > sort_depth[b] ? -1 : 1;
+    const int *depth = ctx;
+    if (depth[a] != depth[b]) return depth[a] > depth[b] ? -1 : 1;
     return (a > b) - (a < b);
 }
 
@@ -372,8 +376,7 @@ static void place_barriers(SmemPlan *p, const int *match)
             cand[ncand++] = i;
         }
     }
-    sort_depth = depth;
-    qsort(cand, (size_t)ncand, sizeof *cand, by_depth);
+    sort_ids(cand, ncand, by_depth, depth);
     Check k = check_new(p, match, p->barrier);
     for (int j = 0; j < ncand; j++) {
         int at;

@@ -79,8 +79,8 @@ int smem_add_event(SmemPlan *p, SmemEventKind kind, int buf, bool write);
 int smem_add_access_together(SmemPlan *p, int buf, bool write);
 
 /* Live ranges and offsets of every buffer, and the area's size; then the
- * barriers (barrier[]). False, with a message, when the events are not well nested
- * (an internal error). */
+ * barriers (barrier[]). False, with a message, when the events are not
+ * well nested (an internal error). */
 bool smem_plan_make(SmemPlan *p, char *err, size_t errlen);
 
 /* Whether barriers (by event, before it) order every pair of accesses of
