@@ -9,7 +9,8 @@
  * largest buffers, the rings and regions that live over whole loops, are
  * laid out first and the scratch of single ops fills the space around
  * them; the smallest scratch buffers, up to 1/16 of the area (1 to 4 KB),
- * get bytes of their own, which spares the barriers sharing would need
+ * get bytes of their own, which spares the barriers sharing would need,
+ * unless that takes the area past a device's block limit it is under
  * (place). A buffer accessed nowhere takes no space. Barriers go where an
  * access could otherwise meet another thread's access of the same bytes
  * since the last barrier, one of them a write (below, "barriers"); the set
@@ -205,12 +206,28 @@ static int64_t place_spans(SmemPlan *p, const Spans *sp)
     return bytes;
 }
 
+/* The most shared memory a block may opt in to on the devices a kernel
+ * may run on (compute capability 8.6 and 8.9, 8.0 and 8.7, 9.0); which
+ * device is known only at launch. */
+static const int64_t block_limits[] = {101376, 166912, 232448};
+
+/* The bytes an area of least bytes may grow by, for buffers of their own,
+ * without passing a block limit it is under: bytes it does not have to
+ * take would otherwise keep a config off a device it fits. */
+static int64_t room_under_limit(int64_t least)
+{
+    for (size_t i = 0; i < sizeof block_limits / sizeof *block_limits; i++)
+        if (least <= block_limits[i]) return block_limits[i] - least;
+    return INT64_MAX;
+}
+
 /* Scratch that shares bytes with a buffer used just before it needs a
  * barrier first (its writes would meet the other's last reads), where
  * bytes of its own need none. So the smallest scratch buffers, while they
- * take at most 1/16 of the least area, and 1 to 4 KB, are kept apart:
- * their span is the whole kernel. If that placement costs more than their
- * sum (first fit is no optimum), the least one stays. */
+ * take at most 1/16 of the least area, and 1 to 4 KB, and the area stays
+ * under the block limit the least one is under, are kept apart: their span
+ * is the whole kernel. If that placement costs more than their sum (first
+ * fit is no optimum), the least one stays. */
 static void place(SmemPlan *p)
 {
     int n = p->bufs.len, *from = xmalloc(sizeof *from * (size_t)(n + 1)), *to = xmalloc(sizeof *to * (size_t)(n + 1));
@@ -223,6 +240,8 @@ static void place(SmemPlan *p)
     }
     Spans sp = {p, from, to};
     int64_t least = place_spans(p, &sp), budget = least / 16 < 1024 ? 1024 : least / 16 > 4096 ? 4096 : least / 16, apart = 0;
+    int64_t room = room_under_limit(least);
+    if (budget > room) budget = room;
     for (int b = 0; b < n; b++) least_at[b] = p->bufs.data[b].offset;
     sort_ids(small, nsmall, by_size_up, p);
     for (int i = 0; i < nsmall && apart + p->bufs.data[small[i]].bytes <= budget; i++) {

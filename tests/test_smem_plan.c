@@ -174,6 +174,45 @@ Test(smem_plan, small_scratch_buffers_are_kept_apart)
     smem_plan_free(&p);
 }
 
+/* A large scratch buffer, then two small ones that could take its bytes
+ * once it is dead, in a loop: the small ones get bytes of their own while
+ * the area stays under the block limit it is under (232448 bytes, an H200
+ * block; 166912, compute capability 8.0) and share the large one's where
+ * they would pass it, so they never keep a config off a device it fits. */
+static int64_t area_with_small_buffers_after(int64_t large, int *apart)
+{
+    SmemPlan p = {0};
+    int big = smem_add_buffer(&p, SMEM_SCRATCH, large, 16), x = smem_add_buffer(&p, SMEM_SCRATCH, 1024, 16);
+    int y = smem_add_buffer(&p, SMEM_SCRATCH, 1024, 16);
+    mark(&p, SMEM_LOOP);
+    use(&p, big, true); use(&p, big, false);
+    use(&p, x, true); use(&p, x, false);
+    use(&p, y, true); use(&p, y, false);
+    mark(&p, SMEM_LOOP_END);
+    make(&p);
+    *apart = !smem_bufs_overlap(&p, big, x) + !smem_bufs_overlap(&p, big, y);
+    int64_t bytes = p.bytes;
+    smem_plan_free(&p);
+    return bytes;
+}
+
+Test(smem_plan, small_buffers_kept_apart_never_pass_a_block_limit)
+{
+    int apart;
+    cr_expect_eq(area_with_small_buffers_after(200704, &apart), 200704 + 2048);
+    cr_expect_eq(apart, 2, "far under the limit, both have bytes of their own");
+    cr_expect_eq(area_with_small_buffers_after(229376, &apart), 229376 + 2048);
+    cr_expect_eq(apart, 2, "229376 + 2048 is still under 232448");
+    cr_expect_eq(area_with_small_buffers_after(231424, &apart), 232448);
+    cr_expect_eq(apart, 1, "room for one under 232448: the other shares the large buffer's bytes");
+    cr_expect_eq(area_with_small_buffers_after(231936, &apart), 231936);
+    cr_expect_eq(apart, 0, "no room for either: both share");
+    cr_expect_eq(area_with_small_buffers_after(166400, &apart), 166400);
+    cr_expect_eq(apart, 0, "166912 bounds a block of compute capability 8.0");
+    cr_expect_eq(area_with_small_buffers_after(240000, &apart), 240000 + 2048);
+    cr_expect_eq(apart, 2, "over every limit, none to keep under");
+}
+
 /* A buffer nobody accesses takes no space; a sequence that does not nest is
  * refused with a message. */
 Test(smem_plan, unused_buffers_take_nothing_and_bad_nesting_is_an_error)
