@@ -19,6 +19,7 @@ LDFLAGS ?=
 LDLIBS  = -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 export ASAN_OPTIONS = detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS = suppressions=$(CURDIR)/tests/lsan.supp
 export UBSAN_OPTIONS = print_stacktrace=1:halt_on_error=1
 
 DEB_PACKAGES = build-essential re2c libcriterion-dev pkg-config llvm-19-dev zlib1g-dev libzstd-dev
