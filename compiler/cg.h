@@ -136,7 +136,7 @@ LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x);
 LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt);
-LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index);
+LLVMValueRef smem_word_ptr(Cg *c, int buf, LLVMValueRef index);
 Guard guard_begin(Cg *c, LLVMValueRef cond);
 void guard_end(Cg *c, Guard g);
 Slots new_slots(int n, const Layout *lay);
@@ -191,12 +191,21 @@ static inline LLVMValueRef call0(Cg *c, const char *name, LLVMTypeRef ret) { ret
 static inline void barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
 static inline LLVMBasicBlockRef new_bb(Cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 static inline LLVMValueRef add(Cg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(c->b, a, b, ""); }
+/* Byte offsets in shared memory are non-negative and far under 2^31, so
+ * their sums wrap neither way; saying so lets LLVM move constant parts into
+ * the address (ld [r+2048]) instead of a register per address. */
+static inline LLVMValueRef offset_add(Cg *c, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef s = LLVMBuildNSWAdd(c->b, a, b, "");
+    if (LLVMIsAInstruction(s)) LLVMSetNUW(s, 1);
+    return s;
+}
 static inline LLVMValueRef mul(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildMul(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef udiv(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildUDiv(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef urem(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildURem(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef and1(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : LLVMBuildAnd(c->b, a, b, ""); }
-static inline void smem_store(Cg *c, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, index)); }
-static inline LLVMValueRef smem_load(Cg *c, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, index), ""); }
+static inline void smem_store(Cg *c, int buf, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, buf, index)); }
+static inline LLVMValueRef smem_load(Cg *c, int buf, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, buf, index), ""); }
 static inline IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
 static inline bool is_tile(Cg *c, ValueId v) { return vtype(c, v).rank > 0; }
 

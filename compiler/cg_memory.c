@@ -146,7 +146,7 @@ LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRe
         LLVMValueRef phase = urem(c, udiv(c, row, l->per_phase), l->max_phase);
         in_row = LLVMBuildXor(c->b, in_row, mul(c, phase, 16), "");
     }
-    return add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
+    return offset_add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
 }
 
 LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset)
@@ -160,7 +160,7 @@ LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, i
 {
     LayoutShift s = layout_shared_shift(l, drow, dcol);
     LLVMValueRef x = s.xor_bytes ? LLVMBuildXor(c->b, at, i32c(c, s.xor_bytes), "") : at;
-    return add(c, x, i32c(c, s.add_bytes));
+    return offset_add(c, x, i32c(c, s.add_bytes));
 }
 
 static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset) { return smem_byte_ptr(c, offset); }
@@ -241,7 +241,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
     int unit = whole_chunks ? 16 / l->elem : 1, per_row = l->cols / unit;
     int64_t nunits = (int64_t)l->rows * per_row;
     LLVMValueRef slot = c->vals[op->args[op->nargs - 1]].v[0];
-    LLVMValueRef at = add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
+    LLVMValueRef at = offset_add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
@@ -266,7 +266,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
             LLVMValueRef idx = add(c, c->tid, i32c(c, j));
             Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
             LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-            LLVMValueRef dst = add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+            LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
             LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
             LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
             for (int e = 0; e < (way ? unit : 1); e++) {

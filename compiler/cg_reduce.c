@@ -80,9 +80,8 @@ void emit_reduce(Cg *c, const IrOp *op)
             LLVMValueRef acc = reduce_identity(c, r, isint);
             LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
             if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
-            base = add(c, base, i32c(c, smem_offset(c, buf) / 4));
             for (int i = 0; i < len; i++) {
-                LLVMValueRef w = smem_load(c, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
+                LLVMValueRef w = smem_load(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
                 acc = reduce_combine(c, r, isint, acc, isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""));
             }
             out.v[k] = isint ? acc : from_f32(c, acc, t.dt);
@@ -108,7 +107,6 @@ void emit_reduce(Cg *c, const IrOp *op)
         /* partials of the warps that share an output element meet in shared memory */
         int len = op->axis == 1 ? l->rows : l->cols;
         int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)rp.nwarps * len * 4);
-        LLVMValueRef base = i32c(c, smem_offset(c, buf) / 4);
         smem_access(c, buf, true);
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
@@ -126,7 +124,7 @@ void emit_reduce(Cg *c, const IrOp *op)
                                       : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
             Guard gd = guard_begin(c, and1(c, kept[g], lead));
             LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
-            smem_store(c, add(c, add(c, mul(c, rp.warp_index, len), pos[g]), base), w);
+            smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
             guard_end(c, gd);
         }
         smem_access(c, buf, false);
@@ -134,7 +132,7 @@ void emit_reduce(Cg *c, const IrOp *op)
             LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
             LLVMValueRef acc = reduce_identity(c, r, isint);
             for (int w = 0; w < rp.nwarps; w++) {
-                LLVMValueRef x = smem_load(c, add(c, add(c, at, i32c(c, (int64_t)w * len)), base));
+                LLVMValueRef x = smem_load(c, buf, add(c, at, i32c(c, (int64_t)w * len)));
                 acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
             }
             part[g] = acc;

@@ -93,9 +93,14 @@ static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
 
 /* The shared area: words, or 16-bit halves for tensor-core operands. */
 
-LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
+/* Word index of buffer buf. The buffer's start is a constant address (the
+ * area plus its offset), kept apart from the index so that every access
+ * folds it into its address instead of adding it in a register. */
+LLVMValueRef smem_word_ptr(Cg *c, int buf, LLVMValueRef index)
 {
-    return LLVMBuildInBoundsGEP2(c->b, c->ti32, c->smem, &index, 1, "");
+    LLVMValueRef offset = i32c(c, smem_offset(c, buf));
+    LLVMValueRef start = LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->smem, &offset, 1, "");
+    return LLVMBuildInBoundsGEP2(c->b, c->ti32, start, &index, 1, "");
 }
 
 Guard guard_begin(Cg *c, LLVMValueRef cond)
@@ -217,12 +222,11 @@ int tile_scratch(Cg *c, const Layout *l)
 void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
 {
     const Layout *l = s->lay;
-    int64_t base = smem_offset(c, buf) / 4;
     smem_access(c, buf, true);
     for (int k = 0; k < s->n; k++) {
         SlotPos p = slot_pos(c, l, k);
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        smem_store(c, add(c, add(c, mul(c, p.row, l->cols), p.col), i32c(c, base)), to_word(c, s->v[k], dt));
+        smem_store(c, buf, add(c, mul(c, p.row, l->cols), p.col), to_word(c, s->v[k], dt));
         guard_end(c, g);
     }
 }
@@ -234,13 +238,12 @@ void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
 static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, const void *ctx, int buf)
 {
     Slots out = new_slots(layout_nslots(l), l);
-    LLVMValueRef base = i32c(c, smem_offset(c, buf) / 4);
     smem_access(c, buf, false);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef w = index(c, p.row, p.col, ctx);
         if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
-        out.v[k] = from_word(c, smem_load(c, add(c, w, base)), dt);
+        out.v[k] = from_word(c, smem_load(c, buf, w), dt);
     }
     return out;
 }

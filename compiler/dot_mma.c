@@ -68,7 +68,7 @@ static LLVMValueRef matrix_row(Cg *c, const MatrixRows *m, int drow, int dcol)
     LLVMValueRef off;
     if (holds) off = shared_shifted(c, m->sl, m->at, drow, dcol);
     else off = shared_offset(c, m->sl, add(c, m->row, i32c(c, drow)), add(c, m->col, i32c(c, dcol)));
-    return shared_byte_ptr(c, m->area, add(c, m->base, off));
+    return shared_byte_ptr(c, m->area, offset_add(c, m->base, off));
 }
 
 static void emit_dot_mma(Cg *c, const IrOp *op)
