@@ -4,9 +4,10 @@
  * Each tile value lives in the layout the layout pass (layout.c) chose: a
  * thread holds its slots as LLVM values, named by compile-time slot
  * numbers, so no register array is indexed at run time. Its files:
- *   codegen.c      the kernel ABI, shared-area placement, the LLVM driver
- *                  (codegen_emit), line information (cg_locate); emit_func
- *                  runs the steps below in order
+ *   codegen.c      the kernel ABI, the two emissions of a kernel, the LLVM
+ *                  driver (codegen_emit), line information (cg_locate);
+ *                  emit_func runs the steps below in order
+ *   cg_smem.c      shared memory: buffers, their accesses, the area
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
  *   cg_memory.c    loads, stores, shared-memory addresses (the SHARED
@@ -18,17 +19,20 @@
  *   cg_scalar.c    scalar arithmetic, Python's float // and %
  *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
  *   cg_ptxas.c     rewrites of the emitted PTX around defects of ptxas
- * Emission runs, per function (emit_func): kernel declaration (the ABI),
- * layout plan (layout_plan), ring plan (plan_rings), region plan
- * (plan_regions), emission of the body (emit_block, op by op in program
- * order), then placement of the shared areas, whose sizes are known only
- * at the end. Everything here is hidden: no symbol leaves libphobos.so. */
+ * Emission runs, per function (emit_func): layout plan (layout_plan), then
+ * twice kernel declaration (the ABI), ring plan (plan_rings), region plan
+ * (plan_regions) and emission of the body (emit_block, op by op in program
+ * order): the first emission records the shared-memory buffers and their
+ * accesses and is discarded, the shared-memory plan (smem_plan.c) places
+ * them, the second addresses them; then the area is sized. Everything here
+ * is hidden: no symbol leaves libphobos.so. */
 #ifndef PHC_CG_H
 #define PHC_CG_H
 
 #include "codegen.h"
 #include "irutil.h"
 #include "layout.h"
+#include "smem_plan.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
@@ -45,9 +49,9 @@ typedef struct { ValueId v; Slots s; } Cached;
 
 /* A dot operand defined outside the loop that reads it: written to its own
  * shared-memory region once, where it is defined, instead of every
- * iteration (attn_fwd's q). base: in halves of the operand area; lay: its
- * SHARED layout. */
-typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; } Region;
+ * iteration (attn_fwd's q). base: its byte offset in the shared area (its
+ * buffer's); lay: its SHARED layout. */
+typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; } Region;
 
 enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
 
@@ -67,12 +71,15 @@ typedef struct {
     LayoutPlan plan;
     bool *stored;                /* by param: the kernel stores to this tensor */
     LLVMValueRef *tensor_ptr, *tensor_dim0, *tensor_dim1, *scalar;   /* by param */
-    LLVMValueRef smem;           /* placeholder for the scratch area, sized at the end */
-    int64_t smem_words;
-    LLVMValueRef opsmem;         /* placeholder for the regions of loop-invariant dot operands */
-    int64_t opsmem_halves;
+    LLVMValueRef smem;           /* placeholder for the shared area, sized at the end */
+    SmemPlan smem_plan;          /* its buffers and their accesses, recorded by the first emission, placed */
+    bool smem_replay;            /* the second emission: smem_plan is made */
+    int smem_next_buf, smem_next_event;   /* the second emission's place in the plan */
     VEC(Region) regions;
-    int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the operand area, slot size; -1 unplaced */
+    int64_t ring_at[CG_MAX_RINGS], ring_slot_bytes[CG_MAX_RINGS];   /* by ring: byte offset in the area, slot size; -1 unplaced */
+    int ring_buf[CG_MAX_RINGS];  /* by ring: its buffer */
+    bool ring_in_flight[CG_MAX_RINGS];    /* copied into since the last wait for every group */
+    int *ring_of;                /* by value: the ring a ring-slot value lies in, -1 none */
     LLVMBasicBlockRef exit_bb;
     LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
     LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
@@ -98,13 +105,26 @@ typedef struct {
     LLVMValueRef owner;      /* i1, or NULL: this slot is the one copy that writes */
 } SlotPos;
 
-/* Gives the scratch-area word that element (row, col) of a tile is read from. */
+/* Gives the word of a scratch buffer that element (row, col) of a tile is read from. */
 typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
 
 #pragma GCC visibility push(hidden)
 
 /* codegen.c */
 void cg_locate(Cg *c, const IrOp *op, const IrOp *parent);
+
+/* cg_smem.c */
+void smem_begin(Cg *c, bool replay);
+void smem_discard(Cg *c);
+bool smem_place(Cg *c);
+void smem_place_area(Cg *c);
+int smem_buffer(Cg *c, SmemKind kind, int64_t bytes);
+int64_t smem_offset(Cg *c, int buf);
+void smem_access(Cg *c, int buf, bool write);
+void smem_access_together(Cg *c, int buf, bool write);
+void smem_mark(Cg *c, SmemEventKind kind);
+void smem_fixed_barrier(Cg *c);
+LLVMValueRef smem_byte_ptr(Cg *c, LLVMValueRef offset);
 
 /* cg_values.c */
 void cg_fail(Cg *c, const IrOp *op, const char *msg);
@@ -116,12 +136,13 @@ LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x);
 LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt);
-LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index);
+LLVMValueRef smem_word_ptr(Cg *c, int buf, LLVMValueRef index);
 Guard guard_begin(Cg *c, LLVMValueRef cond);
 void guard_end(Cg *c, Guard g);
 Slots new_slots(int n, const Layout *lay);
 SlotPos slot_pos(Cg *c, const Layout *l, int s);
-void slots_to_smem(Cg *c, const Slots *s, DType dt, int64_t base);
+int tile_scratch(Cg *c, const Layout *l);
+void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf);
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx);
 LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
 const Layout *home_layout(Cg *c, ValueId v);
@@ -138,7 +159,8 @@ void emit_store(Cg *c, const IrOp *op);
 LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col);
 LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, int dcol);
 LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset);
-void plan_rings(Cg *c, const IrBlock *blk);
+void plan_rings(Cg *c, const IrFunc *f);
+int ring_buffer_of(Cg *c, ValueId v);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
 Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
@@ -148,7 +170,7 @@ void emit_reduce(Cg *c, const IrOp *op);
 
 /* cg_operands.c */
 ValueId operand_root(Cg *c, ValueId v, bool *transposed);
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, const Layout *sl);
+void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);
@@ -169,13 +191,21 @@ static inline LLVMValueRef call0(Cg *c, const char *name, LLVMTypeRef ret) { ret
 static inline void barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
 static inline LLVMBasicBlockRef new_bb(Cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 static inline LLVMValueRef add(Cg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(c->b, a, b, ""); }
+/* Byte offsets in shared memory are non-negative and far under 2^31, so
+ * their sums wrap neither way; saying so lets LLVM move constant parts into
+ * the address (ld [r+2048]) instead of a register per address. */
+static inline LLVMValueRef offset_add(Cg *c, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMValueRef s = LLVMBuildNSWAdd(c->b, a, b, "");
+    if (LLVMIsAInstruction(s)) LLVMSetNUW(s, 1);
+    return s;
+}
 static inline LLVMValueRef mul(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildMul(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef udiv(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildUDiv(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef urem(Cg *c, LLVMValueRef a, int64_t k) { return LLVMBuildURem(c->b, a, i32c(c, k), ""); }
 static inline LLVMValueRef and1(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : LLVMBuildAnd(c->b, a, b, ""); }
-static inline void smem_need(Cg *c, int64_t words) { if (words > c->smem_words) c->smem_words = words; }
-static inline void smem_store(Cg *c, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, index)); }
-static inline LLVMValueRef smem_load(Cg *c, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, index), ""); }
+static inline void smem_store(Cg *c, int buf, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, buf, index)); }
+static inline LLVMValueRef smem_load(Cg *c, int buf, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, buf, index), ""); }
 static inline IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
 static inline bool is_tile(Cg *c, ValueId v) { return vtype(c, v).rank > 0; }
 

@@ -33,6 +33,7 @@ static void emit_for(Cg *c, const IrOp *op)
         const Layout *l = carried_layout(c, body->args[1 + i]);
         init[i] = l ? cg_get(c, op->args[2 + i], l) : c->vals[op->args[2 + i]];
     }
+    smem_mark(c, SMEM_LOOP);   /* the loop's entry: where a barrier before it goes */
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "for"), bodybb = new_bb(c, "body"), done = new_bb(c, "endfor");
     LLVMBuildBr(c->b, head);
     LLVMPositionBuilderAtEnd(c->b, head);
@@ -59,6 +60,7 @@ static void emit_for(Cg *c, const IrOp *op)
     Slots *y = xcalloc((size_t)(ncar ? ncar : 1), sizeof *y);
     int mark = c->cache.len;
     emit_block(c, body, op, y);
+    smem_mark(c, SMEM_LOOP_END);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef next = LLVMBuildAdd(c->b, iv, i32c(c, op->ival), "");
     LLVMAddIncoming(iv, &next, &latch, 1);
@@ -74,6 +76,7 @@ static void emit_for(Cg *c, const IrOp *op)
 static void emit_if(Cg *c, const IrOp *op)
 {
     LLVMBasicBlockRef thenbb = new_bb(c, "then"), elsebb = new_bb(c, "else"), done = new_bb(c, "endif");
+    smem_mark(c, SMEM_IF);
     LLVMBuildCondBr(c->b, c->vals[op->args[0]].v[0], thenbb, elsebb);
     int nres = op->nres;
     Slots *yt = xcalloc((size_t)(nres ? nres : 1), sizeof *yt), *ye = xcalloc((size_t)(nres ? nres : 1), sizeof *ye);
@@ -84,9 +87,11 @@ static void emit_if(Cg *c, const IrOp *op)
     LLVMBuildBr(c->b, done);
     cache_truncate(c, mark);
     LLVMPositionBuilderAtEnd(c->b, elsebb);
+    smem_mark(c, SMEM_ELSE);
     if (op->els) emit_block(c, op->els, op, ye);
     LLVMBasicBlockRef eend = LLVMGetInsertBlock(c->b);
     LLVMBuildBr(c->b, done);
+    smem_mark(c, SMEM_IF_END);
     cache_truncate(c, mark);
     LLVMPositionBuilderAtEnd(c->b, done);
     for (int i = 0; i < nres; i++) {

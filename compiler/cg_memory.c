@@ -6,8 +6,8 @@
  * Guarantees: a load or store touches only in-bounds elements (the window's
  * mask); every shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); cp.async copies land in
- * their ring slot of the operand area, and read_shared reads a ring slot
- * in any register layout. */
+ * their ring slot, a buffer of the shared area, and read_shared reads a
+ * ring slot in any register layout. */
 #include "cg.h"
 
 #include <stdlib.h>
@@ -146,7 +146,7 @@ LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRe
         LLVMValueRef phase = urem(c, udiv(c, row, l->per_phase), l->max_phase);
         in_row = LLVMBuildXor(c->b, in_row, mul(c, phase, 16), "");
     }
-    return add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
+    return offset_add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
 }
 
 LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset)
@@ -160,29 +160,58 @@ LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, i
 {
     LayoutShift s = layout_shared_shift(l, drow, dcol);
     LLVMValueRef x = s.xor_bytes ? LLVMBuildXor(c->b, at, i32c(c, s.xor_bytes), "") : at;
-    return add(c, x, i32c(c, s.add_bytes));
+    return offset_add(c, x, i32c(c, s.add_bytes));
 }
 
-static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset) { return shared_byte_ptr(c, c->opsmem, offset); }
+static LLVMValueRef opsmem_byte_ptr(Cg *c, LLVMValueRef offset) { return smem_byte_ptr(c, offset); }
 
 /* ---- asynchronous copies into shared-memory rings ---- */
 
-/* Gives each ring its stages slots in the operand area, each the bytes
- * its SHARED layout takes. */
-void plan_rings(Cg *c, const IrBlock *blk)
+/* Gives each ring a buffer of stages slots, each the bytes its SHARED
+ * layout takes, and notes the ring of every value that is a slot of one. */
+static void find_rings(Cg *c, const IrBlock *blk)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->kind == OP_COPY_ASYNC && c->ring_at[op->axis] < 0) {
-            const Layout *l = c->plan.of[op->res[0]];
-            int64_t slot = (int64_t)l->rows * l->stride * l->elem;
-            c->ring_slot_bytes[op->axis] = slot;
-            c->ring_at[op->axis] = c->opsmem_halves * 2;
-            c->opsmem_halves += (op->ival * slot / 2 + 7) / 8 * 8;
+        if (op->kind == OP_COPY_ASYNC) {
+            c->ring_of[op->res[0]] = op->axis;
+            if (c->ring_buf[op->axis] < 0) {
+                const Layout *l = c->plan.of[op->res[0]];
+                int64_t slot = (int64_t)l->rows * l->stride * l->elem;
+                c->ring_slot_bytes[op->axis] = slot;
+                c->ring_buf[op->axis] = smem_buffer(c, SMEM_RING, op->ival * slot);
+                c->ring_at[op->axis] = smem_offset(c, c->ring_buf[op->axis]);
+            }
         }
-        if (op->body) plan_rings(c, op->body);
-        if (op->els) plan_rings(c, op->els);
+        if (op->kind == OP_WAIT_ASYNC)
+            for (int j = 0; j < op->nargs; j++) c->ring_of[op->res[j]] = c->ring_of[op->args[j]];
+        if (op->kind == OP_FOR)
+            for (int j = 0; j < op->nres; j++) c->ring_of[op->body->args[1 + j]] = c->ring_of[op->res[j]] = c->ring_of[op->args[2 + j]];
+        if (op->body) find_rings(c, op->body);
+        if (op->els) find_rings(c, op->els);
+        if (op->kind == OP_IF && op->nres) {
+            const IrOp *y = op->body->ops[op->body->nops - 1];
+            for (int j = 0; j < op->nres && j < y->nargs; j++) c->ring_of[op->res[j]] = c->ring_of[y->args[j]];
+        }
     }
+}
+
+/* The buffer of the ring value v is a slot of. */
+int ring_buffer_of(Cg *c, ValueId v)
+{
+    if (c->ring_of[v] < 0) {
+        cg_fail(c, c->f->values[v].def, "internal error: a ring slot of no known ring");
+        return 0;
+    }
+    return c->ring_buf[c->ring_of[v]];
+}
+
+void plan_rings(Cg *c, const IrFunc *f)
+{
+    for (int i = 0; i < CG_MAX_RINGS; i++) c->ring_buf[i] = -1, c->ring_at[i] = -1;
+    c->ring_of = xmalloc(sizeof *c->ring_of * ((size_t)f->nvalues + 1));
+    for (int v = 0; v <= f->nvalues; v++) c->ring_of[v] = -1;
+    find_rings(c, f->body);
 }
 
 /* Where thread tid's unit at step j (unit tid + j, at row, col) lies in
@@ -212,7 +241,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
     int unit = whole_chunks ? 16 / l->elem : 1, per_row = l->cols / unit;
     int64_t nunits = (int64_t)l->rows * per_row;
     LLVMValueRef slot = c->vals[op->args[op->nargs - 1]].v[0];
-    LLVMValueRef at = add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
+    LLVMValueRef at = offset_add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
@@ -225,6 +254,8 @@ void emit_copy_async(Cg *c, const IrOp *op)
         LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
     if (!whole_chunks) aligned = LLVMConstInt(c->ti1, 0, 0);
     LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
+    smem_access(c, c->ring_buf[op->axis], true);
+    c->ring_in_flight[op->axis] = true;
     LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
     LLVMBuildCondBr(B, aligned, fast, slow);
     LLVMTypeRef et = dtype_ty(c, dt);
@@ -235,7 +266,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
             LLVMValueRef idx = add(c, c->tid, i32c(c, j));
             Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
             LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-            LLVMValueRef dst = add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+            LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
             LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
             LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
             for (int e = 0; e < (way ? unit : 1); e++) {
@@ -263,13 +294,20 @@ void emit_copy_async(Cg *c, const IrOp *op)
 
 /* Waits until at most ival groups of this thread's copies are in flight;
  * with copies to publish, a barrier then makes every thread's visible
- * (and ends every read of the slots the next copies refill). */
+ * (and ends every read of the slots the next copies refill). For the
+ * shared-memory plan, the copies land here: a write of every ring copied
+ * into since the last wait for all groups. */
 void emit_wait_async(Cg *c, const IrOp *op)
 {
     LLVMTypeRef ti32 = c->ti32;
     LLVMValueRef pending = i32c(c, op->ival);
+    for (int r = 0; r < CG_MAX_RINGS; r++)
+        if (c->ring_in_flight[r]) {
+            smem_access(c, c->ring_buf[r], true);
+            if (op->ival == 0) c->ring_in_flight[r] = false;
+        }
     cg_call(c, "llvm.nvvm.cp.async.wait.group", c->tvoid, 1, &ti32, &pending);
-    if (op->nargs) barrier(c);
+    if (op->nargs) smem_fixed_barrier(c);
     for (int i = 0; i < op->nargs; i++) {
         Slots s = c->vals[op->args[i]];
         if (!s.v) s = cg_get(c, op->args[i], home_layout(c, op->args[i]));
@@ -285,6 +323,7 @@ Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
     const Layout *sl = s->lay;
     LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
     Slots out = new_slots(layout_nslots(l), l);
+    smem_access(c, ring_buffer_of(c, v), false);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef off = shared_offset(c, sl, p.row, p.col);

@@ -3,8 +3,9 @@
  * Expects: the layout plan's absorbed transposes and converts.
  * Guarantees: an operand is written from its root value, transposed and
  * converted as it goes; a tensor-core operand defined outside the loop
- * that reads it gets a region of the operand area (plan_regions), written
- * once where it is defined (write_regions), instead of every iteration. */
+ * that reads it gets a region, a buffer of the shared area (plan_regions),
+ * written once where it is defined (write_regions), instead of every
+ * iteration. */
 #include "cg.h"
 
 /* The value whose elements a dot operand is, and whether it is read
@@ -21,15 +22,17 @@ ValueId operand_root(Cg *c, ValueId v, bool *transposed)
     }
 }
 
-/* Writes dot operand v to shared memory area as dtype dt, element (r, c)
- * at byte base + layout_shared_offset(sl, r, c). */
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, const Layout *sl);
+/* Writes dot operand v to shared buffer buf as dtype dt, element (r, c)
+ * at byte base + layout_shared_offset(sl, r, c) of the area. The write's
+ * access is recorded once the value is at hand (its conversion may use
+ * shared memory of its own). */
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl);
 
-void operand_to_smem(Cg *c, ValueId v, DType dt, int64_t base, const Layout *sl)
+void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, tr, dt, c->smem, base, sl);
+    root_to_smem(c, root, tr, dt, c->smem, buf, base, sl);
 }
 
 /* Whether n consecutive elements from a column that n divides lie
@@ -41,11 +44,12 @@ static bool runs_stay_together(const Layout *sl, int64_t base, int n)
     return 16 % run == 0 && (int64_t)sl->stride * sl->elem % run == 0 && base % run == 0;
 }
 
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int64_t base, const Layout *sl)
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl)
 {
     IrType rt = vtype(c, root);
     const Layout *l = reg_layout(c, root);
     Slots s = cg_get(c, root, l);
+    smem_access(c, buf, true);
     /* chunks of consecutive halves go out as one 16-byte store */
     int vec = !tr && sl->elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && runs_stay_together(sl, base, l->v) ? l->v : 1;
     for (int k = 0; k < s.n; k += vec) {
@@ -91,9 +95,8 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
                 if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
-                int64_t halves = layout_shared_bytes(t.shape[0], t.shape[1], 2) / 2;
-                Region r = {root, tr, dt, c->opsmem_halves, layout_shared(c->layouts, t.shape[0], t.shape[1], 2), def_depth[root]};
-                c->opsmem_halves += (halves + 7) / 8 * 8;
+                int buf = smem_buffer(c, SMEM_REGION, layout_shared_bytes(t.shape[0], t.shape[1], 2));
+                Region r = {root, tr, dt, smem_offset(c, buf), layout_shared(c->layouts, t.shape[0], t.shape[1], 2), def_depth[root], buf};
                 vec_push(&c->regions, r);
             }
         }
@@ -108,9 +111,6 @@ void write_regions(Cg *c, ValueId v)
     for (int i = 0; i < c->regions.len; i++) {
         const Region *r = &c->regions.data[i];
         if (r->root != v) continue;
-        /* inside a loop, the previous iteration's readers must be done first */
-        if (r->depth > 0) barrier(c);
-        root_to_smem(c, r->root, r->tr, r->dt, c->opsmem, r->base * 2, r->lay);
-        barrier(c);   /* the dots that read it need not write anything, so publish it here */
+        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->buf, r->base, r->lay);
     }
 }

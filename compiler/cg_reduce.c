@@ -2,7 +2,7 @@
  *
  * Expects: a source in a register layout and the result's SLICE layout.
  * Guarantees: the reduction runs in registers, then across lanes with
- * shfl.sync.bfly, then across warps through the scratch area; every copy
+ * shfl.sync.bfly, then across warps through a scratch buffer; every copy
  * of a result element holds the same value. */
 #include "cg.h"
 
@@ -69,8 +69,9 @@ void emit_reduce(Cg *c, const IrOp *op)
     if (!out_l || out_l->kind != LAY_SLICE) {
         /* a reduction the layout pass left to shared memory: a thread per output element */
         Slots home = cg_get(c, src, reg_layout(c, src));
-        slots_to_smem(c, &home, st.dt, 0);
-        barrier(c);
+        int buf = tile_scratch(c, home.lay);
+        slots_to_smem(c, &home, st.dt, buf);
+        smem_access(c, buf, false);
         const Layout *l = home_layout(c, op->res[0]);
         Slots out = new_slots(layout_nslots(l), l);
         int R = ir_rows(st), C = ir_cols(st), len = op->axis == 1 ? C : R;
@@ -80,7 +81,7 @@ void emit_reduce(Cg *c, const IrOp *op)
             LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
             if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
             for (int i = 0; i < len; i++) {
-                LLVMValueRef w = smem_load(c, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
+                LLVMValueRef w = smem_load(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
                 acc = reduce_combine(c, r, isint, acc, isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""));
             }
             out.v[k] = isint ? acc : from_f32(c, acc, t.dt);
@@ -105,8 +106,8 @@ void emit_reduce(Cg *c, const IrOp *op)
     if (rp.nwarps > 1) {
         /* partials of the warps that share an output element meet in shared memory */
         int len = op->axis == 1 ? l->rows : l->cols;
-        smem_need(c, (int64_t)rp.nwarps * len);
-        barrier(c);
+        int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)rp.nwarps * len * 4);
+        smem_access(c, buf, true);
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
          * identity for a warp whose rows (columns) all lie past the tile,
@@ -123,15 +124,15 @@ void emit_reduce(Cg *c, const IrOp *op)
                                       : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
             Guard gd = guard_begin(c, and1(c, kept[g], lead));
             LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
-            smem_store(c, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
             guard_end(c, gd);
         }
-        barrier(c);
+        smem_access(c, buf, false);
         for (int g = 0; g < rp.ngroups; g++) {
             LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
             LLVMValueRef acc = reduce_identity(c, r, isint);
             for (int w = 0; w < rp.nwarps; w++) {
-                LLVMValueRef x = smem_load(c, add(c, at, i32c(c, (int64_t)w * len)));
+                LLVMValueRef x = smem_load(c, buf, add(c, at, i32c(c, (int64_t)w * len)));
                 acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
             }
             part[g] = acc;

@@ -4,8 +4,8 @@
  * Guarantees: cg_get() hands out a value in any layout asked for: its own
  * slots, a cached conversion, or a new one. Values without a layout
  * (splat, iota, broadcast and elementwise ops over those) are materialized
- * in the layout of their user. Other conversions go through the scratch
- * area (barrier, write, barrier, read), except that a layout with the same
+ * in the layout of their user. Other conversions go through a scratch
+ * buffer (write, barrier, read), except that a layout with the same
  * map, broadcasting a SLICE back over its parent and reloading a tensor
  * the kernel never writes need no exchange. Conversions are cached for the
  * block they were made in (cache_truncate drops them as it ends). */
@@ -91,11 +91,16 @@ static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
     }
 }
 
-/* The scratch area: words, or 16-bit halves for tensor-core operands. */
+/* The shared area: words, or 16-bit halves for tensor-core operands. */
 
-LLVMValueRef smem_word_ptr(Cg *c, LLVMValueRef index)
+/* Word index of buffer buf. The buffer's start is a constant address (the
+ * area plus its offset), kept apart from the index so that every access
+ * folds it into its address instead of adding it in a register. */
+LLVMValueRef smem_word_ptr(Cg *c, int buf, LLVMValueRef index)
 {
-    return LLVMBuildInBoundsGEP2(c->b, c->ti32, c->smem, &index, 1, "");
+    LLVMValueRef offset = i32c(c, smem_offset(c, buf));
+    LLVMValueRef start = LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->smem, &offset, 1, "");
+    return LLVMBuildInBoundsGEP2(c->b, c->ti32, start, &index, 1, "");
 }
 
 Guard guard_begin(Cg *c, LLVMValueRef cond)
@@ -207,32 +212,38 @@ SlotPos slot_pos(Cg *c, const Layout *l, int s)
     return p;
 }
 
-/* Writes every element of s to the scratch area at base + row * cols + col
- * (after a barrier, so earlier readers are done). */
-void slots_to_smem(Cg *c, const Slots *s, DType dt, int64_t base)
+/* A scratch buffer for a tile in layout l, one word per element. */
+int tile_scratch(Cg *c, const Layout *l)
+{
+    return smem_buffer(c, SMEM_SCRATCH, (int64_t)l->rows * l->cols * 4);
+}
+
+/* Writes every element of s to scratch buffer buf, word row * cols + col. */
+void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
 {
     const Layout *l = s->lay;
-    smem_need(c, base + (int64_t)l->rows * l->cols);
-    barrier(c);
+    smem_access(c, buf, true);
     for (int k = 0; k < s->n; k++) {
         SlotPos p = slot_pos(c, l, k);
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        smem_store(c, add(c, add(c, mul(c, p.row, l->cols), p.col), i32c(c, base)), to_word(c, s->v[k], dt));
+        smem_store(c, buf, add(c, mul(c, p.row, l->cols), p.col), to_word(c, s->v[k], dt));
         guard_end(c, g);
     }
 }
 
-/* Reads a tile in layout l from the scratch area; index(row, col) gives the
- * word. Slots that hold nothing read word base (in bounds, ignored). */
+/* Reads a tile in layout l from scratch buffer buf; index(row, col) gives
+ * the word in it. Slots that hold nothing read its first word (in bounds,
+ * ignored). */
 
-static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, const void *ctx)
+static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, const void *ctx, int buf)
 {
     Slots out = new_slots(layout_nslots(l), l);
+    smem_access(c, buf, false);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef w = index(c, p.row, p.col, ctx);
         if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
-        out.v[k] = from_word(c, smem_load(c, w), dt);
+        out.v[k] = from_word(c, smem_load(c, buf, w), dt);
     }
     return out;
 }
@@ -245,13 +256,14 @@ static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, c
     return add(c, add(c, mul(c, row, m->cols), col), i32c(c, m->base));
 }
 
-/* Moves s through the scratch area into layout l: barrier, write, barrier,
- * read, each slot of l reading the word index(row, col). */
+/* Moves s through a scratch buffer into layout l: write, then read (a
+ * barrier between, and one before where the plan says), each slot of l
+ * reading the word index(row, col). */
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx)
 {
-    slots_to_smem(c, s, dt, 0);
-    barrier(c);
-    return slots_from_smem(c, l, dt, index, ctx);
+    int buf = tile_scratch(c, s->lay);
+    slots_to_smem(c, s, dt, buf);
+    return slots_from_smem(c, l, dt, index, ctx, buf);
 }
 
 /* Element (row, col) of a transpose is (col, row) of its source. */

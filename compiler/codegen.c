@@ -1,9 +1,9 @@
-/* codegen.c: the kernel ABI, shared-area placement and the LLVM driver.
+/* codegen.c: the kernel ABI, the two emissions of a kernel, the LLVM driver.
  *
  * Expects: verified IR (compiler/verify.c), every shape static.
  * Guarantees: one kernel per IrFunc, with the ABI of codegen.h, its shared
- * areas placed and sized; then LLVM's optimization and NVPTX's PTX (or the
- * LLVM IR). The order the back end's steps run in is emit_func's; cg.h
+ * area placed and sized (cg_smem.c); then LLVM's optimization and NVPTX's
+ * PTX (or the LLVM IR). The order the back end's steps run in is emit_func's; cg.h
  * says which file does what. */
 #include "cg.h"
 
@@ -65,7 +65,7 @@ static void describe_kernel(Cg *c, const IrFunc *f)
  * op's, and the kernel's own code (thread indices) its def line. */
 void cg_locate(Cg *c, const IrOp *op, const IrOp *parent)
 {
-    if (!c->di) return;
+    if (!c->di || !c->di_kernel) return;
     Loc at = op && op->loc.line > 0 ? op->loc : parent && parent->loc.line > 0 ? parent->loc : c->f->loc;
     LLVMMetadataRef loc = LLVMDIBuilderCreateDebugLocation(c->ctx, at.line > 0 ? (unsigned)at.line : 0,
                                                            at.col > 0 ? (unsigned)at.col : 0, c->di_kernel, NULL);
@@ -74,7 +74,7 @@ void cg_locate(Cg *c, const IrOp *op, const IrOp *parent)
 
 static void end_kernel_line_info(Cg *c)
 {
-    if (!c->di) return;
+    if (!c->di || !c->di_kernel) return;
     LLVMSetCurrentDebugLocation2(c->b, NULL);
     LLVMDIBuilderFinalizeSubprogram(c->di, c->di_kernel);
 }
@@ -88,64 +88,6 @@ static void end_line_info(Cg *c)
 }
 
 /* ---- functions and the module ---- */
-
-/* Replaces a shared-memory placeholder by the static area it stands for,
- * now that its size is known (an unused area disappears). */
-static void size_shared_area(Cg *c, LLVMValueRef placeholder, const char *what, LLVMTypeRef elem, int64_t n)
-{
-    if (n) {
-        char name[300];
-        snprintf(name, sizeof name, "%s_%s", c->f->name, what);
-        LLVMTypeRef at = LLVMArrayType2(elem, (uint64_t)n);
-        LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-        LLVMSetInitializer(g, LLVMGetUndef(at));
-        LLVMSetLinkage(g, LLVMInternalLinkage);
-        LLVMSetAlignment(g, 16);
-        LLVMReplaceAllUsesWith(placeholder, g);
-    }
-    LLVMDeleteGlobal(placeholder);
-}
-
-static int64_t round16(int64_t bytes) { return (bytes + 15) / 16 * 16; }
-
-/* Past the static limit the two areas lie in the block's dynamic shared
- * memory, one extern array: the scratch area at offset 0, the operands
- * after it, 16-byte aligned. The constant <entry>_dynamic_shared_bytes
- * (codegen.h) keeps the size the launch must ask for; external, so the
- * optimizer keeps it and the PTX shows it. */
-static void place_dynamic_shared(Cg *c, int64_t bytes)
-{
-    char name[300];
-    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_AREA_SUFFIX);
-    LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0);
-    LLVMValueRef area = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-    LLVMSetLinkage(area, LLVMExternalLinkage);
-    LLVMSetAlignment(area, 16);
-    LLVMValueRef at_ops = LLVMConstInt(c->ti64, (unsigned long long)round16(c->smem_words * 4), 0);
-    LLVMReplaceAllUsesWith(c->smem, area);
-    LLVMReplaceAllUsesWith(c->opsmem, LLVMConstInBoundsGEP2(LLVMInt8TypeInContext(c->ctx), area, &at_ops, 1));
-    LLVMDeleteGlobal(c->smem);
-    LLVMDeleteGlobal(c->opsmem);
-    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_SHARED_SUFFIX);
-    LLVMValueRef size = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 4);
-    LLVMSetInitializer(size, i32c(c, bytes));
-    LLVMSetGlobalConstant(size, 1);
-    LLVMSetAlignment(size, 4);
-}
-
-/* Sizes the scratch and operand areas now that emission has seen every
- * use: static arrays while they fit CODEGEN_MAX_STATIC_SHARED bytes (the
- * PTX of such a kernel does not depend on the limit), else dynamic. */
-static void place_shared_areas(Cg *c)
-{
-    int64_t bytes = round16(c->smem_words * 4) + round16(c->opsmem_halves * 2);
-    if (bytes > CODEGEN_MAX_STATIC_SHARED) {
-        place_dynamic_shared(c, bytes);
-        return;
-    }
-    size_shared_area(c, c->smem, "scratch", c->ti32, c->smem_words);
-    size_shared_area(c, c->opsmem, "operands", c->ti16, c->opsmem_halves);
-}
 
 /* The kernel's LLVM function and its parameters, by the ABI of codegen.h. */
 static void declare_kernel(Cg *c, const IrFunc *f)
@@ -179,6 +121,11 @@ static void declare_kernel(Cg *c, const IrFunc *f)
             LLVMSetValueName2(c->scalar[i], f->params[i].name, strlen(f->params[i].name));
         }
     }
+}
+
+/* What ptxas is told about the kernel that emit_func keeps. */
+static void annotate_kernel(Cg *c)
+{
     /* .maxntid tells ptxas the block size, so it can spend registers */
     LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxntidx", 8),
                               LLVMValueAsMetadata(i32c(c, c->T))};
@@ -189,22 +136,7 @@ static void declare_kernel(Cg *c, const IrFunc *f)
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, reg, 3)));
 }
 
-/* The shared areas, empty: no scratch word, ring slot or region yet. */
-static void begin_shared_areas(Cg *c, const IrFunc *f)
-{
-    /* the scratch area's size is known only at the end: a placeholder stands in for it */
-    char name[300];
-    snprintf(name, sizeof name, "%s_scratch_placeholder", f->name);
-    c->smem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
-    c->smem_words = 0;
-    snprintf(name, sizeof name, "%s_operands_placeholder", f->name);
-    c->opsmem = LLVMAddGlobalInAddressSpace(c->mod, c->ti32, name, 3);
-    c->opsmem_halves = 0;
-    c->regions.len = 0;
-    for (int i = 0; i < CG_MAX_RINGS; i++) c->ring_at[i] = -1;
-}
-
-/* The loop-invariant tensor-core operands' regions of the operand area. */
+/* The loop-invariant tensor-core operands' regions of the area. */
 static void plan_operand_regions(Cg *c, const IrFunc *f)
 {
     int *def_depth = xcalloc((size_t)f->nvalues + 1, sizeof *def_depth);
@@ -230,7 +162,8 @@ static void emit_body(Cg *c, const IrFunc *f)
     LLVMBuildUnreachable(c->b);
 }
 
-static void free_func_state(Cg *c, const IrFunc *f)
+/* Forgets one emission's values, conversions, regions and parameters. */
+static void free_emission_state(Cg *c, const IrFunc *f)
 {
     free(c->regions.data);
     c->regions.data = NULL;
@@ -242,25 +175,47 @@ static void free_func_state(Cg *c, const IrFunc *f)
     c->cache.cap = 0;
     for (int i = 0; i <= f->nvalues; i++) free(c->vals[i].v);
     free(c->vals);
-    layout_plan_free(&c->plan);
-    layout_table_free(c->layouts);
+    free(c->ring_of);
     free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->scalar); free(c->stored);
 }
 
-/* One kernel: the back end's steps, in the order they run. */
-static void emit_func(Cg *c, const IrFunc *f)
+/* One emission of the kernel: its declaration, its rings and regions, its
+ * body; replay: the second, with the shared-memory plan made. */
+static void emit_kernel(Cg *c, const IrFunc *f, bool replay)
 {
     declare_kernel(c, f);
-    describe_kernel(c, f);
-    c->layouts = layout_table_new();
-    c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
-    begin_shared_areas(c, f);
-    plan_rings(c, f->body);                 /* ring slots of the operand area */
+    if (replay) describe_kernel(c, f);
+    else c->di_kernel = NULL;   /* the first emission is discarded: no line information */
+    smem_begin(c, replay);
+    plan_rings(c, f);                       /* ring slots */
     plan_operand_regions(c, f);
     emit_body(c, f);
-    place_shared_areas(c);                  /* now that their sizes are known */
-    end_kernel_line_info(c);
-    free_func_state(c, f);
+}
+
+/* One kernel: the back end's steps, in the order they run. Which shared
+ * buffers the body needs is known only once it is emitted (conversions
+ * are decided as values are asked for), and their offsets are wanted as
+ * it is emitted: so a first emission records them and is discarded, the
+ * plan places them, and the second emission is the kernel. */
+static void emit_func(Cg *c, const IrFunc *f)
+{
+    c->f = f;
+    c->layouts = layout_table_new();
+    c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
+    emit_kernel(c, f, false);
+    LLVMDeleteFunction(c->fn);
+    smem_discard(c);
+    free_emission_state(c, f);
+    if (!c->failed && smem_place(c)) {
+        emit_kernel(c, f, true);
+        smem_place_area(c);                 /* now that the plan has sized it */
+        annotate_kernel(c);
+        end_kernel_line_info(c);
+        free_emission_state(c, f);
+    }
+    smem_plan_free(&c->smem_plan);
+    layout_plan_free(&c->plan);
+    layout_table_free(c->layouts);
 }
 
 static void register_nvptx(void)

@@ -1,7 +1,7 @@
 /* dot_fma.c: the FMA dot engine, for dots the tensor cores do not take.
  *
  * Expects: the result's register layout (any) and f32 accumulation.
- * Guarantees: both operands go through the scratch area as f32 words, in
+ * Guarantees: both operands go through scratch buffers as f32 words, in
  * plain row-major SHARED layouts; each thread runs one loop over K with an
  * accumulator per slot of the result. */
 #include "dot.h"
@@ -15,14 +15,14 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     const Layout *sa = layout_shared_plain(c->layouts, M, K, 4);
     const Layout *sb = tb ? layout_shared_plain(c->layouts, N, K, 4) : layout_shared_plain(c->layouts, K, N, 4);
-    int64_t bbase = (int64_t)M * K * 4;
-    smem_need(c, (int64_t)M * K + (int64_t)K * N);
-    barrier(c);
-    operand_to_smem(c, op->args[0], DT_F32, 0, sa);
-    operand_to_smem(c, op->args[1], DT_F32, bbase, sb);
-    barrier(c);
+    int abuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)M * K * 4), bbuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)K * N * 4);
+    int64_t abase = smem_offset(c, abuf), bbase = smem_offset(c, bbuf);   /* in bytes */
+    operand_to_smem(c, op->args[0], DT_F32, abuf, abase, sa);
+    operand_to_smem(c, op->args[1], DT_F32, bbuf, bbase, sb);
     const Layout *l = home_layout(c, op->res[0]);
     Slots acc = cg_get(c, op->args[2], l);
+    smem_access(c, abuf, false);   /* after any conversion of the accumulator; the loop reads both */
+    smem_access_together(c, bbuf, false);
     int n = layout_nslots(l);
     Slots out = new_slots(n, l);
     LLVMValueRef *arow = xmalloc(sizeof *arow * (size_t)n), *bcol = xmalloc(sizeof *bcol * (size_t)n);
@@ -44,7 +44,7 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     }
     LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
     for (int k = 0; k < n; k++) {
-        LLVMValueRef ai = shared_offset(c, sa, arow[k], kk);
+        LLVMValueRef ai = add(c, i32c(c, abase), shared_offset(c, sa, arow[k], kk));
         LLVMValueRef bi = add(c, i32c(c, bbase), tb ? shared_offset(c, sb, bcol[k], kk) : shared_offset(c, sb, kk, bcol[k]));
         LLVMValueRef a = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, ai), "");
         LLVMValueRef b = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, bi), "");

@@ -3,10 +3,10 @@
  * Expects: a dot layout_dot_on_tensorcores takes (this engine's accepts,
  * the very test the layout pass gives the result its MMA layout by).
  * Guarantees: operands are read as 16-bit elements from shared memory (their
- * region, their ring slot read in place, or the scratch area, each in the
- * swizzled SHARED layout of its shape, so ldmatrix has no bank conflicts),
- * fragments are loaded with ldmatrix, and the result is left in the MMA
- * layout's registers. */
+ * region, their ring slot read in place, or scratch written here, each in
+ * the swizzled SHARED layout of its shape, so ldmatrix has no bank
+ * conflicts), fragments are loaded with ldmatrix, and the result is left in
+ * the MMA layout's registers. */
 #include "dot.h"
 
 #include <stdlib.h>
@@ -21,7 +21,7 @@ static ValueId ring_root(Cg *c, ValueId operand)
     return !tr && l && l->kind == LAY_SHARED ? root : 0;
 }
 
-/* Its start in the operand area, in bytes. */
+/* Its start in the shared area, in bytes. */
 static LLVMValueRef ring_operand(Cg *c, ValueId operand, DType dt)
 {
     ValueId root = ring_root(c, operand);
@@ -68,7 +68,7 @@ static LLVMValueRef matrix_row(Cg *c, const MatrixRows *m, int drow, int dcol)
     LLVMValueRef off;
     if (holds) off = shared_shifted(c, m->sl, m->at, drow, dcol);
     else off = shared_offset(c, m->sl, add(c, m->row, i32c(c, drow)), add(c, m->col, i32c(c, dcol)));
-    return shared_byte_ptr(c, m->area, add(c, m->base, off));
+    return shared_byte_ptr(c, m->area, offset_add(c, m->base, off));
 }
 
 static void emit_dot_mma(Cg *c, const IrOp *op)
@@ -78,10 +78,10 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     LLVMBuilderRef B = c->b;
-    /* each operand in the SHARED layout of its shape (B [N, K] for dot_t), A then B in the scratch area */
+    /* each operand in the SHARED layout of its shape (B [N, K] for dot_t) */
     int brows = tb ? N : K, bcols = tb ? K : N;
     const Layout *sa = layout_shared(c->layouts, M, K, 2), *sb = layout_shared(c->layouts, brows, bcols, 2);
-    int64_t abase = 0, bbase = layout_shared_bytes(M, K, 2), bytes = bbase + layout_shared_bytes(brows, bcols, 2);
+    int64_t abase = 0, bbase = 0;   /* in bytes of the area */
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
     /* operands in a ring slot are read where they lie */
     LLVMValueRef aring = ring_operand(c, op->args[0], at.dt), bring = ring_operand(c, op->args[1], at.dt);
@@ -91,20 +91,21 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     const Layout *al = c->plan.of[op->args[0]];
     bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm &&
                   al->rows == M && al->cols == K && !c->plan.absorbed[op->args[0]];
-    LLVMValueRef aarea = c->smem, barea = c->smem;
-    if (ra) { aarea = c->opsmem; abase = ra->base * 2; sa = ra->lay; }
-    if (rb) { barea = c->opsmem; bbase = rb->base * 2; sb = rb->lay; }
-    LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
-    if (aring) { aarea = c->opsmem; abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0])); }
-    if (bring) { barea = c->opsmem; bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1])); }
+    LLVMValueRef aarea = c->smem, barea = c->smem;   /* every buffer lies in the one shared area */
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
-    if (write_a || write_b) {
-        smem_need(c, ((write_b ? bytes : bbase) + 3) / 4);   /* B's place only where B is written */
-        barrier(c);
-        if (write_a) operand_to_smem(c, op->args[0], at.dt, abase, sa);
-        if (write_b) operand_to_smem(c, op->args[1], at.dt, bbase, sb);
-        barrier(c);
-    }
+    /* the buffer each operand is read from: its region, its ring, or scratch written here (only for
+     * the operands written: B's alone where A is in registers or a region) */
+    int abuf = ra ? ra->buf : aring ? ring_buffer_of(c, ring_root(c, op->args[0])) : -1;
+    int bbuf = rb ? rb->buf : bring ? ring_buffer_of(c, ring_root(c, op->args[1])) : -1;
+    if (write_a) abuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(M, K, 2)), abase = smem_offset(c, abuf);
+    if (write_b) bbuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(brows, bcols, 2)), bbase = smem_offset(c, bbuf);
+    if (ra) { abase = ra->base; sa = ra->lay; }
+    if (rb) { bbase = rb->base; sb = rb->lay; }
+    LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
+    if (aring) { abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0])); }
+    if (bring) { bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1])); }
+    if (write_a) operand_to_smem(c, op->args[0], at.dt, abuf, abase, sa);
+    if (write_b) operand_to_smem(c, op->args[1], at.dt, bbuf, bbase, sb);
 
     Slots acc = cg_get(c, op->args[2], l);
     Slots out = new_slots(layout_nslots(l), l);
@@ -121,6 +122,10 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     LLVMValueRef *afr = xmalloc(sizeof *afr * (size_t)tm * 4), *bfr = xmalloc(sizeof *bfr * (size_t)tn * 2);
     LLVMValueRef l16 = urem(c, c->lane, 16), l8 = urem(c, c->lane, 8);
     Slots aval = a_regs ? cg_get(c, op->args[0], al) : (Slots){NULL, 0, NULL};
+    /* the reads, one loop over K for both, after any conversion the accumulator or A in registers needed */
+    if (abuf >= 0) smem_access(c, abuf, false);
+    if (bbuf >= 0 && abuf >= 0) smem_access_together(c, bbuf, false);
+    else if (bbuf >= 0) smem_access(c, bbuf, false);
     LLVMValueRef half = mul(c, udiv(c, c->lane, 16), 8), quad = udiv(c, c->lane, 8);   /* quad: the matrix this lane addresses */
     /* A: lanes 0-15 give rows m..m+15 of a matrix pair, lanes 16-31 the same rows 8 columns on */
     MatrixRows arows = matrix_rows(c, aarea, abase_v, sa, add(c, m_base, l16), half, 1, 0, true);

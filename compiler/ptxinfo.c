@@ -52,14 +52,9 @@ static int64_t shared_array_bytes(const char *ptx, const char *name)
 
 int64_t ptx_static_shared_bytes(const char *ptx, const char *entry)
 {
-    static const char *const areas[] = {"scratch", "operands"};   /* codegen.c names them so */
-    int64_t bytes = 0;
-    for (size_t i = 0; i < sizeof areas / sizeof *areas; i++) {
-        char name[600];
-        snprintf(name, sizeof name, "%s_%s", entry, areas[i]);
-        bytes += shared_array_bytes(ptx, name);
-    }
-    return bytes;
+    char name[600];
+    snprintf(name, sizeof name, "%s_smem", entry);   /* the one area, as cg_smem.c names it */
+    return shared_array_bytes(ptx, name);
 }
 
 int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry)

@@ -156,8 +156,11 @@ static char *replace_all(const char *text, const char *from, const char *to)
 
 /* The attention example at head dim 128 with 64x64 tiles: the forward
  * kernel needs 81920 bytes of shared memory (Q's region, two-stage rings
- * for K and V, no scratch), the backward ones 106496 and 98304, more than ptxas
- * allows a kernel statically (0xc000 bytes). They declare one extern
+ * for K and V, no scratch), the backward ones 107008 (the regions of K and
+ * V, the rings of Q and dO, one scratch operand of 64 x 64 halves at a
+ * time, and 512 bytes of their own for the exchanges of L's and Delta's
+ * rows) and 98304, more than ptxas allows a kernel statically (0xc000
+ * bytes). They declare one extern
  * array and say their size; the delta kernel stays static; ptxas accepts
  * them all. */
 Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 120)
@@ -171,7 +174,7 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     static const struct { const char *entry; int64_t bytes; } want[] = {
         {"attn_fwd__D_128__BR_64__BC_64", 81920}, {"attn_bwd_delta__D_128__BR_64", 0},
-        {"attn_bwd_dkdv__D_128__BR_64__BC_64", 106496}, {"attn_bwd_dq__D_128__BR_64__BC_64", 98304},
+        {"attn_bwd_dkdv__D_128__BR_64__BC_64", 107008}, {"attn_bwd_dq__D_128__BR_64__BC_64", 98304},
     };
     cr_assert_eq(m->nfuncs, 4);
     for (int i = 0; i < 4; i++) {
@@ -182,8 +185,8 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
         snprintf(decl, sizeof decl, ".extern .shared .align 16 .b8 %s_shared[];", want[i].entry);
         cr_expect_eq(strstr(ptx, decl) != NULL, want[i].bytes > 0, "%s: extern shared array %s", want[i].entry,
                      want[i].bytes ? "missing" : "where static memory fits");
-        snprintf(decl, sizeof decl, "%s_scratch", want[i].entry);
-        if (want[i].bytes) cr_expect_null(strstr(ptx, decl), "%s: a static scratch area besides", want[i].entry);
+        snprintf(decl, sizeof decl, "%s_smem", want[i].entry);
+        if (want[i].bytes) cr_expect_null(strstr(ptx, decl), "%s: a static area besides", want[i].entry);
     }
     if (ptxas_path()) {
         char *log = NULL;
@@ -199,8 +202,10 @@ Test(codegen, attention_at_head_dim_128_takes_dynamic_shared_memory, .timeout = 
 /* The largest backward config the GPU suite runs, dK and dV at head dim
  * 128 with 128x128 tiles, fits the 232448 bytes an H200 block may have:
  * K and V in regions (32 KB each), two-stage rings of Q and dO (128 KB),
- * and 32 KB of scratch for the one operand its dots write, P^T or dS^T
- * (their B, dO or Q, is read from its ring in place). */
+ * 32 KB of scratch for the one operand its dots write, P^T or dS^T (their
+ * B, dO or Q, is read from its ring in place), and 1 KB of their own for
+ * the exchanges of L's and Delta's rows, which the shared-memory plan
+ * gives them only while the area stays under that limit. */
 Test(codegen, the_largest_backward_config_fits_an_h200_block, .timeout = 300)
 {
     const char *names[] = {"D", "BR", "BC"};
@@ -212,7 +217,7 @@ Test(codegen, the_largest_backward_config_fits_an_h200_block, .timeout = 300)
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     for (int i = 0; i < m->nfuncs; i++) {
         int64_t bytes = codegen_dynamic_shared_bytes(ptx, m->funcs[i]->name);
-        cr_expect_eq(bytes, 229376, "%s: %lld bytes", m->funcs[i]->name, (long long)bytes);
+        cr_expect_eq(bytes, 230400, "%s: %lld bytes", m->funcs[i]->name, (long long)bytes);
         cr_expect_leq(bytes, 232448);
     }
     free(ptx);

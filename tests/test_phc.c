@@ -339,9 +339,9 @@ Test(phc, stats_without_ptxas_give_the_shared_memory)
     const char *line = err + strlen(note);
     for (int i = 0; i < 2; i++) {
         char name[128], want[300];
-        snprintf(name, sizeof name, "%s_operands", entries[i]);
+        snprintf(name, sizeof name, "%s_smem", entries[i]);
         long long bytes = declared_shared(out, name);
-        cr_expect_gt(bytes, 0, "%s declares no operand area", entries[i]);
+        cr_expect_gt(bytes, 0, "%s declares no shared area", entries[i]);
         snprintf(want, sizeof want, "%s: %lld bytes static shared, 0 bytes dynamic shared\n", entries[i], bytes);
         cr_expect(!strncmp(line, want, strlen(want)), "expected %sgot %s", want, line);
         line += strcspn(line, "\n") + 1;
@@ -374,7 +374,7 @@ Test(phc, stats_from_ptxas, .timeout = 120)
         cr_skip_test("no ptxas on this machine: its report is not checked here (the stand-in's and the no-ptxas cases are)");
     int lines = 0;
     for (const char *line = err; *line; line += strcspn(line, "\n") + 1, lines++) {
-        char entry[128], operands[160];
+        char entry[128], area[160];
         int regs;
         long long stores, loads, frame, shared, dynamic;
         cr_assert_eq(sscanf(line, "%127[^:]: %d registers, %lld bytes spill stores, %lld bytes spill loads, %lld bytes stack frame, "
@@ -382,8 +382,8 @@ Test(phc, stats_from_ptxas, .timeout = 120)
                             &shared, &dynamic), 7, "unexpected line: %s", line);
         cr_expect(regs > 0 && regs <= 255, "%s: %d registers", entry, regs);
         cr_expect_eq(stores + loads + frame, 0, "%s spills", entry);
-        snprintf(operands, sizeof operands, "%s_operands", entry);
-        cr_expect_eq(shared, declared_shared(out, operands), "%s: ptxas counts %lld bytes of shared memory", entry, shared);
+        snprintf(area, sizeof area, "%s_smem", entry);
+        cr_expect_eq(shared, declared_shared(out, area), "%s: ptxas counts %lld bytes of shared memory", entry, shared);
         cr_expect_eq(dynamic, 0);
     }
     cr_expect_eq(lines, 2, "%s", err);

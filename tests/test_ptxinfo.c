@@ -81,24 +81,23 @@ Test(ptxinfo, shared_memory_the_ptx_declares)
     static const char ptx[] =
         ".version 8.0\n"
         ".target sm_90\n"
-        "// a_operands has been demoted\n"
-        ".shared .align 16 .b8 b_scratch[1024];\n"
-        ".shared .align 16 .b8 b_operands[4096];\n"
+        "// a_smem has been demoted\n"
+        ".shared .align 16 .b8 b_smem[5120];\n"
         ".extern .shared .align 16 .b8 c_shared[];\n"
         ".visible .const .align 4 .u32 c_dynamic_shared_bytes = 64512;\n"
         ".visible .entry a(\n"
         ")\n"
         "{\n"
-        "\t.shared .align 16 .b8 a_operands[27648];\n"
-        "\tst.shared.v4.b32 \t[a_operands+16], {%r1, %r2, %r3, %r4};\n"
+        "\t.shared .align 16 .b8 a_smem[27648];\n"
+        "\tst.shared.v4.b32 \t[a_smem+16], {%r1, %r2, %r3, %r4};\n"
         "}\n"
         ".visible .entry b_x(\n"
         ")\n"
         "{\n"
-        "\t.shared .align 4 .b32 b_x_scratch[8];\n"
+        "\t.shared .align 4 .b32 b_x_smem[8];\n"
         "}\n";
     cr_expect_eq(ptx_static_shared_bytes(ptx, "a"), 27648);
-    cr_expect_eq(ptx_static_shared_bytes(ptx, "b"), 1024 + 4096);
+    cr_expect_eq(ptx_static_shared_bytes(ptx, "b"), 5120, "not b_x's");
     cr_expect_eq(ptx_static_shared_bytes(ptx, "b_x"), 32, "eight 32-bit words");
     cr_expect_eq(ptx_static_shared_bytes(ptx, "c"), 0);
     cr_expect_eq(codegen_dynamic_shared_bytes(ptx, "c"), 64512);
