@@ -117,12 +117,12 @@ static inline int compare_tensor_within(const char *who, const IrFunc *f, const 
     return bad;
 }
 
-/* The kernels whose every operation is exactly rounded on every side
- * (float // and %): their tensors must match the interpreter's bit for
- * bit, a zero's sign and a NaN's bits included. */
+/* The kernels whose every operation is exact or exactly rounded on every
+ * side (float // and %; max and min): their tensors must match the
+ * interpreter's bit for bit, a zero's sign and a NaN's bits included. */
 static inline bool compared_bitwise(const IrFunc *f)
 {
-    return !strcmp(f->kernel, "fmods");
+    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax");
 }
 
 static inline int compare_tensor_bits(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,

@@ -321,6 +321,69 @@ static void ref_fmods(Ref *r, int bx, int by)
         }
 }
 
+/* The contract's max and min on floats: a NaN loses to a number, -0.0 is
+ * below +0.0 (IEEE 754-2019 maximumNumber / minimumNumber). */
+static float max_number(float a, float b)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    if (a == 0 && b == 0) return signbit(a) ? b : a;
+    return a > b ? a : b;
+}
+
+static float min_number(float a, float b) { return -max_number(-a, -b); }
+
+/* zeromax's operands as the kernel builds them, element (i, j) of its
+ * block's 4 x BN tile. */
+typedef struct { float zx, a, b, neg, lone; } ZeroOperands;
+
+static ZeroOperands zero_operands(const Ref *r, int64_t r0, int64_t i, int64_t j)
+{
+    int64_t bn = meta(r, "BN"), idx = i * bn + j;
+    float x = (float)in2(r, "X", i, j), y = (float)in2(r, "Y", i, j);
+    float nan = (x - x) / (y - y), zx = x * 0.0f, zy = y * 0.0f;
+    ZeroOperands o;
+    o.zx = zx;
+    o.a = idx % 4 == 0 ? zx : idx % 4 == 1 ? nan : idx % 4 == 2 ? -zx : x;
+    o.b = idx % 20 == 17 ? y : idx % 5 == 0 ? zy : idx % 5 == 1 ? -zy : idx % 5 == 2 ? nan : idx % 5 == 3 ? -zx : y;
+    o.neg = -fabsf(zx);
+    o.lone = j == i % bn ? -o.neg : o.neg;
+    (void)r0;
+    return o;
+}
+
+static void ref_zeromax(Ref *r, int bx, int by)
+{
+    int64_t bn = meta(r, "BN"), r0 = (bx * 3 + by) * 4;
+    for (int64_t i = r0; i < r0 + 4; i++) {
+        float rmax = NAN, rneg = NAN, rlone = NAN, rmix = NAN;
+        for (int64_t j = 0; j < bn; j++) {
+            ZeroOperands o = zero_operands(r, r0, i, j);
+            out2(r, "E", i, j, max_number(o.a, o.b), 0);
+            out2(r, "F", i, j, min_number(o.a, o.b), 0);
+            rmax = max_number(rmax, o.zx);
+            rneg = max_number(rneg, o.neg);
+            rlone = min_number(rlone, o.lone);
+            rmix = max_number(rmix, (i * bn + j) % 3 == 0 ? o.neg : NAN);
+        }
+        out2(r, "R", i, 0, rmax, 0);
+        out2(r, "R", i, 1, rneg, 0);
+        out2(r, "R", i, 2, rlone, 0);
+        out2(r, "R", i, 3, rmix, 0);
+    }
+    for (int64_t j = 0; j < bn; j++) {
+        float c[4] = {NAN, NAN, NAN, NAN};
+        for (int64_t i = r0; i < r0 + 4; i++) {
+            ZeroOperands o = zero_operands(r, r0, i, j);
+            c[0] = max_number(c[0], o.lone);
+            c[1] = min_number(c[1], o.neg);
+            c[2] = max_number(c[2], o.b);
+            c[3] = min_number(c[3], -o.b);
+        }
+        for (int64_t i = 0; i < 4; i++) out2(r, "C", r0 + i, j, c[i], 0);
+    }
+}
+
 /* Python's integer // and % (floor), taken from i64 to i32 by wrapping as
  * every i32 result is; a zero divisor gives 0 and 0 (NumPy's choice, the
  * language's). */
@@ -376,6 +439,7 @@ static const KernelRef refs[] = {
     {"fmadot_tr", {"C"}, ref_fmadot_tr},
     {"fmods", {"Q", "R"}, ref_fmods},
     {"idiv0", {"Q", "R", "W"}, ref_idiv0},
+    {"zeromax", {"E", "F", "R", "C"}, ref_zeromax},
 };
 
 static const KernelRef *find_ref(const char *kernel)

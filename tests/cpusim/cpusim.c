@@ -3,7 +3,9 @@
  * Loading: codegen_emit's LLVM IR is parsed into a fresh context and
  * retargeted to the host; each kernel (PTX_Kernel calling convention)
  * gets the C convention and an entry trampoline that reads its parameters
- * from an array of 64-bit slots; each llvm.nvvm.* declaration is replaced
+ * from an array of 64-bit slots; each llvm.nvvm.* declaration, and those of
+ * llvm.maxnum/minnum.f32 (PTX max.f32 and min.f32, which order -0.0 below
+ * +0.0 where the host's instructions need not), is replaced
  * by a small IR function that stores its arguments to a slot array and
  * calls sim_intrinsic (no aggregate or vector crosses into C by value);
  * a contract fmul and the fadd or fsub of its block that uses it become
@@ -66,7 +68,7 @@
 enum {
     IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
     IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
-    IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT,
+    IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT, IN_FMAX, IN_FMIN,
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS, IN_COUNT
@@ -80,7 +82,7 @@ static const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.b16.p3", "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.b16.p3",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x2.trans.b16.p3", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32",
     "llvm.nvvm.mma.m16n8k16.row.col.bf16", "llvm.nvvm.ex2.approx.f", "llvm.nvvm.ex2.approx.ftz.f",
-    "llvm.nvvm.lg2.approx.f", "llvm.nvvm.rsqrt.approx.f", "llvm.nvvm.cp.async.ca.shared.global.4", "llvm.nvvm.cp.async.ca.shared.global.8",
+    "llvm.nvvm.lg2.approx.f", "llvm.nvvm.rsqrt.approx.f", "llvm.maxnum.f32", "llvm.minnum.f32", "llvm.nvvm.cp.async.ca.shared.global.4", "llvm.nvvm.cp.async.ca.shared.global.8",
     "llvm.nvvm.cp.async.ca.shared.global.16", "llvm.nvvm.cp.async.cg.shared.global.16",
     "llvm.nvvm.cp.async.ca.shared.global.4.s", "llvm.nvvm.cp.async.ca.shared.global.8.s",
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
@@ -215,6 +217,17 @@ static uint32_t lo32(uint64_t v) { return (uint32_t)v; }
 static float slot_f32(uint64_t v) { return ph_bits_f32(lo32(v)); }
 static uint64_t f32_slot(float f) { return ph_f32_bits(f); }
 
+/* llvm.maxnum / minnum.f32 as NVPTX lowers them, PTX max.f32 / min.f32 as
+ * the ISA defines them: a NaN operand gives the
+ * other (NaN when both are), and +0.0 > -0.0. */
+static float ptx_max_min(float a, float b, bool max)
+{
+    if (isnan(a)) return b;
+    if (isnan(b)) return a;
+    if (a == b) return (signbit(a) != 0) == max ? b : a;
+    return (a > b) == max ? a : b;
+}
+
 static bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
 static void wait_async_copies(Launch *L, int t, uint32_t pending);
 
@@ -236,6 +249,7 @@ static void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     case IN_EX2_FTZ: out[0] = f32_slot(flush_subnormal(exp2f(flush_subnormal(slot_f32(in[0]))))); return;
     case IN_LG2: out[0] = f32_slot(log2f(slot_f32(in[0]))); return;
     case IN_RSQRT: out[0] = f32_slot(1.0f / sqrtf(slot_f32(in[0]))); return;
+    case IN_FMAX: case IN_FMIN: out[0] = f32_slot(ptx_max_min(slot_f32(in[0]), slot_f32(in[1]), id == IN_FMAX)); return;
     case IN_BARRIER:
         me->st = TH_BARRIER;
         yield_to_scheduler(L, me);
@@ -927,7 +941,7 @@ static int lower_intrinsic(LLVMModuleRef mod, LLVMValueRef decl, int id, char *e
     }
 
     char name[128];
-    snprintf(name, sizeof name, "cpusim.%s", intrinsic_names[id] + strlen("llvm.nvvm."));
+    snprintf(name, sizeof name, "cpusim.%s", intrinsic_names[id] + strlen("llvm."));
     LLVMValueRef fn = LLVMAddFunction(mod, name, fty);
     LLVMSetLinkage(fn, LLVMInternalLinkage);
     LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
@@ -1218,7 +1232,7 @@ static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen
         next = LLVMGetNextFunction(f);
         size_t len;
         const char *name = LLVMGetValueName2(f, &len);
-        if (LLVMIsDeclaration(f) && !strncmp(name, "llvm.nvvm.", 10)) {
+        if (LLVMIsDeclaration(f) && (!strncmp(name, "llvm.nvvm.", 10) || intrinsic_id(name) >= 0)) {
             int id = intrinsic_id(name);
             if (id < 0) return snprintf(err, errlen, "an intrinsic the executor does not model: %s", name), 1;
             if (lower_intrinsic(mod, f, id, err, errlen)) return 1;

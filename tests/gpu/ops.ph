@@ -157,6 +157,41 @@ def fmods(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], Q: ph.tensor[p
     R[r0:+4, 0:+BN] = a % b
 
 
+# max and min where only the zeros' signs and NaNs decide: elementwise on
+# signed zeros, NaN and numbers in every pairing, and row and column
+# reductions over tiles of zeros of mixed and of single signs (rows of
+# -0.0 alone, one +0.0 among them) and of NaN with numbers. -0.0 is below
+# +0.0 and a NaN loses to a number, whatever the order (a NaN meets no NaN,
+# whose bits would be the hardware's): every element must
+# come back bit for bit what the interpreter gives.
+@ph.kernel
+@ph.autotune(BN=[64])
+def zeromax(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], E: ph.tensor[ph.f32][M, N], F: ph.tensor[ph.f32][M, N],
+            R: ph.tensor[ph.f32][M, 4], C: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = (ph.ctx.block.x * 3 + ph.ctx.block.y) * 4
+    x: ph.let = X[r0:+4, 0:+BN]
+    y: ph.let = Y[r0:+4, 0:+BN]
+    idx: ph.let = (r0 + ph.iota(0, 4)) * BN + ph.iota(1, BN)
+    nan: ph.let = (x - x) / (y - y)
+    zx: ph.let = x * 0.0
+    zy: ph.let = y * 0.0
+    a: ph.let = ph.where(idx % 4 == 0, zx, ph.where(idx % 4 == 1, nan, ph.where(idx % 4 == 2, -zx, x)))
+    # a NaN in b never meets one in a (idx % 20 == 17): NaN results' bits are the hardware's
+    b: ph.let = ph.where(idx % 20 == 17, y, ph.where(idx % 5 == 0, zy, ph.where(idx % 5 == 1, -zy,
+                ph.where(idx % 5 == 2, nan, ph.where(idx % 5 == 3, -zx, y)))))
+    E[r0:+4, 0:+BN] = ph.max(a, b)
+    F[r0:+4, 0:+BN] = ph.min(a, b)
+    neg: ph.let = -ph.abs(zx)
+    lone: ph.let = ph.where(ph.iota(1, BN) == (r0 + ph.iota(0, 4)) % BN, -neg, neg)   # one +0.0 a row
+    R[r0:+4, 0:+1] = ph.rowmax(zx)
+    R[r0:+4, 1:+1] = ph.rowmax(neg)
+    R[r0:+4, 2:+1] = ph.rowmin(lone)
+    R[r0:+4, 3:+1] = ph.rowmax(ph.where(idx % 3 == 0, neg, nan))
+    row: ph.let = ph.iota(0, 4)
+    C[r0:+4, 0:+BN] = ph.where(row == 0, ph.colmax(lone), ph.where(row == 1, ph.colmin(neg),
+                      ph.where(row == 2, ph.colmax(b), ph.colmin(-b))))
+
+
 # Integer edges on operands built from the random ones, one kind per column
 # mod 4: dividends as they are, times 10^8 (past i32: wrapped), INT32_MIN,
 # and random ones again; divisors 0, -1 and random (which holds zeros too)
