@@ -13,8 +13,8 @@
 
 #include "phobos.h"
 
-/* Bytes written before each timed repetition: more than any GPU's L2
- * cache (50 MB on the H200), so no repetition finds the last one's data. */
+/* Bytes written before each timed repetition: more than any current GPU's
+ * L2 cache, so no repetition finds the last one's data there. */
 #define GPUBENCH_FLUSH_BYTES ((size_t)256 << 20)
 
 enum { GPUBENCH_WARMUPS = 3 };
