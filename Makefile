@@ -3,7 +3,7 @@
 #   make demo       install what is missing, build, compile the attention tutorial and check it
 #   make check      install what is missing, build, run every test and example check
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
-#   make bench      front-end timing benchmark
+#   make bench      benchmarks: the front end; on a GPU, attention and GEMM beside PyTorch, one table
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
