@@ -3,7 +3,7 @@
 #   make demo       install what is missing, build, compile the attention tutorial and check it
 #   make check      install what is missing, build, run every test and example check
 #   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
-#   make bench      front-end timing benchmark
+#   make bench      benchmarks: the front end; on a GPU, attention and GEMM beside PyTorch, one table
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
@@ -63,6 +63,7 @@ endif
 EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
 PHC       = $(BUILD)/bin/phc
+GPU_BENCHES = $(BUILD)/bench/attention_bench $(BUILD)/bench/gemm_bench
 
 .PHONY: deps-python pytest-check fuzz fuzz-build fuzz-regress fuzz-deps docs-check build-tests all deps demo check test examples-check attention-check gpucheck sanitize bench clean \
         install uninstall install-check tutorial-check
@@ -276,7 +277,7 @@ docs-check: $(BUILD)/docs/embed
 tutorial-check: all
 	sh tests/doc_blocks.sh --run docs/tutorial.md
 
-build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(BUILD)/bench/attention_bench
+build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EXAMPLES) $(PHC) $(BUILD)/docs/embed $(BUILD)/bench/frontend_bench $(GPU_BENCHES)
 	@mkdir -p $(BUILD)/gpulibs
 	@# the test binaries' libraries that the GPU machine lacks travel with the build
 	@ldd $(BUILD)/tests/test_gpu | awk '$$3 ~ /^\// {print $$3}' \
@@ -454,9 +455,10 @@ install-check: all
 bench:
 	BUILD=$(BUILD) sh bench/run.sh
 
-$(BUILD)/bench/attention_bench: bench/attention_bench.c $(BUILD)/libphobos.so
+# The GPU benchmarks: the runtime's programs, timed with the driver's events (bench/gpubench.c).
+$(GPU_BENCHES): $(BUILD)/bench/%: bench/%.c bench/gpubench.c bench/gpubench.h $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $< bench/gpubench.c -o $@ $(LDFLAGS) $(LINK_PHOBOS) $(LDLIBS) -ldl
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)

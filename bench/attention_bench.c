@@ -1,23 +1,44 @@
 /* attention_bench.c: times the tutorial's four kernels on the GPU through
  * the runtime: forward (attn_fwd) and backward (attn_bwd_delta +
- * attn_bwd_dkdv + attn_bwd_dq), causal and not, and prints milliseconds and
- * TFLOP/s in the convention of Triton's tutorial (forward 4·Z·H·N²·D flops,
- * half when causal; backward 2.5 times the forward), each row with the
- * configs the autotuner chose. Inputs are random; each figure is the
- * median of 20 timed repetitions after 3 warm-ups. */
-#define _POSIX_C_SOURCE 200809L
+ * attn_bwd_dkdv + attn_bwd_dq), causal and not, over the grid of Triton's
+ * fused-attention benchmark: batch 4, 32 heads, head dim 64 and 128,
+ * N_CTX 1024 to 16384, f16.
+ *
+ *   attention_bench [--short] [--impl NAME] [--tsv PATH] PROGRAM.ph
+ *
+ * --short times head dim 64 at N_CTX 1024 and 4096 only (the seed's rows).
+ * Each figure is timed as gpubench.h says (events, L2 flush, median); the
+ * first launch at each size autotunes, the winner kept on disk by the
+ * runtime. A line per figure, milliseconds and TFLOP/s counted as Triton's
+ * tutorial counts them (forward 4·B·H·N²·D flops, half when causal;
+ * backward 2.5 times the forward), with the configs the autotuner chose;
+ * with --tsv, the same figures as rows for bench/benchtable.py (impl NAME,
+ * by default "phc"). A case that fails is a row "n/a" with the runtime's
+ * message, and the exit status is 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "half.h"
-#include "phobos.h"
+#include "gpubench.h"
 
-#define CHECK(call) do { if ((call) != PH_OK) { fprintf(stderr, "%s: %s\n", #call, ph_last_error()); exit(1); } } while (0)
+enum { BATCH = 4, HEADS = 32 };
+static const int full_dims[] = {64, 128}, full_ctx[] = {1024, 2048, 4096, 8192, 16384};
+static const int short_dims[] = {64}, short_ctx[] = {1024, 4096};
 
 typedef struct { int z, h, n, d; } Size;
 typedef struct { Size s; const char *block; } GridCtx;
+
+typedef struct {
+    ph_kernel *fwd, *delta, *dkdv, *dq;
+    ph_devptr q, k, v, o, dout, dq_, dk, dv, lse, dlt;
+} Attn;
+
+/* What one timed piece of work runs. */
+typedef struct {
+    Attn *a;
+    Size s;
+    int causal;
+} Case;
 
 static void grid_rows(const ph_meta *meta, void *user, unsigned g[3])
 {
@@ -33,115 +54,153 @@ static void grid_flat(const ph_meta *meta, void *user, unsigned g[3])
     g[0] = (unsigned)((int64_t)c->s.z * c->s.h * c->s.n / ph_meta_get(meta, "BR", 1));
 }
 
-static double now_ms(void)
+static ph_status forward(void *user)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-typedef struct {
-    ph_kernel *fwd, *delta, *dkdv, *dq;
-    ph_devptr q, k, v, o, dout, dq_, dk, dv, lse, dlt;
-} Attn;
-
-static void forward(Attn *a, Size s, int causal)
-{
+    Case *c = user;
+    Attn *a = c->a;
+    Size s = c->s;
     int64_t rows = (int64_t)s.z * s.h * s.n;
     ph_arg args[] = {ph_tensor2(a->q, rows, s.d), ph_tensor2(a->k, rows, s.d), ph_tensor2(a->v, rows, s.d),
-                     ph_tensor2(a->o, rows, s.d), ph_tensor2(a->lse, rows, 1), ph_i32(s.n), ph_f32(0.5f), ph_i32(causal)};
-    GridCtx c = {s, "BR"};
-    CHECK(ph_launch(a->fwd, grid_rows, &c, args, 8));
+                     ph_tensor2(a->o, rows, s.d), ph_tensor2(a->lse, rows, 1), ph_i32(s.n), ph_f32(0.5f), ph_i32(c->causal)};
+    GridCtx g = {s, "BR"};
+    return ph_launch(a->fwd, grid_rows, &g, args, 8);
 }
 
-static void backward(Attn *a, Size s, int causal)
+static ph_status backward(void *user)
 {
+    Case *c = user;
+    Attn *a = c->a;
+    Size s = c->s;
     int64_t rows = (int64_t)s.z * s.h * s.n;
-    GridCtx c = {s, "BR"};
+    GridCtx g = {s, "BR"}, gk = {s, "BC"};
     ph_arg dargs[] = {ph_tensor2(a->o, rows, s.d), ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->dlt, rows, 1)};
-    CHECK(ph_launch(a->delta, grid_flat, &c, dargs, 3));
+    ph_status st = ph_launch(a->delta, grid_flat, &g, dargs, 3);
+    if (st) return st;
     ph_arg kv[] = {ph_tensor2(a->q, rows, s.d), ph_tensor2(a->k, rows, s.d), ph_tensor2(a->v, rows, s.d),
                    ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->lse, rows, 1), ph_tensor2(a->dlt, rows, 1),
-                   ph_tensor2(a->dk, rows, s.d), ph_tensor2(a->dv, rows, s.d), ph_i32(s.n), ph_f32(0.5f), ph_i32(causal)};
-    GridCtx ck = {s, "BC"};
-    CHECK(ph_launch(a->dkdv, grid_rows, &ck, kv, 11));
+                   ph_tensor2(a->dk, rows, s.d), ph_tensor2(a->dv, rows, s.d), ph_i32(s.n), ph_f32(0.5f), ph_i32(c->causal)};
+    if ((st = ph_launch(a->dkdv, grid_rows, &gk, kv, 11))) return st;
     ph_arg q[] = {ph_tensor2(a->q, rows, s.d), ph_tensor2(a->k, rows, s.d), ph_tensor2(a->v, rows, s.d),
                   ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->lse, rows, 1), ph_tensor2(a->dlt, rows, 1),
-                  ph_tensor2(a->dq_, rows, s.d), ph_i32(s.n), ph_f32(0.5f), ph_i32(causal)};
-    CHECK(ph_launch(a->dq, grid_rows, &c, q, 10));
+                  ph_tensor2(a->dq_, rows, s.d), ph_i32(s.n), ph_f32(0.5f), ph_i32(c->causal)};
+    return ph_launch(a->dq, grid_rows, &g, q, 10);
 }
 
-static double time_ms(Attn *a, Size s, int causal, int bwd)
+static double flops(Size s, int causal, int bwd)
 {
-    double t[20];
-    for (int rep = 0; rep < 23; rep++) {
-        CHECK(ph_synchronize());
-        double t0 = now_ms();
-        if (bwd) backward(a, s, causal);
-        else forward(a, s, causal);
-        CHECK(ph_synchronize());
-        if (rep >= 3) t[rep - 3] = now_ms() - t0;
-    }
-    qsort(t, 20, sizeof *t, cmp_double);
-    return (t[9] + t[10]) / 2;
+    double f = 4.0 * s.z * s.h * (double)s.n * s.n * s.d;
+    return f * (causal ? 0.5 : 1.0) * (bwd ? 2.5 : 1.0);
+}
+
+/* The buffers, each as large as the largest size needs; a smaller size
+ * uses their beginning. q, k, v and dO are independent random inputs. */
+static ph_status alloc_buffers(Attn *a, size_t max_rows, int max_d)
+{
+    size_t n16 = max_rows * (size_t)max_d;
+    ph_devptr *bufs16[] = {&a->q, &a->k, &a->v, &a->dout, &a->o, &a->dq_, &a->dk, &a->dv};
+    ph_status s = PH_OK;
+    for (int i = 0; i < 8 && !s; i++) s = ph_malloc(bufs16[i], n16 * 2);
+    for (int i = 0; i < 4 && !s; i++) s = gpubench_random_f16(*bufs16[i], n16, (uint64_t)i + 1);
+    if (!s) s = ph_malloc(&a->lse, max_rows * 4);
+    if (!s) s = ph_malloc(&a->dlt, max_rows * 4);
+    return s;
+}
+
+static void free_buffers(Attn *a)
+{
+    ph_devptr bufs[] = {a->q, a->k, a->v, a->dout, a->o, a->dq_, a->dk, a->dv, a->lse, a->dlt};
+    for (int i = 0; i < 10; i++)
+        if (bufs[i]) ph_free(bufs[i]);
+}
+
+static const char *config_of(const ph_kernel *k)
+{
+    const char *c = ph_kernel_last_config(k);
+    return c ? c : "?";
+}
+
+/* Times one pass of one case: a progress line and a TSV row. Returns the
+ * status, PH_OK when the figure was taken. */
+static ph_status time_case(GpuBench *b, FILE *tsv, const char *impl, Case *c, int bwd)
+{
+    Attn *a = c->a;
+    Size s = c->s;
+    double ms = -1;
+    ph_status st = PH_OK;
+    if (bwd) st = forward(c);   /* the row statistics L the backward pass reads */
+    if (!st) st = gpubench_time(b, bwd ? backward : forward, c, gpubench_attention_reps(s.n), &ms);
+    char configs[512];
+    if (st) snprintf(configs, sizeof configs, "%s", ph_last_error());
+    else if (bwd)
+        snprintf(configs, sizeof configs, "%s %s %s", config_of(a->delta), config_of(a->dkdv), config_of(a->dq));
+    else snprintf(configs, sizeof configs, "%s", config_of(a->fwd));
+    const char *pass = bwd ? "bwd" : "fwd";
+    if (st) printf("  %s causal %d: n/a: %s\n", pass, c->causal, configs);
+    else printf("  %s causal %d: %9.3f ms %7.1f TFLOP/s   %s\n", pass, c->causal, ms, flops(s, c->causal, bwd) / ms / 1e9, configs);
+    char key[128];
+    snprintf(key, sizeof key, "%s\t%s\t%d\t%d\t%d\t%d\t%d", impl, pass, c->causal, s.z, s.h, s.d, s.n);
+    gpubench_tsv_row(tsv, key, ms, configs);
+    return st;
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1] : "examples/attention/attention.ph";
+    const char *path = NULL, *impl = "phc", *tsv_path = NULL;
+    int short_grid = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--short")) short_grid = 1;
+        else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
+        else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else {
+            fprintf(stderr, "usage: %s [--short] [--impl NAME] [--tsv PATH] PROGRAM.ph\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!path) path = "examples/attention/attention.ph";
+    const int *dims = short_grid ? short_dims : full_dims, *ctx = short_grid ? short_ctx : full_ctx;
+    int ndims = short_grid ? 1 : 2, nctx = short_grid ? 2 : 5;
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (ph_init(0) != PH_OK) {
-        printf("attention bench skipped: %s\n", ph_last_error());
-        return 0;
+    char what[512];
+    snprintf(what, sizeof what, "attention bench (%s)", path);
+    GpuBench *b = gpubench_open(what);
+    if (!b) return 0;
+
+    ph_module *m = NULL;
+    Attn a = {0};
+    if (ph_module_load_file(path, &m) || ph_kernel_get(m, "attn_fwd", &a.fwd) || ph_kernel_get(m, "attn_bwd_delta", &a.delta) ||
+        ph_kernel_get(m, "attn_bwd_dkdv", &a.dkdv) || ph_kernel_get(m, "attn_bwd_dq", &a.dq)) {
+        fprintf(stderr, "%s: %s\n", path, ph_last_error());
+        gpubench_close(b);
+        return 1;
     }
-    ph_module *m;
-    Attn a;
-    CHECK(ph_module_load_file(path, &m));
-    CHECK(ph_kernel_get(m, "attn_fwd", &a.fwd));
-    CHECK(ph_kernel_get(m, "attn_bwd_delta", &a.delta));
-    CHECK(ph_kernel_get(m, "attn_bwd_dkdv", &a.dkdv));
-    CHECK(ph_kernel_get(m, "attn_bwd_dq", &a.dq));
-    Size sizes[] = {{4, 16, 1024, 64}, {4, 16, 4096, 64}};
-    printf("phobos attention (%s) on %s\n", path, ph_device_name());
-    printf("%-6s %-5s %6s %4s %4s %-8s %10s %9s\n", "causal", "pass", "N_CTX", "Z", "H", "", "ms", "TFLOP/s");
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
-        Size s = sizes[i];
-        size_t rows = (size_t)s.z * s.h * s.n, n16 = rows * (size_t)s.d;
-        uint16_t *host = malloc(n16 * 2);
-        uint64_t x = 0x9e3779b97f4a7c15ull;
-        for (size_t j = 0; j < n16; j++) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-            host[j] = ph_f32_to_f16(((float)(x % 2001) - 1000.0f) / 2000.0f);
-        }
-        ph_devptr *bufs16[] = {&a.q, &a.k, &a.v, &a.o, &a.dout, &a.dq_, &a.dk, &a.dv};
-        for (int b = 0; b < 8; b++) {
-            CHECK(ph_malloc(bufs16[b], n16 * 2));
-            CHECK(ph_memcpy_htod(*bufs16[b], host, n16 * 2));
-        }
-        CHECK(ph_malloc(&a.lse, rows * 4));
-        CHECK(ph_malloc(&a.dlt, rows * 4));
-        free(host);
-        for (int causal = 0; causal <= 1; causal++) {
-            double flops = 4.0 * s.z * s.h * (double)s.n * s.n * s.d * (causal ? 0.5 : 1.0);
-            forward(&a, s, causal);   /* lse for the backward pass */
-            double f = time_ms(&a, s, causal, 0), b = time_ms(&a, s, causal, 1);
-            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f   %s\n", causal, "fwd", s.n, s.z, s.h, "", f, flops / f / 1e9,
-                   ph_kernel_last_config(a.fwd));
-            printf("%-6d %-5s %6d %4d %4d %-8s %10.3f %9.2f   %s %s %s\n", causal, "bwd", s.n, s.z, s.h, "", b,
-                   2.5 * flops / b / 1e9, ph_kernel_last_config(a.delta), ph_kernel_last_config(a.dkdv),
-                   ph_kernel_last_config(a.dq));
-        }
-        for (int b = 0; b < 8; b++) ph_free(*bufs16[b]);
-        ph_free(a.lse);
-        ph_free(a.dlt);
+    size_t max_rows = (size_t)BATCH * HEADS * (size_t)ctx[nctx - 1];
+    printf("%s on %s: batch %d, %d heads, f16, %s\n", what, ph_device_name(), BATCH, HEADS,
+           "first launch at each size autotunes (winners kept on disk)");
+    int failed = 0;
+    if (alloc_buffers(&a, max_rows, dims[ndims - 1])) {
+        fprintf(stderr, "%s: %s\n", what, ph_last_error());
+        failed = 1;
     }
+    FILE *tsv = NULL;
+    if (!failed && tsv_path && !(tsv = gpubench_tsv_open(tsv_path, path, "impl\tpass\tcausal\tB\tH\tD\tN\tms\tconfig"))) failed = 1;
+    /* a driver error leaves the context unusable: the rest is not timed */
+    int broken = failed;
+    for (int i = 0; i < ndims && !broken; i++)
+        for (int j = 0; j < nctx && !broken; j++) {
+            Size s = {BATCH, HEADS, ctx[j], dims[i]};
+            printf("D %d, N_CTX %d\n", s.d, s.n);
+            for (int causal = 0; causal <= 1 && !broken; causal++)
+                for (int bwd = 0; bwd <= 1 && !broken; bwd++) {
+                    Case c = {&a, s, causal};
+                    ph_status st = time_case(b, tsv, impl, &c, bwd);
+                    failed |= st != PH_OK;
+                    broken = st == PH_ERR_CUDA;
+                }
+        }
+    if (tsv) fclose(tsv);
+    free_buffers(&a);
     ph_module_free(m);
-    ph_shutdown();
-    return 0;
+    gpubench_close(b);
+    return failed;
 }

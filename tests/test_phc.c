@@ -348,7 +348,7 @@ Test(phc, stats_without_ptxas_give_the_shared_memory)
     }
     cr_expect_str_eq(line, "");
     free(out); free(err);
-    cr_assert_eq(phc_env(env, "--stats --kernel attn_fwd -D BR=64 -D BC=64 -D NT=128 -D S=3 bench/attention_tuned.ph", &out, &err),
+    cr_assert_eq(phc_env(env, "--stats --kernel attn_fwd -D D=64 -D BR=64 -D BC=64 -D NT=128 -D S=3 bench/attention_tuned.ph", &out, &err),
                  0, "%s", err);
     const char *constant = strstr(out, ".u32 attn_fwd__D_64__BR_64__BC_64__NT_128__S_3_dynamic_shared_bytes = ");
     cr_assert_not_null(constant, "this config's shared memory is dynamic");

@@ -1,0 +1,117 @@
+/* gemm_bench.c: times the GEMM kernel of PROGRAM.ph (bench/gemm_tuned.ph:
+ * C = A @ B, f16 inputs, f32 accumulation, f16 output) on the GPU through
+ * the runtime, at 2048³, 4096³, 8192³ and M 8192, N 4096, K 2048: the
+ * shape of a transformer's MLP projection (8192 tokens, 2048 features in,
+ * 4096 out), whose flops are 4096³'s, so its row says what a non-square
+ * grid of blocks and a K shorter than M and N (fewer iterations for each
+ * block's pipeline to fill and drain) cost against the cube.
+ *
+ *   gemm_bench [--tsv PATH] PROGRAM.ph
+ *
+ * Each figure is timed as gpubench.h says; TFLOP/s = 2·M·N·K / time. A
+ * line per shape with the config the autotuner chose; with --tsv, the
+ * figures as rows for bench/benchtable.py (impl "phc"). A shape that
+ * fails is a row "n/a" with the runtime's message, and the exit status
+ * is 1. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpubench.h"
+
+typedef struct { int64_t m, n, k; } Shape;
+static const Shape shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};
+enum { MAX_DIM = 8192 };
+
+typedef struct {
+    ph_kernel *gemm;
+    ph_devptr a, b, c;
+    Shape s;
+} Gemm;
+
+static void grid_tiles(const ph_meta *meta, void *user, unsigned g[3])
+{
+    const Gemm *w = user;
+    int64_t bm = ph_meta_get(meta, "BM", 1), bn = ph_meta_get(meta, "BN", 1);
+    g[0] = (unsigned)((w->s.m + bm - 1) / bm);
+    g[1] = (unsigned)((w->s.n + bn - 1) / bn);
+}
+
+static ph_status multiply(void *user)
+{
+    Gemm *w = user;
+    ph_arg args[] = {ph_tensor2_t(w->a, PH_F16, w->s.m, w->s.k), ph_tensor2_t(w->b, PH_F16, w->s.k, w->s.n),
+                     ph_tensor2_t(w->c, PH_F16, w->s.m, w->s.n)};
+    return ph_launch(w->gemm, grid_tiles, w, args, 3);
+}
+
+/* A and B as large as the largest shape needs, random and independent; a
+ * smaller shape uses their beginning. */
+static ph_status alloc_buffers(Gemm *w)
+{
+    size_t n = (size_t)MAX_DIM * MAX_DIM;
+    ph_status s = ph_malloc(&w->a, n * 2);
+    if (!s) s = ph_malloc(&w->b, n * 2);
+    if (!s) s = ph_malloc(&w->c, n * 2);
+    if (!s) s = gpubench_random_f16(w->a, n, 1);
+    if (!s) s = gpubench_random_f16(w->b, n, 2);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *tsv_path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
+        else if (argv[i][0] != '-' && !path) path = argv[i];
+        else {
+            fprintf(stderr, "usage: %s [--tsv PATH] PROGRAM.ph\n", argv[0]);
+            return 2;
+        }
+    }
+    if (!path) path = "bench/gemm_tuned.ph";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    char what[512];
+    snprintf(what, sizeof what, "gemm bench (%s)", path);
+    GpuBench *b = gpubench_open(what);
+    if (!b) return 0;
+
+    ph_module *m = NULL;
+    Gemm w = {0};
+    if (ph_module_load_file(path, &m) || ph_kernel_get(m, "gemm", &w.gemm)) {
+        fprintf(stderr, "%s: %s\n", path, ph_last_error());
+        gpubench_close(b);
+        return 1;
+    }
+    printf("%s on %s: f16 in, f32 accumulation, f16 out\n", what, ph_device_name());
+    int failed = 0;
+    if (alloc_buffers(&w)) {
+        fprintf(stderr, "%s: %s\n", what, ph_last_error());
+        failed = 1;
+    }
+    FILE *tsv = NULL;
+    if (!failed && tsv_path && !(tsv = gpubench_tsv_open(tsv_path, path, "impl\tM\tN\tK\tms\tconfig"))) failed = 1;
+    int broken = failed;   /* after a driver error nothing more is timed */
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes && !broken; i++) {
+        w.s = shapes[i];
+        double ms = -1;
+        ph_status st = gpubench_time(b, multiply, &w, GPUBENCH_GEMM_REPS, &ms);
+        const char *note = st ? ph_last_error() : ph_kernel_last_config(w.gemm);
+        if (!note) note = "?";
+        if (st) printf("M %lld N %lld K %lld: n/a: %s\n", (long long)w.s.m, (long long)w.s.n, (long long)w.s.k, note);
+        else printf("M %lld N %lld K %lld: %8.3f ms %7.1f TFLOP/s   %s\n", (long long)w.s.m, (long long)w.s.n, (long long)w.s.k, ms,
+                    2.0 * w.s.m * w.s.n * w.s.k / ms / 1e9, note);
+        char key[128];
+        snprintf(key, sizeof key, "phc\t%lld\t%lld\t%lld", (long long)w.s.m, (long long)w.s.n, (long long)w.s.k);
+        gpubench_tsv_row(tsv, key, ms, note);
+        failed |= st != PH_OK;
+        broken = st == PH_ERR_CUDA;
+    }
+    if (tsv) fclose(tsv);
+    ph_devptr bufs[] = {w.a, w.b, w.c};
+    for (int i = 0; i < 3; i++)
+        if (bufs[i]) ph_free(bufs[i]);
+    ph_module_free(m);
+    gpubench_close(b);
+    return failed;
+}
