@@ -68,7 +68,13 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
     return intern(t, &l);
 }
 
-const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads)
+/* The MMA layout of a rows x cols result over threads' warps. Rows-first
+ * (rows_first) puts as many warps as divide the 16-row pieces along rows,
+ * so a warp owns whole rows: what row reductions and an A operand held in
+ * registers need. Otherwise the warps form the grid whose warp reads the
+ * fewest operand fragments per 16-deep step (one ldmatrix.x4 per 16 rows
+ * of A, one per 16 columns of B: tm + tn / 2), as a plain product's do. */
+const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bool rows_first)
 {
     if (rows % 16 || cols % 8) return NULL;
     int tiles_m = rows / 16, tiles_n = cols / 8, warps = threads / 32;
@@ -77,8 +83,12 @@ const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads)
         if (tiles_m % wm) continue;
         for (int wn = 1; wm * wn <= warps; wn++) {
             if (tiles_n % wn) continue;
-            /* most warps in use; among equals, more warps along rows */
-            if (wm * wn > best_m * best_n || (wm * wn == best_m * best_n && wm > best_m)) {
+            /* most warps in use; among equals, more warps along rows, or the fewest fragments */
+            int used = wm * wn, best = best_m * best_n;
+            int frags = tiles_m / wm + (tiles_n / wn + 1) / 2, best_frags = tiles_m / best_m + (tiles_n / best_n + 1) / 2;
+            bool better = used > best || (used == best && (rows_first ? wm > best_m
+                                                            : frags < best_frags || (frags == best_frags && wm > best_m)));
+            if (better) {
                 best_m = wm;
                 best_n = wn;
             }
@@ -96,6 +106,8 @@ const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads)
     l.tn = tiles_n / best_n;
     return intern(t, &l);
 }
+
+const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads) { return layout_mma_for(t, rows, cols, threads, true); }
 
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
 {
@@ -445,7 +457,30 @@ typedef struct {
     LayoutTable *t;
     LayoutPlan p;
     bool *lazy;          /* by ValueId: materialized where used */
+    bool rows_first;     /* MMA layouts with warps along rows (layout_mma_for) */
 } Pass;
+
+/* Whether a block reduces a tile or computes a dot operand (from another
+ * dot's result, a softmax, ...): then warps own whole rows of every MMA
+ * result, so row statistics stay in a warp and a result can be the next
+ * dot's A operand in registers. A kernel whose dots read their operands
+ * straight from memory and which reduces nothing (a plain product, with
+ * any elementwise epilogue) gets the grid of fewest fragments. */
+static bool needs_rows_first(const IrFunc *f, const IrBlock *blk)
+{
+    for (int i = 0; i < blk->nops; i++) {
+        const IrOp *op = blk->ops[i];
+        if (op->kind == OP_REDUCE) return true;
+        if (op->kind == OP_DOT)
+            for (int a = 0; a < 2; a++) {
+                const IrOp *d = f->values[op->args[a]].def;
+                while (d && (d->kind == OP_CONVERT || d->kind == OP_TRANSPOSE)) d = f->values[d->args[0]].def;
+                if (d && d->kind != OP_LOAD && d->kind != OP_COPY_ASYNC && d->kind != OP_WAIT_ASYNC) return true;
+            }
+        if ((op->body && needs_rows_first(f, op->body)) || (op->els && needs_rows_first(f, op->els))) return true;
+    }
+    return false;
+}
 
 static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
 
@@ -501,7 +536,8 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     case OP_DOT: {
         IrType t = ir_vtype(f, r);
-        const Layout *m = layout_dot_on_tensorcores(f, op) ? layout_mma(ps->t, t.shape[0], t.shape[1], f->threads) : NULL;
+        const Layout *m = layout_dot_on_tensorcores(f, op)
+                              ? layout_mma_for(ps->t, t.shape[0], t.shape[1], f->threads, ps->rows_first) : NULL;
         ps->p.mma_dot[r] = m != NULL;
         of[r] = m ? m : default_layout(ps, r);
         break;
@@ -603,7 +639,7 @@ static void mark_absorbed_transposes(const IrBlock *blk, const int *uses, const 
 
 LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t)
 {
-    Pass ps = {f, t, {0}, NULL};
+    Pass ps = {f, t, {0}, NULL, needs_rows_first(f, f->body)};
     size_t n = (size_t)f->nvalues + 1;
     ps.p.of = xcalloc(n, sizeof *ps.p.of);
     ps.p.absorbed = xcalloc(n, sizeof *ps.p.absorbed);

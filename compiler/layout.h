@@ -63,6 +63,7 @@ void layout_table_free(LayoutTable *t);
 const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, int elem_bytes);
 /* NULL when the shape does not cut into 16x8 pieces. */
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
+const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bool rows_first);
 /* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 /* A tile that ldmatrix reads, 8 rows of 16 bytes at a time, with no bank
