@@ -12,12 +12,16 @@
  * line per shape with the config the autotuner chose; with --tsv, the
  * figures as rows for bench/benchtable.py (impl "phc"). A shape that
  * fails is a row "n/a" with the runtime's message, and the exit status
- * is 1. */
+ * is 1. Every shape's result is then checked: C poisoned, one more
+ * launch, and 1024 sampled elements against a double-precision dot of the
+ * same f16 inputs; a wrong one fails the bench. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpubench.h"
+#include "half.h"
 
 typedef struct { int64_t m, n, k; } Shape;
 static const Shape shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};
@@ -56,6 +60,39 @@ static ph_status alloc_buffers(Gemm *w)
     if (!s) s = gpubench_random_f16(w->a, n, 1);
     if (!s) s = gpubench_random_f16(w->b, n, 2);
     return s;
+}
+
+/* Whether C = A @ B at 1024 sampled elements (every row and column
+ * residue among them, the last row and column included), within f32
+ * accumulation of K terms plus f16 rounding of the result. */
+static int check_product(Gemm *w)
+{
+    Shape s = w->s;
+    size_t na = (size_t)s.m * s.k, nb = (size_t)s.k * s.n, nc = (size_t)s.m * s.n;
+    uint16_t *a = malloc(na * 2), *b = malloc(nb * 2), *c = malloc(nc * 2);
+    int bad = -1;
+    if (a && b && c && !ph_memset8(w->c, 0xff, nc * 2) && !multiply(w) && !ph_memcpy_dtoh(a, w->a, na * 2) &&
+        !ph_memcpy_dtoh(b, w->b, nb * 2) && !ph_memcpy_dtoh(c, w->c, nc * 2)) {
+        bad = 0;
+        uint64_t x = 0x2545f4914f6cdd1dull;
+        for (int t = 0; t < 1024; t++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            int64_t i = t == 0 ? s.m - 1 : (int64_t)(x % (uint64_t)s.m), j = t == 0 ? s.n - 1 : (int64_t)((x >> 32) % (uint64_t)s.n);
+            double want = 0, mag = 0;
+            for (int64_t k = 0; k < s.k; k++) {
+                double term = (double)ph_f16_to_f32(a[i * s.k + k]) * ph_f16_to_f32(b[k * s.n + j]);
+                want += term;
+                mag += fabs(term);
+            }
+            double got = ph_f16_to_f32(c[i * s.n + j]), tol = (double)(s.k + 2) * 0x1p-24 * mag + 0x1p-11 * fabs(want);
+            if (!(fabs(got - want) <= tol) && bad++ < 3)
+                printf("  C[%lld, %lld] = %.6g, want %.6g (tolerance %.2g)\n", (long long)i, (long long)j, got, want, tol);
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    return bad;
 }
 
 int main(int argc, char **argv)
@@ -106,6 +143,13 @@ int main(int argc, char **argv)
         gpubench_tsv_row(tsv, key, ms, note);
         failed |= st != PH_OK;
         broken = st == PH_ERR_CUDA;
+        if (!st) {
+            int bad = check_product(&w);
+            if (bad) printf("M %lld N %lld K %lld: %s\n", (long long)w.s.m, (long long)w.s.n, (long long)w.s.k,
+                            bad < 0 ? "the check could not run" : "WRONG RESULTS");
+            else printf("M %lld N %lld K %lld: 1024 sampled elements right\n", (long long)w.s.m, (long long)w.s.n, (long long)w.s.k);
+            failed |= bad != 0;
+        }
     }
     if (tsv) fclose(tsv);
     ph_devptr bufs[] = {w.a, w.b, w.c};

@@ -139,6 +139,26 @@ Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600)
     ir_module_free(m);
 }
 
+/* The GEMM the bench times, every config (tile shapes, warp grids, stage
+ * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
+ * a K that is no multiple of BK). */
+Test(cpusim, every_gemm_config_matches_the_interpreter, .timeout = 600)
+{
+    IrModule *m = ph_compile_file("bench/gemm_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    cr_assert_geq(m->nfuncs, 8);
+    cpusim *s = load(m);
+    int failed = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        int bad = run_config(s, m->funcs[i]);
+        if (bad) cr_log_error("%s: %d elements or guards differ", m->funcs[i]->name, bad);
+        failed += bad != 0;
+    }
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
+    cpusim_free(s);
+    ir_module_free(m);
+}
+
 /* ---- the attention tutorial ---- */
 
 /* The executor as one of examples/host.h's launchers. */
