@@ -31,6 +31,22 @@ Test(layout, blocked_takes_16_byte_chunks_and_spreads_warps)
     layout_table_free(t);
 }
 
+Test(layout, mma_for_a_plain_product_reads_the_fewest_fragments)
+{
+    LayoutTable *t = layout_table_new();
+    const Layout *sq = layout_mma_for(t, 128, 128, 128, false);
+    cr_assert_eq(sq->wm, 2, "2x2 warps: 4 + 8/2 ldmatrix.x4 a step, where 4x1 reads 2 + 16/2");
+    cr_assert_eq(sq->wn, 2);
+    const Layout *wide = layout_mma_for(t, 64, 256, 256, false);
+    cr_assert_eq(wide->wm * wide->wn, 8, "every warp in use");
+    cr_assert_eq(wide->tm + (wide->tn + 1) / 2, 6, "2 + 8/2 fragments, the fewest (4x2 reads 1 + 16/2)");
+    cr_assert_eq(wide->wm, 2, "of 2x4 and 1x8 (4 + 4/2), the one with more warps along rows");
+    const Layout *rows = layout_mma_for(t, 128, 128, 128, true);
+    cr_assert_eq(rows->wm, 4, "rows first: what reductions and A operands in registers need");
+    cr_assert_eq(rows, layout_mma(t, 128, 128, 128));
+    layout_table_free(t);
+}
+
 Test(layout, mma_uses_the_most_warps_and_prefers_rows)
 {
     LayoutTable *t = layout_table_new();
