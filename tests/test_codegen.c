@@ -90,8 +90,8 @@ static void check_examples_with_ptxas(const char *arch)
     globfree(&g);
 }
 
-Test(codegen, every_example_assembles_for_sm90, .timeout = 300) { check_examples_with_ptxas("sm_90"); }
-Test(codegen, every_example_assembles_for_sm80, .timeout = 300) { check_examples_with_ptxas("sm_80"); }
+Test(codegen, every_example_assembles_for_sm90, .timeout = 1800) { check_examples_with_ptxas("sm_90"); }
+Test(codegen, every_example_assembles_for_sm80, .timeout = 1800) { check_examples_with_ptxas("sm_80"); }
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1
