@@ -517,12 +517,16 @@ static bool lineinfo_asked(void)
     return v && *v && strcmp(v, "0");
 }
 
-/* A config's PTX for arch: from the disk cache, or generated (and cached). */
-int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+/* A config's PTX for arch: from the disk cache, or generated (and cached),
+ * the time it took added to *times when not NULL. */
+static int config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, CodegenTimes *times,
+                      char *err, size_t errlen)
 {
     IrFunc *f = m->ir->funcs[config];
     bool lineinfo = lineinfo_asked();
+    int level = ph_internal_opt_level();
     uint64_t key = m->key ? fnv1a(m->key, f->name, strlen(f->name) + 1) : 0;
+    if (key) key = fnv1a(key, &level, sizeof level);   /* each pipeline's PTX is a file of its own */
     /* PTX with line information is another file: it names the source's path,
      * a relative one from the current folder */
     char cwd[4096] = "";
@@ -538,10 +542,19 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = lineinfo, .source = m->source};
+    CodegenOptions o = {.arch = arch, .opt_level = level, .lineinfo = lineinfo, .source = m->source, .times = times};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
+}
+
+int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+{
+    CodegenTimes times = {0};
+    bool timed = ph_internal_time_asked();
+    int failed = config_ptx(m, config, arch, ptx, from_cache, timed ? &times : NULL, err, errlen);
+    if (timed && !failed && !*from_cache) ph_internal_print_times(m->ir->funcs[config]->name, 1, &times);
+    return failed;
 }
 
 /* The device m runs on: the calling thread's when m is loaded, or when

@@ -78,6 +78,16 @@ void ph_internal_use_driver(const PhDriver *fake);
  * which); 1 with err filled. */
 int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen);
 
+/* The pipeline the runtime's code generation runs (CODEGEN_OPT_*):
+ * PHOBOS_OPT=O0, O2 or O3, else the default, O2. */
+int ph_internal_opt_level(void);
+/* Whether PHOBOS_TIME_COMPILE asks (any value but empty or 0) for the
+ * code generator's time on stderr; and that report's line: what was
+ * generated, in how many configs, and where the time went. */
+struct CodegenTimes;
+bool ph_internal_time_asked(void);
+void ph_internal_print_times(const char *what, int configs, const struct CodegenTimes *t);
+
 /* Sets the message ph_last_error() returns, and returns s: for the
  * runtime's files other than runtime.c. */
 ph_status ph_internal_fail(ph_status s, const char *message);

@@ -108,7 +108,7 @@ Test(runtime, compile_ahead_of_time)
 
     const char *names[] = {"BLOCK"};
     int64_t values[] = {256};
-    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0};
+    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0, 0};
     cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
     cr_expect(strstr(text, ".target sm_80") && strstr(text, ".entry vadd__BLOCK_256("), "%.400s", text);
     cr_expect(!strstr(text, "vadd__BLOCK_128") && !strstr(text, "twod"), "%.400s", text);
@@ -129,6 +129,13 @@ Test(runtime, compile_ahead_of_time)
     cr_expect(strstr(ph_last_error(), "no kernel named 'nope'") != NULL, "%s", ph_last_error());
     o = (ph_compile_options){.arch = "sm_70"};
     cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_INVALID);
+    o = (ph_compile_options){.opt_level = 3};
+    cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "LLVM's full pipeline: %s", ph_last_error());
+    cr_expect(strstr(text, ".entry vadd__BLOCK_128(") != NULL);
+    free(text);
+    o = (ph_compile_options){.opt_level = 1};
+    cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_INVALID);
+    cr_expect(strstr(ph_last_error(), "unknown opt_level") != NULL, "%s", ph_last_error());
     cr_expect_eq(ph_compile("v.ph", NULL, NULL, &text), PH_ERR_INVALID);
     cr_expect_eq(ph_compile("v.ph", vecadd_src, NULL, NULL), PH_ERR_INVALID);
 }
@@ -871,6 +878,43 @@ static char *stderr_of_launch(ph_kernel *k, const ph_arg *args, int nargs)
     char *text = tu_read_file(path);
     unlink(path);
     return text;
+}
+
+/* PHOBOS_OPT picks the JIT's pipeline: O3 and O0 are other files in the
+ * disk cache than the default's, and O0's PTX is not the default's. */
+Test(runtime, phobos_opt_picks_the_pipeline_and_its_cache_file)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    char *plain, *ptx, err[512];
+    bool cached;
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &plain, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached);
+    static const char *const levels[] = {"O3", "O0"};
+    for (int i = 0; i < 2; i++) {
+        setenv("PHOBOS_OPT", levels[i], 1);
+        cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+        cr_assert(!cached, "PHOBOS_OPT=%s: generated, not the default's file", levels[i]);
+        if (i == 1) cr_expect_str_neq(ptx, plain, "O0 is not optimized");
+        free(ptx);
+        cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+        cr_assert(cached, "PHOBOS_OPT=%s: its own file, read back", levels[i]);
+        free(ptx);
+    }
+    unsetenv("PHOBOS_OPT");
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(cached);
+    cr_expect_str_eq(ptx, plain);
+    free(ptx);
+    free(plain);
+    ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* PHOBOS_STATS=1: each config prints its figures when it loads, once;
