@@ -344,6 +344,66 @@ Test(runtime, ptx_disk_cache)
     cr_assert_eq(system(cmd), 0);
 }
 
+/* A tensor-core kernel of four configs and a plain one: enough LLVM work
+ * per config that threads generating them at once do overlap. */
+static const char *tensorcore_configs_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(128)\n"
+    "@ph.stages(S)\n"
+    "@ph.autotune(BM=[32, 64], S=[2, 3])\n"
+    "def mm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, 64], C: ph.tensor[ph.f32][M, 64]):\n"
+    "    m0: ph.let = ph.ctx.block.x * BM\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, 64]] = 0.0\n"
+    "    for k0 in range(0, K, 32):\n"
+    "        acc += ph.dot(A[m0:+BM, k0:+32], B[k0:+32, :])\n"
+    "    C[m0:+BM, :] = acc\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256])\n"
+    "def vadd(X: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N]):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = X[i0:+BLOCK] + 1.0\n";
+
+/* The configs generated at once on one thread, on three and on as many
+ * as there are configs: the same PTX, config by config, as each one
+ * generated alone, in the order asked (not the order they finish in). */
+Test(runtime, configs_generate_alike_on_any_number_of_threads)
+{
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    ph_module *m;
+    cr_assert_eq(ph_module_load_string("mm.ph", tensorcore_configs_src, &m), PH_OK, "%s", ph_last_error());
+    enum { N = 6 };
+    const int order[N] = {5, 0, 3, 1, 4, 2};   /* not the module's */
+    const char *entries[N] = {"vadd__BLOCK_256", "mm__BM_32__S_2", "mm__BM_64__S_3", "mm__BM_32__S_3", "vadd__BLOCK_128",
+                              "mm__BM_64__S_2"};
+    char *alone[N], err[512];
+    bool cached;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(ph_internal_config_ptx(m, order[i], "sm_90", &alone[i], &cached, err, sizeof err), 0, "%s", err);
+        char entry[64];
+        snprintf(entry, sizeof entry, ".entry %s(", entries[i]);
+        cr_assert_not_null(strstr(alone[i], entry), "config %d is %s", order[i], entries[i]);
+    }
+    const int threads[] = {1, 3, N};
+    for (int t = 0; t < 3; t++) {
+        char *ptx[N], (*errs)[PH_CONFIG_ERR_BYTES] = calloc(N, sizeof *errs);
+        bool from_cache[N];
+        int failed[N];
+        ph_internal_configs_ptx(m, order, N, "sm_90", threads[t], ptx, from_cache, failed, errs);
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(failed[i], 0, "%d threads, config %d: %s", threads[t], order[i], errs[i]);
+            cr_assert(!from_cache[i]);
+            cr_assert_str_eq(ptx[i], alone[i], "%d threads: config %d's PTX differs from its own", threads[t], order[i]);
+            free(ptx[i]);
+        }
+        free(errs);
+    }
+    for (int i = 0; i < N; i++) free(alone[i]);
+    ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
+}
+
 /* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
  * .loc directives, and is cached apart from the PTX without them, which
  * has none; 0 is off. */
@@ -878,6 +938,41 @@ static char *stderr_of_launch(ph_kernel *k, const ph_arg *args, int nargs)
     char *text = tu_read_file(path);
     unlink(path);
     return text;
+}
+
+/* PHOBOS_TIME_COMPILE=1: the first launch generates the kernel's three
+ * configs at once; a line each, in config order, says where its time
+ * went, then one line the batch's. A launch that generates nothing says
+ * nothing. */
+Test(runtime, phobos_time_compile_reports_each_config_of_a_batch)
+{
+    setenv("PHOBOS_TIME_COMPILE", "1", 1);
+    setenv("PHOBOS_COMPILE_THREADS", "2", 1);
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    char *log = stderr_of_launch(k, args, 4);
+    const char *at = log;
+    static const char *const lines[] = {"phobos: time: vadd__BLOCK_128: ", "phobos: time: vadd__BLOCK_256: ",
+                                        "phobos: time: vadd__BLOCK_512: ",
+                                        "phobos: time: 3 configs generated (0 from the PTX cache) on 2 threads in "};
+    for (int i = 0; i < 4; i++) {
+        const char *line = strstr(at, lines[i]);
+        cr_assert_not_null(line, "no '%s' after what came before in:\n%s", lines[i], log);
+        at = line + strlen(lines[i]);
+    }
+    cr_expect(strstr(log, "ms CPU (lowering ") && strstr(log, ", LLVM pipeline ") && strstr(log, ", NVPTX back end "), "%s", log);
+    free(log);
+    log = stderr_of_launch(k, args, 4);
+    cr_expect_str_eq(log, "", "every config is loaded: nothing generated, nothing said");
+    free(log);
+    ph_module_free(m);
+    ph_shutdown();
+    unsetenv("PHOBOS_TIME_COMPILE");
+    unsetenv("PHOBOS_COMPILE_THREADS");
 }
 
 /* PHOBOS_OPT picks the JIT's pipeline: O3 and O0 are other files in the
