@@ -932,6 +932,36 @@ static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3]
     return PH_OK;
 }
 
+/* Keeps eligible[i] alone, loaded, when it loads: true. */
+static bool load_only(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, int i, ph_status *s)
+{
+    *s = config_load(k->module, k->first + eligible[i]);
+    if (*s) return false;
+    eligible[0] = eligible[i];
+    memcpy(grids[0], grids[i], sizeof *grids);
+    *ne = 1;
+    return true;
+}
+
+/* Loads what the launch needs of its eligible configs: the one the
+ * autotuner already knows for these arguments, or with autotuning off the
+ * first that loads, alone; else every one, to be timed. A config the
+ * driver refuses leaves the eligible set, as in load_eligible. */
+static ph_status load_needed(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, const ph_arg *args, int nargs)
+{
+    int pick = 0;
+    ph_status s = PH_OK;
+    if (*ne > 1 && !ph_internal_autotune_enabled()) {
+        for (int i = 0; i < *ne; i++)
+            if (load_only(k, eligible, grids, ne, i, &s) || s != PH_ERR_MODULE) return s;
+        return none_loaded(k, eligible, *ne);
+    }
+    if (*ne > 1 && ph_internal_autotune_known(k->tuner, k, eligible, *ne, args, nargs, &pick) &&
+        (load_only(k, eligible, grids, ne, pick, &s) || s != PH_ERR_MODULE))
+        return s;
+    return load_eligible(k, eligible, grids, ne);
+}
+
 /* ---- launching ---- */
 
 int64_t ph_meta_get(const ph_meta *meta, const char *name, int64_t dflt)
@@ -1161,7 +1191,7 @@ static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const 
     if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
     CUcontext saved = NULL;
     if (s || (s = enter_context(d, &saved))) return s;
-    s = load_eligible(k, eligible, grids, &ne);
+    s = load_needed(k, eligible, grids, &ne, args, nargs);
     k->stream = stream;
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     leave_context(d, saved);

@@ -149,6 +149,11 @@ void ph_internal_tuner_free(PhTuner *t);
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick);
 
+/* Whether the winner for a launch of k with args is known already, in
+ * memory or on disk, and eligible: its index into eligible[] in *pick.
+ * The launch then loads that config alone. */
+bool ph_internal_autotune_known(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick);
+
 /* Whether autotuning is on: as ph_set_autotune set it, else as
  * PHOBOS_AUTOTUNE says (on when unset). */
 bool ph_internal_autotune_enabled(void);

@@ -1594,15 +1594,19 @@ Test(autotune, off_runs_the_first_eligible_config)
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
     cr_assert_eq(fake.ntimings, 0);
     cr_assert_str_eq(fake.trace, "L", "one launch and nothing else");
+    cr_assert_eq(fake.nloads, 1, "the config launched is the only one generated and loaded");
     ph_module_free(m);
 
-    /* the first the driver accepts */
+    /* the first the driver accepts, the configs after it left alone */
     fake.refuse[0] = "vadd__BLOCK_128";
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
     cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
     cr_assert_eq(fake.ntimings, 0);
+    cr_assert_eq(fake.nloads, 3);
+    cr_assert_str_eq(fake.loaded[1], "vadd__BLOCK_128");
+    cr_assert_str_eq(fake.loaded[2], "vadd__BLOCK_256");
 
     /* the API over the environment: tuned */
     ph_set_autotune(1);
@@ -1897,6 +1901,8 @@ Test(autotune, a_winner_on_disk_is_used_by_a_later_load)
     cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "nothing timed");
     cr_assert_eq(fake.nlaunches, launched + 1, "one launch");
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512", "the stored winner");
+    cr_assert_eq(fake.nloads, 3 + 1, "the stored winner is the only config generated and loaded");
+    cr_assert_str_eq(fake.loaded[3], "vadd__BLOCK_512");
     fflush(out);
     cr_assert(strstr(log, "phobos: vadd: vadd__BLOCK_512, as tuned before (") != NULL, "%s", log);
     ph_set_autotune_verbose(-1);
