@@ -8,12 +8,14 @@
 #include "cg.h"
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- line information (-lineinfo) ----
@@ -218,120 +220,191 @@ static void emit_func(Cg *c, const IrFunc *f)
     layout_table_free(c->layouts);
 }
 
-static void register_nvptx(void)
+/* ---- the LLVM pipelines ----
+ * What runs after lowering, by opt level (docs/performance.md, "Compile
+ * time", has the figures that chose them):
+ *   CODEGEN_OPT_NONE     nothing; the back end at -O0 (readable output)
+ *   CODEGEN_OPT_DEFAULT  LLVM's default<O3>, then the back end at its
+ *                        default level: EarlyCSE where -O3 runs GVN, twice,
+ *                        over the IR the back end prepares
+ *   CODEGEN_OPT_FULL     default<O3> and the back end at -O3 (phc -O3)
+ * For every kernel of bench/ and examples/ the default writes the PTX the
+ * full pipeline writes, byte for byte, with a fifth to two fifths less
+ * back-end time. The SLP vectorizer is off in both: it changed the PTX of
+ * none of the repository's kernels and took from an eighth to a third of
+ * a config's compile time (LLVM reads that switch from its command line
+ * only). */
+typedef struct { const char *passes; LLVMCodeGenOptLevel backend; } Pipeline;
+
+static Pipeline pipeline_of(int opt_level)
+{
+    switch (opt_level) {
+    case CODEGEN_OPT_NONE: return (Pipeline){NULL, LLVMCodeGenLevelNone};
+    case CODEGEN_OPT_FULL: return (Pipeline){"default<O3>", LLVMCodeGenLevelAggressive};
+    default: return (Pipeline){"default<O3>", LLVMCodeGenLevelDefault};
+    }
+}
+
+static void init_llvm(void)
 {
     LLVMInitializeNVPTXTargetInfo();
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    /* this LLVM is the library's own (linked in, its symbols hidden): its
+     * options are nobody else's */
+    const char *const args[] = {"phobos", "-vectorize-slp=false"};
+    LLVMParseCommandLineOptions(2, args, "");
 }
 
 /* Once per process, though threads of a host may compile at once. */
-static int init_targets(void)
+static void init_targets(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, register_nvptx);
-    return 0;
+    pthread_once(&once, init_llvm);
+}
+
+/* The calling thread's CPU time: what a step cost, whatever else runs. */
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* An empty module for NVPTX, its types made once. */
+static void begin_module(Cg *c)
+{
+    c->ctx = LLVMContextCreate();
+    c->mod = LLVMModuleCreateWithNameInContext("phobos", c->ctx);
+    LLVMSetTarget(c->mod, CODEGEN_TRIPLE);
+    LLVMSetDataLayout(c->mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
+    c->b = LLVMCreateBuilderInContext(c->ctx);
+    c->tvoid = LLVMVoidTypeInContext(c->ctx);
+    c->ti1 = LLVMInt1TypeInContext(c->ctx);
+    c->ti16 = LLVMInt16TypeInContext(c->ctx);
+    c->ti32 = LLVMInt32TypeInContext(c->ctx);
+    c->ti64 = LLVMInt64TypeInContext(c->ctx);
+    c->tf16 = LLVMHalfTypeInContext(c->ctx);
+    c->tbf16 = LLVMBFloatTypeInContext(c->ctx);
+    c->tf32 = LLVMFloatTypeInContext(c->ctx);
+    c->tf64 = LLVMDoubleTypeInContext(c->ctx);
+    c->tptr1 = LLVMPointerTypeInContext(c->ctx, 1);
+    c->tptr3 = LLVMPointerTypeInContext(c->ctx, 3);
+    c->tv2f16 = LLVMVectorType(c->tf16, 2);
+}
+
+static void end_module(Cg *c)
+{
+    LLVMDisposeBuilder(c->b);
+    LLVMDisposeModule(c->mod);
+    LLVMContextDispose(c->ctx);
+}
+
+/* Every function of m into the module, which LLVM's verifier then checks. 0 or 1. */
+static int lower_module(Cg *c, const IrModule *m, const CodegenOptions *o)
+{
+    begin_line_info(c, o);
+    for (int i = 0; i < m->nfuncs && !c->failed; i++) {
+        /* sema refuses such kernels; IR from elsewhere is checked here */
+        int64_t bytes = ir_param_bytes(m->funcs[i]->params, m->funcs[i]->nparams);
+        if (bytes > IR_MAX_PARAM_BYTES) {
+            snprintf(c->err, c->errlen, "%s: its parameters take %lld bytes; a GPU kernel's parameters are limited to %d bytes",
+                     m->funcs[i]->name, (long long)bytes, IR_MAX_PARAM_BYTES);
+            c->failed = true;
+            break;
+        }
+        emit_func(c, m->funcs[i]);
+    }
+    end_line_info(c);
+    if (c->failed) return 1;
+    char *msg = NULL;
+    int status = 0;
+    if (LLVMVerifyModule(c->mod, LLVMReturnStatusAction, &msg)) {
+        snprintf(c->err, c->errlen, "internal error: LLVM rejects the lowered module: %.400s", msg ? msg : "");
+        status = 1;
+    }
+    LLVMDisposeMessage(msg);
+    return status;
+}
+
+/* The NVPTX target machine for arch at the pipeline's back-end level, or NULL with err set. */
+static LLVMTargetMachineRef target_machine(const char *arch, Pipeline p, char *err, size_t errlen)
+{
+    LLVMTargetRef target = NULL;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(CODEGEN_TRIPLE, &target, &msg)) {
+        snprintf(err, errlen, "no NVPTX target in this LLVM: %s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return NULL;
+    }
+    return LLVMCreateTargetMachine(target, CODEGEN_TRIPLE, arch, "+ptx80", p.backend, LLVMRelocDefault, LLVMCodeModelDefault);
+}
+
+static int optimize(Cg *c, LLVMTargetMachineRef tm, Pipeline p)
+{
+    if (!p.passes) return 0;
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(c->mod, p.passes, tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (!e) return 0;
+    char *em = LLVMGetErrorMessage(e);
+    snprintf(c->err, c->errlen, "LLVM optimization failed: %s", em);
+    LLVMDisposeErrorMessage(em);
+    return 1;
+}
+
+/* The module as text: LLVM IR, or PTX from the back end (instruction
+ * selection, the PTX printer) with ptxas's workarounds. */
+static int emit_text(Cg *c, LLVMTargetMachineRef tm, CgEmit what, char **out)
+{
+    if (what == CG_EMIT_LLVM) {
+        char *s = LLVMPrintModuleToString(c->mod);
+        *out = xstrdup(s);
+        LLVMDisposeMessage(s);
+        return 0;
+    }
+    LLVMMemoryBufferRef buf = NULL;
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, c->mod, LLVMAssemblyFile, &msg, &buf)) {
+        snprintf(c->err, c->errlen, "PTX emission failed: %s", msg ? msg : "");
+        LLVMDisposeMessage(msg);
+        return 1;
+    }
+    char *ptx = xstrndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+    LLVMDisposeMemoryBuffer(buf);
+    *out = ptxas_workarounds(ptx);
+    free(ptx);
+    if (*out) return 0;
+    snprintf(c->err, c->errlen, "out of memory rewriting the PTX");
+    return 1;
 }
 
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen)
 {
-    const char *triple = "nvptx64-nvidia-cuda";
     const char *arch = o && o->arch ? o->arch : "sm_90";
-    int opt = o ? o->opt_level : 3;
+    Pipeline p = pipeline_of(o ? o->opt_level : CODEGEN_OPT_DEFAULT);
+    CodegenTimes *times = o ? o->times : NULL;
     *out = NULL;
     init_targets();
     Cg c = {0};
     c.err = err;
     c.errlen = errlen;
-    c.ctx = LLVMContextCreate();
-    c.mod = LLVMModuleCreateWithNameInContext("phobos", c.ctx);
-    LLVMSetTarget(c.mod, triple);
-    LLVMSetDataLayout(c.mod, "e-i64:64-i128:128-v16:16-v32:32-n16:32:64");
-    c.b = LLVMCreateBuilderInContext(c.ctx);
-    c.tvoid = LLVMVoidTypeInContext(c.ctx);
-    c.ti1 = LLVMInt1TypeInContext(c.ctx);
-    c.ti16 = LLVMInt16TypeInContext(c.ctx);
-    c.ti32 = LLVMInt32TypeInContext(c.ctx);
-    c.ti64 = LLVMInt64TypeInContext(c.ctx);
-    c.tf16 = LLVMHalfTypeInContext(c.ctx);
-    c.tbf16 = LLVMBFloatTypeInContext(c.ctx);
-    c.tf32 = LLVMFloatTypeInContext(c.ctx);
-    c.tf64 = LLVMDoubleTypeInContext(c.ctx);
-    c.tptr1 = LLVMPointerTypeInContext(c.ctx, 1);
-    c.tptr3 = LLVMPointerTypeInContext(c.ctx, 3);
-    c.tv2f16 = LLVMVectorType(c.tf16, 2);
-    begin_line_info(&c, o);
-    int status = 0;
-    for (int i = 0; i < m->nfuncs && !c.failed; i++) {
-        /* sema refuses such kernels; IR from elsewhere is checked here */
-        int64_t bytes = ir_param_bytes(m->funcs[i]->params, m->funcs[i]->nparams);
-        if (bytes > IR_MAX_PARAM_BYTES) {
-            snprintf(err, errlen, "%s: its parameters take %lld bytes; a GPU kernel's parameters are limited to %d bytes",
-                     m->funcs[i]->name, (long long)bytes, IR_MAX_PARAM_BYTES);
-            c.failed = true;
-            break;
-        }
-        emit_func(&c, m->funcs[i]);
-    }
-    end_line_info(&c);
-    char *msg = NULL;
-    if (c.failed) status = 1;
-    else if (LLVMVerifyModule(c.mod, LLVMReturnStatusAction, &msg)) {
-        snprintf(err, errlen, "internal error: LLVM rejects the lowered module: %.400s", msg ? msg : "");
-        status = 1;
-    }
-    LLVMDisposeMessage(msg);
-    msg = NULL;
-    LLVMTargetRef target = NULL;
-    LLVMTargetMachineRef tm = NULL;
-    if (!status && LLVMGetTargetFromTriple(triple, &target, &msg)) {
-        snprintf(err, errlen, "no NVPTX target in this LLVM: %s", msg ? msg : "");
-        status = 1;
-    }
-    LLVMDisposeMessage(msg);
-    msg = NULL;
-    if (!status) {
-        tm = LLVMCreateTargetMachine(target, triple, arch, "+ptx80", opt ? LLVMCodeGenLevelAggressive : LLVMCodeGenLevelNone,
-                                     LLVMRelocDefault, LLVMCodeModelDefault);
-        if (opt) {
-            LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-            LLVMErrorRef e = LLVMRunPasses(c.mod, "default<O3>", tm, po);
-            LLVMDisposePassBuilderOptions(po);
-            if (e) {
-                char *em = LLVMGetErrorMessage(e);
-                snprintf(err, errlen, "LLVM optimization failed: %s", em);
-                LLVMDisposeErrorMessage(em);
-                status = 1;
-            }
-        }
-    }
-    if (!status) {
-        if (what == CG_EMIT_LLVM) {
-            char *s = LLVMPrintModuleToString(c.mod);
-            *out = xstrdup(s);
-            LLVMDisposeMessage(s);
-        } else {
-            LLVMMemoryBufferRef buf = NULL;
-            if (LLVMTargetMachineEmitToMemoryBuffer(tm, c.mod, LLVMAssemblyFile, &msg, &buf)) {
-                snprintf(err, errlen, "PTX emission failed: %s", msg ? msg : "");
-                status = 1;
-            } else {
-                char *ptx = xstrndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
-                LLVMDisposeMemoryBuffer(buf);
-                *out = ptxas_workarounds(ptx);
-                free(ptx);
-                if (!*out) {
-                    snprintf(err, errlen, "out of memory rewriting the PTX");
-                    status = 1;
-                }
-            }
-            LLVMDisposeMessage(msg);
-        }
-    }
+    double t0 = cpu_ms();
+    begin_module(&c);
+    int status = lower_module(&c, m, o);
+    double t1 = cpu_ms();
+    LLVMTargetMachineRef tm = status ? NULL : target_machine(arch, p, err, errlen);
+    if (!status && !tm) status = 1;
+    if (!status) status = optimize(&c, tm, p);
+    double t2 = cpu_ms();
+    if (!status) status = emit_text(&c, tm, what, out);
     if (tm) LLVMDisposeTargetMachine(tm);
-    LLVMDisposeBuilder(c.b);
-    LLVMDisposeModule(c.mod);
-    LLVMContextDispose(c.ctx);
+    end_module(&c);
+    if (times) {
+        times->lower_ms += t1 - t0;
+        times->optimize_ms += t2 - t1;
+        times->backend_ms += cpu_ms() - t2;
+    }
     return status;
 }

@@ -14,12 +14,30 @@
 
 #include "ir.h"
 
+/* The LLVM pipelines (codegen.c says what each runs). */
+enum {
+    CODEGEN_OPT_NONE = 0,      /* no LLVM optimization: readable LLVM IR and PTX (phc -O0) */
+    CODEGEN_OPT_DEFAULT = 2,   /* phc's own (phc -O2, the default) */
+    CODEGEN_OPT_FULL = 3,      /* LLVM's default<O3> and its -O3 back end (phc -O3) */
+};
+
+/* Where codegen_emit's time went, in milliseconds of the calling thread's
+ * CPU time: added to, so that a caller may sum over calls. */
+typedef struct CodegenTimes {
+    double lower_ms;      /* tile IR to LLVM IR, and LLVM's verifier */
+    double optimize_ms;   /* the LLVM pipeline */
+    double backend_ms;    /* NVPTX: instruction selection, the PTX printer (or the LLVM IR printed) */
+} CodegenTimes;
+
 typedef struct {
     const char *arch;   /* "sm_80", "sm_90" (default sm_90) */
-    int opt_level;      /* 0: no LLVM optimization (readable); 3: default */
+    int opt_level;      /* CODEGEN_OPT_*; any other value is the default */
     bool lineinfo;      /* line information: PTX .file and .loc directives for the .ph lines */
     const char *source; /* with lineinfo: the .ph file's path, as .file names it (NULL: "<string>") */
+    CodegenTimes *times;   /* not NULL: what each step took is added there */
 } CodegenOptions;
+
+#define CODEGEN_TRIPLE "nvptx64-nvidia-cuda"
 
 typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
 
@@ -39,7 +57,8 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
 
 /* Lowers every function of m into one module and emits it as LLVM IR text
  * or PTX. On success returns 0 and a malloc'd NUL-terminated text in *out;
- * otherwise 1 with a message in err. */
+ * otherwise 1 with a message in err. Threads may call it at once: each
+ * call has an LLVM context of its own, and nothing else is shared. */
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen);
 
 /* The emitted PTX with the rewrites of compiler/cg_ptxas.c that keep

@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@ typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLV
 typedef struct {
     const char *input, *output, *dump_after;
     Emit emit;
-    bool check_only, list, stats;
+    bool check_only, list, stats, time_passes;
     SemaOptions sema;
     ph_compile_options code;   /* for the code generator, in libphobos */
     const char *define_names[64];
@@ -44,7 +45,8 @@ static const char usage[] =
     "                     cubin runs ptxas, which must be on PATH or in $CUDA_HOME/bin,\n"
     "                     by default /usr/local/cuda/bin)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
-    "  -O0, -O3           no LLVM optimization (readable LLVM IR and PTX); full (default)\n"
+    "  -O0, -O2, -O3      no LLVM optimization (readable LLVM IR and PTX); phc's pipeline\n"
+    "                     (default); LLVM's full -O3 pipeline (slower to compile)\n"
     "  -lineinfo, --lineinfo\n"
     "                     line information: .loc directives that map the PTX (and so the\n"
     "                     SASS, for compute-sanitizer and Nsight Compute) to FILE.ph's lines\n"
@@ -60,6 +62,9 @@ static const char usage[] =
     "  --list             list the kernels and their configs (entry names, meta-parameters)\n"
     "  --dump-after=PASS  print the IR after pass PASS (parse = as lowered; see --passes)\n"
     "  --passes           list the IR passes in pipeline order\n"
+    "  --time-passes      on standard error, the CPU time of each step: front end, IR\n"
+    "                     passes, then the code generator's lowering, LLVM pipeline and\n"
+    "                     NVPTX back end (as PHOBOS_TIME_COMPILE=1 reports them)\n"
     "  -h, --help         this text\n"
     "  --version          phc's version\n"
     "\n"
@@ -105,7 +110,7 @@ static int parse_emit(Options *o, const char *k)
 /* Every long option has a value of its own, past any character, so that
  * after an error optopt tells a short option (a character) from a long one. */
 enum { OPT_CHECK = 256, OPT_EMIT, OPT_ARCH, OPT_OUTPUT, OPT_KERNEL, OPT_LIST, OPT_DUMP_AFTER, OPT_PASSES, OPT_HELP, OPT_VERSION,
-       OPT_LINEINFO, OPT_STATS };
+       OPT_LINEINFO, OPT_STATS, OPT_TIME_PASSES };
 
 static const struct option long_options[] = {
     {"check", no_argument, NULL, OPT_CHECK},
@@ -120,6 +125,7 @@ static const struct option long_options[] = {
     {"version", no_argument, NULL, OPT_VERSION},
     {"lineinfo", no_argument, NULL, OPT_LINEINFO},
     {"stats", no_argument, NULL, OPT_STATS},
+    {"time-passes", no_argument, NULL, OPT_TIME_PASSES},
     {NULL, 0, NULL, 0},
 };
 
@@ -165,11 +171,14 @@ static int take_option(Options *o, int c, char **argv)
         o->code.arch = optarg;
         return EXIT_OK;
     case 'O':
-        if (strcmp(optarg, "0") && strcmp(optarg, "3")) return usage_error("unknown optimization level '-O%s' (-O0, -O3)", optarg);
+        if (strcmp(optarg, "0") && strcmp(optarg, "2") && strcmp(optarg, "3"))
+            return usage_error("unknown optimization level '-O%s' (-O0, -O2, -O3)", optarg);
         o->code.no_opt = optarg[0] == '0';
+        o->code.opt_level = optarg[0] == '3' ? 3 : 0;
         return EXIT_OK;
     case OPT_LINEINFO: o->code.lineinfo = 1; return EXIT_OK;
     case OPT_STATS: o->stats = true; return EXIT_OK;
+    case OPT_TIME_PASSES: o->time_passes = true; return EXIT_OK;
     case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
     case 'o': case OPT_OUTPUT: o->output = optarg; return EXIT_OK;
     case OPT_KERNEL: o->sema.kernel = optarg; return EXIT_OK;
@@ -594,6 +603,14 @@ static int load_input(const char *input, SrcFile *src)
     return failed ? EXIT_USAGE : EXIT_OK;
 }
 
+/* --time-passes: the calling thread's CPU time, as the library reports its own. */
+static double cpu_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
@@ -611,13 +628,18 @@ static int compile(const Options *o, FILE *out)
         if (!d.nerrors) print_tokens(out, toks, n);
         goto done;
     }
+    double start = cpu_ms();
     Module *m = parse(&src, &d, arena);
     if (d.nerrors) goto done;
     if (o->emit == EMIT_AST) { ast_print(out, m); goto done; }
     ir = sema(m, &d, &o->sema);
     if (!ir || d.nerrors) goto done;
     if (o->list) { print_list(out, ir); goto done; }
+    double front = cpu_ms();
     if ((status = run_passes(o, ir, out))) goto done;
+    if (o->time_passes)
+        fprintf(stderr, "phc: time: front end (lex, parse, sema) %.1f ms, IR passes %.1f ms CPU, %d configs\n",
+                front - start, cpu_ms() - front, ir->nfuncs);
     if (o->check_only || o->dump_after) goto done;
     if (o->emit == EMIT_IR) ir_print_module(out, ir);
     else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
@@ -639,6 +661,7 @@ int main(int argc, char **argv)
     o.code.arch = "sm_90";
     int status = parse_args(&o, argc, argv);
     if (status) return status;
+    if (o.time_passes) setenv("PHOBOS_TIME_COMPILE", "1", 1);   /* the library's code generator reports its steps */
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);

@@ -455,20 +455,44 @@ static bool stored_winner(const PhTuner *t, const char *path, const char *key, c
 
 /* ---- the choice ---- */
 
+/* The winner on disk for these arguments, remembered when found. The
+ * key and the file's path, when the cache is on, in *key and path. */
+static bool disk_winner(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick,
+                        char **key, char *path, size_t n)
+{
+    *key = NULL;
+    bool on_disk = t->space && ph_internal_cache_folder(path, n);   /* the cache is on */
+    if (on_disk) *key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_internal_device_name(k));
+    on_disk = *key && ph_internal_tune_path(*key, path, n);
+    if (!on_disk) {
+        free(*key);
+        *key = NULL;
+        return false;
+    }
+    if (!stored_winner(t, path, *key, eligible, ne, pick)) return false;
+    FILE *out = log_stream ? log_stream : stderr;
+    if (verbosity(out) == ASKED)
+        fprintf(out, "phobos: %s: %s, as tuned before (%s)\n", t->configs[0]->kernel, config_name(t, eligible[*pick]), path);
+    remember(t, args, nargs, eligible[*pick]);
+    return true;
+}
+
+bool ph_internal_autotune_known(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
+{
+    if (known_winner(t, eligible, ne, args, nargs, pick)) return true;
+    char path[1200], *key;
+    bool found = disk_winner(t, k, eligible, ne, args, nargs, pick, &key, path, sizeof path);
+    free(key);
+    return found;
+}
+
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick)
 {
     *pick = 0;
     if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
-    char path[1200], *key = NULL;
-    bool on_disk = t->space && ph_internal_cache_folder(path, sizeof path);   /* the cache is on */
-    if (on_disk) key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_internal_device_name(k));
-    on_disk = key && ph_internal_tune_path(key, path, sizeof path);
-    if (on_disk && stored_winner(t, path, key, eligible, ne, pick)) {
-        FILE *out = log_stream ? log_stream : stderr;
-        if (verbosity(out) == ASKED)
-            fprintf(out, "phobos: %s: %s, as tuned before (%s)\n", t->configs[0]->kernel, config_name(t, eligible[*pick]), path);
-        remember(t, args, nargs, eligible[*pick]);
+    char path[1200], *key;
+    if (disk_winner(t, k, eligible, ne, args, nargs, pick, &key, path, sizeof path)) {
         free(key);
         return PH_OK;
     }
@@ -476,7 +500,7 @@ ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, un
     ph_status s = tune(t, k, eligible, grids, ne, args, pick, &ms);
     if (!s) {
         remember(t, args, nargs, eligible[*pick]);
-        if (on_disk) ph_internal_tune_write(path, key, config_name(t, eligible[*pick]), ms);
+        if (key) ph_internal_tune_write(path, key, config_name(t, eligible[*pick]), ms);
     }
     free(key);
     return s;

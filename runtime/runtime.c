@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -517,12 +518,16 @@ static bool lineinfo_asked(void)
     return v && *v && strcmp(v, "0");
 }
 
-/* A config's PTX for arch: from the disk cache, or generated (and cached). */
-int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+/* A config's PTX for arch: from the disk cache, or generated (and cached),
+ * the time it took added to *times when not NULL. */
+static int config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, CodegenTimes *times,
+                      char *err, size_t errlen)
 {
     IrFunc *f = m->ir->funcs[config];
     bool lineinfo = lineinfo_asked();
+    int level = ph_internal_opt_level();
     uint64_t key = m->key ? fnv1a(m->key, f->name, strlen(f->name) + 1) : 0;
+    if (key) key = fnv1a(key, &level, sizeof level);   /* each pipeline's PTX is a file of its own */
     /* PTX with line information is another file: it names the source's path,
      * a relative one from the current folder */
     char cwd[4096] = "";
@@ -538,10 +543,73 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = lineinfo, .source = m->source};
+    CodegenOptions o = {.arch = arch, .opt_level = level, .lineinfo = lineinfo, .source = m->source, .times = times};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;
+}
+
+int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen)
+{
+    CodegenTimes times = {0};
+    bool timed = ph_internal_time_asked();
+    int failed = config_ptx(m, config, arch, ptx, from_cache, timed ? &times : NULL, err, errlen);
+    if (timed && !failed && !*from_cache) ph_internal_print_times(m->ir->funcs[config]->name, 1, &times);
+    return failed;
+}
+
+/* ---- generating a kernel's configs at once ---- */
+
+typedef struct {
+    ph_module *m;
+    const int *configs;
+    const char *arch;
+    char **ptx;
+    bool *from_cache;
+    int *failed;
+    char (*err)[PH_CONFIG_ERR_BYTES];
+    CodegenTimes *times;   /* per config, when PHOBOS_TIME_COMPILE asks */
+} PtxBatch;
+
+static void generate_one(void *batch, int i)
+{
+    PtxBatch *b = batch;
+    b->failed[i] = config_ptx(b->m, b->configs[i], b->arch, &b->ptx[i], &b->from_cache[i], b->times ? &b->times[i] : NULL,
+                              b->err[i], sizeof b->err[i]);
+}
+
+static double wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* PHOBOS_TIME_COMPILE's lines for a batch, in the order of its configs
+ * (not the order they finished in), then how long the batch took. */
+static void print_batch_times(const PtxBatch *b, int n, int threads, double ms)
+{
+    int generated = 0;
+    for (int i = 0; i < n; i++) {
+        if (b->failed[i] || b->from_cache[i]) continue;
+        ph_internal_print_times(b->m->ir->funcs[b->configs[i]]->name, 1, &b->times[i]);
+        generated++;
+    }
+    threads = threads < n ? threads : n;
+    fprintf(stderr, "phobos: time: %d configs generated (%d from the PTX cache) on %d thread%s in %.1f ms\n", generated,
+            n - generated, threads, threads == 1 ? "" : "s", ms);
+}
+
+void ph_internal_configs_ptx(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
+                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES])
+{
+    PtxBatch b = {m, configs, arch, ptx, from_cache, failed, err, NULL};
+    for (int i = 0; i < n; i++) ptx[i] = NULL, from_cache[i] = false, failed[i] = 0, err[i][0] = 0;
+    if (ph_internal_time_asked()) b.times = xcalloc((size_t)n, sizeof *b.times);
+    double start = wall_ms();
+    ph_internal_parallel(n, threads, generate_one, &b);
+    if (b.times) print_batch_times(&b, n, threads, wall_ms() - start);
+    free(b.times);
 }
 
 /* The device m runs on: the calling thread's when m is loaded, or when
@@ -735,18 +803,12 @@ static void print_stats(ph_module *m, int c)
             s.dynamic_shared_bytes, s.threads, s.max_threads_per_block);
 }
 
-/* Config c's PTX goes to the driver on its own, the first time a launch
- * needs it. PH_ERR_MODULE: the driver refused it (now or before). */
-static ph_status config_load(ph_module *m, int c)
+/* Config c (not loaded yet) goes to the driver on its own, as ptx (which
+ * this frees). PH_ERR_MODULE: the driver refused it. */
+static ph_status config_load_ptx(ph_module *m, int c, char *ptx)
 {
     Config *st = &m->state[c];
-    if (st->state == CONFIG_LOADED) return PH_OK;
-    if (st->state == CONFIG_REFUSED) return fail(PH_ERR_MODULE, "%s", st->why);
-    char *ptx = NULL, err[2048];
-    bool from_cache;
     const Device *d = &rt.devices[m->device];
-    if (ph_internal_config_ptx(m, c, d->arch, &ptx, &from_cache, err, sizeof err))
-        return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
     int64_t shared = codegen_dynamic_shared_bytes(ptx, m->ir->funcs[c]->name);
     if (shared > d->max_shared) {
         free(ptx);
@@ -780,6 +842,20 @@ static ph_status config_load(ph_module *m, int c)
     return PH_OK;
 }
 
+/* Config c's PTX goes to the driver on its own, the first time a launch
+ * needs it. PH_ERR_MODULE: the driver refused it (now or before). */
+static ph_status config_load(ph_module *m, int c)
+{
+    Config *st = &m->state[c];
+    if (st->state == CONFIG_LOADED) return PH_OK;
+    if (st->state == CONFIG_REFUSED) return fail(PH_ERR_MODULE, "%s", st->why);
+    char *ptx = NULL, err[PH_CONFIG_ERR_BYTES];
+    bool from_cache;
+    if (ph_internal_config_ptx(m, c, rt.devices[m->device].arch, &ptx, &from_cache, err, sizeof err))
+        return fail(PH_ERR_COMPILE, "code generation failed: %s", err);
+    return config_load_ptx(m, c, ptx);
+}
+
 /* k could load none of its eligible configs: PH_ERR_MODULE with each
  * one's reason, as it was kept when the config left the eligible set. */
 static ph_status none_loaded(const ph_kernel *k, const int *eligible, int ne)
@@ -794,25 +870,96 @@ static ph_status none_loaded(const ph_kernel *k, const int *eligible, int ne)
     return PH_ERR_MODULE;
 }
 
+/* Generates the PTX of k's eligible configs that are not loaded yet, all
+ * at once, each on a thread of its own (as many as
+ * ph_internal_compile_threads says). The lock stays with the calling
+ * thread, which waits: the threads touch no shared state. ptx[i] is
+ * eligible[i]'s, or NULL where it is loaded or refused already; on a
+ * failure, the first in eligible order says why and nothing is kept. */
+static ph_status generate_eligible(ph_kernel *k, const int *eligible, int ne, char **ptx)
+{
+    ph_module *m = k->module;
+    int n = 0;
+    for (int i = 0; i < ne; i++) {
+        ptx[i] = NULL;
+        n += m->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
+    }
+    int *todo = xcalloc((size_t)n, sizeof *todo), *at = xcalloc((size_t)n, sizeof *at);
+    for (int i = 0, j = 0; i < ne; i++)
+        if (m->state[k->first + eligible[i]].state == CONFIG_UNLOADED) at[j] = i, todo[j++] = k->first + eligible[i];
+    char **text = xcalloc((size_t)n, sizeof *text), (*err)[PH_CONFIG_ERR_BYTES] = xcalloc((size_t)n, sizeof *err);
+    bool *from_cache = xcalloc((size_t)n, sizeof *from_cache);
+    int *failed = xcalloc((size_t)n, sizeof *failed);
+    ph_internal_configs_ptx(m, todo, n, rt.devices[m->device].arch, ph_internal_compile_threads(), text, from_cache, failed, err);
+    ph_status s = PH_OK;
+    for (int j = 0; j < n; j++) {
+        if (failed[j] && !s) s = fail(PH_ERR_COMPILE, "code generation failed: %s", err[j]);
+        ptx[at[j]] = text[j];
+    }
+    if (s)
+        for (int i = 0; i < ne; i++) free(ptx[i]), ptx[i] = NULL;
+    free(todo), free(at), free(text), free(err), free(from_cache), free(failed);
+    return s;
+}
+
 /* Loads the eligible configs of k (indices into its configs, with their
- * grids) and drops those the driver refuses; none left is PH_ERR_MODULE
- * with every reason. */
+ * grids), their code generated at once, and drops those the driver
+ * refuses; none left is PH_ERR_MODULE with every reason. */
 static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne)
 {
+    int unloaded = 0;
+    for (int i = 0; i < *ne; i++) unloaded += k->module->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
+    char **ptx = unloaded > 1 ? xcalloc((size_t)*ne, sizeof *ptx) : NULL;   /* one is generated where it loads */
+    ph_status s = ptx ? generate_eligible(k, eligible, *ne, ptx) : PH_OK;
     int kept = 0;
-    for (int i = 0; i < *ne; i++) {
+    for (int i = 0; i < *ne && !s; i++) {
         int c = k->first + eligible[i];
+        char *text = ptx ? ptx[i] : NULL;
+        if (ptx) ptx[i] = NULL;
         if (k->module->state[c].state == CONFIG_REFUSED) continue;   /* for good, its reason kept */
-        ph_status s = config_load(k->module, c);
-        if (s == PH_ERR_MODULE) continue;
-        if (s) return s;
+        s = text ? config_load_ptx(k->module, c, text) : config_load(k->module, c);
+        if (s == PH_ERR_MODULE) { s = PH_OK; continue; }
+        if (s) break;
         eligible[kept] = eligible[i];
         memcpy(grids[kept++], grids[i], sizeof *grids);
     }
+    for (int i = 0; ptx && i < *ne; i++) free(ptx[i]);
+    free(ptx);
+    if (s) return s;
     /* with none kept, nothing was moved: eligible[] still names every refused config */
     if (!kept) return none_loaded(k, eligible, *ne);
     *ne = kept;
     return PH_OK;
+}
+
+/* Keeps eligible[i] alone, loaded, when it loads: true. */
+static bool load_only(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, int i, ph_status *s)
+{
+    *s = config_load(k->module, k->first + eligible[i]);
+    if (*s) return false;
+    eligible[0] = eligible[i];
+    memcpy(grids[0], grids[i], sizeof *grids);
+    *ne = 1;
+    return true;
+}
+
+/* Loads what the launch needs of its eligible configs: the one the
+ * autotuner already knows for these arguments, or with autotuning off the
+ * first that loads, alone; else every one, to be timed. A config the
+ * driver refuses leaves the eligible set, as in load_eligible. */
+static ph_status load_needed(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, const ph_arg *args, int nargs)
+{
+    int pick = 0;
+    ph_status s = PH_OK;
+    if (*ne > 1 && !ph_internal_autotune_enabled()) {
+        for (int i = 0; i < *ne; i++)
+            if (load_only(k, eligible, grids, ne, i, &s) || s != PH_ERR_MODULE) return s;
+        return none_loaded(k, eligible, *ne);
+    }
+    if (*ne > 1 && ph_internal_autotune_known(k->tuner, k, eligible, *ne, args, nargs, &pick) &&
+        (load_only(k, eligible, grids, ne, pick, &s) || s != PH_ERR_MODULE))
+        return s;
+    return load_eligible(k, eligible, grids, ne);
 }
 
 /* ---- launching ---- */
@@ -1044,7 +1191,7 @@ static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const 
     if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
     CUcontext saved = NULL;
     if (s || (s = enter_context(d, &saved))) return s;
-    s = load_eligible(k, eligible, grids, &ne);
+    s = load_needed(k, eligible, grids, &ne, args, nargs);
     k->stream = stream;
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     leave_context(d, saved);

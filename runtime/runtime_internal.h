@@ -78,6 +78,33 @@ void ph_internal_use_driver(const PhDriver *fake);
  * which); 1 with err filled. */
 int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **ptx, bool *from_cache, char *err, size_t errlen);
 
+/* The PTX of configs[0..n) (indices as ph_internal_config_ptx takes them),
+ * generated on up to `threads` threads at once: what
+ * ph_internal_config_ptx gives for configs[i] lands in ptx[i],
+ * from_cache[i] and failed[i] (0 or 1), with its message in err[i], the
+ * same whatever the number of threads. Needs no lock: it reads the module
+ * and writes only these arrays (and the disk cache). */
+enum { PH_CONFIG_ERR_BYTES = 2048 };
+void ph_internal_configs_ptx(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
+                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES]);
+
+/* How many threads generate code at once: PHOBOS_COMPILE_THREADS, else
+ * the online CPUs. */
+int ph_internal_compile_threads(void);
+/* Runs work(arg, i) for every i in [0, n) on up to `threads` threads, the
+ * calling one among them, and returns when every call has (parallel.c). */
+void ph_internal_parallel(int n, int threads, void (*work)(void *arg, int i), void *arg);
+
+/* The pipeline the runtime's code generation runs (CODEGEN_OPT_*):
+ * PHOBOS_OPT=O0, O2 or O3, else the default, O2. */
+int ph_internal_opt_level(void);
+/* Whether PHOBOS_TIME_COMPILE asks (any value but empty or 0) for the
+ * code generator's time on stderr; and that report's line: what was
+ * generated, in how many configs, and where the time went. */
+struct CodegenTimes;
+bool ph_internal_time_asked(void);
+void ph_internal_print_times(const char *what, int configs, const struct CodegenTimes *t);
+
 /* Sets the message ph_last_error() returns, and returns s: for the
  * runtime's files other than runtime.c. */
 ph_status ph_internal_fail(ph_status s, const char *message);
@@ -121,6 +148,11 @@ void ph_internal_tuner_free(PhTuner *t);
  * when it returns, ready for the launch. */
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick);
+
+/* Whether the winner for a launch of k with args is known already, in
+ * memory or on disk, and eligible: its index into eligible[] in *pick.
+ * The launch then loads that config alone. */
+bool ph_internal_autotune_known(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick);
 
 /* Whether autotuning is on: as ph_set_autotune set it, else as
  * PHOBOS_AUTOTUNE says (on when unset). */

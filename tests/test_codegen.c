@@ -32,7 +32,7 @@ static char *emit_at(const IrModule *m, const char *arch, int opt_level, CgEmit 
     return out;
 }
 
-static char *emit(const IrModule *m, const char *arch, CgEmit what) { return emit_at(m, arch, 3, what); }
+static char *emit(const IrModule *m, const char *arch, CgEmit what) { return emit_at(m, arch, CODEGEN_OPT_DEFAULT, what); }
 
 /* Runs ptxas -v on ptx; returns its exit status and its report in *log. */
 static int run_ptxas(const char *ptx, const char *arch, char **log)
@@ -441,7 +441,7 @@ Test(codegen, parameters_over_the_parameter_space_are_refused)
     for (int i = 0; i < 171; i++) many[i] = own[i % 2];
     f->params = many;
     f->nparams = 171;
-    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
+    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
     char *out = NULL, err[512];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 1);
     cr_expect_null(out);
@@ -625,7 +625,7 @@ Test(codegen, integer_negation_is_written_as_not_and_add_one)
 
 static char *emit_lined(const IrModule *m, const char *arch, const char *source)
 {
-    CodegenOptions o = {.arch = arch, .opt_level = 3, .lineinfo = true, .source = source};
+    CodegenOptions o = {.arch = arch, .opt_level = CODEGEN_OPT_DEFAULT, .lineinfo = true, .source = source};
     char *out = NULL, err[2048];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "codegen failed: %s", err);
     return out;

@@ -108,7 +108,7 @@ Test(runtime, compile_ahead_of_time)
 
     const char *names[] = {"BLOCK"};
     int64_t values[] = {256};
-    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0};
+    ph_compile_options o = {"sm_80", PH_EMIT_PTX, 1, "vadd", 1, names, values, 0, 0};
     cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "%s", ph_last_error());
     cr_expect(strstr(text, ".target sm_80") && strstr(text, ".entry vadd__BLOCK_256("), "%.400s", text);
     cr_expect(!strstr(text, "vadd__BLOCK_128") && !strstr(text, "twod"), "%.400s", text);
@@ -129,6 +129,13 @@ Test(runtime, compile_ahead_of_time)
     cr_expect(strstr(ph_last_error(), "no kernel named 'nope'") != NULL, "%s", ph_last_error());
     o = (ph_compile_options){.arch = "sm_70"};
     cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_INVALID);
+    o = (ph_compile_options){.opt_level = 3};
+    cr_assert_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_OK, "LLVM's full pipeline: %s", ph_last_error());
+    cr_expect(strstr(text, ".entry vadd__BLOCK_128(") != NULL);
+    free(text);
+    o = (ph_compile_options){.opt_level = 1};
+    cr_expect_eq(ph_compile("v.ph", vecadd_src, &o, &text), PH_ERR_INVALID);
+    cr_expect(strstr(ph_last_error(), "unknown opt_level") != NULL, "%s", ph_last_error());
     cr_expect_eq(ph_compile("v.ph", NULL, NULL, &text), PH_ERR_INVALID);
     cr_expect_eq(ph_compile("v.ph", vecadd_src, NULL, NULL), PH_ERR_INVALID);
 }
@@ -335,6 +342,66 @@ Test(runtime, ptx_disk_cache)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
+}
+
+/* A tensor-core kernel of four configs and a plain one: enough LLVM work
+ * per config that threads generating them at once do overlap. */
+static const char *tensorcore_configs_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(128)\n"
+    "@ph.stages(S)\n"
+    "@ph.autotune(BM=[32, 64], S=[2, 3])\n"
+    "def mm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, 64], C: ph.tensor[ph.f32][M, 64]):\n"
+    "    m0: ph.let = ph.ctx.block.x * BM\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, 64]] = 0.0\n"
+    "    for k0 in range(0, K, 32):\n"
+    "        acc += ph.dot(A[m0:+BM, k0:+32], B[k0:+32, :])\n"
+    "    C[m0:+BM, :] = acc\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[128, 256])\n"
+    "def vadd(X: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N]):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = X[i0:+BLOCK] + 1.0\n";
+
+/* The configs generated at once on one thread, on three and on as many
+ * as there are configs: the same PTX, config by config, as each one
+ * generated alone, in the order asked (not the order they finish in). */
+Test(runtime, configs_generate_alike_on_any_number_of_threads)
+{
+    setenv("PHOBOS_CACHE_DIR", "off", 1);
+    ph_module *m;
+    cr_assert_eq(ph_module_load_string("mm.ph", tensorcore_configs_src, &m), PH_OK, "%s", ph_last_error());
+    enum { N = 6 };
+    const int order[N] = {5, 0, 3, 1, 4, 2};   /* not the module's */
+    const char *entries[N] = {"vadd__BLOCK_256", "mm__BM_32__S_2", "mm__BM_64__S_3", "mm__BM_32__S_3", "vadd__BLOCK_128",
+                              "mm__BM_64__S_2"};
+    char *alone[N], err[512];
+    bool cached;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(ph_internal_config_ptx(m, order[i], "sm_90", &alone[i], &cached, err, sizeof err), 0, "%s", err);
+        char entry[64];
+        snprintf(entry, sizeof entry, ".entry %s(", entries[i]);
+        cr_assert_not_null(strstr(alone[i], entry), "config %d is %s", order[i], entries[i]);
+    }
+    const int threads[] = {1, 3, N};
+    for (int t = 0; t < 3; t++) {
+        char *ptx[N], (*errs)[PH_CONFIG_ERR_BYTES] = calloc(N, sizeof *errs);
+        bool from_cache[N];
+        int failed[N];
+        ph_internal_configs_ptx(m, order, N, "sm_90", threads[t], ptx, from_cache, failed, errs);
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(failed[i], 0, "%d threads, config %d: %s", threads[t], order[i], errs[i]);
+            cr_assert(!from_cache[i]);
+            cr_assert_str_eq(ptx[i], alone[i], "%d threads: config %d's PTX differs from its own", threads[t], order[i]);
+            free(ptx[i]);
+        }
+        free(errs);
+    }
+    for (int i = 0; i < N; i++) free(alone[i]);
+    ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
 }
 
 /* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
@@ -871,6 +938,78 @@ static char *stderr_of_launch(ph_kernel *k, const ph_arg *args, int nargs)
     char *text = tu_read_file(path);
     unlink(path);
     return text;
+}
+
+/* PHOBOS_TIME_COMPILE=1: the first launch generates the kernel's three
+ * configs at once; a line each, in config order, says where its time
+ * went, then one line the batch's. A launch that generates nothing says
+ * nothing. */
+Test(runtime, phobos_time_compile_reports_each_config_of_a_batch)
+{
+    setenv("PHOBOS_TIME_COMPILE", "1", 1);
+    setenv("PHOBOS_COMPILE_THREADS", "2", 1);
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    char *log = stderr_of_launch(k, args, 4);
+    const char *at = log;
+    static const char *const lines[] = {"phobos: time: vadd__BLOCK_128: ", "phobos: time: vadd__BLOCK_256: ",
+                                        "phobos: time: vadd__BLOCK_512: ",
+                                        "phobos: time: 3 configs generated (0 from the PTX cache) on 2 threads in "};
+    for (int i = 0; i < 4; i++) {
+        const char *line = strstr(at, lines[i]);
+        cr_assert_not_null(line, "no '%s' after what came before in:\n%s", lines[i], log);
+        at = line + strlen(lines[i]);
+    }
+    cr_expect(strstr(log, "ms CPU (lowering ") && strstr(log, ", LLVM pipeline ") && strstr(log, ", NVPTX back end "), "%s", log);
+    free(log);
+    log = stderr_of_launch(k, args, 4);
+    cr_expect_str_eq(log, "", "every config is loaded: nothing generated, nothing said");
+    free(log);
+    ph_module_free(m);
+    ph_shutdown();
+    unsetenv("PHOBOS_TIME_COMPILE");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+}
+
+/* PHOBOS_OPT picks the JIT's pipeline: O3 and O0 are other files in the
+ * disk cache than the default's, and O0's PTX is not the default's. */
+Test(runtime, phobos_opt_picks_the_pipeline_and_its_cache_file)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    char *plain, *ptx, err[512];
+    bool cached;
+    cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &plain, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(!cached);
+    static const char *const levels[] = {"O3", "O0"};
+    for (int i = 0; i < 2; i++) {
+        setenv("PHOBOS_OPT", levels[i], 1);
+        cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+        cr_assert(!cached, "PHOBOS_OPT=%s: generated, not the default's file", levels[i]);
+        if (i == 1) cr_expect_str_neq(ptx, plain, "O0 is not optimized");
+        free(ptx);
+        cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+        cr_assert(cached, "PHOBOS_OPT=%s: its own file, read back", levels[i]);
+        free(ptx);
+    }
+    unsetenv("PHOBOS_OPT");
+    cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+    cr_assert(cached);
+    cr_expect_str_eq(ptx, plain);
+    free(ptx);
+    free(plain);
+    ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* PHOBOS_STATS=1: each config prints its figures when it loads, once;
@@ -1455,15 +1594,19 @@ Test(autotune, off_runs_the_first_eligible_config)
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
     cr_assert_eq(fake.ntimings, 0);
     cr_assert_str_eq(fake.trace, "L", "one launch and nothing else");
+    cr_assert_eq(fake.nloads, 1, "the config launched is the only one generated and loaded");
     ph_module_free(m);
 
-    /* the first the driver accepts */
+    /* the first the driver accepts, the configs after it left alone */
     fake.refuse[0] = "vadd__BLOCK_128";
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
     cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
     cr_assert_eq(fake.ntimings, 0);
+    cr_assert_eq(fake.nloads, 3);
+    cr_assert_str_eq(fake.loaded[1], "vadd__BLOCK_128");
+    cr_assert_str_eq(fake.loaded[2], "vadd__BLOCK_256");
 
     /* the API over the environment: tuned */
     ph_set_autotune(1);
@@ -1758,6 +1901,8 @@ Test(autotune, a_winner_on_disk_is_used_by_a_later_load)
     cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "nothing timed");
     cr_assert_eq(fake.nlaunches, launched + 1, "one launch");
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512", "the stored winner");
+    cr_assert_eq(fake.nloads, 3 + 1, "the stored winner is the only config generated and loaded");
+    cr_assert_str_eq(fake.loaded[3], "vadd__BLOCK_512");
     fflush(out);
     cr_assert(strstr(log, "phobos: vadd: vadd__BLOCK_512, as tuned before (") != NULL, "%s", log);
     ph_set_autotune_verbose(-1);

@@ -245,6 +245,8 @@ typedef struct {
     const int64_t *define_values;
     int lineinfo;                     /* nonzero: .file and .loc line information for the .ph
                                        * lines, as nvcc -lineinfo gives (phc -lineinfo) */
+    int opt_level;                    /* 0 or 2: the default pipeline (phc -O2); 3: LLVM's full
+                                       * -O3 pipeline (phc -O3), slower to compile; no_opt wins */
 } ph_compile_options;
 
 /* Compiles source (called name in messages) to one module with an entry

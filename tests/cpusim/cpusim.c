@@ -1370,7 +1370,7 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (!m) return fail(PH_ERR_INVALID, err, errlen, "no module");
-    CodegenOptions o = {.arch = "sm_90", .opt_level = 3};
+    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
     char *text = NULL;
     if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
     ph_status st = cpusim_load_llvm(m, text, out, err, errlen);

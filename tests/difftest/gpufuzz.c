@@ -111,7 +111,7 @@ static void compile_here(const char *source, Outcome *o)
     o->fate = RAN;
     IrModule *m = tu_compile("gpufuzz.ph", source, NULL, NULL);
     if (!m) return;
-    CodegenOptions opts = {.arch = NULL, .opt_level = 3};
+    CodegenOptions opts = {.arch = NULL, .opt_level = CODEGEN_OPT_DEFAULT};
     char *ptx = NULL, err[512];
     if (codegen_emit(m, &opts, CG_EMIT_PTX, &ptx, err, sizeof err) == 0) free(ptx);
     ir_module_free(m);
