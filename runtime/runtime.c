@@ -569,6 +569,9 @@ typedef struct {
     int *failed;
     char (*err)[PH_CONFIG_ERR_BYTES];
     CodegenTimes *times;   /* per config, when PHOBOS_TIME_COMPILE asks */
+    /* when not NULL, run on the same thread on each config's PTX, once it is there */
+    void (*then)(void *ctx, int i, const char *ptx);
+    void *then_ctx;
 } PtxBatch;
 
 static void generate_one(void *batch, int i)
@@ -576,6 +579,7 @@ static void generate_one(void *batch, int i)
     PtxBatch *b = batch;
     b->failed[i] = config_ptx(b->m, b->configs[i], b->arch, &b->ptx[i], &b->from_cache[i], b->times ? &b->times[i] : NULL,
                               b->err[i], sizeof b->err[i]);
+    if (b->then && !b->failed[i]) b->then(b->then_ctx, i, b->ptx[i]);
 }
 
 static double wall_ms(void)
@@ -600,16 +604,23 @@ static void print_batch_times(const PtxBatch *b, int n, int threads, double ms)
             n - generated, threads, threads == 1 ? "" : "s", ms);
 }
 
-void ph_internal_configs_ptx(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
-                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES])
+static void configs_ptx_then(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
+                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES],
+                             void (*then)(void *ctx, int i, const char *ptx), void *then_ctx)
 {
-    PtxBatch b = {m, configs, arch, ptx, from_cache, failed, err, NULL};
+    PtxBatch b = {m, configs, arch, ptx, from_cache, failed, err, NULL, then, then_ctx};
     for (int i = 0; i < n; i++) ptx[i] = NULL, from_cache[i] = false, failed[i] = 0, err[i][0] = 0;
     if (ph_internal_time_asked()) b.times = xcalloc((size_t)n, sizeof *b.times);
     double start = wall_ms();
     ph_internal_parallel(n, threads, generate_one, &b);
     if (b.times) print_batch_times(&b, n, threads, wall_ms() - start);
     free(b.times);
+}
+
+void ph_internal_configs_ptx(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
+                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES])
+{
+    configs_ptx_then(m, configs, n, arch, threads, ptx, from_cache, failed, err, NULL, NULL);
 }
 
 /* The device m runs on: the calling thread's when m is loaded, or when
@@ -803,43 +814,80 @@ static void print_stats(ph_module *m, int c)
             s.dynamic_shared_bytes, s.threads, s.max_threads_per_block);
 }
 
-/* Config c (not loaded yet) goes to the driver on its own, as ptx (which
- * this frees). PH_ERR_MODULE: the driver refused it. */
-static ph_status config_load_ptx(ph_module *m, int c, char *ptx)
+/* What the driver's JIT made of one config's PTX. */
+typedef struct {
+    bool done;           /* jit_ptx ran */
+    int64_t shared;      /* the dynamic shared memory the PTX asks for */
+    bool too_big;        /* more than a block of the device may have: not given to the driver */
+    CUresult r;          /* the driver's answer; mod is the module when 0 */
+    CUmodule mod;
+    char info[8192], elog[8192];   /* its logs; the verbose info log is ptxas -v's report (spills) */
+} Jit;
+
+/* Gives the PTX of entry `name` to the driver's JIT in d's context. It
+ * touches no state of the runtime's, so several threads may assemble
+ * configs at once; the calling thread's context is as it was after. */
+static void jit_ptx(const Device *d, const char *name, const char *ptx, Jit *j)
+{
+    j->done = true;
+    j->shared = codegen_dynamic_shared_bytes(ptx, name);
+    j->too_big = j->shared > d->max_shared;
+    if (j->too_big) return;
+    CUcontext saved = NULL;
+    if ((j->r = cu.CtxGetCurrent(&saved)) || (saved != d->ctx && (j->r = cu.CtxSetCurrent(d->ctx)))) {
+        snprintf(j->elog, sizeof j->elog, "cuCtxSetCurrent failed");
+        return;
+    }
+    int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
+    void *vals[6] = {j->info, (void *)(uintptr_t)sizeof j->info, j->elog, (void *)(uintptr_t)sizeof j->elog,
+                     (void *)(uintptr_t)1, (void *)(uintptr_t)1};
+    j->r = cu.ModuleLoadDataEx(&j->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
+    if (saved != d->ctx) cu.CtxSetCurrent(saved);
+}
+
+/* Config c (not loaded yet) takes what the JIT made of its PTX: loaded,
+ * or, where the PTX asks for too much shared memory or the driver
+ * refused it, out of the eligible set (PH_ERR_MODULE). */
+static ph_status config_take_jit(ph_module *m, int c, const Jit *j)
 {
     Config *st = &m->state[c];
     const Device *d = &rt.devices[m->device];
-    int64_t shared = codegen_dynamic_shared_bytes(ptx, m->ir->funcs[c]->name);
-    if (shared > d->max_shared) {
-        free(ptx);
+    if (j->too_big) {
         char why[512];
         snprintf(why, sizeof why, "%s is refused: it needs %lld bytes of shared memory, more than the %d a block of this device may have",
-                 m->ir->funcs[c]->name, (long long)shared, d->max_shared);
+                 m->ir->funcs[c]->name, (long long)j->shared, d->max_shared);
         return leave_eligible_set(m, c, why);
     }
-    /* the driver's JIT logs, per call; the verbose info log is ptxas -v's report (spills) */
-    char info[8192] = "", elog[8192] = "";
-    int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
-    void *vals[6] = {info, (void *)(uintptr_t)sizeof info, elog, (void *)(uintptr_t)sizeof elog, (void *)(uintptr_t)1,
-                     (void *)(uintptr_t)1};
-    CUresult r = cu.ModuleLoadDataEx(&st->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
-    free(ptx);
-    if (r) return refuse(m, c, r, elog);
+    if (j->r) return refuse(m, c, j->r, j->elog);
+    CUresult r;
+    st->mod = j->mod;
     if ((r = cu.ModuleGetFunction(&st->fn, st->mod, m->ir->funcs[c]->name))) {
         cu.ModuleUnload(st->mod);
         return cu_fail(r, "cuModuleGetFunction");
     }
-    if (shared) {
-        ph_status s = allow_dynamic_shared(m, c, shared);
+    if (j->shared) {
+        ph_status s = allow_dynamic_shared(m, c, j->shared);
         if (s) return s;
     }
     PtxasReport report;
-    bool reported = ptxas_report_of(info, m->ir->funcs[c]->name, &report);
+    bool reported = ptxas_report_of(j->info, m->ir->funcs[c]->name, &report);
     st->spill_stores = reported ? (int)report.spill_stores : -1;
     st->spill_loads = reported ? (int)report.spill_loads : -1;
     st->state = CONFIG_LOADED;
     if (stats_asked()) print_stats(m, c);
     return PH_OK;
+}
+
+/* Config c (not loaded yet) goes to the driver on its own, as ptx (which
+ * this frees). PH_ERR_MODULE: the driver refused it. */
+static ph_status config_load_ptx(ph_module *m, int c, char *ptx)
+{
+    Jit *j = xcalloc(1, sizeof *j);
+    jit_ptx(&rt.devices[m->device], m->ir->funcs[c]->name, ptx, j);
+    free(ptx);
+    ph_status s = config_take_jit(m, c, j);
+    free(j);
+    return s;
 }
 
 /* Config c's PTX goes to the driver on its own, the first time a launch
@@ -870,61 +918,78 @@ static ph_status none_loaded(const ph_kernel *k, const int *eligible, int ne)
     return PH_ERR_MODULE;
 }
 
+/* A batch's configs assembled where they are generated. */
+typedef struct {
+    const Device *device;
+    const ph_module *m;
+    const int *configs;
+    Jit *jit;
+} JitBatch;
+
+static void jit_generated(void *batch, int i, const char *ptx)
+{
+    JitBatch *b = batch;
+    jit_ptx(b->device, b->m->ir->funcs[b->configs[i]]->name, ptx, &b->jit[i]);
+}
+
 /* Generates the PTX of k's eligible configs that are not loaded yet, all
  * at once, each on a thread of its own (as many as
- * ph_internal_compile_threads says). The lock stays with the calling
- * thread, which waits: the threads touch no shared state. ptx[i] is
- * eligible[i]'s, or NULL where it is loaded or refused already; on a
- * failure, the first in eligible order says why and nothing is kept. */
-static ph_status generate_eligible(ph_kernel *k, const int *eligible, int ne, char **ptx)
+ * ph_internal_compile_threads says), and gives each to the driver's JIT
+ * on the thread that generated it, so the driver assembles them at once
+ * too. The lock stays with the calling thread, which waits: the threads
+ * touch no state of the runtime's. jit[i] is eligible[i]'s (not done
+ * where it is loaded or refused already); on a failure to generate, the
+ * first in eligible order says why and nothing is kept. */
+static ph_status generate_eligible(ph_kernel *k, const int *eligible, int ne, Jit *jit)
 {
     ph_module *m = k->module;
     int n = 0;
-    for (int i = 0; i < ne; i++) {
-        ptx[i] = NULL;
-        n += m->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
-    }
+    for (int i = 0; i < ne; i++) n += m->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
     int *todo = xcalloc((size_t)n, sizeof *todo), *at = xcalloc((size_t)n, sizeof *at);
     for (int i = 0, j = 0; i < ne; i++)
         if (m->state[k->first + eligible[i]].state == CONFIG_UNLOADED) at[j] = i, todo[j++] = k->first + eligible[i];
     char **text = xcalloc((size_t)n, sizeof *text), (*err)[PH_CONFIG_ERR_BYTES] = xcalloc((size_t)n, sizeof *err);
     bool *from_cache = xcalloc((size_t)n, sizeof *from_cache);
     int *failed = xcalloc((size_t)n, sizeof *failed);
-    ph_internal_configs_ptx(m, todo, n, rt.devices[m->device].arch, ph_internal_compile_threads(), text, from_cache, failed, err);
+    Jit *made = xcalloc((size_t)n, sizeof *made);
+    JitBatch jb = {&rt.devices[m->device], m, todo, made};
+    configs_ptx_then(m, todo, n, rt.devices[m->device].arch, ph_internal_compile_threads(), text, from_cache, failed, err,
+                     jit_generated, &jb);
     ph_status s = PH_OK;
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < n; j++)
         if (failed[j] && !s) s = fail(PH_ERR_COMPILE, "code generation failed: %s", err[j]);
-        ptx[at[j]] = text[j];
+    for (int j = 0; j < n; j++) {
+        if (!s) jit[at[j]] = made[j];
+        else if (made[j].done && !made[j].r && !made[j].too_big) cu.ModuleUnload(made[j].mod);
+        free(text[j]);
     }
-    if (s)
-        for (int i = 0; i < ne; i++) free(ptx[i]), ptx[i] = NULL;
-    free(todo), free(at), free(text), free(err), free(from_cache), free(failed);
+    free(todo), free(at), free(text), free(err), free(from_cache), free(failed), free(made);
     return s;
 }
 
 /* Loads the eligible configs of k (indices into its configs, with their
- * grids), their code generated at once, and drops those the driver
- * refuses; none left is PH_ERR_MODULE with every reason. */
+ * grids), their code generated and assembled at once, and drops those
+ * the driver refuses; none left is PH_ERR_MODULE with every reason. */
 static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne)
 {
     int unloaded = 0;
     for (int i = 0; i < *ne; i++) unloaded += k->module->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
-    char **ptx = unloaded > 1 ? xcalloc((size_t)*ne, sizeof *ptx) : NULL;   /* one is generated where it loads */
-    ph_status s = ptx ? generate_eligible(k, eligible, *ne, ptx) : PH_OK;
-    int kept = 0;
-    for (int i = 0; i < *ne && !s; i++) {
-        int c = k->first + eligible[i];
-        char *text = ptx ? ptx[i] : NULL;
-        if (ptx) ptx[i] = NULL;
+    Jit *jit = unloaded > 1 ? xcalloc((size_t)*ne, sizeof *jit) : NULL;   /* one is generated where it loads */
+    ph_status s = jit ? generate_eligible(k, eligible, *ne, jit) : PH_OK;
+    int kept = 0, next = 0;
+    while (!s && next < *ne) {
+        int i = next++, c = k->first + eligible[i];
         if (k->module->state[c].state == CONFIG_REFUSED) continue;   /* for good, its reason kept */
-        s = text ? config_load_ptx(k->module, c, text) : config_load(k->module, c);
+        s = jit && jit[i].done ? config_take_jit(k->module, c, &jit[i]) : config_load(k->module, c);
         if (s == PH_ERR_MODULE) { s = PH_OK; continue; }
         if (s) break;
         eligible[kept] = eligible[i];
         memcpy(grids[kept++], grids[i], sizeof *grids);
     }
-    for (int i = 0; ptx && i < *ne; i++) free(ptx[i]);
-    free(ptx);
+    /* after a failure, the modules assembled for the configs not taken yet go */
+    for (int i = next; jit && s && i < *ne; i++)
+        if (jit[i].done && !jit[i].r && !jit[i].too_big) cu.ModuleUnload(jit[i].mod);
+    free(jit);
     if (s) return s;
     /* with none kept, nothing was moved: eligible[] still names every refused config */
     if (!kept) return none_loaded(k, eligible, *ne);

@@ -462,8 +462,11 @@ enum { RUNS_TIMED = PH_TUNE_WARMUPS + PH_TUNE_RUNS };
 
 static struct {
     const char *refuse[8];
-    char loaded[64][128];   /* the entry of each PTX image loaded */
+    char loaded[64][128];   /* the entry of each PTX image loaded, in the order loads began */
+    int loaded_device[64];  /* the device whose context was current in the loading thread */
     int nloads;
+    int load_us;            /* each load takes this long */
+    int loading, most_loading;   /* loads under way now, and the most there were at once */
     char launched[256][128];
     unsigned launched_shared[256];   /* the dynamic shared memory each launch asked for */
     int nlaunches;
@@ -572,10 +575,23 @@ static void entry_of(const char *ptx, char *name, size_t n)
     snprintf(name, n, "%.*s", (int)len, e);
 }
 
+/* Loads may come from several threads at once, as the driver allows. */
+static pthread_mutex_t fake_load_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int *opts, void **vals)
 {
-    char *name = fake.loaded[fake.nloads++];
+    pthread_mutex_lock(&fake_load_lock);
+    int at = fake.nloads++;
+    char *name = fake.loaded[at];
     entry_of(image, name, sizeof fake.loaded[0]);
+    fake.loaded_device[at] = current_device();
+    if (++fake.loading > fake.most_loading) fake.most_loading = fake.loading;
+    pthread_mutex_unlock(&fake_load_lock);
+    struct timespec pause = {fake.load_us / 1000000, fake.load_us % 1000000 * 1000L};
+    if (fake.load_us) nanosleep(&pause, NULL);
+    pthread_mutex_lock(&fake_load_lock);
+    fake.loading--;
+    pthread_mutex_unlock(&fake_load_lock);
     for (int i = 0; i < 8 && fake.refuse[i]; i++)
         if (!strcmp(fake.refuse[i], name)) {
             for (unsigned j = 0; j < nopts; j++)
@@ -587,7 +603,7 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     bool verbose = false;
     for (unsigned j = 0; j < nopts; j++) {
         verbose |= opts[j] == JIT_LOG_VERBOSE && vals[j];
-        fake.line_info_asked[fake.nloads - 1] |= opts[j] == JIT_GENERATE_LINE_INFO && vals[j];
+        fake.line_info_asked[at] |= opts[j] == JIT_GENERATE_LINE_INFO && vals[j];
     }
     for (unsigned j = 0; j < nopts && verbose && !fake.quiet_jit; j++)
         if (opts[j] == JIT_INFO_LOG)
@@ -703,6 +719,41 @@ static int launches_of(const char *name)
     return n;
 }
 
+/* How many times the driver was given a module with this entry. */
+static int loads_of(const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < fake.nloads && i < 64; i++) n += !strcmp(fake.loaded[i], name);
+    return n;
+}
+
+/* A kernel's configs go to the driver from the threads that generate
+ * them, several at once, each in the context of the module's device
+ * (here device 1, which no worker thread had current), and the calling
+ * thread keeps its own context. */
+Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
+{
+    use_fake_driver();
+    cr_assert_eq(ph_init(1), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
+    setenv("PHOBOS_COMPILE_THREADS", "3", 1);
+    fake.load_us = 200000;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 3);
+    cr_assert_geq(fake.most_loading, 2, "the driver assembled at most %d config at once", fake.most_loading);
+    for (int i = 0; i < 3; i++) cr_assert_eq(fake.loaded_device[i], 1, "%s loaded for device %d", fake.loaded[i], fake.loaded_device[i]);
+    cr_assert_eq(current_device(), 1);
+    cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED, "every config loaded is timed");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* Of three configs the driver refuses one: the two others load, are timed
  * and the faster runs; the refused one is never launched nor loaded again.
  * Only the launched kernel's configs are loaded, each as its own module. */
@@ -718,9 +769,9 @@ Test(runtime, a_refused_config_leaves_the_eligible_set)
     ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
     cr_assert_eq(fake.nloads, 3, "each config is a module of its own");
-    cr_assert_str_eq(fake.loaded[0], "vadd__BLOCK_128");
-    cr_assert_str_eq(fake.loaded[1], "vadd__BLOCK_256");
-    cr_assert_str_eq(fake.loaded[2], "vadd__BLOCK_512");
+    cr_assert_eq(loads_of("vadd__BLOCK_128"), 1);
+    cr_assert_eq(loads_of("vadd__BLOCK_256"), 1);
+    cr_assert_eq(loads_of("vadd__BLOCK_512"), 1);
     cr_assert_eq(launches_of("vadd__BLOCK_256"), 0, "the refused config never runs");
     cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED, "timed: a warm-up and the timed runs");
     cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED + 1, "timed, then launched as the faster");
@@ -822,8 +873,8 @@ Test(runtime, configs_over_48_kb_take_dynamic_shared_memory)
     ph_arg args[2] = {ph_tensor2(0x10000, 512, 128), ph_tensor2(0x20000, 128, 512)};
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
     cr_assert_eq(fake.nloads, 2, "the config over the device's maximum never reaches the driver");
-    cr_assert_str_eq(fake.loaded[0], "tr__BM_32");
-    cr_assert_str_eq(fake.loaded[1], "tr__BM_128");
+    cr_assert_eq(loads_of("tr__BM_32"), 1);
+    cr_assert_eq(loads_of("tr__BM_128"), 1);
     cr_assert_eq(fake.nallowed, 1);
     cr_assert_str_eq(fake.allowed[0], "tr__BM_128");
     cr_assert_eq(fake.allowed_bytes[0], 65536);
