@@ -1,6 +1,9 @@
-"""The attention tutorial's four kernels, unchanged, with more configs for the
+"""The attention tutorial's four kernels with more configs for the
 autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
-the forward pass 2 or 3 stages of K and V in flight. bench/attention_bench.c
+the forward pass 2 or 3 stages of K and V in flight; dK/dV computes the
+transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
+are made in the layout the next dots read them in (their A operands, in
+registers) and nothing is transposed. bench/attention_bench.c
 times both files; tests/gpucheck.sh checks every config of this one. At head
 dim 128 some configs spill (phc --stats shows which): they stay, for the
 autotuner to time and pass over, since the product cannot leave them out."""
@@ -71,15 +74,13 @@ def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.
     for qt in range(start, n_ctx, BR):
         q: ph.let = Q[base + qt:+BR, :]
         do: ph.let = DO[base + qt:+BR, :]
-        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
-        p: ph.var[ph.tile[ph.f32][BR, BC]] = ph.exp(s * scale - L[base + qt:+BR, 0:+1])
+        st: ph.var[ph.tile[ph.f32][BC, BR]] = ph.dot_t(k, q)
+        pt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.exp(st * scale - ph.transpose(L[base + qt:+BR, 0:+1]))
         if causal == 1:
-            p = ph.where(k0 + ph.iota(1) <= qt + ph.iota(0), p, 0.0)
-        pt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.transpose(p)
+            pt = ph.where(k0 + ph.iota(0) <= qt + ph.iota(1), pt, 0.0)
         dv += ph.dot(pt, do)
-        dp: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(do, v)
-        ds: ph.var[ph.tile[ph.f32][BR, BC]] = p * (dp - Delta[base + qt:+BR, 0:+1])
-        dst: ph.var[ph.tile[ph.f32][BC, BR]] = ph.transpose(ds)
+        dpt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.dot_t(v, do)
+        dst: ph.var[ph.tile[ph.f32][BC, BR]] = pt * (dpt - ph.transpose(Delta[base + qt:+BR, 0:+1]))
         dk += ph.dot(dst, q)
     DK[base + k0:+BC, :] = dk * scale
     DV[base + k0:+BC, :] = dv
