@@ -4,6 +4,7 @@
 #include "dsl.h"
 #include "layout.h"
 #include "phobos.h"
+#include "ptxas.h"
 #include "ptxinfo.h"
 
 #include <errno.h>
@@ -42,8 +43,8 @@ static const char usage[] =
     "  --check            check the program only (lex, parse, semantic analysis); no output\n"
     "  --emit=KIND        tokens | ast | ir | layouts | llvm | ptx | cubin: what to write\n"
     "                     (default ptx; layouts: where each tile value lives on the GPU;\n"
-    "                     cubin runs ptxas, which must be on PATH or in $CUDA_HOME/bin,\n"
-    "                     by default /usr/local/cuda/bin)\n"
+    "                     cubin runs ptxas: $PTXAS, $CUDA_HOME/bin, by default\n"
+    "                     /usr/local/cuda/bin, or PATH)\n"
     "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
     "  -O0, -O2, -O3      no LLVM optimization (readable LLVM IR and PTX); phc's pipeline\n"
     "                     (default); LLVM's full -O3 pipeline (slower to compile)\n"
@@ -364,125 +365,57 @@ static int run_passes(const Options *o, IrModule *ir, FILE *out)
     return EXIT_OK;
 }
 
-/* Copies what ptxas printed to stderr; false when it printed nothing. */
-static bool copy_log(const char *log_path)
+/* Why no ptxas could be run: it is not where phc looks, or it failed (its
+ * own words, then its exit status). */
+static void report_ptxas(const PtxasRun *r)
 {
-    SrcFile log;
-    char err[256];
-    if (src_load(&log, log_path, err, sizeof err)) return false;
-    bool any = log.len > 0;
-    fwrite(log.text, 1, log.len, stderr);
-    if (any && log.text[log.len - 1] != '\n') fputc('\n', stderr);
-    src_free(&log);
-    return any;
+    if (r->status == -1) fprintf(stderr, "phc: %s:\n", r->err);
+    else fprintf(stderr, "phc: ptxas failed (exit status %d):\n", r->status);
+    fputs(*r->log ? r->log : "(ptxas printed nothing)\n", stderr);
+    if (*r->log && r->log[strlen(r->log) - 1] != '\n') fputc('\n', stderr);
 }
 
-/* Says why ptxas failed: its own words (what it printed, in log) and its
- * exit status; "is it installed?" only when the shell could not run it. */
-static void report_ptxas(int rc, const char *log_path)
+static bool find_ptxas_or_say(char *path, size_t n)
 {
-    if (rc == -1) { perror("phc: cannot run ptxas"); return; }
-    if (WIFEXITED(rc) && (WEXITSTATUS(rc) == 127 || WEXITSTATUS(rc) == 126)) {
-        fprintf(stderr, "phc: ptxas could not be run (not on PATH nor in $CUDA_HOME/bin, by default "
-                        "/usr/local/cuda/bin, or not executable); is it installed?\n");
-        return;
-    }
-    if (WIFEXITED(rc)) fprintf(stderr, "phc: ptxas failed (exit status %d):\n", WEXITSTATUS(rc));
-    else fprintf(stderr, "phc: ptxas was killed by signal %d:\n", WIFSIGNALED(rc) ? WTERMSIG(rc) : 0);
-    if (!copy_log(log_path)) fputs("(ptxas printed nothing)\n", stderr);
+    if (ptxas_find(path, n)) return true;
+    fprintf(stderr, "phc: ptxas could not be found ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH); is it installed?\n");
+    return false;
 }
 
-/* ptxas assembles the PTX into a cubin; it reads and writes files, so both
- * live in a private temporary folder, with what it prints. */
+/* ptxas assembles the PTX into a cubin, the output; its warnings go to
+ * standard error. */
 static int emit_cubin(const Options *o, const char *ptx, FILE *out)
 {
-    char dir[] = "/tmp/phc.XXXXXX";
-    if (!mkdtemp(dir)) { perror("phc: mkdtemp"); return EXIT_INTERNAL; }
-    char ptx_path[64], cubin_path[64], log_path[64], cmd[512];
-    snprintf(ptx_path, sizeof ptx_path, "%s/k.ptx", dir);
-    snprintf(cubin_path, sizeof cubin_path, "%s/k.cubin", dir);
-    snprintf(log_path, sizeof log_path, "%s/ptxas.log", dir);
-    FILE *f = fopen(ptx_path, "wb");
+    char ptxas[4096];
+    if (!find_ptxas_or_say(ptxas, sizeof ptxas)) return EXIT_INTERNAL;
+    PtxasRun r;
     int status = EXIT_INTERNAL;
-    if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
-        snprintf(cmd, sizeof cmd, "PATH=\"$PATH:${CUDA_HOME:-/usr/local/cuda}/bin\" ptxas -arch=%s -o %s %s > %s 2>&1",
-                 o->code.arch, cubin_path, ptx_path, log_path);
-        int rc = system(cmd);
-        if (rc != 0) report_ptxas(rc, log_path);
-        else {
-            copy_log(log_path);   /* its warnings */
-            FILE *in = fopen(cubin_path, "rb");
-            char buf[65536];
-            size_t n;
-            while (in && (n = fread(buf, 1, sizeof buf, in)) > 0) fwrite(buf, 1, n, out);
-            if (in) { fclose(in); status = EXIT_OK; }
-            else fprintf(stderr, "phc: ptxas wrote no %s\n", cubin_path);
-        }
+    if (ptxas_run(ptxas, o->code.arch, ptx, false, &r)) report_ptxas(&r);
+    else if (!r.cubin) fprintf(stderr, "phc: %s wrote no cubin\n", ptxas);
+    else {
+        fputs(r.log, stderr);
+        status = fwrite(r.cubin, 1, r.cubin_bytes, out) == r.cubin_bytes ? EXIT_OK : EXIT_INTERNAL;
     }
-    remove(ptx_path);
-    remove(cubin_path);
-    remove(log_path);
-    rmdir(dir);
+    ptxas_run_free(&r);
     return status;
 }
 
 /* ---- --stats ---- */
 
-/* The ptxas --stats runs: the first executable of $PTXAS,
- * ${CUDA_HOME:-/usr/local/cuda}/bin/ptxas and ptxas in PATH's folders. */
-static bool find_ptxas(char *path, size_t n)
-{
-    const char *env = getenv("PTXAS"), *home = getenv("CUDA_HOME"), *dirs = getenv("PATH");
-    if (env && *env && (size_t)snprintf(path, n, "%s", env) < n && !access(path, X_OK)) return true;
-    if ((size_t)snprintf(path, n, "%s/bin/ptxas", home && *home ? home : "/usr/local/cuda") < n && !access(path, X_OK)) return true;
-    for (const char *d = dirs ? dirs : ""; *d;) {
-        size_t len = strcspn(d, ":");
-        if (len && (size_t)snprintf(path, n, "%.*s/ptxas", (int)len, d) < n && !access(path, X_OK)) return true;
-        d += len + (d[len] == ':');
-    }
-    return false;
-}
-
-/* Runs ptxas -v -arch=ARCH on the PTX (no shell: the path may hold
- * anything), its report in *log; EXIT_OK, or phc's status after saying
- * why it failed (report_ptxas). */
+/* Runs ptxas -v -arch=ARCH on the PTX, its report in *log; EXIT_OK, or
+ * phc's status after saying why it failed. */
 static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, char **log)
 {
-    char dir[] = "/tmp/phc.XXXXXX";
-    if (!mkdtemp(dir)) { perror("phc: mkdtemp"); return EXIT_INTERNAL; }
-    char ptx_path[64], cubin_path[64], log_path[64], arch_opt[32];
-    snprintf(ptx_path, sizeof ptx_path, "%s/k.ptx", dir);
-    snprintf(cubin_path, sizeof cubin_path, "%s/k.cubin", dir);
-    snprintf(log_path, sizeof log_path, "%s/ptxas.log", dir);
-    snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
-    int status = EXIT_INTERNAL;
-    FILE *f = fopen(ptx_path, "wb");
-    if (f && fputs(ptx, f) >= 0 && !fclose(f)) {
-        posix_spawn_file_actions_t io;
-        posix_spawn_file_actions_init(&io);
-        posix_spawn_file_actions_addopen(&io, STDOUT_FILENO, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        posix_spawn_file_actions_adddup2(&io, STDOUT_FILENO, STDERR_FILENO);
-        char *args[] = {(char *)ptxas, "-v", arch_opt, "-o", cubin_path, ptx_path, NULL};
-        extern char **environ;
-        pid_t pid;
-        int rc = -1;
-        if ((errno = posix_spawn(&pid, ptxas, &io, NULL, args, environ)) == 0)
-            while (waitpid(pid, &rc, 0) < 0 && errno == EINTR) {}
-        posix_spawn_file_actions_destroy(&io);
-        SrcFile report;
-        char err[256];
-        if (rc != 0) report_ptxas(rc, log_path);
-        else if (!src_load(&report, log_path, err, sizeof err)) {
-            *log = (char *)report.text;
-            free((char *)report.path);
-            status = EXIT_OK;
-        }
+    PtxasRun r;
+    if (ptxas_run(ptxas, arch, ptx, true, &r)) {
+        report_ptxas(&r);
+        ptxas_run_free(&r);
+        return EXIT_INTERNAL;
     }
-    remove(ptx_path);
-    remove(cubin_path);
-    remove(log_path);
-    rmdir(dir);
-    return status;
+    *log = r.log;
+    r.log = NULL;
+    ptxas_run_free(&r);
+    return EXIT_OK;
 }
 
 /* --stats: a line per config on standard error, what ptxas -v reports of
@@ -492,7 +425,7 @@ static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, c
 static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
 {
     char ptxas[4096], *log = NULL;
-    bool assembled = find_ptxas(ptxas, sizeof ptxas);
+    bool assembled = ptxas_find(ptxas, sizeof ptxas);
     if (!assembled)
         fprintf(stderr, "phc: --stats: no ptxas ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH): registers, spills "
                         "and stack frames are not known, only the shared memory phc allocates\n");

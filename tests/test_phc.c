@@ -262,7 +262,7 @@ Test(phc, cubin_shows_what_ptxas_says)
 {
     char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
     fake_ptxas(dir, "echo \"ptxas fatal   : Unresolved extern function 'nope'\" >&2\nexit 255\n");
-    snprintf(env, sizeof env, "PATH=%s:\"$PATH\"", dir);
+    snprintf(env, sizeof env, "PTXAS=%s/ptxas", dir);
     cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 3, "%s", err);
     cr_expect_str_eq(err, "phc: ptxas failed (exit status 255):\nptxas fatal   : Unresolved extern function 'nope'\n");
     cr_expect_str_eq(out, "");
@@ -276,7 +276,7 @@ Test(phc, cubin_is_what_ptxas_writes)
 {
     char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
     fake_ptxas(dir, "while [ \"$1\" != -o ]; do shift; done\nprintf 'CUBIN' > \"$2\"\necho 'ptxas warning : fake' >&2\n");
-    snprintf(env, sizeof env, "PATH=%s:\"$PATH\"", dir);
+    snprintf(env, sizeof env, "PTXAS=%s/ptxas", dir);
     cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 0, "%s", err);
     cr_expect_str_eq(out, "CUBIN");
     cr_expect_str_eq(err, "ptxas warning : fake\n");
@@ -284,15 +284,15 @@ Test(phc, cubin_is_what_ptxas_writes)
     remove_folder(dir);
 }
 
-/* No ptxas on PATH nor in $CUDA_HOME/bin: then, and only then, the message
- * asks whether it is installed. */
+/* No ptxas where phc looks ($PTXAS, $CUDA_HOME/bin, PATH): then, and only
+ * then, the message asks whether it is installed. */
 Test(phc, cubin_without_ptxas_asks_if_installed)
 {
     char dir[] = "/tmp/phc-no-ptxas.XXXXXX", env[256], *out, *err;
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(env, sizeof env, "PATH=%s CUDA_HOME=%s", dir, dir);
+    snprintf(env, sizeof env, "PTXAS= PATH=%s CUDA_HOME=%s", dir, dir);
     cr_assert_eq(phc_env(env, "--emit=cubin examples/vecadd/vecadd.ph", &out, &err), 3, "%s", err);
-    cr_expect(strstr(err, "phc: ptxas could not be run (not on PATH nor in $CUDA_HOME/bin") != NULL, "%s", err);
+    cr_expect(strstr(err, "phc: ptxas could not be found ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH)") != NULL, "%s", err);
     cr_expect(strstr(err, "is it installed?") != NULL, "%s", err);
     cr_expect_str_eq(out, "");
     free(out); free(err);
