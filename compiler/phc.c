@@ -390,7 +390,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     if (!find_ptxas_or_say(ptxas, sizeof ptxas)) return EXIT_INTERNAL;
     PtxasRun r;
     int status = EXIT_INTERNAL;
-    if (ptxas_run(ptxas, o->code.arch, ptx, false, &r)) report_ptxas(&r);
+    if (ptxas_run(ptxas, o->code.arch, ptx, o->code.lineinfo ? PTXAS_LINEINFO : 0, &r)) report_ptxas(&r);
     else if (!r.cubin) fprintf(stderr, "phc: %s wrote no cubin\n", ptxas);
     else {
         fputs(r.log, stderr);
@@ -407,7 +407,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
 static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, char **log)
 {
     PtxasRun r;
-    if (ptxas_run(ptxas, arch, ptx, true, &r)) {
+    if (ptxas_run(ptxas, arch, ptx, PTXAS_VERBOSE, &r)) {
         report_ptxas(&r);
         ptxas_run_free(&r);
         return EXIT_INTERNAL;

@@ -84,7 +84,7 @@ static int spawn_and_wait(char **args, const char *log_path, char *err, size_t e
     return -1;
 }
 
-int ptxas_run(const char *ptxas, const char *arch, const char *ptx, bool verbose, PtxasRun *r)
+int ptxas_run(const char *ptxas, const char *arch, const char *ptx, int flags, PtxasRun *r)
 {
     *r = (PtxasRun){.status = -1};
     const char *tmp = getenv("TMPDIR");
@@ -103,7 +103,8 @@ int ptxas_run(const char *ptxas, const char *arch, const char *ptx, bool verbose
     if (!write_all(ptx_path, ptx)) snprintf(r->err, sizeof r->err, "cannot write %.200s", ptx_path);
     else {
         char *args[8] = {(char *)ptxas}, **a = args + 1;
-        if (verbose) *a++ = "-v";
+        if (flags & PTXAS_VERBOSE) *a++ = "-v";
+        if (flags & PTXAS_LINEINFO) *a++ = "-lineinfo";
         *a++ = arch_opt, *a++ = "-o", *a++ = cubin_path, *a++ = ptx_path, *a = NULL;
         r->status = spawn_and_wait(args, log_path, r->err, sizeof r->err);
     }

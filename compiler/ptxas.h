@@ -22,11 +22,16 @@ typedef struct {
     char err[256];
 } PtxasRun;
 
-/* Runs `ptxas [-v] -arch=ARCH -o CUBIN PTX` on ptx, with files in a
- * private temporary folder (removed after), no shell between. Safe to
- * call from several threads at once. Returns r->status; free with
- * ptxas_run_free. */
-int ptxas_run(const char *ptxas, const char *arch, const char *ptx, bool verbose, PtxasRun *r);
+enum {
+    PTXAS_VERBOSE = 1,    /* -v: the report of registers, spills and shared memory, in the log */
+    PTXAS_LINEINFO = 2,   /* -lineinfo: the PTX's .loc lines kept in the cubin */
+};
+
+/* Runs `ptxas [-v] [-lineinfo] -arch=ARCH -o CUBIN PTX` on ptx (flags:
+ * PTXAS_*), with files in a private temporary folder (removed after), no
+ * shell between. Safe to call from several threads at once. Returns
+ * r->status; free with ptxas_run_free. */
+int ptxas_run(const char *ptxas, const char *arch, const char *ptx, int flags, PtxasRun *r);
 void ptxas_run_free(PtxasRun *r);
 
 #endif

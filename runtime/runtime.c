@@ -18,6 +18,7 @@
 
 #include "codegen.h"
 #include "dsl.h"
+#include "ptxas.h"
 #include "ptxinfo.h"
 #include "runtime_internal.h"
 
@@ -824,9 +825,92 @@ typedef struct {
     char info[8192], elog[8192];   /* its logs; the verbose info log is ptxas -v's report (spills) */
 } Jit;
 
-/* Gives the PTX of entry `name` to the driver's JIT in d's context. It
- * touches no state of the runtime's, so several threads may assemble
- * configs at once; the calling thread's context is as it was after. */
+/* The ptxas the runtime assembles with: PHOBOS_PTXAS names it, or is 0
+ * (or off) for none; else the one phc finds ($PTXAS, $CUDA_HOME/bin,
+ * PATH). None: the driver's JIT assembles. */
+static bool runtime_ptxas(char *path, size_t n)
+{
+    const char *v = getenv("PHOBOS_PTXAS");
+    if (v && (!strcmp(v, "0") || !strcmp(v, "off"))) return false;
+    if (v && *v) return (size_t)snprintf(path, n, "%s", v) < n && !access(path, X_OK);
+    return ptxas_find(path, n);
+}
+
+/* A cubin's place in the disk cache: named for the PTX it was made from,
+ * the target, line information, and the ptxas that made it (its path,
+ * size and time), so another ptxas makes its own. false: no cache. */
+static bool cubin_path(const char *ptxas, const char *arch, const char *ptx, bool lineinfo, char *path, size_t n)
+{
+    struct stat st;
+    char folder[1100];
+    if (!ph_internal_cache_folder(folder, sizeof folder) || stat(ptxas, &st)) return false;
+    uint64_t key = fnv1a(0xcbf29ce484222325ull, ptx, strlen(ptx));
+    long long id[3] = {(long long)st.st_size, (long long)st.st_mtime, lineinfo};
+    key = fnv1a(fnv1a(key, ptxas, strlen(ptxas)), id, sizeof id);
+    return (size_t)snprintf(path, n, "%s/%016llx-%s.cubin", folder, (unsigned long long)key, arch) < n;
+}
+
+/* A cached cubin (an ELF file), or NULL. */
+static void *cubin_read(const char *path, size_t *bytes)
+{
+    SrcFile f;
+    char err[256];
+    if (src_load(&f, path, err, sizeof err)) return NULL;
+    free((char *)f.path);
+    if (f.len < 4 || memcmp(f.text, "\177ELF", 4)) {
+        free((char *)f.text);
+        return NULL;
+    }
+    *bytes = f.len;
+    return (void *)f.text;
+}
+
+static void cubin_write(const char *path, const void *cubin, size_t bytes)
+{
+    char tmp[1300];
+    snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", path, (long)getpid(), (void *)&tmp);   /* this thread's */
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return;
+    bool ok = fwrite(cubin, 1, bytes, f) == bytes;
+    ok = !fclose(f) && ok;
+    if (!ok || rename(tmp, path)) remove(tmp);   /* written whole, or not at all */
+}
+
+/* Assembles ptx with ptxas (or takes the cubin it made before from the
+ * disk cache) and loads the cubin: true when j->mod is loaded. Where
+ * there is no ptxas, it fails, or the driver takes no cubin of it, the
+ * caller gives the driver the PTX. ptxas runs as a process of its own, so
+ * threads assemble at once where the driver's JIT would take one config
+ * after another. */
+static bool load_cubin(const Device *d, const char *ptx, Jit *j)
+{
+    char ptxas[4096], path[1200];
+    if (!runtime_ptxas(ptxas, sizeof ptxas)) return false;
+    bool lineinfo = lineinfo_asked(), cached = cubin_path(ptxas, d->arch, ptx, lineinfo, path, sizeof path);
+    size_t bytes = 0;
+    void *cubin = cached ? cubin_read(path, &bytes) : NULL;
+    if (!cubin) {
+        PtxasRun r;
+        if (!ptxas_run(ptxas, d->arch, ptx, PTXAS_VERBOSE | (lineinfo ? PTXAS_LINEINFO : 0), &r) && r.cubin) {
+            snprintf(j->info, sizeof j->info, "%s", r.log);   /* the report of -v, for the spills */
+            cubin = r.cubin, bytes = r.cubin_bytes, r.cubin = NULL;
+            if (cached) cubin_write(path, cubin, bytes);
+        }
+        ptxas_run_free(&r);
+        if (!cubin) return false;
+    }
+    int opts[4] = {JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE};
+    void *vals[4] = {j->elog, (void *)(uintptr_t)sizeof j->elog};
+    j->r = cu.ModuleLoadDataEx(&j->mod, cubin, 2, opts, vals);
+    free(cubin);
+    if (j->r) j->info[0] = j->elog[0] = 0;
+    return !j->r;
+}
+
+/* Loads the PTX of entry `name` in d's context: a cubin from ptxas when
+ * there is one (load_cubin), else through the driver's JIT. It touches no
+ * state of the runtime's, so several threads may assemble configs at
+ * once; the calling thread's context is as it was after. */
 static void jit_ptx(const Device *d, const char *name, const char *ptx, Jit *j)
 {
     j->done = true;
@@ -838,10 +922,12 @@ static void jit_ptx(const Device *d, const char *name, const char *ptx, Jit *j)
         snprintf(j->elog, sizeof j->elog, "cuCtxSetCurrent failed");
         return;
     }
-    int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
-    void *vals[6] = {j->info, (void *)(uintptr_t)sizeof j->info, j->elog, (void *)(uintptr_t)sizeof j->elog,
-                     (void *)(uintptr_t)1, (void *)(uintptr_t)1};
-    j->r = cu.ModuleLoadDataEx(&j->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
+    if (!load_cubin(d, ptx, j)) {
+        int opts[6] = {JIT_INFO_LOG, JIT_INFO_LOG_SIZE, JIT_ERROR_LOG, JIT_ERROR_LOG_SIZE, JIT_LOG_VERBOSE, JIT_GENERATE_LINE_INFO};
+        void *vals[6] = {j->info, (void *)(uintptr_t)sizeof j->info, j->elog, (void *)(uintptr_t)sizeof j->elog,
+                         (void *)(uintptr_t)1, (void *)(uintptr_t)1};
+        j->r = cu.ModuleLoadDataEx(&j->mod, ptx, lineinfo_asked() ? 6 : 5, opts, vals);
+    }
     if (saved != d->ctx) cu.CtxSetCurrent(saved);
 }
 

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -463,6 +464,7 @@ enum { RUNS_TIMED = PH_TUNE_WARMUPS + PH_TUNE_RUNS };
 static struct {
     const char *refuse[8];
     char loaded[64][128];   /* the entry of each PTX image loaded, in the order loads began */
+    bool loaded_cubin[64];  /* that image was a cubin (ELF) */
     int loaded_device[64];  /* the device whose context was current in the loading thread */
     int nloads;
     int load_us;            /* each load takes this long */
@@ -583,7 +585,10 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     pthread_mutex_lock(&fake_load_lock);
     int at = fake.nloads++;
     char *name = fake.loaded[at];
-    entry_of(image, name, sizeof fake.loaded[0]);
+    /* the fake ptxas's cubins are "\177ELF" and the entry name */
+    fake.loaded_cubin[at] = !memcmp(image, "\177ELF", 4);
+    if (fake.loaded_cubin[at]) snprintf(name, sizeof fake.loaded[0], "%s", (const char *)image + 4);
+    else entry_of(image, name, sizeof fake.loaded[0]);
     fake.loaded_device[at] = current_device();
     if (++fake.loading > fake.most_loading) fake.most_loading = fake.loading;
     pthread_mutex_unlock(&fake_load_lock);
@@ -697,6 +702,7 @@ static void use_fake_driver(void)
     };
     ph_internal_use_driver(&d);
     setenv("PHOBOS_CACHE_DIR", "off", 1);
+    setenv("PHOBOS_PTXAS", "0", 1);   /* the fake driver's JIT assembles, unless a test says otherwise */
     cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
     cr_assert_str_eq(ph_device_name(), "Fake GPU, sm_90, 132 SMs");
 }
@@ -752,6 +758,104 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     unsetenv("PHOBOS_COMPILE_THREADS");
     ph_module_free(m);
     ph_shutdown();
+}
+
+/* A stand-in for ptxas in a new folder: it counts its runs (in
+ * FOLDER/ptxas.runs), and writes as the cubin "\177ELF" and the PTX's entry
+ * name, with ptxas -v's report of it; with fail set it rejects the PTX. */
+static void fake_ptxas(char *dir, bool fail)
+{
+    cr_assert_not_null(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/ptxas", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\necho \"$@\" >> \"$0.runs\"\n%s"
+               "while [ \"$1\" != -o ]; do shift; done\n"
+               "name=$(sed -n 's/^.*\\.entry \\([A-Za-z0-9_]*\\)(.*/\\1/p' \"$3\")\n"
+               "printf '\\177ELF%%s' \"$name\" > \"$2\"\n"
+               "echo \"ptxas info    : Compiling entry function '$name' for 'sm_90'\"\n"
+               "echo \"ptxas info    : Function properties for $name\"\n"
+               "echo '    0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads'\n"
+               "echo 'ptxas info    : Used 20 registers, used 0 barriers'\n",
+            fail ? "echo 'ptxas fatal   : rejected' >&2\nexit 1\n" : "");
+    fclose(f);
+    cr_assert_eq(chmod(path, 0755), 0);
+}
+
+static int lines_in(const char *path)
+{
+    char *text = tu_read_file(path);
+    int n = 0;
+    for (const char *p = text; p && *p; p++) n += *p == '\n';
+    free(text);
+    return n;
+}
+
+/* With a ptxas (PHOBOS_PTXAS names it), each config is assembled by it,
+ * one process per config, and the driver gets cubins; ptxas -v's report
+ * gives the spills; the cubins are cached on disk, so the same configs
+ * loaded again run no ptxas. */
+Test(runtime, configs_are_assembled_by_ptxas_and_cached)
+{
+    use_fake_driver();
+    char bin[] = "/tmp/phobos-fake-ptxas.XXXXXX", cache[] = "/tmp/phobos-cubins.XXXXXX", tool[128], runs[128];
+    fake_ptxas(bin, false);
+    cr_assert_not_null(mkdtemp(cache));
+    snprintf(tool, sizeof tool, "%s/ptxas", bin);
+    snprintf(runs, sizeof runs, "%s/ptxas.runs", bin);
+    setenv("PHOBOS_PTXAS", tool, 1);
+    setenv("PHOBOS_CACHE_DIR", cache, 1);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    for (int round = 0; round < 2; round++) {
+        ph_module *m;
+        ph_kernel *k;
+        cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+        cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+        ph_set_autotune(1);
+        cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+        /* the second time the autotuner's winner, kept on disk, is the only config loaded */
+        cr_assert_eq(fake.nloads, round ? 4 : 3);
+        for (int i = 0; i < fake.nloads; i++) cr_assert(fake.loaded_cubin[i], "%s was loaded as PTX", fake.loaded[i]);
+        cr_assert_eq(lines_in(runs), 3, "round %d: ptxas ran %d times", round, lines_in(runs));
+        ph_stats st;
+        cr_assert_eq(ph_kernel_stats(k, fake.loaded[fake.nloads - 1], &st), PH_OK, "%s", ph_last_error());
+        cr_assert_eq(st.spill_store_bytes, round ? -1 : 4, "the report of ptxas -v, when it ran");
+        ph_module_free(m);
+    }
+    char *ran = tu_read_file(runs);
+    cr_assert(!strncmp(ran, "-v -arch=sm_90 -o ", 18), "ptxas ran as: %s", ran);
+    free(ran);
+    unsetenv("PHOBOS_CACHE_DIR");
+    ph_shutdown();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", bin, cache);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A ptxas that rejects the PTX leaves it to the driver's JIT. */
+Test(runtime, what_ptxas_rejects_goes_to_the_driver)
+{
+    use_fake_driver();
+    char bin[] = "/tmp/phobos-fake-ptxas.XXXXXX", tool[128], runs[128];
+    fake_ptxas(bin, true);
+    snprintf(tool, sizeof tool, "%s/ptxas", bin);
+    snprintf(runs, sizeof runs, "%s/ptxas.runs", bin);
+    setenv("PHOBOS_PTXAS", tool, 1);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(lines_in(runs), 3);
+    cr_assert_eq(fake.nloads, 3);
+    for (int i = 0; i < 3; i++) cr_assert(!fake.loaded_cubin[i], "%s was loaded as a cubin", fake.loaded[i]);
+    ph_module_free(m);
+    ph_shutdown();
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", bin);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* Of three configs the driver refuses one: the two others load, are timed
