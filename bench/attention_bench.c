@@ -1,6 +1,7 @@
 /* attention_bench.c: times the tutorial's four kernels on the GPU through
  * the runtime: forward (attn_fwd) and backward (attn_bwd_delta +
- * attn_bwd_dkdv + attn_bwd_dq), causal and not, over the grid of Triton's
+ * attn_bwd_dkdv + attn_bwd_dq, the seed's or the fused backward of
+ * examples/attention/attention_host.h), causal and not, over the grid of Triton's
  * fused-attention benchmark: batch 4, 32 heads, head dim 64 and 128,
  * N_CTX 1024 to 16384, f16.
  *
@@ -31,6 +32,8 @@ typedef struct { Size s; const char *block; } GridCtx;
 typedef struct {
     ph_kernel *fwd, *delta, *dkdv, *dq;
     ph_devptr q, k, v, o, dout, dq_, dk, dv, lse, dlt;
+    ph_devptr dqacc;   /* f32: a fused backward's dQ accumulator (examples/attention/attention_host.h) */
+    int fused;         /* attn_bwd_dkdv takes DQacc: the fused backward's three kernels */
 } Attn;
 
 /* What one timed piece of work runs. */
@@ -66,6 +69,27 @@ static ph_status forward(void *user)
     return ph_launch(a->fwd, grid_rows, &g, args, 8);
 }
 
+/* The fused backward: delta (which zeroes DQacc), dK/dV adding each block's
+ * share of dQ into DQacc, and dQ = DQacc * scale in f16. */
+static ph_status fused_backward(Case *c)
+{
+    Attn *a = c->a;
+    Size s = c->s;
+    int64_t rows = (int64_t)s.z * s.h * s.n;
+    GridCtx g = {s, "BR"}, gk = {s, "BC"};
+    ph_arg acc = ph_tensor2(a->dqacc, rows, s.d);
+    ph_arg dargs[] = {ph_tensor2(a->o, rows, s.d), ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->dlt, rows, 1), acc};
+    ph_status st = ph_launch(a->delta, grid_flat, &g, dargs, 4);
+    if (st) return st;
+    ph_arg kv[] = {ph_tensor2(a->q, rows, s.d), ph_tensor2(a->k, rows, s.d), ph_tensor2(a->v, rows, s.d),
+                   ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->lse, rows, 1), ph_tensor2(a->dlt, rows, 1),
+                   ph_tensor2(a->dk, rows, s.d), ph_tensor2(a->dv, rows, s.d), acc, ph_i32(s.n), ph_f32(0.5f),
+                   ph_i32(c->causal)};
+    if ((st = ph_launch(a->dkdv, grid_rows, &gk, kv, 12))) return st;
+    ph_arg q[] = {acc, ph_tensor2(a->dq_, rows, s.d), ph_f32(0.5f)};
+    return ph_launch(a->dq, grid_flat, &g, q, 3);
+}
+
 static ph_status backward(void *user)
 {
     Case *c = user;
@@ -73,6 +97,7 @@ static ph_status backward(void *user)
     Size s = c->s;
     int64_t rows = (int64_t)s.z * s.h * s.n;
     GridCtx g = {s, "BR"}, gk = {s, "BC"};
+    if (a->fused) return fused_backward(c);
     ph_arg dargs[] = {ph_tensor2(a->o, rows, s.d), ph_tensor2(a->dout, rows, s.d), ph_tensor2(a->dlt, rows, 1)};
     ph_status st = ph_launch(a->delta, grid_flat, &g, dargs, 3);
     if (st) return st;
@@ -103,13 +128,14 @@ static ph_status alloc_buffers(Attn *a, size_t max_rows, int max_d)
     for (int i = 0; i < 4 && !s; i++) s = gpubench_random_f16(*bufs16[i], n16, (uint64_t)i + 1);
     if (!s) s = ph_malloc(&a->lse, max_rows * 4);
     if (!s) s = ph_malloc(&a->dlt, max_rows * 4);
+    if (!s && a->fused) s = ph_malloc(&a->dqacc, n16 * 4);
     return s;
 }
 
 static void free_buffers(Attn *a)
 {
-    ph_devptr bufs[] = {a->q, a->k, a->v, a->dout, a->o, a->dq_, a->dk, a->dv, a->lse, a->dlt};
-    for (int i = 0; i < 10; i++)
+    ph_devptr bufs[] = {a->q, a->k, a->v, a->dout, a->o, a->dq_, a->dk, a->dv, a->lse, a->dlt, a->dqacc};
+    for (int i = 0; i < 11; i++)
         if (bufs[i]) ph_free(bufs[i]);
 }
 
@@ -174,6 +200,7 @@ int main(int argc, char **argv)
         gpubench_close(b);
         return 1;
     }
+    a.fused = ph_kernel_param_count(a.dkdv) == 12;
     size_t max_rows = (size_t)BATCH * HEADS * (size_t)ctx[nctx - 1];
     printf("%s on %s: batch %d, %d heads, f16, %s\n", what, ph_device_name(), BATCH, HEADS,
            "first launch at each size autotunes (winners kept on disk)");

@@ -17,12 +17,21 @@ typedef struct {
     float *lse, *delta;
 } AttnBufs;
 
-typedef struct { IrFunc *fwd, *delta, *dkdv, *dq; } AttnKernels;
+/* fused: the backward of FlashAttention-2 proper, dQ made by the dK/dV
+ * kernel, which adds each K/V block's share into an f32 buffer DQacc
+ * (ph.atomic_add): attn_bwd_delta(O, dO, Delta, DQacc) also zeroes DQacc,
+ * attn_bwd_dkdv takes DQacc after DV, and attn_bwd_dq(DQacc, DQ, scale)
+ * writes DQacc * scale as f16, over all Z H N_CTX rows as the delta
+ * kernel does. Otherwise the seed's three kernels, dQ recomputing S and P. */
+typedef struct { IrFunc *fwd, *delta, *dkdv, *dq; bool fused; } AttnKernels;
 
 static const char *const attn_sig_fwd = "f16:2 f16:2 f16:2 f16:2 f32:2 i32 f32 i32";
 static const char *const attn_sig_delta = "f16:2 f16:2 f32:2";
 static const char *const attn_sig_dkdv = "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 f16:2 i32 f32 i32";
 static const char *const attn_sig_dq = "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 i32 f32 i32";
+static const char *const attn_sig_delta_fused = "f16:2 f16:2 f32:2 f32:2";
+static const char *const attn_sig_dkdv_fused = "f16:2 f16:2 f16:2 f16:2 f32:2 f32:2 f16:2 f16:2 f32:2 i32 f32 i32";
+static const char *const attn_sig_dq_fused = "f32:2 f16:2 f32";
 
 /* ---- choosing configs ---- */
 
@@ -52,20 +61,42 @@ static int attn_pick(const IrModule *m, const AttnSize *s, AttnKernels *k)
     k->fwd = host_pick(m, "attn_fwd", attn_fits, s);
     k->delta = host_pick(m, "attn_bwd_delta", delta_fits, s);
     k->dkdv = host_pick(m, "attn_bwd_dkdv", attn_fits, s);
-    k->dq = host_pick(m, "attn_bwd_dq", attn_fits, s);
+    k->fused = k->dkdv && k->dkdv->nparams == 12;
+    k->dq = host_pick(m, "attn_bwd_dq", k->fused ? delta_fits : attn_fits, s);
     if (!k->fwd || !k->delta || !k->dkdv || !k->dq) return 1;
     if (host_meta(k->fwd, "BR") <= 0 || host_meta(k->delta, "BR") <= 0 ||
         host_meta(k->dkdv, "BC") <= 0 || host_meta(k->dq, "BR") <= 0) {
         fprintf(stderr, "attention: a kernel lacks the BR/BC meta-parameter its grid needs\n");
         return 1;
     }
-    if (!host_signature(k->fwd, attn_sig_fwd) || !host_signature(k->delta, attn_sig_delta) ||
-        !host_signature(k->dkdv, attn_sig_dkdv) || !host_signature(k->dq, attn_sig_dq))
+    if (!host_signature(k->fwd, attn_sig_fwd) ||
+        !host_signature(k->delta, k->fused ? attn_sig_delta_fused : attn_sig_delta) ||
+        !host_signature(k->dkdv, k->fused ? attn_sig_dkdv_fused : attn_sig_dkdv) ||
+        !host_signature(k->dq, k->fused ? attn_sig_dq_fused : attn_sig_dq))
         return 1;
     return 0;
 }
 
-/* ---- the seed's run: four launches ---- */
+/* ---- the run: four launches ---- */
+
+/* The fused backward (see AttnKernels), DQacc poisoned before the delta
+ * kernel zeroes it. */
+static int attn_run_fused_backward(const HostLauncher *l, const AttnKernels *k, const AttnSize *s, IrArg *a)
+{
+    enum { Q, K, V, DOUT, O, LSE, DELTA, DQ, DK, DV, N, SCALE, CAUSAL };
+    int64_t rows = (int64_t)s->z * s->h * s->n, heads = (int64_t)s->z * s->h;
+    float *acc = host_alloc(DT_F32, (size_t)rows * (size_t)s->d);
+    host_poison(DT_F32, acc, (size_t)rows * (size_t)s->d);
+    IrArg dqacc = host_tensor2(acc, rows, s->d);
+    IrArg delta_args[] = {a[O], a[DOUT], a[DELTA], dqacc};
+    IrArg dkdv_args[] = {a[Q], a[K], a[V], a[DOUT], a[LSE], a[DELTA], a[DK], a[DV], dqacc, a[N], a[SCALE], a[CAUSAL]};
+    IrArg dq_args[] = {dqacc, a[DQ], a[SCALE]};
+    int failed = host_launch(l, k->delta, delta_args, 4, rows / host_meta(k->delta, "BR"), 1, 1) ||
+                 host_launch(l, k->dkdv, dkdv_args, 12, s->n / host_meta(k->dkdv, "BC"), heads, 1) ||
+                 host_launch(l, k->dq, dq_args, 3, rows / host_meta(k->dq, "BR"), 1, 1);
+    free(acc);
+    return failed;
+}
 
 static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize *s, bool causal,
                     AttnBufs *b)
@@ -81,6 +112,10 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
 
     IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
     if (host_launch(l, k->fwd, fwd_args, 8, s->n / host_meta(k->fwd, "BR"), heads, 1)) return 1;
+    if (k->fused) {
+        IrArg all[] = {q, kk, v, dout, o, lse, delta, dq, dk, dv, n, scale, c};
+        return attn_run_fused_backward(l, k, s, all);
+    }
     IrArg delta_args[] = {o, dout, delta};
     if (host_launch(l, k->delta, delta_args, 3, rows / host_meta(k->delta, "BR"), 1, 1)) return 1;
     IrArg dkdv_args[] = {q, kk, v, dout, lse, delta, dk, dv, n, scale, c};
