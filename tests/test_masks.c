@@ -219,3 +219,14 @@ Test(masks, a_side_that_wraps_is_not_called_uniform)
     ir_module_free(orig);
     ir_module_free(split);
 }
+
+/* The pipeline runs the pass (after licm) and verifies what it makes. */
+Test(masks, runs_in_the_pipeline)
+{
+    IrModule *m = load_masks();
+    IrFunc *f = func_named(m, "split_le");
+    char err[512];
+    cr_assert_eq(ir_run_passes(f, true, NULL, NULL, err, sizeof err), 0, "%s", err);
+    fallback_select(f);
+    ir_module_free(m);
+}
