@@ -4,11 +4,15 @@
  * INT32_MAX, where a corner test that wrapped would decide mixed tiles.
  * A copy of the split function whose fallback select has its operands
  * swapped shows which path a run took: it agrees with the original only
- * when the scalar test decided the tile. */
+ * when the scalar test decided the tile. On the random programs of
+ * tests/difftest, the interpreter computes the same with and without the
+ * pass. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 
+#include "difftest.h"
 #include "irutil.h"
+#include "phgen.h"
 #include "testutil.h"
 
 enum { ROWS = 4, COLS = 16, N = ROWS * COLS };
@@ -229,4 +233,96 @@ Test(masks, runs_in_the_pipeline)
     cr_assert_eq(ir_run_passes(f, true, NULL, NULL, err, sizeof err), 0, "%s", err);
     fallback_select(f);
     ir_module_free(m);
+}
+
+/* ---- generated programs ---- */
+
+/* source lowered and run through every pass but masks */
+static IrModule *compile_without_masks(const char *source)
+{
+    static const SemaOptions none;
+    SrcFile src;
+    src_from_string(&src, "gen.ph", source);
+    Diag d;
+    diag_init(&d, &src, NULL);
+    Arena *a = arena_new();
+    Module *ast = parse(&src, &d, a);
+    IrModule *ir = d.nerrors ? NULL : sema(ast, &d, &none);
+    arena_free(a);
+    diag_free(&d);
+    src_free(&src);
+    for (int i = 0; ir && i < ir->nfuncs; i++)
+        for (const IrPass *p = ir_passes; p->name; p++)
+            if (strcmp(p->name, "masks")) p->run(ir->funcs[i]);
+    return ir;
+}
+
+/* A back end for the difftest engine: the interpreter on the program
+ * compiled without the masks pass. */
+static DtRunStatus unmasked_load(DtBackend *b, const char *source, const IrModule *m, char *err, size_t errlen)
+{
+    (void)m;
+    b->state = compile_without_masks(source);
+    if (b->state) return DT_RUN_OK;
+    snprintf(err, errlen, "the program does not compile");
+    return DT_RUN_FAILED;
+}
+
+static DtRunStatus unmasked_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs, const int grid[3], char *err,
+                                size_t errlen)
+{
+    const IrModule *m = b->state;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->name, f->name))
+            return ir_interp(m->funcs[i], args, nargs, grid, err, errlen) ? DT_RUN_FAILED : DT_RUN_OK;
+    snprintf(err, errlen, "no function %s", f->name);
+    return DT_RUN_FAILED;
+}
+
+static void unmasked_unload(DtBackend *b)
+{
+    ir_module_free(b->state);
+    b->state = NULL;
+}
+
+/* The masks pass's ifs in a block: an if whose then yields what the
+ * select in its else chooses where its condition holds. */
+static int count_splits(const IrBlock *b)
+{
+    int n = 0;
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_IF && op->nres == 1 && op->body->nops == 1 && op->els && op->els->nops == 2 &&
+            op->els->ops[0]->kind == OP_SELECT && op->els->ops[0]->args[1] == op->body->ops[0]->args[0])
+            n++;
+        n += count_splits(op->body) + count_splits(op->els);
+    }
+    return n;
+}
+
+Test(masks, generated_programs_compute_what_they_did, .timeout = 300)
+{
+    DtBackend unmasked = {"interpreter without masks", unmasked_load, unmasked_run, unmasked_unload, NULL};
+    int programs = 0, splits = 0;
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        DtSpec spec;
+        char *src = phgen_program(seed, NULL, &spec), *diags = NULL;
+        IrModule *m = tu_compile("gen.ph", src, NULL, &diags);
+        cr_assert_not_null(m, "seed %llu: %s", (unsigned long long)seed, diags);
+        int n = 0;
+        for (int i = 0; i < m->nfuncs; i++) n += count_splits(m->funcs[i]->body);
+        if (n) {
+            DtReport rep;
+            DtVerdict v = dt_compare_module(m, src, &spec, &unmasked, seed, NULL, &rep);
+            cr_assert_eq(v, DT_SAME, "seed %llu: %s in %s: %s\n%s", (unsigned long long)seed, dt_verdict_name(v),
+                         rep.config, rep.message, src);
+            programs++;
+            splits += n;
+        }
+        ir_module_free(m);
+        free(diags);
+        free(src);
+    }
+    cr_log_info("%d programs with %d split selects", programs, splits);
+    cr_assert_gt(programs, 10, "the generator's masks reach the pass");
 }
