@@ -8,6 +8,7 @@
 const IrPass ir_passes[] = {
     {"fold", ir_fold, "constant folding, exact identities, constant ifs and empty loops"},
     {"licm", ir_licm, "moves loop-invariant ops (and loads of tensors never stored) out of loops"},
+    {"masks", ir_masks, "a select on a compare of affine i32 tiles is skipped on tiles where the compare holds everywhere"},
     {"async", ir_async, "copies loop loads that feed tensor-core dots through S-stage shared-memory rings"},
     {"pipeline", ir_pipeline, "issues loads that depend only on a loop's counter one iteration ahead"},
     {"dce", ir_dce, "removes ops whose results are unused and that store nothing"},

@@ -324,15 +324,16 @@ Test(ir_passes, table_and_driver)
 {
     cr_assert_str_eq(ir_passes[0].name, "fold");
     cr_assert_str_eq(ir_passes[1].name, "licm");
-    cr_assert_str_eq(ir_passes[2].name, "async");
-    cr_assert_str_eq(ir_passes[3].name, "pipeline");
-    cr_assert_str_eq(ir_passes[4].name, "dce");
-    cr_assert_null(ir_passes[5].name);
+    cr_assert_str_eq(ir_passes[2].name, "masks");
+    cr_assert_str_eq(ir_passes[3].name, "async");
+    cr_assert_str_eq(ir_passes[4].name, "pipeline");
+    cr_assert_str_eq(ir_passes[5].name, "dce");
+    cr_assert_null(ir_passes[6].name);
     char *text = tu_read_file("tests/ir/fold.ir");
     IrModule *m = parse_ok(text);
     char err[512] = "";
     cr_assert_eq(ir_run_passes(m->funcs[0], true, "layout", NULL, err, sizeof err), 1);
-    cr_assert_str_eq(err, "unknown pass 'layout' for dump-after; the passes are: fold licm async pipeline dce");
+    cr_assert_str_eq(err, "unknown pass 'layout' for dump-after; the passes are: fold licm masks async pipeline dce");
     size_t len = 0;
     char *dump = NULL;
     FILE *out = open_memstream(&dump, &len);

@@ -1,0 +1,438 @@
+/* masks.c: a select whose condition holds at every element of its tile
+ * costs one scalar test. Attention's causal mask,
+ * `ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)`, is true on
+ * every KV tile below the diagonal, yet costs a compare and a select per
+ * element on each; after this pass it costs a few scalar ops there.
+ *
+ * A tile `select %c, %a, %b` whose condition is a signed compare (lt, le,
+ * gt, ge) of two i32 tiles that are each an affine form
+ *     S + k + cr*row + cc*col
+ * (S a sum of i32 scalars times constants; k, cr, cc integer constants;
+ * built from iota, splat, broadcast, add, sub, neg and mul by a constant)
+ * becomes
+ *     %t = <the compare holds at every element>
+ *     %x = if %t { yield %a } else { %s = select %c, %a, %b; yield %s }
+ * lhs - rhs is affine too, so the compare is hardest to satisfy at one
+ * corner of the tile, picked by the signs of its coefficients; the test
+ * computes both sides there with scalar ops. The ops that build %c stay
+ * where they are: the code generator builds them where they are used,
+ * in the else.
+ *
+ * Exactness. i32 arithmetic wraps, in the tile ops and in the scalar ops
+ * alike, and the IR has no wider integer. Each side's elements are
+ * congruent modulo 2^32 to the integer S + k + cr*row + cc*col, where S is
+ * the i32 value the test computes for the scalar part (however it wraps,
+ * its residue is right). The test first checks, by comparing S with
+ * constants, that this integer lies in the i32 range at every element of
+ * the tile (it is extreme at the corners, so the constants follow from k,
+ * cr, cc and the shape). Then every element equals its integer, neither
+ * side wraps at the corner either, and the corner's compare is the
+ * integers' compare, which decides the whole tile. When a side may leave
+ * the range the test is false and the select runs as before.
+ *
+ * A compare of forms without scalars is decided here: the select is
+ * replaced by %a when it holds everywhere, by %b when it fails everywhere,
+ * and stays when the tile is mixed. At run time only "holds everywhere"
+ * is tested: a second if for "fails everywhere" cost registers (and
+ * spills) in the attention kernels, whose loops skip the tiles where the
+ * mask fails everywhere, so it would never be taken there.
+ *
+ * Expects: verified IR, after licm (a select whose operands are invariant
+ * has left its loop; inside an if it could not). Guarantees: the same
+ * results; nothing else moves. A select the code generator builds where it
+ * is used (%a and %b made of splats, iotas and broadcasts: layout.c) is
+ * left alone, since it holds no registers to save and the if would give
+ * it some. */
+#include "irutil.h"
+
+#include <string.h>
+
+enum {
+    MAX_TERMS = 4,      /* scalars in one form's S */
+    VISIT_BUDGET = 64,  /* ops looked at for one compare, so shared operands cannot blow up */
+    MAX_DEPTH = 200,    /* regions: the rewrite nests one more, the verifier allows 256 */
+    MAX_EXTENT = 1 << 20,
+};
+
+static const int64_t COEF_LIMIT = (int64_t)1 << 32;
+
+/* sum over terms of sc[i] * sv[i] (rank-0 i32 values), + k + row*r + col*c */
+typedef struct {
+    int nterms;
+    ValueId sv[MAX_TERMS];
+    int64_t sc[MAX_TERMS];
+    int64_t k, row, col;
+} Affine;
+
+static int64_t wrap32(int64_t v)
+{
+    uint64_t u = (uint64_t)v & 0xffffffffu;
+    return u >= 0x80000000u ? (int64_t)u - ((int64_t)1 << 32) : (int64_t)u;
+}
+
+static bool small(int64_t x) { return x >= -COEF_LIMIT && x <= COEF_LIMIT; }
+
+static bool scale_by(int64_t *x, int64_t c)
+{
+    int64_t m = c < 0 ? -c : c;
+    if (m && (*x > COEF_LIMIT / m || *x < -COEF_LIMIT / m)) return false;
+    *x *= c;
+    return true;
+}
+
+static bool scale(Affine *a, int64_t c)
+{
+    for (int i = 0; i < a->nterms; i++)
+        if (!scale_by(&a->sc[i], c)) return false;
+    return scale_by(&a->k, c) && scale_by(&a->row, c) && scale_by(&a->col, c);
+}
+
+static bool add_term(Affine *a, ValueId v, int64_t c)
+{
+    for (int i = 0; i < a->nterms; i++)
+        if (a->sv[i] == v) {
+            a->sc[i] += c;
+            if (!a->sc[i]) {   /* cancelled: kt - kt */
+                a->sv[i] = a->sv[a->nterms - 1];
+                a->sc[i] = a->sc[--a->nterms];
+                return true;
+            }
+            return small(a->sc[i]);
+        }
+    if (a->nterms == MAX_TERMS) return false;
+    a->sv[a->nterms] = v;
+    a->sc[a->nterms++] = c;
+    return true;
+}
+
+/* a += sign * b, sign 1 or -1 */
+static bool combine(Affine *a, const Affine *b, int64_t sign)
+{
+    for (int i = 0; i < b->nterms; i++)
+        if (!add_term(a, b->sv[i], sign * b->sc[i])) return false;
+    a->k += sign * b->k;
+    a->row += sign * b->row;
+    a->col += sign * b->col;
+    return small(a->k) && small(a->row) && small(a->col);
+}
+
+static bool is_constant(const Affine *a) { return !a->nterms && !a->row && !a->col; }
+
+static bool affine(const IrFunc *f, ValueId v, Affine *out, int *budget);
+
+static bool affine_binary(const IrFunc *f, const IrOp *d, Affine *out, int *budget)
+{
+    if (d->sub != BIN_ADD && d->sub != BIN_SUB && d->sub != BIN_MUL) return false;
+    Affine b;
+    if (!affine(f, d->args[0], out, budget) || !affine(f, d->args[1], &b, budget)) return false;
+    if (d->sub != BIN_MUL) return combine(out, &b, d->sub == BIN_ADD ? 1 : -1);
+    if (is_constant(&b)) return scale(out, b.k);
+    if (!is_constant(out)) return false;   /* a product of two variables is not affine */
+    int64_t c = out->k;
+    *out = b;
+    return scale(out, c);
+}
+
+/* The affine form of i32 value v, if it has one. */
+static bool affine(const IrFunc *f, ValueId v, Affine *out, int *budget)
+{
+    memset(out, 0, sizeof *out);
+    IrType t = ir_vtype(f, v);
+    const IrOp *d = f->values[v].def;
+    if (t.dt != DT_I32 || --*budget < 0) return false;
+    if (t.rank == 0) {
+        if (d && d->kind == OP_CONST) out->k = wrap32(d->ival);
+        else add_term(out, v, 1);
+        return true;
+    }
+    if (!d || ir_rows(t) > MAX_EXTENT || ir_cols(t) > MAX_EXTENT) return false;
+    bool ok = false;
+    switch (d->kind) {
+    case OP_IOTA:
+        if (t.rank == 2 && d->axis == 0) out->row = 1;
+        else out->col = 1;   /* a rank-1 tile is one row */
+        ok = true;
+        break;
+    case OP_SPLAT: case OP_BROADCAST:
+        ok = affine(f, d->args[0], out, budget);
+        break;
+    case OP_UNARY:
+        ok = d->sub == UN_NEG && affine(f, d->args[0], out, budget) && scale(out, -1);
+        break;
+    case OP_BINARY:
+        ok = affine_binary(f, d, out, budget);
+        break;
+    default:
+        break;
+    }
+    /* along an axis of extent 1 the index is always 0 (and a broadcast
+     * stretches that one element) */
+    if (ir_rows(t) == 1) out->row = 0;
+    if (ir_cols(t) == 1) out->col = 0;
+    return ok;
+}
+
+/* The constant part of a form at the tile's row r, column c. */
+static int64_t at(const Affine *a, int64_t r, int64_t c) { return a->k + a->row * r + a->col * c; }
+
+static int64_t least(const Affine *a, int rows, int cols)
+{
+    return at(a, a->row < 0 ? rows - 1 : 0, a->col < 0 ? cols - 1 : 0);
+}
+
+static int64_t greatest(const Affine *a, int rows, int cols)
+{
+    return at(a, a->row > 0 ? rows - 1 : 0, a->col > 0 ? cols - 1 : 0);
+}
+
+/* ---- building the tests, before the select ---- */
+
+typedef struct {
+    IrFunc *f;
+    IrBlock *blk;
+    int pos;      /* where the next op goes in blk */
+    Loc loc;
+} Builder;
+
+static ValueId emit(Builder *b, IrOpKind kind, int sub, DType dt, ValueId x, ValueId y)
+{
+    ValueId args[2] = {x, y};
+    IrType t = ir_scalar(dt);
+    IrOp *op = ir_emit(b->f, NULL, kind, y ? 2 : 1, args, 1, &t);
+    op->sub = sub;
+    op->loc = b->loc;
+    ir_block_insert(b->f, b->blk, b->pos++, op);
+    return op->res[0];
+}
+
+static ValueId emit_const(Builder *b, DType dt, int64_t v)
+{
+    IrType t = ir_scalar(dt);
+    IrOp *op = ir_emit(b->f, NULL, OP_CONST, 0, NULL, 1, &t);
+    op->ival = dt == DT_I32 ? wrap32(v) : v;
+    op->loc = b->loc;
+    ir_block_insert(b->f, b->blk, b->pos++, op);
+    return op->res[0];
+}
+
+/* x and y, where 0 stands for true */
+static ValueId emit_and(Builder *b, ValueId x, ValueId y)
+{
+    if (!x || !y) return x ? x : y;
+    return emit(b, OP_BINARY, BIN_AND, DT_BOOL, x, y);
+}
+
+/* S of a form: an i32 scalar congruent to it modulo 2^32; 0 when it has none. */
+static ValueId emit_scalar_part(Builder *b, const Affine *a)
+{
+    ValueId s = 0;
+    for (int i = 0; i < a->nterms; i++) {
+        ValueId t = a->sv[i];
+        int64_t c = a->sc[i];
+        if (!c) continue;
+        if (c == -1 && s) {
+            s = emit(b, OP_BINARY, BIN_SUB, DT_I32, s, t);
+            continue;
+        }
+        if (c != 1) t = emit(b, OP_BINARY, BIN_MUL, DT_I32, t, emit_const(b, DT_I32, c));
+        s = s ? emit(b, OP_BINARY, BIN_ADD, DT_I32, s, t) : t;
+    }
+    return s;
+}
+
+/* One side of the compare: its form, its scalar part S, and whether S plus
+ * the form's least and greatest constant parts stay in the i32 range. */
+typedef struct {
+    Affine a;
+    ValueId s;
+    ValueId in_range;   /* bool scalar; 0 when always */
+} Side;
+
+static const int64_t I32_MIN = -((int64_t)1 << 31), I32_MAX = ((int64_t)1 << 31) - 1;
+
+/* The range S must lie in, [*lo, *hi], for every element of the side to be
+ * its integer; false when no i32 S does. S is taken as 0 when the form has
+ * no scalars. */
+static bool side_bounds(const Affine *a, int rows, int cols, int64_t *lo, int64_t *hi)
+{
+    *lo = I32_MIN - least(a, rows, cols);
+    *hi = I32_MAX - greatest(a, rows, cols);
+    if (!a->nterms) return *lo <= 0 && 0 <= *hi;
+    return *lo <= I32_MAX && *hi >= I32_MIN && *lo <= *hi;
+}
+
+/* Emits the range check of a side whose bounds side_bounds accepted. */
+static void emit_range(Builder *b, Side *sd, int rows, int cols)
+{
+    int64_t lo, hi;
+    side_bounds(&sd->a, rows, cols, &lo, &hi);
+    if (!sd->s) return;
+    ValueId above = lo > I32_MIN ? emit(b, OP_CMP, CMP_GE, DT_BOOL, sd->s, emit_const(b, DT_I32, lo)) : 0;
+    ValueId below = hi < I32_MAX ? emit(b, OP_CMP, CMP_LE, DT_BOOL, sd->s, emit_const(b, DT_I32, hi)) : 0;
+    sd->in_range = emit_and(b, above, below);
+}
+
+/* The side's value at row r, column c (exact when it is in range). */
+static ValueId emit_corner(Builder *b, const Side *sd, int64_t r, int64_t c)
+{
+    int64_t k = at(&sd->a, r, c);
+    if (!sd->s) return emit_const(b, DT_I32, k);
+    if (!wrap32(k)) return sd->s;
+    return emit(b, OP_BINARY, BIN_ADD, DT_I32, sd->s, emit_const(b, DT_I32, k));
+}
+
+static bool holds(int cmp, int64_t x, int64_t y)
+{
+    switch (cmp) {
+    case CMP_LT: return x < y;
+    case CMP_LE: return x <= y;
+    case CMP_GT: return x > y;
+    default: return x >= y;
+    }
+}
+
+/* ---- the rewrite ---- */
+
+/* The compare being split: its sides and the corners of the tile where it
+ * is hardest to hold (for "true everywhere") and easiest (for "false
+ * everywhere"). */
+typedef struct {
+    int cmp;
+    Side lhs, rhs;
+    int rows, cols;
+    int64_t hard_r, hard_c, easy_r, easy_c;
+} Split;
+
+/* Whether cond is a compare of affine forms that can both be in range. */
+static bool match_compare(const IrFunc *f, ValueId cond, Split *sp)
+{
+    const IrOp *d = f->values[cond].def;
+    if (!d || d->kind != OP_CMP || d->sub > CMP_GE) return false;
+    int budget = VISIT_BUDGET;
+    memset(sp, 0, sizeof *sp);
+    if (!affine(f, d->args[0], &sp->lhs.a, &budget) || !affine(f, d->args[1], &sp->rhs.a, &budget)) return false;
+    IrType t = ir_vtype(f, d->args[0]);
+    sp->cmp = d->sub;
+    sp->rows = ir_rows(t);
+    sp->cols = ir_cols(t);
+    int64_t lo, hi;
+    if (!side_bounds(&sp->lhs.a, sp->rows, sp->cols, &lo, &hi) || !side_bounds(&sp->rhs.a, sp->rows, sp->cols, &lo, &hi))
+        return false;
+    /* lhs - rhs is greatest where its row and column coefficients say */
+    int64_t dr = sp->lhs.a.row - sp->rhs.a.row, dc = sp->lhs.a.col - sp->rhs.a.col;
+    int64_t max_r = dr > 0 ? sp->rows - 1 : 0, max_c = dc > 0 ? sp->cols - 1 : 0;
+    int64_t min_r = dr < 0 ? sp->rows - 1 : 0, min_c = dc < 0 ? sp->cols - 1 : 0;
+    bool less = sp->cmp == CMP_LT || sp->cmp == CMP_LE;
+    sp->hard_r = less ? max_r : min_r;
+    sp->hard_c = less ? max_c : min_c;
+    sp->easy_r = less ? min_r : max_r;
+    sp->easy_c = less ? min_c : max_c;
+    return true;
+}
+
+/* Whether the code generator builds v where it is used (layout.c's rule). */
+static bool built_where_used(const IrFunc *f, ValueId v, int *budget)
+{
+    if (ir_vtype(f, v).rank == 0) return true;
+    const IrOp *d = f->values[v].def;
+    if (!d || --*budget < 0) return false;
+    switch (d->kind) {
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+        return true;
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
+        for (int i = 0; i < d->nargs; i++)
+            if (!built_where_used(f, d->args[i], budget)) return false;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A compare of forms without scalars, decided here: every later use of the
+ * select at blk->ops[i] reads %a or %b instead, and the select goes.
+ * Returns false when the tile is mixed. */
+static bool decide_now(IrBlock *blk, int i, const Split *sp)
+{
+    const Affine *l = &sp->lhs.a, *r = &sp->rhs.a;
+    IrOp *sel = blk->ops[i];
+    ValueId to;
+    if (holds(sp->cmp, at(l, sp->hard_r, sp->hard_c), at(r, sp->hard_r, sp->hard_c))) to = sel->args[1];
+    else if (!holds(sp->cmp, at(l, sp->easy_r, sp->easy_c), at(r, sp->easy_r, sp->easy_c))) to = sel->args[2];
+    else return false;
+    ir_block_remove(blk, i);
+    ir_replace_uses(blk, sel->res[0], to);
+    return true;
+}
+
+static IrOp *new_if(IrFunc *f, ValueId cond, IrType t, Loc loc)
+{
+    IrOp *op = ir_emit(f, NULL, OP_IF, 1, &cond, 1, &t);
+    op->body = ir_block_new(f);
+    op->els = ir_block_new(f);
+    op->loc = loc;
+    return op;
+}
+
+static void emit_yield(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
+{
+    IrOp *y = ir_emit(f, blk, OP_YIELD, 1, &v, 0, NULL);
+    y->loc = loc;
+}
+
+/* Replaces the select at blk->ops[i] (forms with scalars) by the test and
+ * the if; returns the index of the if. */
+static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
+{
+    IrOp *sel = blk->ops[i];
+    ir_block_remove(blk, i);
+    Builder b = {f, blk, i, sel->loc};
+    sp->lhs.s = emit_scalar_part(&b, &sp->lhs.a);
+    sp->rhs.s = emit_scalar_part(&b, &sp->rhs.a);
+    emit_range(&b, &sp->lhs, sp->rows, sp->cols);
+    emit_range(&b, &sp->rhs, sp->rows, sp->cols);
+    ValueId x = emit_corner(&b, &sp->lhs, sp->hard_r, sp->hard_c), y = emit_corner(&b, &sp->rhs, sp->hard_r, sp->hard_c);
+    ValueId hard = emit(&b, OP_CMP, sp->cmp, DT_BOOL, x, y);
+    ValueId all = emit_and(&b, emit_and(&b, sp->lhs.in_range, sp->rhs.in_range), hard);
+
+    IrOp *if_op = new_if(f, all, ir_vtype(f, sel->res[0]), sel->loc);
+    ir_block_insert(f, blk, b.pos, if_op);
+    emit_yield(f, if_op->body, sel->args[1], sel->loc);
+    /* the if takes the select's value, so its uses stay as they are; the
+     * select, in the else, takes the value made for the if */
+    ValueId value = sel->res[0], fresh = if_op->res[0];
+    if_op->res[0] = value;
+    f->values[value].def = if_op;
+    sel->res[0] = fresh;
+    f->values[fresh].def = sel;
+    f->values[fresh].name = f->values[value].name;
+    ir_block_insert(f, if_op->els, 0, sel);
+    emit_yield(f, if_op->els, fresh, sel->loc);
+    return b.pos;
+}
+
+/* Splits or decides the select at blk->ops[i] when it qualifies; returns
+ * the index of the last op now standing for it (i - 1 when it went). */
+static int visit_select(IrFunc *f, IrBlock *blk, int i, int depth)
+{
+    IrOp *sel = blk->ops[i];
+    Split sp;
+    if (ir_vtype(f, sel->res[0]).rank == 0 || !match_compare(f, sel->args[0], &sp)) return i;
+    if (!sp.lhs.a.nterms && !sp.rhs.a.nterms) return decide_now(blk, i, &sp) ? i - 1 : i;
+    int budget = VISIT_BUDGET;
+    if (depth > MAX_DEPTH || (built_where_used(f, sel->args[1], &budget) && built_where_used(f, sel->args[2], &budget)))
+        return i;
+    return split(f, blk, i, &sp);
+}
+
+static void masks_block(IrFunc *f, IrBlock *blk, int depth)
+{
+    if (depth > MAX_DEPTH) return;
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) masks_block(f, op->body, depth + 1);
+        if (op->els) masks_block(f, op->els, depth + 1);
+        if (op->kind == OP_SELECT) i = visit_select(f, blk, i, depth);
+    }
+}
+
+void ir_masks(IrFunc *f) { masks_block(f, f->body, 0); }
