@@ -7,7 +7,9 @@
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
  * a small size, and tensor-core dots whose operands lie in every form of
- * swizzled shared memory. Every past finding of the random-program
+ * swizzled shared memory. The atomic adds of tests/gpu/atomics.ph, many
+ * blocks and threads into overlapping windows, must give a plain C
+ * reference exactly. Every past finding of the random-program
  * fuzzer (the .ph files of tests/difftest/regressions/) runs here too,
  * through the difftest engine, on the inputs `cpufuzz --regress` gives
  * it. The
