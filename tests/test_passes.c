@@ -262,8 +262,9 @@ Test(passes, loads_of_a_tensor_added_into_stay_after_its_adds)
     ir_module_free(m);
 }
 
-/* A loop whose only effect is an atomic add stays, and so does the add. */
-Test(passes, dce_keeps_a_loop_that_only_adds)
+/* A loop whose only effect is an atomic add of loop-invariant operands
+ * stays, and so does the add, in it: it adds n times, not once. */
+Test(passes, licm_and_dce_keep_an_invariant_add_in_its_loop)
 {
     const char *text =
         "func f kernel f threads 32\n"
@@ -280,6 +281,7 @@ Test(passes, dce_keeps_a_loop_that_only_adds)
     char err[512];
     IrModule *m = ir_parse(text, err, sizeof err);
     cr_assert_not_null(m, "%s", err);
+    ir_licm(m->funcs[0]);
     ir_dce(m->funcs[0]);
     const IrOp *loop = find_loop(m->funcs[0]->body);
     cr_assert_not_null(loop, "the loop was removed:\n%s", tu_func_text(m->funcs[0]));
