@@ -166,7 +166,8 @@ $(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
 
 # Suites of the runtime's API link libphobos.so (the interpreter from libphc.a).
 PHOBOS_TESTS = $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops
-$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/libphc.a $(BUILD)/libphobos.so
+$(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h tests/atomicharness.h $(BUILD)/libphc.a \
+                 $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
 
@@ -182,6 +183,7 @@ $(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness
 CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
               -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
 $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
+                            tests/atomicharness.h \
                             examples/host.h examples/attention/attention_host.h $(CG_OBJS) $(BUILD)/libphc.a \
                             tests/difftest/difftest.c tests/difftest/difftest.h tests/difftest/difftest_cpusim.c
 	@mkdir -p $(dir $@)

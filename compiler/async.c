@@ -23,7 +23,7 @@
  * range read windows nobody uses, zero-filled where they leave the
  * tensor); the ring slots' contents are each read only between the wait
  * that publishes them and the next wait's barrier. A load moves only when
- * the kernel never stores its tensor, its window follows from the loop
+ * the kernel never writes its tensor, its window follows from the loop
  * counter, every use is an operand of a dot on the tensor cores, and its
  * rows are whole 16-byte chunks. The rings of a function take at most
  * ASYNC_BUDGET bytes; loads past it stay for the register pipeline. */

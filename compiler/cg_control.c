@@ -212,6 +212,7 @@ static void emit_op(Cg *c, const IrOp *op)
     }
     case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
     case OP_STORE: emit_store(c, op); break;
+    case OP_ATOMIC_ADD: emit_atomic_add(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;
     case OP_COMMIT_ASYNC: call0(c, "llvm.nvvm.cp.async.commit.group", c->tvoid); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;

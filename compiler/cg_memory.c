@@ -1,10 +1,11 @@
-/* cg_memory.c: loads, stores, shared-memory addresses and asynchronous
- * copies into shared-memory rings.
+/* cg_memory.c: loads, stores, atomic adds, shared-memory addresses and
+ * asynchronous copies into shared-memory rings.
  *
  * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
  * plan_rings before emission.
- * Guarantees: a load or store touches only in-bounds elements (the window's
- * mask); every shared-memory tile is addressed by its SHARED layout's map
+ * Guarantees: a load, store or atomic add touches only in-bounds elements
+ * (the window's mask), a store or add each element once; every
+ * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); cp.async copies land in
  * their ring slot, a buffer of the shared area, and read_shared reads a
  * ring slot in any register layout. */
@@ -112,17 +113,24 @@ Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
     return a;
 }
 
-void emit_store(Cg *c, const IrOp *op)
+/* A store or an atomic add: each element of the window inside the tensor
+ * is written by one thread, once, the owner of a valid slot holding it (an
+ * idle warp's slots and a slice's copies write nothing), so an add is
+ * never made twice. Atomic adds are monotonic atomicrmw on the global
+ * address space: red.global.add (atom where the result were used) for
+ * f32 and i32, device-wide. */
+static void write_window(Cg *c, const IrOp *op, bool atomic)
 {
     const IrParam *prm = &c->f->params[op->param];
     ValueId val = op->args[op->nargs - 1];
     LLVMTypeRef et = dtype_ty(c, prm->dt);
     const Layout *l = is_tile(c, val) ? reg_layout(c, val) : NULL;
     if (!l) {
-        /* a scalar stored to a one-element window (sema broadcasts tiles) */
-        cg_fail(c, op, "internal error: scalar store");
+        /* a scalar written to a one-element window (sema broadcasts tiles) */
+        cg_fail(c, op, atomic ? "internal error: scalar atomic_add" : "internal error: scalar store");
         return;
     }
+    LLVMAtomicRMWBinOp how = prm->dt == DT_F32 ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
     Slots s = cg_get(c, val, l);
     for (int k = 0; k < s.n; k++) {
         SlotPos p = slot_pos(c, l, k);
@@ -130,10 +138,14 @@ void emit_store(Cg *c, const IrOp *op)
         window_elem(c, op, p, &off, &inb);
         Guard g = guard_begin(c, and1(c, inb, p.owner));
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMBuildStore(c->b, s.v[k], ptr);
+        if (atomic) LLVMBuildAtomicRMW(c->b, how, ptr, s.v[k], LLVMAtomicOrderingMonotonic, 0);
+        else LLVMBuildStore(c->b, s.v[k], ptr);
         guard_end(c, g);
     }
 }
+
+void emit_store(Cg *c, const IrOp *op) { write_window(c, op, false); }
+void emit_atomic_add(Cg *c, const IrOp *op) { write_window(c, op, true); }
 
 /* ---- shared-memory addresses: layout.h's SHARED map, emitted ---- */
 

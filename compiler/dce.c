@@ -1,8 +1,8 @@
 /* dce.c: dead code elimination. Removes ops whose results nobody uses and
- * that have no effect: everything but store, return, yield, the commits
+ * that have no effect: everything but store, atomic_add, return, yield, the commits
  * and waits of asynchronous copies (they order the hardware: a wait's
- * barrier protects ring slots), and a for or if whose regions store or
- * return. Repeats until nothing changes, so a
+ * barrier protects ring slots), and a for or if whose regions write
+ * memory or return. Repeats until nothing changes, so a
  * chain of dead values goes entirely. Expects verified IR. */
 #include "ir.h"
 
@@ -16,7 +16,7 @@ static bool region_has_effects(const IrBlock *b, int depth);
 static bool has_effects(const IrOp *op, int depth)
 {
     switch (op->kind) {
-    case OP_STORE: case OP_RETURN: case OP_YIELD: case OP_COMMIT_ASYNC: case OP_WAIT_ASYNC:
+    case OP_STORE: case OP_ATOMIC_ADD: case OP_RETURN: case OP_YIELD: case OP_COMMIT_ASYNC: case OP_WAIT_ASYNC:
         return true;
     case OP_FOR: case OP_IF:
         return depth > DCE_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);

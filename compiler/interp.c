@@ -331,6 +331,30 @@ static void run_store(Interp *in, const IrOp *op)
     }
 }
 
+/* Blocks run one after another here, so an atomic add is a plain one: f32
+ * rounded once per element, i32 wrapping. */
+static void run_atomic_add(Interp *in, const IrOp *op)
+{
+    const IrParam *p = &in->f->params[op->param];
+    ValueId v = op->args[op->nargs - 1];
+    IrType t = vtype(in, v);
+    Window win = window_of(in, op, p, t);
+    int rows = ir_rows(t), cols = ir_cols(t);
+    void *data = in->args[op->param].data;
+    for (int i = 0; i < rows; i++) {
+        int64_t gi = win.r0 + i;
+        if (gi < 0 || gi >= win.rows) continue;
+        int64_t base = gi * win.cols + win.c0;
+        for (int j = 0; j < cols; j++) {
+            int64_t gj = win.c0 + j;
+            if (gj < 0 || gj >= win.cols) continue;
+            int64_t e = (int64_t)i * cols + j;
+            if (p->dt == DT_F32) ((float *)data)[base + j] += fbuf(in, v)[e];
+            else ((int32_t *)data)[base + j] = (int32_t)((uint32_t)((int32_t *)data)[base + j] + (uint32_t)ibuf(in, v)[e]);
+        }
+    }
+}
+
 /* ---- control ---- */
 
 static void copy_value(Interp *in, ValueId to, ValueId from)
@@ -399,6 +423,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_DOT: run_dot(in, op); break;
     case OP_LOAD: run_load(in, op); break;
     case OP_STORE: run_store(in, op); break;
+    case OP_ATOMIC_ADD: run_atomic_add(in, op); break;
     /* copies through shared memory mean what loads mean; waiting and
      * committing order the hardware, not the values */
     case OP_COPY_ASYNC: run_load(in, op); break;

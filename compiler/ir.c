@@ -160,6 +160,7 @@ const char *ir_op_name(const IrOp *op)
         [OP_GRID_DIM] = "grid_dim", [OP_IOTA] = "iota", [OP_SPLAT] = "splat",
         [OP_BROADCAST] = "broadcast", [OP_CONVERT] = "convert", [OP_TRANSPOSE] = "transpose",
         [OP_SELECT] = "select", [OP_DOT] = "dot", [OP_LOAD] = "load", [OP_STORE] = "store",
+        [OP_ATOMIC_ADD] = "atomic_add",
         [OP_COPY_ASYNC] = "copy_async", [OP_COMMIT_ASYNC] = "commit_async", [OP_WAIT_ASYNC] = "wait_async",
         [OP_FOR] = "for", [OP_IF] = "if", [OP_YIELD] = "yield", [OP_RETURN] = "return",
     };

@@ -48,6 +48,8 @@ typedef enum {
     /* memory: tensor parameter `param`; args are the window's start per axis (i32 scalars) */
     OP_LOAD,      /* result: the window, shape = result type; out-of-bounds elements read 0 */
     OP_STORE,     /* args: starts..., value (tile of the window's shape, tensor dtype); out-of-bounds not written */
+    OP_ATOMIC_ADD, /* args as OP_STORE's, tensor f32 or i32: the value is added to each in-bounds element,
+                    * atomically with other blocks' adds; out-of-bounds not touched */
     /* asynchronous copies through shared memory (the async pass makes them; docs/ir.md) */
     OP_COPY_ASYNC,   /* args: starts..., slot (i32); axis: ring, ival: the ring's slots. Its value is
                       * the window, as OP_LOAD's; it lands in shared memory only by a later wait */
@@ -77,7 +79,7 @@ typedef struct IrOp {
     IrOpKind kind;
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
-    int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE: index into IrFunc.params */
+    int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE, OP_ATOMIC_ADD: index into IrFunc.params */
     int flags;             /* OP_DOT: DOT_TRANS_B */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */
@@ -194,7 +196,7 @@ int ir_verify(const IrFunc *f, char *err, size_t errlen);
 typedef struct { const char *name; void (*run)(IrFunc *f); const char *what; } IrPass;
 extern const IrPass ir_passes[];     /* the pipeline, in order; ends with {NULL} */
 void ir_fold(IrFunc *f);             /* constant folding of scalar ops */
-void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that store nothing */
+void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that write nothing */
 void ir_licm(IrFunc *f);             /* moves loop-invariant ops out of loops (licm.c) */
 void ir_masks(IrFunc *f);            /* a select on an affine i32 compare decided once per tile when it can be (masks.c) */
 void ir_async(IrFunc *f);            /* copies loop loads feeding tensor-core dots through shared-memory rings (async.c) */

@@ -344,7 +344,7 @@ static bool find_op(const Tok *t, OpName *out)
     if (!strcmp(name, "dot_t")) { *out = (OpName){OP_DOT, 0, DOT_TRANS_B}; return true; }
     static const IrOpKind plain[] = {OP_CONST, OP_PARAM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM, OP_IOTA,
                                      OP_SPLAT, OP_BROADCAST, OP_CONVERT, OP_TRANSPOSE, OP_SELECT,
-                                     OP_DOT, OP_LOAD, OP_STORE, OP_COPY_ASYNC, OP_COMMIT_ASYNC, OP_WAIT_ASYNC,
+                                     OP_DOT, OP_LOAD, OP_STORE, OP_ATOMIC_ADD, OP_COPY_ASYNC, OP_COMMIT_ASYNC, OP_WAIT_ASYNC,
                                      OP_FOR, OP_IF, OP_YIELD, OP_RETURN};
     for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
         IrOp probe = {.kind = plain[i]};
@@ -472,7 +472,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
         expect_punct(ps, ',');
         axis = (int)integer(ps, 0, 1, "an axis (0 or 1)");
         break;
-    case OP_LOAD: case OP_STORE: case OP_COPY_ASYNC:
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC:
         param = param_ref(ps);
         expect_punct(ps, '[');
         uses(ps, &args);

@@ -91,7 +91,7 @@ static void mark_stored(const IrBlock *blk, bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->kind == OP_STORE) stored[op->param] = true;
+        if (op->kind == OP_STORE || op->kind == OP_ATOMIC_ADD) stored[op->param] = true;
         if (op->body) mark_stored(op->body, stored);
         if (op->els) mark_stored(op->els, stored);
     }

@@ -17,8 +17,8 @@ void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to);
 ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next_placeholder);
 /* Marks in inside[] every value defined in blk: block arguments and op results, nested too. */
 void ir_mark_defined(const IrBlock *blk, bool *inside);
-/* By parameter: whether the kernel stores to that tensor anywhere (a
- * malloc'd array, nparams entries at least one). */
+/* By parameter: whether the kernel writes that tensor anywhere, by a store
+ * or an atomic_add (a malloc'd array, nparams entries at least one). */
 bool *ir_stored_params(const IrFunc *f);
 /* Whether v can be recomputed from the loop's induction variable iv and
  * values from outside the loop (inside[] marks the loop's values) through

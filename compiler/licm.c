@@ -4,11 +4,11 @@
  * splat of `scale`, index arithmetic.
  *
  * Expects: verified IR. Guarantees: the same results. Only ops without
- * effects move; a load moves only when the kernel never stores to its
- * tensor (so no store in the loop can change what it reads); integer // and
- * % move only with a non-zero constant divisor, since a hoisted op runs
- * even when the loop runs zero times. Inner loops are done first, so an
- * op can move out of several loops. */
+ * effects move; a load moves only when the kernel never writes its tensor
+ * (so no store or atomic add in the loop can change what it reads);
+ * integer // and % move only with a non-zero constant divisor, since a
+ * hoisted op runs even when the loop runs zero times. Inner loops are done
+ * first, so an op can move out of several loops. */
 #include "irutil.h"
 
 #include <stdlib.h>

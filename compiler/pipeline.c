@@ -9,8 +9,9 @@
  * Guarantees: the same results. The extra load of the last iteration reads
  * a window past the loop's range; loads are bounds-checked, so it reads
  * zeros or in-bounds data nobody uses. Only loads of tensors the kernel
- * never stores move, and at most PIPELINE_BUDGET elements per loop are
- * carried, to bound the registers this costs. */
+ * never writes (stores or atomically adds to) move, and at most
+ * PIPELINE_BUDGET elements per loop are carried, to bound the registers
+ * this costs. */
 #include "irutil.h"
 
 #include <stdlib.h>

@@ -200,7 +200,7 @@ static void print_operands(Printer *p, const IrOp *op)
         print_values(p, op->nargs, op->args);
         fprintf(p->out, ", %d", op->axis);
         break;
-    case OP_LOAD: case OP_STORE: case OP_COPY_ASYNC: {
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: {
         int nstart = op->kind == OP_LOAD ? op->nargs : op->nargs - 1;
         fputc(' ', p->out);
         print_param_ref(p, op->param);

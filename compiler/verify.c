@@ -185,9 +185,18 @@ static bool check_memory(Verifier *v, const IrOp *op)
     if (nstart != p->rank) return bad(v, op, "tensor '%s' has rank %d but the window has %d starts", p->name, p->rank, nstart < 0 ? 0 : nstart);
     for (int i = 0; i < nstart; i++)
         if (!is_i32_scalar(ty(v, op->args[i]))) return bad(v, op, "window start %d must be an i32 scalar", i + 1);
-    IrType w = op->kind == OP_STORE ? ty(v, op->args[op->nargs - 1]) : ty(v, op->res[0]);
+    IrType w = op->nres ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
     if (w.dt != p->dt || w.rank != p->rank)
         return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), p->rank);
+    return true;
+}
+
+/* The hardware adds f32 and i32 atomically; 16-bit floats are not offered. */
+static bool check_atomic(Verifier *v, const IrOp *op)
+{
+    const IrParam *p = &v->f->params[op->param];
+    if (p->dt != DT_F32 && p->dt != DT_I32)
+        return bad(v, op, "tensor '%s' is %s; atomic_add takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt));
     return true;
 }
 
@@ -352,6 +361,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return want(v, op, -1, 1) && check_memory(v, op);
     case OP_STORE:
         return want(v, op, -1, 0) && check_memory(v, op);
+    case OP_ATOMIC_ADD:
+        return want(v, op, -1, 0) && check_memory(v, op) && check_atomic(v, op);
     case OP_COPY_ASYNC:
         return want(v, op, -1, 1) && check_copy(v, op);
     case OP_COMMIT_ASYNC:

@@ -117,6 +117,7 @@ ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrTyp
 ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc);
 bool sema_resolve_iotas(Sema *s);
 void sema_online_softmax(Sema *s, const Expr *call);
+void sema_atomic_add(Sema *s, const Expr *call);
 /* A window X[...]: the tensor's index, start values and extents; false on error. */
 typedef struct { int param; int rank; Val start[2]; int ext[2]; DType dt; } Window;
 bool sema_window(Sema *s, const Expr *index, Window *w);

@@ -735,6 +735,7 @@ Val sema_load(Sema *s, const Window *w, Loc loc)
 /* ---- built-ins ---- */
 typedef enum {
     B_DOT, B_DOT_T, B_TRANSPOSE, B_MATH, B_ABS, B_MAX, B_MIN, B_REDUCE, B_WHERE, B_IOTA, B_CONVERT, B_SOFTMAX,
+    B_ATOMIC_ADD,
 } BuiltinKind;
 
 typedef struct { const char *name; BuiltinKind kind; int min, max; int sub; int axis; } Builtin;
@@ -750,7 +751,7 @@ static const Builtin builtins[] = {
     {"where", B_WHERE, 3, 3, 0, 0}, {"iota", B_IOTA, 1, 2, 0, 0},
     {"f16", B_CONVERT, 1, 1, DT_F16, 0}, {"bf16", B_CONVERT, 1, 1, DT_BF16, 0},
     {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0},
-    {"online_softmax", B_SOFTMAX, 5, 5, 0, 0},
+    {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
 };
 
 static Val zero_acc(Sema *s, int m, int n, Loc loc)
@@ -976,6 +977,10 @@ static Val call(Sema *s, const Expr *e)
         sema_err(s, e->loc, "ph.online_softmax is a statement: it updates its first three arguments and has no value");
         return val_error();
     }
+    if (b->kind == B_ATOMIC_ADD) {
+        sema_err(s, e->loc, "ph.atomic_add is a statement: it adds into a tensor window and has no value");
+        return val_error();
+    }
     if (b->kind == B_IOTA) return iota_call(s, e);
     Val a[3];
     bool bad = false;
@@ -1116,6 +1121,53 @@ void sema_online_softmax(Sema *s, const Expr *e)
         ys[i]->val.v = nv[i];
         s->f->values[nv[i]].name = arena_strdup(s->f->arena, ys[i]->name);
     }
+}
+
+/* ---- ph.atomic_add ---- */
+
+/* The window ph.atomic_add adds into: X[...] of an f32 or i32 tensor
+ * parameter; false after an error. */
+static bool atomic_window(Sema *s, const Expr *t, Window *w)
+{
+    const Expr *x = t->kind == EX_INDEX ? t->lhs : NULL;
+    Sym *y = x && x->kind == EX_NAME ? sema_lookup(s, x->name) : NULL;
+    if (x && x->kind == EX_NAME && !y) {
+        sema_err(s, x->loc, "undeclared name '%s'", x->name);
+        return false;
+    }
+    if (!y || y->kind != SYM_TENSOR) {
+        sema_err(s, t->loc, "ph.atomic_add adds into a window of a tensor parameter: expected X[r:+n, c:+m] or X[i:+n] "
+                 "as its first argument");
+        return false;
+    }
+    if (!sema_window(s, t, w)) return false;
+    if (w->dt != DT_F32 && w->dt != DT_I32) {
+        sema_err(s, t->loc, "ph.atomic_add adds into f32 or i32 tensors; '%s' is %s", x->name, ir_dtype_name(w->dt));
+        return false;
+    }
+    return true;
+}
+
+/* ph.atomic_add(X[...], value): value, broadcast to the window and
+ * converted to X's dtype as a store converts, is added to each element of
+ * the window inside X, atomically with other blocks' adds. */
+void sema_atomic_add(Sema *s, const Expr *e)
+{
+    if (!call_target(s, e)) return;
+    Window w = {0};
+    bool ok = atomic_window(s, e->items[0], &w);
+    Val x = sema_expr(s, e->items[1]);
+    if (!ok) return;
+    char what[96];
+    snprintf(what, sizeof what, "the window of '%s'", s->k->params[w.param].name);
+    int dim[2] = {w.ext[0], w.rank == 2 ? w.ext[1] : 1};
+    x = sema_coerce_to(s, x, w.dt, w.rank, dim, e->items[1]->loc, what);
+    if (val_bad(x) || !s->emit) return;
+    ValueId args[3] = {w.start[0].v, w.start[1].v, 0};
+    args[w.rank] = x.v;
+    IrOp *op = ir_emit(s->f, s->blk, OP_ATOMIC_ADD, w.rank + 1, args, 0, NULL);
+    op->loc = e->loc;
+    op->param = w.param;
 }
 
 /* ---- the dispatcher ---- */

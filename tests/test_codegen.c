@@ -6,7 +6,8 @@
  * kernels use mma.sync fed by ldmatrix; the attention kernels use no local
  * memory (ptxas -v: no stack frame, no spills); attn_fwd keeps its row
  * statistics one value per row a thread owns, in registers also where
- * BC != D. Skips, saying why, where ptxas is not installed. */
+ * BC != D; an atomic add is one atom per owned element. Skips, saying why,
+ * where ptxas is not installed. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <unistd.h>
@@ -279,6 +280,47 @@ static int count_of(const char *text, const char *what)
     int n = 0;
     for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
     return n;
+}
+
+/* An atomic add is one atom.global.add (ptxas makes it a RED where its
+ * result is unused) per slot of the value's layout, and nothing else
+ * writes the tensor: a [16, 32] f32 window over 128 threads is 4 a thread,
+ * the row sums' slice 1, an i32 [32] window 4; a tensor-core [16, 16]
+ * result over 8 warps 4 (two warps hold it). That only the owner of a
+ * valid slot adds (a slice's copies and idle warps are guarded off) is
+ * test_cpusim's to check, on the results. */
+Test(codegen, atomic_adds_are_one_atom_per_owned_element)
+{
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "def adds(A: ph.tensor[ph.f32][M, N], X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.i32][N]):\n"
+        "    a: ph.let = A[0:+16, 0:+32]\n"
+        "    ph.atomic_add(X[0:+16, 0:+32], a)\n"
+        "    ph.atomic_add(X[0:+16, 0:+1], ph.rowsum(a))\n"
+        "    ph.atomic_add(Y[0:+32], 1)\n"
+        "@ph.kernel\n"
+        "@ph.tensorcore\n"
+        "@ph.launch(256)\n"
+        "def dq(P: ph.tensor[ph.f16][M, 16], V: ph.tensor[ph.f16][16, 16], X: ph.tensor[ph.f32][M, 16]):\n"
+        "    ph.atomic_add(X[0:+16, :], ph.dot(P[0:+16, :], V[:, :]))\n";
+    IrModule *m = tu_compile("adds.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    char *adds = entry_text(ptx, "adds"), *dq = entry_text(ptx, "dq");
+    cr_assert(adds && dq, "%s", ptx);
+    int f32 = count_of(adds, "atom.global.add.f32") + count_of(adds, "red.global.add.f32");
+    int i32 = count_of(adds, "atom.global.add.u32") + count_of(adds, "red.global.add.u32")
+              + count_of(adds, "atom.global.add.s32") + count_of(adds, "red.global.add.s32");
+    cr_expect_eq(f32, 5, "%s", adds);
+    cr_expect_eq(i32, 4, "%s", adds);
+    cr_expect_eq(count_of(adds, "st.global"), 0, "%s", adds);
+    cr_expect_eq(count_of(dq, "atom.global.add.f32") + count_of(dq, "red.global.add.f32"), 4, "%s", dq);
+    cr_expect(strstr(dq, "mma.sync.aligned.m16n8k16") != NULL, "%s", dq);
+    free(adds);
+    free(dq);
+    free(ptx);
+    ir_module_free(m);
 }
 
 /* A loop whose loads feed tensor-core dots copies them with cp.async into

@@ -7,7 +7,9 @@
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
  * a small size, and tensor-core dots whose operands lie in every form of
- * swizzled shared memory. Every past finding of the random-program
+ * swizzled shared memory. The atomic adds of tests/gpu/atomics.ph, many
+ * blocks and threads into overlapping windows, must give a plain C
+ * reference exactly. Every past finding of the random-program
  * fuzzer (the .ph files of tests/difftest/regressions/) runs here too,
  * through the difftest engine, on the inputs `cpufuzz --regress` gives
  * it. The
@@ -22,6 +24,7 @@
 #include <math.h>
 #include <sys/mman.h>
 
+#include "atomicharness.h"
 #include "attention/attention_host.h"
 #include "cg.h"
 #include "codegen.h"
@@ -147,6 +150,74 @@ Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_c
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
 Test(cpusim, every_gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("bench/gemm_tuned.ph", 8); }
+
+/* ---- atomic adds ---- */
+
+/* Runs config f of tests/gpu/atomics.ph on the executor, each tensor
+ * between guard zones, and in the interpreter; returns the elements that
+ * differ from the plain C reference plus the tensors whose guards changed. */
+static int run_atomic_config(cpusim *s, const IrFunc *f)
+{
+    AtomicRun r;
+    atomic_run(f, &r);
+    ph_arg sargs[AT_MAX_PARAMS];
+    Zone zone[AT_MAX_PARAMS] = {{0}};
+    for (int i = 0; i < r.n; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) {
+            sargs[i] = p->dt == DT_I32 ? ph_i32(r.args[i].i) : ph_f32(r.args[i].f);
+            continue;
+        }
+        zone[i] = zone_new(r.args[i].data, r.bytes[i]);
+        ph_devptr ptr = (ph_devptr)(uintptr_t)zone[i].data;
+        sargs[i] = p->rank == 2 ? ph_tensor2(ptr, r.args[i].dims[0], r.args[i].dims[1]) : ph_tensor1(ptr, r.args[i].dims[0]);
+    }
+    char err[512];
+    int bad = 0;
+    ph_status st = cpusim_launch(s, f->name, r.grid, sargs, r.n, err, sizeof err);
+    if (st != PH_OK) {
+        cr_log_error("%s", err);
+        bad++;
+    }
+    int grid[3] = {(int)r.grid[0], (int)r.grid[1], (int)r.grid[2]};
+    cr_assert_eq(ir_interp(f, r.args, r.n, grid, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < r.n; i++) {
+        if (!f->params[i].is_tensor) continue;
+        bad += atomic_compare("interpreter", f, &r, i, r.args[i].data);
+        if (st == PH_OK) bad += atomic_compare("cpusim", f, &r, i, zone[i].data);
+        long at = zone_damage(&zone[i]);
+        if (at) {
+            cr_log_error("%s: %s: written at byte %ld, outside its %zu bytes", f->name, f->params[i].name, at, zone[i].bytes);
+            bad++;
+        }
+        zone_free(&zone[i]);
+    }
+    at_free(&r);
+    return bad;
+}
+
+/* Several blocks, and several threads of each, add into overlapping
+ * windows of f32 and i32 tensors, windows that cross the tensors' edges,
+ * from loads, splats, reduction slices and tensor-core results (idle warps
+ * included): every element must be the plain C reference's, exactly (the
+ * inputs are integers), so an add made twice, lost, or landing outside
+ * the tensor shows. */
+Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
+{
+    IrModule *m = ph_compile_file(ATOMICS, NULL, stderr);
+    cr_assert_not_null(m);
+    cr_assert_geq(m->nfuncs, 10);
+    cpusim *s = load(m);
+    int failed = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        int bad = run_atomic_config(s, m->funcs[i]);
+        if (bad) cr_log_error("%s: %d elements or guards differ", m->funcs[i]->name, bad);
+        failed += bad != 0;
+    }
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the reference", failed, m->nfuncs);
+    cpusim_free(s);
+    ir_module_free(m);
+}
 
 /* ---- the attention tutorial ---- */
 

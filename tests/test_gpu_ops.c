@@ -4,10 +4,13 @@
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
  * threads, windows past the tensors' edges) runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
- * same, within the approximate exp/log/rsqrt of the GPU. Skips without a
- * driver, unless PHOBOS_REQUIRE_GPU is set (make gpucheck). */
+ * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
+ * of tests/gpu/atomics.ph, every block of the grid adding into the same
+ * elements at once, must give the plain C reference exactly. Skips without
+ * a driver, unless PHOBOS_REQUIRE_GPU is set (make gpucheck). */
 #include <criterion/criterion.h>
 
+#include "atomicharness.h"
 #include "opsharness.h"
 #include "phobos.h"
 #include "testutil.h"
@@ -104,6 +107,71 @@ Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300)
         failed += bad != 0;
     }
     cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
+    ph_module_free(mod);
+    ir_module_free(m);
+}
+
+/* ---- atomic adds ---- */
+
+static void run_grid(const ph_meta *meta, void *user, unsigned g[3])
+{
+    (void)meta;
+    memcpy(g, user, 3 * sizeof *g);
+}
+
+/* Runs config f of tests/gpu/atomics.ph on the GPU, by its entry name (so
+ * untuned: it runs once); returns the elements that differ from the plain
+ * C reference. */
+static int run_atomic_config(ph_module *mod, const IrFunc *f)
+{
+    AtomicRun r;
+    atomic_run(f, &r);
+    ph_arg gargs[AT_MAX_PARAMS];
+    for (int i = 0; i < r.n; i++) {
+        const IrParam *p = &f->params[i];
+        if (!p->is_tensor) {
+            gargs[i] = p->dt == DT_I32 ? ph_i32(r.args[i].i) : ph_f32(r.args[i].f);
+            continue;
+        }
+        ph_devptr ptr;
+        cr_assert_eq(ph_malloc(&ptr, r.bytes[i]), PH_OK, "%s", ph_last_error());
+        cr_assert_eq(ph_memcpy_htod(ptr, r.args[i].data, r.bytes[i]), PH_OK);
+        gargs[i] = p->rank == 2 ? ph_tensor2(ptr, r.args[i].dims[0], r.args[i].dims[1]) : ph_tensor1(ptr, r.args[i].dims[0]);
+    }
+    ph_kernel *k;
+    cr_assert_eq(ph_kernel_get(mod, f->name, &k), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_launch(k, run_grid, r.grid, gargs, r.n), PH_OK, "%s: %s", f->name, ph_last_error());
+    cr_assert_eq(ph_synchronize(), PH_OK, "%s: %s", f->name, ph_last_error());
+    int bad = 0;
+    for (int i = 0; i < r.n; i++) {
+        if (!f->params[i].is_tensor) continue;
+        void *got = malloc(r.bytes[i]);
+        cr_assert_eq(ph_memcpy_dtoh(got, gargs[i].ptr, r.bytes[i]), PH_OK);
+        ph_free(gargs[i].ptr);
+        bad += atomic_compare("gpu", f, &r, i, got);
+        free(got);
+    }
+    at_free(&r);
+    return bad;
+}
+
+/* Blocks and threads adding into overlapping windows of f32 and i32
+ * tensors at once, across the tensors' edges: every element must be the
+ * reference's, exactly (integer inputs: any order of the adds is exact). */
+Test(gpu_ops, atomic_adds_match_a_plain_c_reference, .timeout = 300)
+{
+    need_gpu();
+    IrModule *m = ph_compile_file(ATOMICS, NULL, stderr);
+    cr_assert_not_null(m);
+    ph_module *mod;
+    cr_assert_eq(ph_module_load_file(ATOMICS, &mod), PH_OK, "%s", ph_last_error());
+    int failed = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        int bad = run_atomic_config(mod, m->funcs[i]);
+        if (bad) cr_log_error("%s: %d elements differ", m->funcs[i]->name, bad);
+        failed += bad != 0;
+    }
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the reference", failed, m->nfuncs);
     ph_module_free(mod);
     ir_module_free(m);
 }

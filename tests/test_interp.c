@@ -1,7 +1,7 @@
 /* test_interp.c: the interpreter against hand-computed values and plain C
  * references: every op, broadcasting, ragged edges (poisoned buffers),
  * loops with run-time bounds, nested ifs, early return, f16/bf16 rounding,
- * dot and dot_t, attention forward, and the argument checks. */
+ * dot and dot_t, attention forward, atomic adds, and the argument checks. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -222,6 +222,50 @@ Test(interp, swapping_yield_and_grid)
         a = b;
         b = c;
     }
+    ir_module_free(m);
+}
+
+/* Each of 3 blocks adds 1 + bx + j (f32) to X[2 bx - 1 .. +3, bx - 1 .. +4]
+ * and 2^31 - 1 (wrapping) to Y[bx - 1 .. +4]: overlapping windows, the first
+ * and the last crossing the tensors' edges. */
+static const char *const atomic_ir =
+    "func acc kernel acc threads 32\n    params(X: f32[R, C], Y: i32[N]) {\n"
+    "  %1 = block_id x : i32\n  %2 = const 2 : i32\n  %3 = const 1 : i32\n"
+    "  %4 = mul %1, %2 : i32\n  %5 = sub %4, %3 : i32\n  %6 = sub %1, %3 : i32\n"
+    "  %7 = iota 1 : i32[3, 4]\n  %8 = add %1, %3 : i32\n  %9 = splat %8 : i32[3, 4]\n"
+    "  %10 = add %7, %9 : i32[3, 4]\n  %11 = convert %10 : f32[3, 4]\n"
+    "  atomic_add X[%5, %6], %11\n"
+    "  %12 = const 2147483647 : i32\n  %13 = splat %12 : i32[4]\n"
+    "  atomic_add Y[%6], %13\n  return\n}\n";
+
+Test(interp, atomic_adds_of_every_block_accumulate_inside_the_tensor)
+{
+    IrModule *m = parse_ok(atomic_ir);
+    enum { R = 5, C = 6, N = 7, GUARD = 8 };
+    float x[R * C + GUARD], want_x[R * C];
+    int32_t y[N + GUARD], want_y[N];
+    for (int i = 0; i < R * C + GUARD; i++) x[i] = i < R * C ? 0.25f * (float)i : NAN;
+    for (int i = 0; i < N + GUARD; i++) y[i] = i < N ? i : -7;
+    for (int i = 0; i < R * C; i++) want_x[i] = x[i];
+    for (int i = 0; i < N; i++) want_y[i] = y[i];
+    for (int bx = 0; bx < 3; bx++) {
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++) {
+                int r = 2 * bx - 1 + i, c = bx - 1 + j;
+                if (r >= 0 && r < R && c >= 0 && c < C) want_x[r * C + c] += (float)(1 + bx + j);
+            }
+        for (int j = 0; j < 4; j++) {
+            int e = bx - 1 + j;
+            if (e >= 0 && e < N) want_y[e] = (int32_t)((uint32_t)want_y[e] + 2147483647u);
+        }
+    }
+    IrArg args[2] = {tensor2(x, R, C), tensor1(y, N)};
+    run_ok(m->funcs[0], args, 2, (int[3]){3, 1, 1});
+    for (int i = 0; i < R * C; i++) cr_assert_eq(x[i], want_x[i], "X[%d][%d] = %g, want %g", i / C, i % C, x[i], want_x[i]);
+    for (int i = 0; i < N; i++) cr_assert_eq(y[i], want_y[i], "Y[%d] = %d, want %d", i, y[i], want_y[i]);
+    for (int i = R * C; i < R * C + GUARD; i++) cr_assert(isnan(x[i]), "added past X's end");
+    for (int i = N; i < N + GUARD; i++) cr_assert_eq(y[i], -7, "added past Y's end");
+    cr_assert_eq(y[1], (int32_t)(1u + 3u * 2147483647u), "Y[1] gets three adds, wrapping");
     ir_module_free(m);
 }
 

@@ -37,6 +37,24 @@ static void round_trip_file(const char *path)
 Test(ir_text, round_trip_attention) { round_trip_file("tests/ir/attn_fwd.ir"); }
 Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
+/* atomic_add prints as it is written: the tensor, the starts, the value */
+Test(ir_text, round_trip_atomic_add)
+{
+    round_trip_file("tests/ir/atomic_add.ir");
+    char *text = tu_read_file("tests/ir/atomic_add.ir");
+    IrModule *m = parse_ok(text);
+    char *printed = tu_ir_text(m);
+    const char *body = text;
+    while (*body == '#') body = strchr(body, '\n') + 1;
+    cr_assert_str_eq(body, printed);
+    const IrOp *loop = m->funcs[0]->body->ops[6];
+    const IrOp *add = loop->body->ops[1];
+    cr_assert_eq(add->kind, OP_ATOMIC_ADD);
+    cr_assert(add->param == 1 && add->nargs == 2 && add->nres == 0, "S[%%2], %%10.x");
+    ir_module_free(m);
+    free(printed);
+    free(text);
+}
 /* after the passes: asynchronous copies, commits (no operands: the next
  * line's value is not theirs), waits with and without operands */
 Test(ir_text, round_trip_after_the_passes)

@@ -193,6 +193,103 @@ Test(passes, pipeline_keeps_a_store_then_load_loop_s_results)
     }
 }
 
+static int count_kind(const IrBlock *b, IrOpKind kind, int param);
+
+/* ---- atomic adds write their tensor: tests/ir/atomic_add.ir ---- */
+
+enum { AA_X = 24, AA_Y = 20 };
+
+/* Runs f with n on X = 1, 2, 3, ..., S = 0.5, Y = 10, 20, 30, ...; out
+ * gets O (4), S (4) and Y (AA_Y) as floats. */
+static void atomic_add_run(const IrFunc *f, int n, float *out)
+{
+    float x[AA_X], s[4], o[4];
+    int32_t y[AA_Y];
+    for (int i = 0; i < AA_X; i++) x[i] = (float)(i + 1);
+    for (int i = 0; i < 4; i++) s[i] = 0.5f, o[i] = -1.0f;
+    for (int i = 0; i < AA_Y; i++) y[i] = 10 * (i + 1);
+    IrArg args[5] = {{x, {AA_X, 0}, 0, 0}, {s, {4, 0}, 0, 0}, {y, {AA_Y, 0}, 0, 0}, {o, {4, 0}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);
+    for (int i = 0; i < 4; i++) out[i] = o[i], out[4 + i] = s[i];
+    for (int i = 0; i < AA_Y; i++) out[8 + i] = (float)y[i];
+}
+
+/* The same as a plain C loop. */
+static void atomic_add_expected(int n, float *out)
+{
+    float s[4] = {0.5f, 0.5f, 0.5f, 0.5f}, acc[4] = {0};
+    int32_t y[AA_Y];
+    for (int i = 0; i < AA_Y; i++) y[i] = 10 * (i + 1);
+    for (int i = 0; i < n; i += 4)
+        for (int k = 0; k < 4; k++) {
+            s[k] += i + k < AA_X ? (float)(i + k + 1) : 0.0f;
+            if (i + k < AA_Y) y[i + k] += 1;
+            acc[k] += s[k] + (i + k < AA_Y ? (float)y[i + k] : 0.0f);
+        }
+    for (int i = 0; i < 4; i++) out[i] = acc[i], out[4 + i] = s[i];
+    for (int i = 0; i < AA_Y; i++) out[8 + i] = (float)y[i];
+}
+
+Test(passes, loads_of_a_tensor_added_into_stay_after_its_adds)
+{
+    IrModule *m = load_ir("tests/ir/atomic_add.ir");
+    IrFunc *f = m->funcs[0];
+    char err[512];
+    cr_assert_eq(ir_run_passes(f, true, NULL, NULL, err, sizeof err), 0, "%s", err);
+    const IrOp *loop = find_loop(f->body);
+    char *text = tu_func_text(f);
+    cr_assert_eq(count_loads(f->body, 1), 0, "S is added into in the loop: its load is not hoisted:\n%s", text);
+    cr_assert_eq(count_loads(f->body, 2), 0, "nor Y's issued ahead:\n%s", text);
+    cr_assert_eq(count_loads(loop->body, 1), 1, "%s", text);
+    cr_assert_eq(count_loads(loop->body, 2), 1, "%s", text);
+    cr_assert_eq(count_kind(loop->body, OP_ATOMIC_ADD, -1), 2, "dce keeps both adds:\n%s", text);
+    cr_assert_eq(count_loads(f->body, 0), 1, "X, never written, is pipelined:\n%s", text);
+    free(text);
+    for (int n = 0; n <= 28; n += 4) {
+        IrModule *a = load_ir("tests/ir/atomic_add.ir");
+        float want[8 + AA_Y], before[8 + AA_Y], after[8 + AA_Y];
+        atomic_add_expected(n, want);
+        atomic_add_run(a->funcs[0], n, before);
+        atomic_add_run(f, n, after);
+        for (int i = 0; i < 8 + AA_Y; i++) {
+            cr_assert_eq(before[i], want[i], "n %d, value %d: %g before the passes, %g expected", n, i, before[i], want[i]);
+            cr_assert_eq(after[i], want[i], "n %d, value %d: %g after the passes, %g expected", n, i, after[i], want[i]);
+        }
+        ir_module_free(a);
+    }
+    ir_module_free(m);
+}
+
+/* A loop whose only effect is an atomic add of loop-invariant operands
+ * stays, and so does the add, in it: it adds n times, not once. */
+Test(passes, licm_and_dce_keep_an_invariant_add_in_its_loop)
+{
+    const char *text =
+        "func f kernel f threads 32\n"
+        "    params(Y: i32[4], n: i32) {\n"
+        "  %1.n = param n : i32\n"
+        "  %2 = const 0 : i32\n"
+        "  %3 = splat %1.n : i32[4]\n"
+        "  for %4.i = %2 to %1.n step 1 {\n"
+        "    atomic_add Y[%2], %3\n"
+        "    yield\n"
+        "  }\n"
+        "  return\n"
+        "}\n";
+    char err[512];
+    IrModule *m = ir_parse(text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    ir_licm(m->funcs[0]);
+    ir_dce(m->funcs[0]);
+    const IrOp *loop = find_loop(m->funcs[0]->body);
+    cr_assert_not_null(loop, "the loop was removed:\n%s", tu_func_text(m->funcs[0]));
+    cr_assert_eq(loop->body->nops, 2);
+    cr_assert_eq(loop->body->ops[0]->kind, OP_ATOMIC_ADD);
+    ir_module_free(m);
+}
+
 /* ---- async: tests/ir/async.ir is a 3-stage loop (after licm) loading A
  * and B for tensor-core dots, Y (which the loop stores) for one, and B
  * again for an elementwise add. ---- */

@@ -1,6 +1,7 @@
 /* test_sema.c: semantic analysis and lowering. For each rule a program
  * that passes (its IR checked by the verifier, its shape checked where it
- * matters) and one that fails with the exact message; the seed's four
+ * matters) and one that fails with the exact message (ph.atomic_add's
+ * among them); the seed's four
  * attention kernels; configs and -D; several errors in one run; the
  * golden cases under tests/sema/ (NAME.ph with the exact output NAME.err). */
 #include <criterion/criterion.h>
@@ -616,6 +617,69 @@ Test(windows, errors)
           "t.ph:13:18: error: only tensor parameters can be indexed\n"
           "t.ph:14:22: error: cannot broadcast f32[32, 64] to f32[32, 1] (the window of 'X')\n"
           "t.ph:15:17: error: cannot convert bool to f16[4] (the window of 'Y')\n");
+}
+
+/* A kernel with f32 [R, C] X, rank-1 f16 H and i32 I, scalar n, metas BR, BC. */
+#define KA(body) HEAD "@ph.kernel\n@ph.autotune(BR=[32], BC=[64])\n" \
+    "def k(X: ph.tensor[ph.f32][R, C], H: ph.tensor[ph.f16][C], I: ph.tensor[ph.i32][C], n: ph.i32):\n" body
+
+Test(windows, atomic_add)
+{
+    IrModule *m = ok(KA("    t: ph.let = X[n:+BR, 0:+BC]\n"
+                        "    ph.atomic_add(X[n:+BR, 0:+BC], t * 2.0)\n"
+                        "    ph.atomic_add(X[n:+BR, 0:+1], ph.rowsum(t))\n"
+                        "    ph.atomic_add(I[n:+16], 1)\n"
+                        "    ph.atomic_add(X[n, :+BC], ph.iota(1) + n)\n"
+                        "    ph.atomic_add(I[3], 2.5)\n"));
+    IrFunc *f = m->funcs[0];
+    cr_assert_eq(count_ops(f->body, OP_ATOMIC_ADD), 5);
+    cr_assert_eq(count_ops(f->body, OP_STORE), 0);
+    IrOp *a0 = find_op(f->body, OP_ATOMIC_ADD, 0), *a1 = find_op(f->body, OP_ATOMIC_ADD, 1);
+    IrOp *a2 = find_op(f->body, OP_ATOMIC_ADD, 2), *a3 = find_op(f->body, OP_ATOMIC_ADD, 3);
+    IrOp *a4 = find_op(f->body, OP_ATOMIC_ADD, 4);
+    cr_assert(a0->param == 0 && a0->nargs == 3 && a0->nres == 0);
+    cr_assert(ir_type_eq(vt(f, a0->args[2]), ir_tile2(DT_F32, 32, 64)));
+    cr_assert(ir_type_eq(vt(f, a1->args[2]), ir_tile2(DT_F32, 32, 1)), "a [BR, 1] window takes the row sums as they are");
+    cr_assert_eq(f->values[a1->args[2]].def->kind, OP_REDUCE);
+    cr_assert(a2->param == 2 && a2->nargs == 2);
+    cr_assert(ir_type_eq(vt(f, a2->args[1]), ir_tile1(DT_I32, 16)), "the scalar is splat to the window");
+    cr_assert(ir_type_eq(vt(f, a3->args[2]), ir_tile2(DT_F32, 1, 64)), "i32 converted to X's f32, as a store converts");
+    cr_assert_eq(f->values[a3->args[2]].def->kind, OP_CONVERT);
+    cr_assert(ir_type_eq(vt(f, a4->args[1]), ir_tile1(DT_I32, 1)));
+    cr_assert_eq(a4->loc.line, 11);
+    cr_assert_eq(a4->loc.col, 5);
+    ir_module_free(m);
+}
+
+Test(windows, atomic_add_errors)
+{
+    fails(KA("    t: ph.let = X[0:+BR, 0:+BC]\n"
+             "    ph.atomic_add(X[0:+BR, 0:+BC])\n"
+             "    ph.atomic_add(X[0:+BR, 0:+BC], t, t)\n"
+             "    ph.atomic_add(X, t)\n"
+             "    ph.atomic_add(t, 1.0)\n"
+             "    ph.atomic_add(n[0], 1)\n"
+             "    ph.atomic_add(Z[0:+4], 1)\n"
+             "    ph.atomic_add(H[0:+16], 1.0)\n"
+             "    ph.atomic_add(X[0:+16, 0:+BC], t)\n"
+             "    ph.atomic_add(I[0:+4], n < 1)\n"
+             "    ph.atomic_add(X[0:+BR], 1.0)\n"
+             "    s: ph.let = ph.atomic_add(I[0:+4], 1)\n"
+             "    ph.atomic_add(I[0:+4], value=1)\n"
+             "    ph.atomic_add(I[0:+4], q)\n"),
+          "t.ph:7:5: error: ph.atomic_add takes 2 arguments, got 1\n"
+          "t.ph:8:5: error: ph.atomic_add takes 2 arguments, got 3\n"
+          "t.ph:9:19: error: ph.atomic_add adds into a window of a tensor parameter: expected X[r:+n, c:+m] or X[i:+n] as its first argument\n"
+          "t.ph:10:19: error: ph.atomic_add adds into a window of a tensor parameter: expected X[r:+n, c:+m] or X[i:+n] as its first argument\n"
+          "t.ph:11:19: error: ph.atomic_add adds into a window of a tensor parameter: expected X[r:+n, c:+m] or X[i:+n] as its first argument\n"
+          "t.ph:12:19: error: undeclared name 'Z'\n"
+          "t.ph:13:19: error: ph.atomic_add adds into f32 or i32 tensors; 'H' is f16\n"
+          "t.ph:14:36: error: cannot broadcast f32[32, 64] to f32[16, 64] (the window of 'X')\n"
+          "t.ph:15:30: error: cannot convert bool to i32[4] (the window of 'I')\n"
+          "t.ph:16:19: error: 'X' has rank 2: write X[r:+n, c:+m], got 1 subscript\n"
+          "t.ph:17:17: error: ph.atomic_add is a statement: it adds into a tensor window and has no value\n"
+          "t.ph:18:28: error: ph.atomic_add takes no keyword arguments\n"
+          "t.ph:19:28: error: undeclared name 'q'\n");
 }
 
 /* ---- built-ins ---- */

@@ -165,6 +165,14 @@ static const Rejected rejected[] = {
     {"X: f16[N]", C "  %3 = splat %2 : f32[4]\n  store X[%1], %3\n  return\n", NULL,
      "f: op 'store': window f32[4] does not match tensor 'X' (f16, rank 1)"},
     {"X: f32[N]", C "  load X[%1]\n  return\n", NULL, "f: op 'load': has 0 results, needs 1"},
+    {"X: f16[N]", C "  %3 = const 1.0 : f16\n  %4 = splat %3 : f16[4]\n  atomic_add X[%1], %4\n  return\n", NULL,
+     "f: op 'atomic_add': tensor 'X' is f16; atomic_add takes an f32 or i32 tensor"},
+    {"X: i32[N]", C "  %3 = splat %2 : f32[4]\n  atomic_add X[%1], %3\n  return\n", NULL,
+     "f: op 'atomic_add': window f32[4] does not match tensor 'X' (i32, rank 1)"},
+    {"X: f32[N, M]", C "  %3 = splat %2 : f32[4, 4]\n  atomic_add X[%1], %3\n  return\n", NULL,
+     "f: op 'atomic_add': tensor 'X' has rank 2 but the window has 1 starts"},
+    {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  %4 = atomic_add X[%1], %3 : f32\n  return\n", NULL,
+     "f: op 'atomic_add' (%4): has 1 results, needs 0"},
     /* ---- asynchronous copies ---- */
 #define COPY "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f16[4, 4]\n"
     {"X: f16[N, M]", C COPY "  return\n", copy_without_operands, "f: op 'copy_async' (%3): needs a window and a ring slot"},
@@ -223,7 +231,7 @@ static const Rejected rejected[] = {
     {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body or if branch"},
     {"", B "  if %3 {\n    %4 = yield %1 : i32\n  }\n  return\n", NULL, "f: op 'yield' (%4): has 1 results, needs 0"},
     {"", C, NULL, "f: the function body must end with return"},
-    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 25"},
+    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 26"},
     {"", C "  return\n", no_body, "f: has no body"},
     {"", C "  return\n", body_with_args, "f: the function body takes no arguments"},
 };

@@ -215,7 +215,7 @@ static void mark_stores(const IrBlock *b, bool *stored)
 {
     for (int i = 0; b && i < b->nops; i++) {
         const IrOp *op = b->ops[i];
-        if (op->kind == OP_STORE) stored[op->param] = true;
+        if (op->kind == OP_STORE || op->kind == OP_ATOMIC_ADD) stored[op->param] = true;
         mark_stores(op->body, stored);
         mark_stores(op->els, stored);
     }
