@@ -252,9 +252,14 @@ static void init_llvm(void)
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
     /* this LLVM is the library's own (linked in, its symbols hidden): its
-     * options are nobody else's */
-    const char *const args[] = {"phobos", "-vectorize-slp=false"};
-    LLVMParseCommandLineOptions(2, args, "");
+     * options are nobody else's. The back end's CodeGenPrepare sweeps a
+     * function again, whole, after any sweep that changed it, until one
+     * changes nothing: some thirty sweeps of a large attention config, a
+     * quarter of the back end's time. In its mode for huge functions (any
+     * function here) a sweep after the first visits only the blocks that
+     * changed; the PTX of every kernel of bench/ and examples/ is the same. */
+    const char *const args[] = {"phobos", "-vectorize-slp=false", "-cgpp-huge-func=0"};
+    LLVMParseCommandLineOptions(3, args, "");
 }
 
 /* Once per process, though threads of a host may compile at once. */
