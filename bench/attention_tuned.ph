@@ -1,16 +1,16 @@
-"""The attention tutorial's kernels with more configs for the autotuner:
-head dim 128 beside 64, larger tiles, 256-thread blocks, and for the
-forward pass 2 or 3 stages of K and V in flight. The backward is
-FlashAttention-2's: dK/dV computes the transposed scores S^T = K Q^T, so P^T
-and dS^T are made in the layout the next dots read them in (their A
-operands, in registers), and adds each K/V block's share of dQ = dS K into
-an f32 buffer (ph.atomic_add), which attn_bwd_delta zeroes and attn_bwd_dq
-scales into f16; S and P are computed once, where the tutorial's dQ kernel
-computes them again (examples/attention/attention_host.h runs either).
-bench/attention_bench.c times this file and the seed; tests/gpucheck.sh
-checks every config of this one. At head dim 128 some configs spill (phc
---stats shows which): they stay, for the autotuner to time and pass over,
-since the product cannot leave them out."""
+"""The attention tutorial's four kernels with more configs for the
+autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
+the forward pass 2 or 3 stages of K and V in flight; dK/dV computes the
+transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
+are made in the layout the next dots read them in (their A operands, in
+registers) and nothing is transposed. dQ has a kernel of its own, which
+computes S and P again: adding each K/V block's share of dQ into an f32
+buffer with ph.atomic_add from the dK/dV kernel instead (FlashAttention-2's
+way; examples/attention/attention_host.h runs either) measured 0.80-0.91x
+of this on the H200 (docs/performance.md). bench/attention_bench.c
+times both files; tests/gpucheck.sh checks every config of this one. At head
+dim 128 some configs spill (phc --stats shows which): they stay, for the
+autotuner to time and pass over, since the product cannot leave them out."""
 
 
 from __future__ import annotations
@@ -53,12 +53,10 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
 
 @ph.kernel
 @ph.autotune(D=[64, 128], BR=[64, 128])
-def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delta: ph.tensor[ph.f32][R, 1],
-                   DQacc: ph.tensor[ph.f32][R, D]):
+def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delta: ph.tensor[ph.f32][R, 1]):
     r0: ph.let = ph.ctx.block.x * BR
     p: ph.var[ph.tile[ph.f32][BR, D]] = ph.f32(O[r0:+BR, :]) * ph.f32(DO[r0:+BR, :])
     Delta[r0:+BR, 0:+1] = ph.rowsum(p)
-    DQacc[r0:+BR, :] = 0.0
 
 
 
@@ -67,11 +65,9 @@ def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delt
 @ph.tensorcore
 @ph.launch(NT)
 @ph.autotune(D=[64, 128], BR=[32, 64], BC=[64, 128], NT=[128, 256])
-@ph.autotune_restore("DQacc")
 def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                   DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
-                  DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], DQacc: ph.tensor[ph.f32][R, D],
-                  n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+                  DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
     k0: ph.let = ph.ctx.block.x * BC
     k: ph.let = K[base + k0:+BC, :]
@@ -90,7 +86,6 @@ def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.
         dpt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.dot_t(v, do)
         dst: ph.var[ph.tile[ph.f32][BC, BR]] = pt * (dpt - ph.transpose(Delta[base + qt:+BR, 0:+1]))
         dk += ph.dot(dst, q)
-        ph.atomic_add(DQacc[base + qt:+BR, :], ph.dot(ph.transpose(dst), k))
     DK[base + k0:+BC, :] = dk * scale
     DV[base + k0:+BC, :] = dv
 
@@ -98,7 +93,26 @@ def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.
 
 
 @ph.kernel
-@ph.autotune(D=[64, 128], BR=[64, 128])
-def attn_bwd_dq(DQacc: ph.tensor[ph.f32][R, D], DQ: ph.tensor[ph.f16][R, D], scale: ph.f32):
-    r0: ph.let = ph.ctx.block.x * BR
-    DQ[r0:+BR, :] = DQacc[r0:+BR, :] * scale
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(D=[64, 128], BR=[64, 128], BC=[32, 64], NT=[128, 256])
+def attn_bwd_dq(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+                DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
+                DQ: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    q0: ph.let = ph.ctx.block.x * BR
+    q: ph.let = Q[base + q0:+BR, :]
+    do: ph.let = DO[base + q0:+BR, :]
+    dq: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
+    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    for kt in range(0, end, BC):
+        k: ph.let = K[base + kt:+BC, :]
+        v: ph.let = V[base + kt:+BC, :]
+        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+        p: ph.var[ph.tile[ph.f32][BR, BC]] = ph.exp(s * scale - L[base + q0:+BR, 0:+1])
+        if causal == 1:
+            p = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), p, 0.0)
+        dp: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(do, v)
+        ds: ph.var[ph.tile[ph.f32][BR, BC]] = p * (dp - Delta[base + q0:+BR, 0:+1])
+        dq += ph.dot(ds, k)
+    DQ[base + q0:+BR, :] = dq * scale

@@ -2,8 +2,9 @@
 # gpucheck.sh: every GPU test, run from a build folder made elsewhere (the GPU
 # machine has no LLVM): the example checks on the GPU, the tutorial at the
 # seed's size and at H 4, N_CTX 4096, the attention check with every config
-# of bench/attention_tuned.ph and of tests/gpu/attention_shapes.ph (head dim
-# 64 and 128, every tile shape up to 128 x 128, 4 and 8 warps), the GPU
+# of bench/attention_tuned.ph, tests/gpu/attention_shapes.ph (head dim 64 and
+# 128, every tile shape up to 128 x 128, 4 and 8 warps) and
+# tests/gpu/attention_fused.ph (dQ by atomic adds), the GPU
 # suites, and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
 BUILD=${BUILD:-build}
@@ -79,6 +80,7 @@ echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 "$BUILD/examples/attention_check" examples/attention/attention.ph --size 1 4 4096 64 || status=1
 attention_file bench/attention_tuned.ph
 attention_file tests/gpu/attention_shapes.ph
+attention_file tests/gpu/attention_fused.ph
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 # test_codegen needs no GPU (its ptxas checks run in CI); these do

@@ -236,12 +236,12 @@ static int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args,
     return cpusim_launch(l->ctx, f->name, g, a, nargs, err, errlen) != PH_OK;
 }
 
-/* The forward and backward passes at Z 1, H 2, N_CTX 128, HEAD_DIM 64,
- * causal and not, on the executor and in the interpreter from the same
- * inputs: every output and gradient must agree. */
-Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
+/* The forward and backward passes of path's kernels at Z 1, H 2, N_CTX
+ * 128, HEAD_DIM 64, causal and not, on the executor and in the interpreter
+ * from the same inputs: every output and gradient must agree. */
+static void attention_matches_the_interpreter(const char *path)
 {
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = ph_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
     AttnSize size = {1, 2, 128, 64, 0.5};
     AttnKernels k;
@@ -293,6 +293,17 @@ Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
     cr_expect_eq(failed, 0, "%d of 12 outputs differ from the interpreter", failed);
     cpusim_free(s);
     ir_module_free(m);
+}
+
+Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
+{
+    attention_matches_the_interpreter("examples/attention/attention.ph");
+}
+
+/* The fused backward: dQ added up by the dK/dV kernel's atomic adds. */
+Test(cpusim, fused_attention_matches_the_interpreter, .timeout = 600)
+{
+    attention_matches_the_interpreter("tests/gpu/attention_fused.ph");
 }
 
 /* ---- bad launches: a status and a message, never a crash ---- */
