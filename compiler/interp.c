@@ -305,7 +305,10 @@ static void run_load(Interp *in, const IrOp *op)
     }
 }
 
-static void run_store(Interp *in, const IrOp *op)
+/* A store, or with add an atomic add: blocks run one after another here,
+ * so the add is a plain one, f32 rounded once per element, i32 wrapping.
+ * Elements outside the tensor are not touched. */
+static void write_window(Interp *in, const IrOp *op, bool add)
 {
     const IrParam *p = &in->f->params[op->param];
     ValueId v = op->args[op->nargs - 1];
@@ -320,37 +323,15 @@ static void run_store(Interp *in, const IrOp *op)
         for (int j = 0; j < cols; j++) {
             int64_t gj = win.c0 + j;
             if (gj < 0 || gj >= win.cols) continue;
-            int64_t e = (int64_t)i * cols + j;
-            switch (p->dt) {
-            case DT_F16: ((uint16_t *)data)[base + j] = ph_f32_to_f16(fbuf(in, v)[e]); break;
-            case DT_BF16: ((uint16_t *)data)[base + j] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
-            case DT_F32: ((float *)data)[base + j] = fbuf(in, v)[e]; break;
-            default: ((int32_t *)data)[base + j] = ibuf(in, v)[e]; break;
+            int64_t e = (int64_t)i * cols + j, at = base + j;
+            if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
+            else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+            else switch (p->dt) {
+            case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
+            case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
+            case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
+            default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
             }
-        }
-    }
-}
-
-/* Blocks run one after another here, so an atomic add is a plain one: f32
- * rounded once per element, i32 wrapping. */
-static void run_atomic_add(Interp *in, const IrOp *op)
-{
-    const IrParam *p = &in->f->params[op->param];
-    ValueId v = op->args[op->nargs - 1];
-    IrType t = vtype(in, v);
-    Window win = window_of(in, op, p, t);
-    int rows = ir_rows(t), cols = ir_cols(t);
-    void *data = in->args[op->param].data;
-    for (int i = 0; i < rows; i++) {
-        int64_t gi = win.r0 + i;
-        if (gi < 0 || gi >= win.rows) continue;
-        int64_t base = gi * win.cols + win.c0;
-        for (int j = 0; j < cols; j++) {
-            int64_t gj = win.c0 + j;
-            if (gj < 0 || gj >= win.cols) continue;
-            int64_t e = (int64_t)i * cols + j;
-            if (p->dt == DT_F32) ((float *)data)[base + j] += fbuf(in, v)[e];
-            else ((int32_t *)data)[base + j] = (int32_t)((uint32_t)((int32_t *)data)[base + j] + (uint32_t)ibuf(in, v)[e]);
         }
     }
 }
@@ -422,8 +403,8 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_REDUCE: run_reduce(in, op); break;
     case OP_DOT: run_dot(in, op); break;
     case OP_LOAD: run_load(in, op); break;
-    case OP_STORE: run_store(in, op); break;
-    case OP_ATOMIC_ADD: run_atomic_add(in, op); break;
+    case OP_STORE: write_window(in, op, false); break;
+    case OP_ATOMIC_ADD: write_window(in, op, true); break;
     /* copies through shared memory mean what loads mean; waiting and
      * committing order the hardware, not the values */
     case OP_COPY_ASYNC: run_load(in, op); break;
