@@ -224,16 +224,36 @@ static void emit_func(Cg *c, const IrFunc *f)
  * What runs after lowering, by opt level (docs/performance.md, "Compile
  * time", has the figures that chose them):
  *   CODEGEN_OPT_NONE     nothing; the back end at -O0 (readable output)
- *   CODEGEN_OPT_DEFAULT  LLVM's default<O3>, then the back end at its
- *                        default level: EarlyCSE where -O3 runs GVN, twice,
- *                        over the IR the back end prepares
- *   CODEGEN_OPT_FULL     default<O3> and the back end at -O3 (phc -O3)
- * For every kernel of bench/ and examples/ the default writes the PTX the
- * full pipeline writes, byte for byte, with a fifth to two fifths less
- * back-end time. The SLP vectorizer is off in both: it changed the PTX of
- * none of the repository's kernels and took from an eighth to a third of
- * a config's compile time (LLVM reads that switch from its command line
+ *   CODEGEN_OPT_DEFAULT  DEFAULT_PASSES, then the back end at its default
+ *                        level: EarlyCSE where -O3 runs GVN, twice, over
+ *                        the IR the back end prepares
+ *   CODEGEN_OPT_FULL     LLVM's default<O3> and the back end at -O3 (phc -O3)
+ * The SLP vectorizer is off in default<O3>: it changed the PTX of none of
+ * the repository's kernels and took from an eighth to a third of a
+ * config's compile time (LLVM reads that switch from its command line
  * only). */
+
+/* default<O3>'s passes, in its order, run as it runs them within the
+ * inliner's walk of the call graph (the inliner takes the code generator's
+ * helpers, fmod's, into the kernels), less each one without which the PTX
+ * of every kernel of bench/ and examples/ stays what default<O3> makes of
+ * it, byte for byte, and no other kernel of the repository gets worse:
+ * those for calls and attributes, scalar replacement, loop vectorizing and
+ * idiom recognition, jump threading, dead stores, and two of its eight
+ * InstCombines. GVN numbers values without MemoryDependence: the loads it
+ * would remove change no kernel, and finding them took a fifth of
+ * default<O3>'s time on attention. The list takes under half of
+ * default<O3>'s time. */
+static const char DEFAULT_PASSES[] =
+    "function(nvvm-intr-range,early-cse),ipsccp,cgscc(devirt<4>(inline,"
+    "function(instcombine<no-verify-fixpoint>,simplifycfg<switch-range-to-icmp>,early-cse,"
+    "speculative-execution<only-if-divergent-target>,instcombine<no-verify-fixpoint>,reassociate,"
+    "loop-mssa(loop-instsimplify,loop-simplifycfg,licm<no-allowspeculation>,loop-rotate,licm,simple-loop-unswitch<nontrivial>),"
+    "simplifycfg<switch-range-to-icmp>,instcombine<no-verify-fixpoint>,loop(indvars,loop-unroll-full),"
+    "vector-combine,gvn<no-memdep>,instcombine<no-verify-fixpoint>,correlated-propagation,"
+    "simplifycfg<switch-range-to-icmp;hoist-common-insts;sink-common-insts>,instcombine<no-verify-fixpoint>,"
+    "loop-unroll<O3>,infer-alignment,instcombine<no-verify-fixpoint>,simplifycfg<switch-range-to-icmp;speculate-unpredictables>)))";
+
 typedef struct { const char *passes; LLVMCodeGenOptLevel backend; } Pipeline;
 
 static Pipeline pipeline_of(int opt_level)
@@ -241,7 +261,7 @@ static Pipeline pipeline_of(int opt_level)
     switch (opt_level) {
     case CODEGEN_OPT_NONE: return (Pipeline){NULL, LLVMCodeGenLevelNone};
     case CODEGEN_OPT_FULL: return (Pipeline){"default<O3>", LLVMCodeGenLevelAggressive};
-    default: return (Pipeline){"default<O3>", LLVMCodeGenLevelDefault};
+    default: return (Pipeline){DEFAULT_PASSES, LLVMCodeGenLevelDefault};
     }
 }
 

@@ -205,6 +205,54 @@ Test(phc, O2_is_the_default_and_time_passes_reports_each_step)
     free(plain), free(o2), free(o3), free(timed);
 }
 
+/* The first line where a and b differ, for a message; "" when they are equal. */
+static const char *first_difference(const char *a, const char *b, char *line, size_t n)
+{
+    const char *at = a, *bt = b;
+    while (*at && *at == *bt) at++, bt++;
+    if (!*at && !*bt) return "";
+    while (at > a && at[-1] != '\n') at--;
+    snprintf(line, n, "%.*s", (int)strcspn(at, "\n"), at);
+    return line;
+}
+
+/* The default pipeline is a short list of default<O3>'s passes (codegen.c,
+ * DEFAULT_PASSES): on the examples it loses nothing, the PTX being what
+ * LLVM's full pipeline, -O3, writes, byte for byte. Should this fail, the
+ * list lacks a pass that a kernel now needs. */
+Test(phc, the_default_pipeline_writes_the_full_pipelines_ptx_for_the_examples, .timeout = 600)
+{
+    static const char *const files[] = {"examples/matmul/matmul.ph", "examples/attention/attention.ph",
+                                        "examples/softmax/softmax.ph", "examples/layernorm/layernorm.ph",
+                                        "examples/vecadd/vecadd.ph"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        char args[256], line[256], *o2, *o3, *err;
+        cr_assert_eq(phc(files[i], &o2, &err), 0, "%s", err);
+        free(err);
+        snprintf(args, sizeof args, "-O3 %s", files[i]);
+        cr_assert_eq(phc(args, &o3, &err), 0, "%s", err);
+        free(err);
+        cr_expect(strstr(o2, ".entry ") != NULL, "%s: %.300s", files[i], o2);
+        cr_expect(strcmp(o2, o3) == 0, "%s: -O2 and -O3 differ first at: %s", files[i], first_difference(o2, o3, line, sizeof line));
+        free(o2), free(o3);
+    }
+}
+
+/* The code generator's helpers (fmod's) are functions of their own: the
+ * default pipeline inlines them, so the kernel it writes calls nothing,
+ * where -O0, which runs no pipeline, keeps the call. */
+Test(phc, the_default_pipeline_inlines_the_code_generators_helpers)
+{
+    char *out, *err;
+    cr_assert_eq(phc("-O0 --kernel=fmods tests/gpu/ops.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, ".func") != NULL && strstr(out, "call") != NULL, "no helper at -O0: %.300s", out);
+    free(out), free(err);
+    cr_assert_eq(phc("--kernel=fmods tests/gpu/ops.ph", &out, &err), 0, "%s", err);
+    cr_expect(strstr(out, ".entry fmods__") != NULL, "%.300s", out);
+    cr_expect(strstr(out, ".func") == NULL && strstr(out, "call") == NULL, "a call left in the kernel");
+    free(out), free(err);
+}
+
 /* An if's branch that yields a value built or converted there (a splat, a
  * transposed tile), beside returns nested in ifs and loops: the yielded
  * slots once lived in the code generator's cache of conversions, which
