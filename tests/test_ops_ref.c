@@ -215,6 +215,27 @@ static void ref_dot_loop(Ref *r, int bx, int by, DotForm form)
         }
 }
 
+/* Two passes over K, from 0 and from k1, each in BK steps; the windows
+ * start 16 rows above the block's. */
+static void ref_ringdot(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), bk = meta(r, "BK"), K = r->args[param(r, "A")].dims[1];
+    int64_t r0 = bx * bm - 16, c0 = by * bn, starts[2] = {0, scalar(r, "k1")};
+    for (int64_t i = r0; i < r0 + bm; i++)
+        for (int64_t j = c0; j < c0 + bn; j++) {
+            double sum = 0, mag = 0;
+            int64_t terms = 0;
+            for (int pass = 0; pass < 2; pass++)
+                for (int64_t k = starts[pass]; k < K; k += bk)
+                    for (int64_t kk = k; kk < k + bk; kk++, terms++) {
+                        double t = in2(r, "A", i, kk) * in2(r, "B", j, kk);
+                        sum += t;
+                        mag += fabs(t);
+                    }
+            out2(r, "C", i, j, sum, sum_tol(terms + 1, mag));
+        }
+}
+
 static void ref_bdot(Ref *r, int bx, int by) { ref_dot_loop(r, bx, by, AB); }
 static void ref_fmadot(Ref *r, int bx, int by) { ref_dot_loop(r, bx, by, AB); }
 static void ref_fmadot_t(Ref *r, int bx, int by) { ref_dot_loop(r, bx, by, ABT); }
@@ -431,6 +452,7 @@ static const KernelRef refs[] = {
     {"transp", {"Y"}, ref_transp},
     {"masks", {"Y", "I"}, ref_masks},
     {"bdot", {"C"}, ref_bdot},
+    {"ringdot", {"C"}, ref_ringdot},
     {"fdot", {"C"}, ref_fdot},
     {"vec1", {"Z"}, ref_vec1},
     {"ctrl", {"Y"}, ref_ctrl},

@@ -58,6 +58,26 @@ def bdot(A: ph.tensor[ph.bf16][M, K], B: ph.tensor[ph.bf16][K, N], C: ph.tensor[
     C[r0:+BM, c0:+BN] = acc
 
 
+# Copies into shared-memory rings, each way the code generator has: a
+# window inside the tensor (no test a chunk), one past an edge or before
+# the start (zero-filled chunks), one whose start is no whole chunk
+# (element by element, from k1); BK 48's rows of 6 chunks do not divide
+# the block's threads.
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(BM=[64], BN=[32], BK=[16, 48], NT=[64, 128])
+def ringdot(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][N, K], C: ph.tensor[ph.f32][M, N], k1: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM - 16
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, K, BK):
+        acc += ph.dot_t(A[r0:+BM, k:+BK], B[c0:+BN, k:+BK])
+    for k in range(k1, K, BK):
+        acc += ph.dot_t(A[r0:+BM, k:+BK], B[c0:+BN, k:+BK])
+    C[r0:+BM, c0:+BN] = acc
+
+
 @ph.kernel
 @ph.autotune(BM=[16], BN=[24])
 def fdot(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][N, K], C: ph.tensor[ph.f32][M, N]):
