@@ -238,12 +238,24 @@ static LLVMValueRef unit_offset(Cg *c, const Layout *l, int per_row, int64_t j, 
     return shared_offset(c, l, row, col);
 }
 
+/* How one copy reaches its chunks: the three ways emit_copy_async chooses
+ * between at run time, once per copy. */
+typedef enum {
+    COPY_INSIDE,    /* whole chunks, the window inside the tensor: no test a chunk */
+    COPY_EDGE,      /* whole chunks: each zero-filled where it lies outside */
+    COPY_ELEMENTS,  /* element by element, synchronously */
+} CopyWay;
+
 /* The window's 16-byte chunks, spread over the block's threads (thread
- * tid takes chunks tid, tid + T, ...), each with cp.async.cg (zero-filled
- * past the tensor's edges) when the rows and the window's start are whole
- * chunks and the tensor is 16-byte aligned; else element by element,
- * synchronously, into the same places: a chunk (of rows of part chunks,
- * an element) at a time, so both ways address the slot alike. */
+ * tid takes chunks tid, tid + T, ...), each with cp.async.cg when the rows
+ * and the window's start are whole chunks and the tensor is 16-byte
+ * aligned; else element by element, synchronously, into the same places:
+ * a chunk (of rows of part chunks, an element) at a time, so every way
+ * addresses the slot alike. Where the window lies inside the tensor, one
+ * test for the whole copy stands for the chunks' own: their sources are a
+ * row stride apart, without the edge arithmetic (two compares, a select
+ * and a 64-bit multiply a chunk) that otherwise outweighs a GEMM loop's
+ * copies themselves. */
 void emit_copy_async(Cg *c, const IrOp *op)
 {
     LLVMBuilderRef B = c->b;
@@ -264,29 +276,66 @@ void emit_copy_async(Cg *c, const IrOp *op)
         LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, unit64, ""), zero64, ""),
                      LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, unit64, ""), zero64, ""), ""),
         LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
-    if (!whole_chunks) aligned = LLVMConstInt(c->ti1, 0, 0);
+    /* r0, c0 are sign-extended i32s: the sums cannot wrap */
+    LLVMValueRef inside = LLVMBuildAnd(B,
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r0, zero64, ""), LLVMBuildICmp(B, LLVMIntSGE, c0, zero64, ""), ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, r0, LLVMConstInt(c->ti64, (unsigned long long)l->rows, 0), ""), d0, ""),
+                     LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)l->cols, 0), ""), d1, ""), ""), "");
     LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
     smem_access(c, c->ring_buf[op->axis], true);
     c->ring_in_flight[op->axis] = true;
-    LLVMBasicBlockRef fast = new_bb(c, "cpa"), slow = new_bb(c, "cps"), done = new_bb(c, "cpd");
-    LLVMBuildCondBr(B, aligned, fast, slow);
+    LLVMBasicBlockRef way_bb[3] = {new_bb(c, "cpi"), new_bb(c, "cpe"), new_bb(c, "cps")}, done = new_bb(c, "cpd");
+    if (whole_chunks) {
+        LLVMBasicBlockRef chunks = new_bb(c, "cpc");
+        LLVMBuildCondBr(B, aligned, chunks, way_bb[COPY_ELEMENTS]);
+        LLVMPositionBuilderAtEnd(B, chunks);
+        LLVMBuildCondBr(B, inside, way_bb[COPY_INSIDE], way_bb[COPY_EDGE]);
+    } else {
+        LLVMBuildBr(B, way_bb[COPY_ELEMENTS]);
+    }
     LLVMTypeRef et = dtype_ty(c, dt);
     LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
-    for (int way = 0; way < 2; way++) {
-        LLVMPositionBuilderAtEnd(B, way ? slow : fast);
-        for (int64_t j = 0; j < nunits && (way || whole_chunks); j += c->T) {
+    for (CopyWay way = COPY_INSIDE; way <= COPY_ELEMENTS; way++) {
+        LLVMPositionBuilderAtEnd(B, way_bb[way]);
+        /* COPY_INSIDE: thread tid's first chunk's source; with T a whole
+         * number of rows of chunks, each next chunk lies T / per_row rows on */
+        LLVMValueRef src0 = NULL, step = NULL;
+        if (way == COPY_INSIDE && whole_chunks) {
+            LLVMValueRef row = LLVMBuildZExt(B, udiv(c, c->tid, per_row), c->ti64, "");
+            LLVMValueRef col = LLVMBuildZExt(B, mul(c, urem(c, c->tid, per_row), unit), c->ti64, "");
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, r0, row, ""), d1, ""), LLVMBuildAdd(B, c0, col, ""), "");
+            src0 = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+            step = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(c->T / per_row), 0), "");
+        }
+        for (int64_t j = 0; j < nunits && (way == COPY_ELEMENTS || whole_chunks); j += c->T) {
             LLVMValueRef idx = add(c, c->tid, i32c(c, j));
             Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
             LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
             LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+            if (way == COPY_INSIDE) {
+                LLVMValueRef src;
+                if (c->T % per_row == 0) {
+                    /* each chunk a step past the last: one register for the step */
+                    src = src0 = j ? LLVMBuildGEP2(B, et, src0, &step, 1, "") : src0;
+                } else {
+                    LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+                    LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+                    LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, "");
+                    src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+                }
+                LLVMValueRef args[2] = {opsmem_byte_ptr(c, dst), src};
+                cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16", c->tvoid, 2, cpt, args);
+                guard_end(c, g);
+                continue;
+            }
             LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
             LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
-            for (int e = 0; e < (way ? unit : 1); e++) {
+            for (int e = 0; e < (way == COPY_ELEMENTS ? unit : 1); e++) {
                 LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
                 LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
                 LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
                 LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-                if (!way) {
+                if (way == COPY_EDGE) {
                     LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
                     cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
                 } else {

@@ -324,7 +324,8 @@ Test(codegen, atomic_adds_are_one_atom_per_owned_element)
 }
 
 /* A loop whose loads feed tensor-core dots copies them with cp.async into
- * rings of @ph.stages slots: S-1 groups in flight, so each iteration waits
+ * rings of @ph.stages slots, with one test a copy for a window inside the
+ * tensors instead of one a chunk: S-1 groups in flight, so each iteration waits
  * with wait_group S-2, and the dots read the rings without a barrier of
  * their own: one bar.sync per iteration (the unrolled loop has none
  * besides the waits'). One stage keeps plain loads. */
@@ -351,8 +352,11 @@ Test(codegen, loop_operands_of_tensorcore_dots_arrive_by_cp_async)
         } else {
             char wait[64];
             snprintf(wait, sizeof wait, "cp.async.wait_group %d;", stages - 2);
-            /* 64x64 f16 tiles of A and B: 512 chunks of 16 bytes each, 4 per thread each */
-            cr_expect_eq(count_of(text, "cp.async.cg.shared.global"), 8 * stages, "%s", m->funcs[i]->name);
+            /* 64x64 f16 tiles of A and B: 512 chunks of 16 bytes each, 4 per thread each, both
+             * where the window lies inside the tensor (no source size: nothing to zero-fill) and
+             * where it may cross an edge */
+            cr_expect_eq(count_of(text, "cp.async.cg.shared.global"), 16 * stages, "%s", m->funcs[i]->name);
+            cr_expect_eq(count_of(text, "], 16;"), 8 * stages, "%s", m->funcs[i]->name);
             cr_expect(strstr(text, wait) != NULL, "%s: no %s", m->funcs[i]->name, wait);
             cr_expect(strstr(text, "cp.async.wait_group 0;") != NULL, "%s: no drain after the loop", m->funcs[i]->name);
             cr_expect_eq(count_of(text, "cp.async.commit_group;"), stages, "%s", m->funcs[i]->name);
