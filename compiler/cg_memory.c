@@ -285,38 +285,52 @@ void emit_copy_async(Cg *c, const IrOp *op)
     smem_access(c, c->ring_buf[op->axis], true);
     c->ring_in_flight[op->axis] = true;
     LLVMBasicBlockRef way_bb[3] = {new_bb(c, "cpi"), new_bb(c, "cpe"), new_bb(c, "cps")}, done = new_bb(c, "cpd");
+    LLVMTypeRef et = dtype_ty(c, dt);
+    /* With T a whole number of rows of chunks, thread tid's chunks lie in
+     * one column, each T / per_row rows past the last: both chunk ways walk
+     * them from its first (row g0, column gc0, source src0) by a pointer
+     * step, and an edge's test is a row compare a chunk. */
+    bool column_walk = whole_chunks && c->T % per_row == 0;
+    LLVMValueRef g0 = NULL, gc0 = NULL, src0 = NULL, step = NULL;
     if (whole_chunks) {
         LLVMBasicBlockRef chunks = new_bb(c, "cpc");
         LLVMBuildCondBr(B, aligned, chunks, way_bb[COPY_ELEMENTS]);
         LLVMPositionBuilderAtEnd(B, chunks);
+        if (column_walk) {
+            g0 = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, udiv(c, c->tid, per_row), c->ti64, ""), "");
+            gc0 = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, urem(c, c->tid, per_row), unit), c->ti64, ""), "");
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, g0, d1, ""), gc0, "");
+            src0 = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+            step = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(c->T / per_row), 0), "");
+        }
         LLVMBuildCondBr(B, inside, way_bb[COPY_INSIDE], way_bb[COPY_EDGE]);
     } else {
         LLVMBuildBr(B, way_bb[COPY_ELEMENTS]);
     }
-    LLVMTypeRef et = dtype_ty(c, dt);
     LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
     for (CopyWay way = COPY_INSIDE; way <= COPY_ELEMENTS; way++) {
         LLVMPositionBuilderAtEnd(B, way_bb[way]);
-        /* COPY_INSIDE: thread tid's first chunk's source; with T a whole
-         * number of rows of chunks, each next chunk lies T / per_row rows on */
-        LLVMValueRef src0 = NULL, step = NULL;
-        if (way == COPY_INSIDE && whole_chunks) {
-            LLVMValueRef row = LLVMBuildZExt(B, udiv(c, c->tid, per_row), c->ti64, "");
-            LLVMValueRef col = LLVMBuildZExt(B, mul(c, urem(c, c->tid, per_row), unit), c->ti64, "");
-            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildAdd(B, r0, row, ""), d1, ""), LLVMBuildAdd(B, c0, col, ""), "");
-            src0 = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-            step = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(c->T / per_row), 0), "");
-        }
+        LLVMValueRef src_j = src0;
         for (int64_t j = 0; j < nunits && (way == COPY_ELEMENTS || whole_chunks); j += c->T) {
             LLVMValueRef idx = add(c, c->tid, i32c(c, j));
             Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
             LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
             LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+            /* each chunk a step past the last: one register for the step */
+            if (column_walk && j && way != COPY_ELEMENTS) src_j = LLVMBuildGEP2(B, et, src_j, &step, 1, "");
+            if (way == COPY_EDGE && column_walk) {
+                LLVMValueRef gr = LLVMBuildAdd(B, g0, LLVMConstInt(c->ti64, (unsigned long long)(j / per_row), 0), "");
+                LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc0, d1, ""), "");
+                LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), LLVMBuildSelect(B, inb, src_j, c->tensor_ptr[op->param], ""),
+                                        LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+                cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+                guard_end(c, g);
+                continue;
+            }
             if (way == COPY_INSIDE) {
                 LLVMValueRef src;
-                if (c->T % per_row == 0) {
-                    /* each chunk a step past the last: one register for the step */
-                    src = src0 = j ? LLVMBuildGEP2(B, et, src0, &step, 1, "") : src0;
+                if (column_walk) {
+                    src = src_j;
                 } else {
                     LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
                     LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
