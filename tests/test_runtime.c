@@ -405,6 +405,37 @@ Test(runtime, configs_generate_alike_on_any_number_of_threads)
     unsetenv("PHOBOS_CACHE_DIR");
 }
 
+/* A loop started on threads of its own gives the calling thread each
+ * iteration once, as it finishes: here the later iterations finish first
+ * on four threads, in order on one; then -1. */
+typedef struct {
+    int ran[4];
+} Sleepers;
+
+static void sleep_then_count(void *arg, int i)
+{
+    nanosleep(&(struct timespec){0, (4 - i) * 60000000L}, NULL);   /* iteration 0 the longest */
+    ((Sleepers *)arg)->ran[i]++;
+}
+
+Test(runtime, a_loop_gives_each_iteration_as_it_finishes)
+{
+    const int threads[2] = {4, 1}, order[2][4] = {{3, 2, 1, 0}, {0, 1, 2, 3}};
+    for (int t = 0; t < 2; t++) {
+        Sleepers s = {{0}};
+        PhParallel *p = ph_internal_parallel_start(4, threads[t], sleep_then_count, &s);
+        for (int i = 0; i < 4; i++) {
+            int got = ph_internal_parallel_next(p);
+            cr_assert_eq(got, order[t][i], "%d threads: iteration %d came as the %dth", threads[t], got, i + 1);
+            cr_assert_eq(s.ran[got], 1, "given once it has run");
+        }
+        cr_assert_eq(ph_internal_parallel_next(p), -1);
+        cr_assert_eq(ph_internal_parallel_next(p), -1);
+        ph_internal_parallel_end(p);
+        for (int i = 0; i < 4; i++) cr_assert_eq(s.ran[i], 1);
+    }
+}
+
 /* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
  * .loc directives, and is cached apart from the PTX without them, which
  * has none; 0 is off. */
