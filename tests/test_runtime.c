@@ -511,6 +511,11 @@ static struct {
     const char *fast;       /* this config times 1 ms, others 2 ms */
     const char *fluke;      /* this config's first timed run takes 0.1 ms, its others 3 ms */
     int fluke_runs;
+    struct {                /* a config's timed runs: `first` ms for the first PH_TUNE_RUNS, then `again` (when set) */
+        const char *config;
+        float first, again;
+        int runs;
+    } clock[8];
     int ntimings;           /* times the autotuner read an event's elapsed time */
     bool add_one;
     char trace[4096];
@@ -706,12 +711,25 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
 static CUresult fake_record(CUevent e, CUstream s) { (void)e; traced('R'); fake.recorded_on[fake.nrecords++ % 64] = s; return 0; }
 static CUresult fake_sync(CUevent e) { (void)e; return 0; }
+/* A timed run of config on its own clock: -1 when it has none. */
+static float clock_of(const char *config)
+{
+    for (int i = 0; i < 8 && fake.clock[i].config; i++) {
+        if (strcmp(fake.clock[i].config, config)) continue;
+        int run = fake.clock[i].runs++;
+        return run >= PH_TUNE_RUNS && fake.clock[i].again ? fake.clock[i].again : fake.clock[i].first;
+    }
+    return -1;
+}
+
 static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
 {
     (void)a; (void)b;
     fake.ntimings++;
     const char *last = fake.launched[(fake.nlaunches - 1) % 256];
-    if (fake.fluke && !strcmp(last, fake.fluke)) *ms = fake.fluke_runs++ ? 3.0f : 0.1f;
+    float own = clock_of(last);
+    if (own >= 0) *ms = own;
+    else if (fake.fluke && !strcmp(last, fake.fluke)) *ms = fake.fluke_runs++ ? 3.0f : 0.1f;
     else *ms = fake.fast && !strcmp(last, fake.fast) ? 1.0f : 2.0f;
     return 0;
 }
@@ -775,6 +793,7 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
     setenv("PHOBOS_COMPILE_THREADS", "3", 1);
     fake.load_us = 200000;
+    fake.fast = "vadd__BLOCK_128";   /* the others are not close: timed once */
     ph_module *m;
     ph_kernel *k;
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
@@ -1824,6 +1843,119 @@ Test(autotune, the_median_run_decides)
     ph_shutdown();
 }
 
+/* Pruning: a config whose first timed run is over PH_TUNE_PRUNE times the
+ * best median so far stops there, and the log says so; one at exactly
+ * twice is timed whole. The first config timed has nothing to lose to:
+ * timed whole however slow. One thread compiles, so the configs are timed
+ * in config order; new dims are timed in that order too. */
+Test(autotune, a_config_far_behind_stops_after_its_first_run)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
+    use_fake_driver();
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    fake.clock[0].config = "vadd__BLOCK_128", fake.clock[0].first = 1.0f;
+    fake.clock[1].config = "vadd__BLOCK_256", fake.clock[1].first = 2.5f;
+    fake.clock[2].config = "vadd__BLOCK_512", fake.clock[2].first = 2.0f;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.clock[0].runs, PH_TUNE_RUNS);
+    cr_assert_eq(fake.clock[1].runs, 1, "2.5 ms against 1 ms: stopped after one run, not %d", fake.clock[1].runs);
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), PH_TUNE_WARMUPS + 1);
+    cr_assert_eq(fake.clock[2].runs, PH_TUNE_RUNS, "twice the best is not over it");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    fflush(out);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "phobos: tuning vadd (3 configs) 1/3 vadd__BLOCK_128: 1.0000 ms\n"
+             "phobos: tuning vadd (3 configs) 2/3 vadd__BLOCK_256: 2.5000 ms, its first run, over 2 times the best so far "
+             "(1.0000 ms): stopped\n"
+             "phobos: tuning vadd (3 configs) 3/3 vadd__BLOCK_512: 2.0000 ms\n"
+             "phobos: tuned vadd (3 configs): vadd__BLOCK_128, 1.0000 ms (median of %d runs)\n", PH_TUNE_RUNS);
+    cr_assert_str_eq(log, want);
+
+    /* new dims, the configs loaded: the slow first is timed whole */
+    for (int i = 0; i < 3; i++) fake.clock[i].runs = 0;
+    fake.clock[0].first = 5.0f, fake.clock[1].first = 1.0f, fake.clock[2].first = 2.5f;
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.clock[0].runs, PH_TUNE_RUNS, "the first timed: nothing to be behind");
+    cr_assert_eq(fake.clock[1].runs, PH_TUNE_RUNS);
+    cr_assert_eq(fake.clock[2].runs, 1);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+    ph_set_autotune_verbose(-1);
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+static const char *five_configs_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[64, 128, 256, 512, 1024])\n"
+    "def v5(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n";
+
+/* After the first timing, the configs within PH_TUNE_CLOSE_PERCENT of the
+ * fastest, the PH_TUNE_RETIMED fastest of them, are timed again and the
+ * second times decide: here the first timing's winner (BLOCK 64) loses
+ * the second to BLOCK 256; BLOCK 1024, close but fourth, and BLOCK 128,
+ * not close, are timed once. With only the fastest close, nothing is
+ * timed again, though a second time would have crowned another. */
+Test(autotune, the_closest_configs_are_timed_again_and_decide)
+{
+    use_fake_driver();
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    const char *names[5] = {"v5__BLOCK_64", "v5__BLOCK_128", "v5__BLOCK_256", "v5__BLOCK_512", "v5__BLOCK_1024"};
+    const float first[5] = {1.0f, 1.16f, 1.10f, 1.12f, 1.14f}, again[5] = {1.0f, 0.5f, 0.9f, 0, 0};
+    for (int i = 0; i < 5; i++) fake.clock[i].config = names[i], fake.clock[i].first = first[i], fake.clock[i].again = again[i];
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v5.ph", five_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "v5", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    const int twice[5] = {1, 0, 1, 1, 0};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(fake.clock[i].runs, (1 + twice[i]) * PH_TUNE_RUNS, "%s: %d timed runs", names[i], fake.clock[i].runs);
+    cr_assert_str_eq(ph_kernel_last_config(k), "v5__BLOCK_256");
+    fflush(out);
+    cr_assert(strstr(log, "phobos: tuning v5 (5 configs) again 1/3 v5__BLOCK_64: 1.0000 ms\n"
+                          "phobos: tuning v5 (5 configs) again 2/3 v5__BLOCK_256: 0.9000 ms\n"
+                          "phobos: tuning v5 (5 configs) again 3/3 v5__BLOCK_512: 1.1200 ms\n"
+                          "phobos: tuned v5 (5 configs): v5__BLOCK_256, 0.9000 ms (median of 7 runs)\n"), "%s", log);
+
+    /* new dims: BLOCK 128 is not close, and is not timed again */
+    for (int i = 0; i < 5; i++) fake.clock[i].runs = 0, fake.clock[i].first = 1.9f, fake.clock[i].again = 0;
+    fake.clock[0].first = 1.0f;
+    fake.clock[1].first = 1.16f, fake.clock[1].again = 0.5f;
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    for (int i = 0; i < 5; i++) cr_assert_eq(fake.clock[i].runs, PH_TUNE_RUNS, "%s: %d timed runs", names[i], fake.clock[i].runs);
+    cr_assert_str_eq(ph_kernel_last_config(k), "v5__BLOCK_64");
+    ph_set_autotune_verbose(-1);
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* What the autotuner does around each run of each config, as the trace
  * of driver calls shows it: `per_run` before each timed launch and
  * `before` before the warm-up; `first` once before all, `last` once after,
@@ -1840,10 +1972,16 @@ static void expect_tuning_trace(const char *first, const char *before, const cha
     cr_assert_str_eq(fake.trace, want);
 }
 
+/* Three configs of one time, as bump's are on the fake clock, are each
+ * timed, then, all three close to the fastest, each timed again. */
+enum { TIMED_TWICE = 2 * 3 };
+
 /* @ph.autotune_restore: X is saved (C), copied back before every run (C),
  * the L2 flushed (F) before each timed one, and copied back once more for
  * the launch kept, so a tuned first launch adds exactly 1; a second launch
- * is one launch. Without it, X would have seen every run. */
+ * is one launch. Without it, X would have seen every run. The three
+ * configs take the same time: each is timed twice (TIMED_TWICE), the
+ * second time too between copies. */
 Test(autotune, a_restored_tensor_sees_one_launch)
 {
     use_fake_driver();
@@ -1856,8 +1994,8 @@ Test(autotune, a_restored_tensor_sees_one_launch)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = (float)i * 0.5f;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "tuned");
-    expect_tuning_trace("C", "C", "C", "C", 3);
+    cr_assert_eq(fake.ntimings, TIMED_TWICE * PH_TUNE_RUNS, "tuned");
+    expect_tuning_trace("C", "C", "C", "C", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], (float)i * 0.5f + 1, "X[%ld] = %g", i, host[i]);
 
     fake.ntrace = 0;
@@ -1871,7 +2009,7 @@ Test(autotune, a_restored_tensor_sees_one_launch)
     cr_assert_eq(ph_kernel_get(m, "bump_plain", &plain), PH_OK);
     for (long i = 0; i < n; i++) host[i] = 0;
     cr_assert_eq(bump_launch(plain, x, &n), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(host[0], 3 * RUNS_TIMED + 1, "X[0] = %g", host[0]);
+    cr_assert_eq(host[0], TIMED_TWICE * RUNS_TIMED + 1, "X[0] = %g", host[0]);
     ph_module_free(m);
     ph_shutdown();
 }
@@ -1890,7 +2028,7 @@ Test(autotune, a_zeroed_tensor_starts_each_run_from_zeros)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = 7.0f;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    expect_tuning_trace("", "Z", "Z", "Z", 3);
+    expect_tuning_trace("", "Z", "Z", "Z", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], 1.0f, "X[%ld] = %g", i, host[i]);
     ph_module_free(m);
     ph_shutdown();
@@ -1911,7 +2049,7 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = (float)i;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    expect_tuning_trace("C", "C", "C", "C", 3);
+    expect_tuning_trace("C", "C", "C", "C", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], (float)i + 1, "X[%ld] = %g", i, host[i]);
 
     cr_assert_eq(ph_kernel_set_zero(k, "X"), PH_OK, "%s", ph_last_error());
@@ -2398,6 +2536,7 @@ Test(runtime, threads_launching_one_kernel_do_not_mix_their_arguments)
 {
     use_fake_driver();
     fake.slow_launches = true;
+    fake.fast = "vadd__BLOCK_256";   /* the others are not close: each config timed once */
     ph_module *m;
     ph_kernel *k;
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
