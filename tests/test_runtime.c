@@ -487,7 +487,9 @@ Test(runtime, lineinfo_from_the_environment)
  * call the autotuner makes around a launch: C a copy on the device, Z a
  * memset of a tensor, F a memset of the L2 cache's size (a flush), R an
  * event recorded, L a launch. With add_one, a launch adds 1 to each f32
- * of its first tensor, as `X += 1` would. */
+ * of its first tensor, as `X += 1` would. A config may be given a load
+ * time of its own (slow_load), a clock of its own (its timed runs'
+ * times), and a module with no function in it (no_function). */
 enum { FAKE_L2_BYTES = 4096 };
 /* The launches of one config timed by the autotuner */
 enum { RUNS_TIMED = PH_TUNE_WARMUPS + PH_TUNE_RUNS };
@@ -499,7 +501,13 @@ static struct {
     int loaded_device[64];  /* the device whose context was current in the loading thread */
     int nloads;
     int load_us;            /* each load takes this long */
+    const char *slow_load;  /* this config's load takes slow_load_us instead */
+    int slow_load_us;
     int loading, most_loading;   /* loads under way now, and the most there were at once */
+    int launched_while_loading;  /* launches made while a load was under way */
+    char unloaded[64][128]; /* each module unloaded, by its entry */
+    int nunloads;
+    const char *no_function;     /* this config's module has no function: cuModuleGetFunction fails */
     char launched[256][128];
     unsigned launched_shared[256];   /* the dynamic shared memory each launch asked for */
     int nlaunches;
@@ -628,8 +636,9 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     fake.loaded_device[at] = current_device();
     if (++fake.loading > fake.most_loading) fake.most_loading = fake.loading;
     pthread_mutex_unlock(&fake_load_lock);
-    struct timespec pause = {fake.load_us / 1000000, fake.load_us % 1000000 * 1000L};
-    if (fake.load_us) nanosleep(&pause, NULL);
+    int us = fake.slow_load && !strcmp(name, fake.slow_load) ? fake.slow_load_us : fake.load_us;
+    struct timespec pause = {us / 1000000, us % 1000000 * 1000L};
+    if (us) nanosleep(&pause, NULL);
     pthread_mutex_lock(&fake_load_lock);
     fake.loading--;
     pthread_mutex_unlock(&fake_load_lock);
@@ -654,10 +663,15 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     *mod = (CUmodule)name;
     return 0;
 }
-static CUresult fake_unload(CUmodule m) { (void)m; return 0; }
+static CUresult fake_unload(CUmodule m)
+{
+    snprintf(fake.unloaded[fake.nunloads++ % 64], sizeof fake.unloaded[0], "%s", (const char *)m);
+    return 0;
+}
 static CUresult fake_function(CUfunction *f, CUmodule m, const char *name)
 {
     cr_assert_str_eq((const char *)m, name, "a function asked of another config's module");
+    if (fake.no_function && !strcmp(name, fake.no_function)) return 500;   /* CUDA_ERROR_NOT_FOUND */
     *f = (CUfunction)m;
     return 0;
 }
@@ -690,6 +704,9 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
     traced('L');
+    pthread_mutex_lock(&fake_load_lock);
+    fake.launched_while_loading += fake.loading > 0;
+    pthread_mutex_unlock(&fake_load_lock);
     if (fake.slow_launches) {
         /* X at 0x10000 * t with N = 128 * t, for the launching thread's t */
         nanosleep(&(struct timespec){0, 100000}, NULL);
@@ -805,6 +822,71 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     for (int i = 0; i < 3; i++) cr_assert_eq(fake.loaded_device[i], 1, "%s loaded for device %d", fake.loaded[i], fake.loaded_device[i]);
     cr_assert_eq(current_device(), 1);
     cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED, "every config loaded is timed");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* On a first launch the configs are timed as they load, while the others
+ * are still being compiled: here the fastest config's load is the last to
+ * end, long after the others', which were wholly timed by then (launches
+ * while a load was under way); it still wins. */
+Test(runtime, configs_are_timed_as_they_load)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "3", 1);
+    use_fake_driver();
+    fake.slow_load = "vadd__BLOCK_512";
+    fake.slow_load_us = 500000;
+    fake.fast = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 3);
+    cr_assert_geq(fake.launched_while_loading, RUNS_TIMED, "only %d launches before the last config was in",
+                  fake.launched_while_loading);
+    cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED);
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), RUNS_TIMED);
+    cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED + 1, "timed when it came, then launched");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* A driver error while the configs come in (a module without its
+ * function) fails the launch with the driver's words, once every thread
+ * is done: the modules assembled for configs not taken yet are unloaded,
+ * as is the failing one's. The configs loaded before the error stay
+ * loaded: the next launch loads only the others. One thread compiles, so
+ * the configs come in config order. */
+Test(runtime, a_driver_error_while_configs_load_fails_the_launch)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
+    use_fake_driver();
+    fake.no_function = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_CUDA);
+    cr_assert_str_eq(ph_last_error(), "cuModuleGetFunction failed: CUDA error 500 (fake error)");
+    cr_assert_eq(fake.nloads, 3, "every config was assembled");
+    cr_assert_eq(fake.nunloads, 2, "%d modules unloaded", fake.nunloads);
+    cr_assert_str_eq(fake.unloaded[0], "vadd__BLOCK_256");
+    cr_assert_str_eq(fake.unloaded[1], "vadd__BLOCK_512");
+    cr_assert_eq(fake.nlaunches, 0);
+
+    fake.no_function = NULL;
+    fake.fast = "vadd__BLOCK_256";
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 5);
+    cr_assert_eq(loads_of("vadd__BLOCK_128"), 1, "loaded by the failed launch, kept");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+    cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED);
     unsetenv("PHOBOS_COMPILE_THREADS");
     ph_module_free(m);
     ph_shutdown();
@@ -2069,9 +2151,11 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
 
 /* The progress lines: one per config and the winner, when asked (by the
  * API or PHOBOS_AUTOTUNE_VERBOSE); none when not, nor by default off a
- * terminal. */
+ * terminal. One thread compiles: the configs are timed as they are ready,
+ * in config order. */
 Test(autotune, progress_lines_when_asked)
 {
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
     use_fake_driver();
     char *log = NULL;
     size_t len = 0;
@@ -2110,6 +2194,7 @@ Test(autotune, progress_lines_when_asked)
     fflush(out);
     cr_assert(strstr(log + said, "phobos: tuned vadd (3 configs): vadd__BLOCK_256") != NULL, "%s", log + said);
     unsetenv("PHOBOS_AUTOTUNE_VERBOSE");
+    unsetenv("PHOBOS_COMPILE_THREADS");
     ph_internal_autotune_log(NULL);
     fclose(out);
     free(log);
