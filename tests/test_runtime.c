@@ -487,9 +487,10 @@ Test(runtime, lineinfo_from_the_environment)
  * call the autotuner makes around a launch: C a copy on the device, Z a
  * memset of a tensor, F a memset of the L2 cache's size (a flush), R an
  * event recorded, L a launch. With add_one, a launch adds 1 to each f32
- * of its first tensor, as `X += 1` would. A config may be given a load
- * time of its own (slow_load), a clock of its own (its timed runs'
- * times), and a module with no function in it (no_function). */
+ * of its first tensor, as `X += 1` would. A config's load may end only
+ * once the autotuner has launched so many times (slow_load); a config may
+ * have a clock of its own (its timed runs' times), and a module with no
+ * function in it (no_function). */
 enum { FAKE_L2_BYTES = 4096 };
 /* The launches of one config timed by the autotuner */
 enum { RUNS_TIMED = PH_TUNE_WARMUPS + PH_TUNE_RUNS };
@@ -501,10 +502,11 @@ static struct {
     int loaded_device[64];  /* the device whose context was current in the loading thread */
     int nloads;
     int load_us;            /* each load takes this long */
-    const char *slow_load;  /* this config's load takes slow_load_us instead */
-    int slow_load_us;
+    const char *slow_load;  /* this config's load ends once there were slow_load_launches launches (or after 5 s) */
+    int slow_load_launches;
     int loading, most_loading;   /* loads under way now, and the most there were at once */
-    int launched_while_loading;  /* launches made while a load was under way */
+    int launches_seen;           /* launches, as loads see them, */
+    int launches_before[64];     /* and how many there were before each load ended */
     char unloaded[64][128]; /* each module unloaded, by its entry */
     int nunloads;
     const char *no_function;     /* this config's module has no function: cuModuleGetFunction fails */
@@ -636,11 +638,18 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     fake.loaded_device[at] = current_device();
     if (++fake.loading > fake.most_loading) fake.most_loading = fake.loading;
     pthread_mutex_unlock(&fake_load_lock);
-    int us = fake.slow_load && !strcmp(name, fake.slow_load) ? fake.slow_load_us : fake.load_us;
-    struct timespec pause = {us / 1000000, us % 1000000 * 1000L};
-    if (us) nanosleep(&pause, NULL);
+    struct timespec pause = {fake.load_us / 1000000, fake.load_us % 1000000 * 1000L};
+    if (fake.load_us) nanosleep(&pause, NULL);
+    for (int ms = 0; fake.slow_load && !strcmp(name, fake.slow_load) && ms < 5000; ms++) {
+        pthread_mutex_lock(&fake_load_lock);
+        bool enough = fake.launches_seen >= fake.slow_load_launches;
+        pthread_mutex_unlock(&fake_load_lock);
+        if (enough) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
     pthread_mutex_lock(&fake_load_lock);
     fake.loading--;
+    fake.launches_before[at] = fake.launches_seen;
     pthread_mutex_unlock(&fake_load_lock);
     for (int i = 0; i < 8 && fake.refuse[i]; i++)
         if (!strcmp(fake.refuse[i], name)) {
@@ -705,7 +714,7 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
     traced('L');
     pthread_mutex_lock(&fake_load_lock);
-    fake.launched_while_loading += fake.loading > 0;
+    fake.launches_seen++;
     pthread_mutex_unlock(&fake_load_lock);
     if (fake.slow_launches) {
         /* X at 0x10000 * t with N = 128 * t, for the launching thread's t */
@@ -828,15 +837,15 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
 }
 
 /* On a first launch the configs are timed as they load, while the others
- * are still being compiled: here the fastest config's load is the last to
- * end, long after the others', which were wholly timed by then (launches
- * while a load was under way); it still wins. */
+ * are still being compiled: here the fastest config's load ends only once
+ * the two others were wholly timed (a launch that waited for every config
+ * would wait 5 s for it, then time all three after), and it still wins. */
 Test(runtime, configs_are_timed_as_they_load)
 {
     setenv("PHOBOS_COMPILE_THREADS", "3", 1);
     use_fake_driver();
     fake.slow_load = "vadd__BLOCK_512";
-    fake.slow_load_us = 500000;
+    fake.slow_load_launches = 2 * RUNS_TIMED;
     fake.fast = "vadd__BLOCK_512";
     ph_module *m;
     ph_kernel *k;
@@ -845,8 +854,10 @@ Test(runtime, configs_are_timed_as_they_load)
     ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
     cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
     cr_assert_eq(fake.nloads, 3);
-    cr_assert_geq(fake.launched_while_loading, RUNS_TIMED, "only %d launches before the last config was in",
-                  fake.launched_while_loading);
+    int last = 0;
+    while (strcmp(fake.loaded[last], "vadd__BLOCK_512")) last++;
+    cr_assert_eq(fake.launches_before[last], 2 * RUNS_TIMED, "%d launches before the last config was in",
+                 fake.launches_before[last]);
     cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED);
     cr_assert_eq(launches_of("vadd__BLOCK_256"), RUNS_TIMED);
     cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED + 1, "timed when it came, then launched");
