@@ -2,10 +2,12 @@
  * autotuning on (the default; PHOBOS_AUTOTUNE=0 or ph_set_autotune(0)
  * turns it off, and the first eligible config runs), the winner already
  * known for the launch's tensor dims, in memory or on disk beside the PTX
- * cache; failing that, each config timed on the real arguments: warm-up,
- * then the median of PH_TUNE_RUNS runs timed with CUDA events, the L2
- * cache flushed before each, the tensors a kernel updates in place
- * (@ph.autotune_restore, @ph.autotune_zero) put back before each. */
+ * cache; failing that, each config timed on the real arguments as it
+ * becomes ready (on a first launch, while the others are still being
+ * compiled): warm-up, then the median of PH_TUNE_RUNS runs timed with CUDA
+ * events, the L2 cache flushed before each, the tensors a kernel updates
+ * in place (@ph.autotune_restore, @ph.autotune_zero) put back before
+ * each; then the few closest to the fastest timed again. */
 #define _GNU_SOURCE
 #include "phobos.h"
 
@@ -37,6 +39,7 @@ struct PhTuner {
     CUdeviceptr *saved;       /* per parameter: a restored tensor's contents, while tuning */
     uint64_t space;           /* the source and the configs' entry names; 0: winners stay in memory */
     Winner *winners;
+    float *ms;                /* while tuning, per eligible config: its first median (INFINITY: none) */
 };
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
@@ -55,6 +58,7 @@ PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count, uint64_t sourc
     t->nparams = f->nparams;
     t->reset = xcalloc((size_t)f->nparams + 1, sizeof *t->reset);
     t->saved = xcalloc((size_t)f->nparams + 1, sizeof *t->saved);
+    t->ms = xcalloc((size_t)count + 1, sizeof *t->ms);
     for (int i = 0; i < f->nparams; i++) t->reset[i] = f->params[i].tune_reset;
     if (source_key) {
         t->space = source_key;
@@ -70,6 +74,7 @@ void ph_internal_tuner_free(PhTuner *t)
     for (Winner *w = t->winners, *n; w; w = n) { n = w->next; free(w); }
     free(t->reset);
     free(t->saved);
+    free(t->ms);
     free(t);
 }
 
@@ -233,68 +238,193 @@ static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, c
     return s;
 }
 
-static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+/* Config cfg's time: the median of PH_TUNE_RUNS timed runs after the
+ * warm-ups; or, when its first timed run takes longer than give_up, that
+ * run alone (*stopped): the config cannot win, the runs left would be
+ * wasted. */
+static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args,
+                             float give_up, float *ms, bool *stopped)
 {
     float runs[PH_TUNE_RUNS];
     ph_status s = PH_OK;
+    *stopped = false;
     for (int i = 0; i < PH_TUNE_WARMUPS && !s; i++) s = run_config(b, t, k, cfg, g, args, NULL);
-    for (int i = 0; i < PH_TUNE_RUNS && !s; i++) s = run_config(b, t, k, cfg, g, args, &runs[i]);
+    for (int i = 0; i < PH_TUNE_RUNS && !s; i++) {
+        s = run_config(b, t, k, cfg, g, args, &runs[i]);
+        if (!s && !i && runs[0] > give_up) {
+            *ms = runs[0];
+            *stopped = true;
+            return PH_OK;
+        }
+    }
     if (!s) *ms = median(runs, PH_TUNE_RUNS);
     return s;
 }
 
-/* ---- progress ---- */
+/* ---- a tuning ---- */
+
+/* A tuning under way: the kernel and its eligible configs, what the
+ * timing holds on the device (opened with the first config to time), and
+ * where its progress goes. */
+typedef struct {
+    PhTuner *t;
+    ph_kernel *k;
+    const int *eligible;
+    unsigned (*grids)[3];
+    int ne;
+    const ph_arg *args;
+    Bench b;
+    bool began, opened;     /* bench_open was called; it succeeded */
+    FILE *out;
+    Verbosity v;
+} Tuning;
 
 static const char *config_name(const PhTuner *t, int cfg) { return t->configs[cfg]->name; }
 
 /* On a terminal one line, rewritten as configs are timed; elsewhere a line
- * per config, with its time. */
-static void progress(FILE *out, Verbosity v, const PhTuner *t, const int *eligible, int ne, int i, float ms)
+ * per config timed, with its time (ms < 0: its timing begins), and when it
+ * was stopped after its first run, why. pass is "" for the first timing,
+ * "again " for the second; config i (of eligible[]) is n of `of` in it. */
+static void progress(const Tuning *u, const char *pass, int n, int of, int i, float ms, bool stopped, float best)
 {
-    if (v == QUIET) return;
-    const char *kernel = t->configs[0]->kernel;
-    if (isatty(fileno(out))) {
-        if (ms < 0) fprintf(out, "\rphobos: tuning %s (%d configs) %d/%d ...\033[K", kernel, ne, i + 1, ne);
+    if (u->v == QUIET) return;
+    const char *kernel = u->t->configs[0]->kernel;
+    if (isatty(fileno(u->out))) {
+        if (ms < 0) fprintf(u->out, "\rphobos: tuning %s (%d configs) %s%d/%d ...\033[K", kernel, u->ne, pass, n, of);
     } else if (ms >= 0) {
-        fprintf(out, "phobos: tuning %s (%d configs) %d/%d %s: %.4f ms\n", kernel, ne, i + 1, ne, config_name(t, eligible[i]), ms);
+        fprintf(u->out, "phobos: tuning %s (%d configs) %s%d/%d %s: %.4f ms", kernel, u->ne, pass, n, of,
+                config_name(u->t, u->eligible[i]), ms);
+        if (stopped) fprintf(u->out, ", its first run, over %d times the best so far (%.4f ms): stopped", PH_TUNE_PRUNE, best);
+        fputc('\n', u->out);
     }
-    fflush(out);
+    fflush(u->out);
 }
 
-static void report(FILE *out, Verbosity v, const PhTuner *t, int ne, int winner, float ms)
+static void report(const Tuning *u, int winner, float ms)
 {
-    if (v == QUIET) return;
-    fprintf(out, "%sphobos: tuned %s (%d configs): %s, %.4f ms (median of %d runs)%s\n", isatty(fileno(out)) ? "\r" : "",
-            t->configs[0]->kernel, ne, config_name(t, winner), ms, PH_TUNE_RUNS, isatty(fileno(out)) ? "\033[K" : "");
-    fflush(out);
+    if (u->v == QUIET) return;
+    bool tty = isatty(fileno(u->out));
+    fprintf(u->out, "%sphobos: tuned %s (%d configs): %s, %.4f ms (median of %d runs)%s\n", tty ? "\r" : "",
+            u->t->configs[0]->kernel, u->ne, config_name(u->t, winner), ms, PH_TUNE_RUNS, tty ? "\033[K" : "");
+    fflush(u->out);
 }
 
-/* Times each eligible config; the fastest's index into eligible[] in
- * *pick. The outputs are put back for the launch that follows. */
-static ph_status tune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args,
-                      int *pick, float *best)
+static Tuning tuning(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args)
 {
     FILE *out = log_stream ? log_stream : stderr;
-    Verbosity v = verbosity(out);
-    Bench b = {0};
-    ph_status s = bench_open(&b, t, k, args);
-    bool opened = !s;   /* and nothing written yet */
-    *best = INFINITY;
-    for (int i = 0; i < ne && !s; i++) {
+    return (Tuning){.t = t, .k = k, .eligible = eligible, .grids = grids, .ne = ne, .args = args, .out = out, .v = verbosity(out)};
+}
+
+/* Config i (of eligible[]) timed, the device's scratch opened first when
+ * it is the first. */
+static ph_status time_eligible(Tuning *u, int i, float give_up, float *ms, bool *stopped)
+{
+    if (!u->began) {
+        u->began = true;
+        ph_status s = bench_open(&u->b, u->t, u->k, u->args);
+        if (s) return s;
+        u->opened = true;
+    }
+    return time_config(&u->b, u->t, u->k, u->eligible[i], u->grids[i], u->args, give_up, ms, stopped);
+}
+
+/* Each config next gives, timed as it comes: its median in t->ms[] (none
+ * for one stopped after its first run, over PH_TUNE_PRUNE times the best
+ * median so far), the fastest in *pick and *best. */
+static ph_status first_timing(Tuning *u, PhNextConfig next, void *ctx, int *pick, float *best)
+{
+    for (int i = 0; i < u->ne; i++) u->t->ms[i] = INFINITY;
+    ph_status s;
+    int i, n = 0;
+    while (!(s = next(ctx, &i)) && i >= 0) {
         float ms = 0;
-        progress(out, v, t, eligible, ne, i, -1);
-        s = time_config(&b, t, k, eligible[i], grids[i], args, &ms);
-        if (s) break;
-        progress(out, v, t, eligible, ne, i, ms);
+        bool stopped;
+        progress(u, "", ++n, u->ne, i, -1, false, 0);
+        if ((s = time_eligible(u, i, *best * PH_TUNE_PRUNE, &ms, &stopped))) return s;
+        progress(u, "", n, u->ne, i, ms, stopped, *best);
+        if (stopped) continue;
+        u->t->ms[i] = ms;
         if (ms < *best) { *best = ms; *pick = i; }
     }
-    ph_status back = opened ? reset_outputs(&b, t, args) : PH_OK;
+    return s;
+}
+
+/* The configs whose first median is within PH_TUNE_CLOSE_PERCENT of best,
+ * the PH_TUNE_RETIMED fastest of them (on a tie the first), in eligible
+ * order: how many, in close[]. */
+static int close_to(const Tuning *u, float best, int *close)
+{
+    const float *ms = u->t->ms;
+    int n = 0;
+    for (int i = 0; i < u->ne; i++) {
+        if (!(ms[i] <= best * (1 + PH_TUNE_CLOSE_PERCENT / 100.0))) continue;
+        if (n == PH_TUNE_RETIMED) {   /* i replaces the slowest kept (the last of equals), when faster */
+            int slowest = 0;
+            for (int j = 1; j < n; j++) slowest = ms[close[j]] >= ms[close[slowest]] ? j : slowest;
+            if (!(ms[i] < ms[close[slowest]])) continue;
+            memmove(&close[slowest], &close[slowest + 1], (size_t)(n - 1 - slowest) * sizeof *close);
+            n--;
+        }
+        close[n++] = i;
+    }
+    return n;
+}
+
+/* The first timing may have run while other threads compiled the configs
+ * still to come, LLVM and ptxas on every core: the timing thread can lose
+ * its CPU between recording a run's start event and launching the kernel,
+ * and the GPU's clock runs on meanwhile, so a config timed while the
+ * machine was busy can look slower than it is, and CPU contention alone
+ * could pick the winner. So when several configs are close to the
+ * fastest, those are timed again once every config is in and nothing else
+ * runs, and their second times decide (on a tie, the first in eligible
+ * order). One further behind is taken to be slower in earnest. */
+static ph_status second_timing(Tuning *u, int *pick, float *best)
+{
+    int close[PH_TUNE_RETIMED], n = close_to(u, *best, close);
+    if (n < 2) return PH_OK;   /* no other is close: the first timing stands */
+    *best = INFINITY;
+    for (int j = 0; j < n; j++) {
+        float ms = 0;
+        bool stopped;
+        progress(u, "again ", j + 1, n, close[j], -1, false, 0);
+        ph_status s = time_eligible(u, close[j], INFINITY, &ms, &stopped);
+        if (s) return s;
+        progress(u, "again ", j + 1, n, close[j], ms, false, 0);
+        if (ms < *best) { *best = ms; *pick = close[j]; }
+    }
+    return PH_OK;
+}
+
+/* Times each config next gives, as it gives them, then the closest again;
+ * the fastest's index into eligible[] in *pick, -1 when next gave none.
+ * The outputs are put back for the launch that follows. */
+static ph_status tune(Tuning *u, PhNextConfig next, void *ctx, int *pick, float *best)
+{
+    *pick = -1;
+    *best = INFINITY;
+    ph_status s = first_timing(u, next, ctx, pick, best);
+    if (!s && *pick >= 0) s = second_timing(u, pick, best);
+    ph_status back = u->opened ? reset_outputs(&u->b, u->t, u->args) : PH_OK;
     /* the scratch is freed only once the stream has used it */
-    if (opened && b.stop && !b.cu->EventRecord(b.stop, b.stream)) b.cu->EventSynchronize(b.stop);
-    bench_close(&b, t);
-    if (!s && !back) report(out, v, t, ne, eligible[*pick], *best);
-    else if (v != QUIET && isatty(fileno(out))) fputc('\n', out);   /* end the line the failure left */
+    if (u->opened && u->b.stop && !u->b.cu->EventRecord(u->b.stop, u->b.stream)) u->b.cu->EventSynchronize(u->b.stop);
+    if (u->began) bench_close(&u->b, u->t);
+    if (!s && !back && *pick >= 0) report(u, u->eligible[*pick], *best);
+    else if ((s || back) && u->v != QUIET && isatty(fileno(u->out))) fputc('\n', u->out);   /* end the line the failure left */
     return s ? s : back;
+}
+
+/* The eligible configs in order, all loaded: a tuning's configs when a
+ * launch found them so. */
+typedef struct {
+    int next, n;
+} InOrder;
+
+static ph_status in_order(void *ctx, int *i)
+{
+    InOrder *o = ctx;
+    *i = o->next < o->n ? o->next++ : -1;
+    return PH_OK;
 }
 
 /* ---- winners in memory, by the dims of every tensor argument ---- */
@@ -455,10 +585,9 @@ static bool stored_winner(const PhTuner *t, const char *path, const char *key, c
 
 /* ---- the choice ---- */
 
-/* The winner on disk for these arguments, remembered when found. The
- * key and the file's path, when the cache is on, in *key and path. */
-static bool disk_winner(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick,
-                        char **key, char *path, size_t n)
+/* The key of the winner for these arguments and its file's path, when
+ * the cache is on, in *key (malloc'd) and path; else *key is NULL. */
+static void winner_file(const PhTuner *t, const ph_kernel *k, const ph_arg *args, int nargs, char **key, char *path, size_t n)
 {
     *key = NULL;
     bool on_disk = t->space && ph_internal_cache_folder(path, n);   /* the cache is on */
@@ -467,14 +596,29 @@ static bool disk_winner(PhTuner *t, ph_kernel *k, const int *eligible, int ne, c
     if (!on_disk) {
         free(*key);
         *key = NULL;
-        return false;
     }
-    if (!stored_winner(t, path, *key, eligible, ne, pick)) return false;
+}
+
+/* The winner on disk for these arguments, remembered when found. The
+ * key and the file's path, when the cache is on, in *key and path. */
+static bool disk_winner(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick,
+                        char **key, char *path, size_t n)
+{
+    winner_file(t, k, args, nargs, key, path, n);
+    if (!*key || !stored_winner(t, path, *key, eligible, ne, pick)) return false;
     FILE *out = log_stream ? log_stream : stderr;
     if (verbosity(out) == ASKED)
         fprintf(out, "phobos: %s: %s, as tuned before (%s)\n", t->configs[0]->kernel, config_name(t, eligible[*pick]), path);
     remember(t, args, nargs, eligible[*pick]);
     return true;
+}
+
+/* A tuning's winner, config, kept in memory for these arguments and, when
+ * the cache is on (key), on disk. */
+static void keep_winner(PhTuner *t, const ph_arg *args, int nargs, int config, const char *key, const char *path, float ms)
+{
+    remember(t, args, nargs, config);
+    if (key) ph_internal_tune_write(path, key, config_name(t, config), ms);
 }
 
 bool ph_internal_autotune_known(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
@@ -497,11 +641,23 @@ ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, un
         return PH_OK;
     }
     float ms = 0;
-    ph_status s = tune(t, k, eligible, grids, ne, args, pick, &ms);
-    if (!s) {
-        remember(t, args, nargs, eligible[*pick]);
-        if (key) ph_internal_tune_write(path, key, config_name(t, eligible[*pick]), ms);
-    }
+    InOrder all = {0, ne};
+    Tuning u = tuning(t, k, eligible, grids, ne, args);
+    ph_status s = tune(&u, in_order, &all, pick, &ms);
+    if (!s) keep_winner(t, args, nargs, eligible[*pick], key, path, ms);
+    free(key);
+    return s;
+}
+
+ph_status ph_internal_autotune_as_ready(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+                                        const ph_arg *args, int nargs, PhNextConfig next, void *ctx, int *pick)
+{
+    char path[1200], *key;
+    winner_file(t, k, args, nargs, &key, path, sizeof path);
+    float ms = 0;
+    Tuning u = tuning(t, k, eligible, grids, ne, args);
+    ph_status s = tune(&u, next, ctx, pick, &ms);
+    if (!s && *pick >= 0) keep_winner(t, args, nargs, eligible[*pick], key, path, ms);
     free(key);
     return s;
 }

@@ -605,23 +605,29 @@ static void print_batch_times(const PtxBatch *b, int n, int threads, double ms)
             n - generated, threads, threads == 1 ? "" : "s", ms);
 }
 
-static void configs_ptx_then(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
-                             bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES],
-                             void (*then)(void *ctx, int i, const char *ptx), void *then_ctx)
+/* A batch of n configs, its results cleared, its times kept when
+ * PHOBOS_TIME_COMPILE asks. */
+static void ptx_batch_begin(PtxBatch *b, int n)
 {
-    PtxBatch b = {m, configs, arch, ptx, from_cache, failed, err, NULL, then, then_ctx};
-    for (int i = 0; i < n; i++) ptx[i] = NULL, from_cache[i] = false, failed[i] = 0, err[i][0] = 0;
-    if (ph_internal_time_asked()) b.times = xcalloc((size_t)n, sizeof *b.times);
-    double start = wall_ms();
-    ph_internal_parallel(n, threads, generate_one, &b);
-    if (b.times) print_batch_times(&b, n, threads, wall_ms() - start);
-    free(b.times);
+    for (int i = 0; i < n; i++) b->ptx[i] = NULL, b->from_cache[i] = false, b->failed[i] = 0, b->err[i][0] = 0;
+    b->times = ph_internal_time_asked() ? xcalloc((size_t)n, sizeof *b->times) : NULL;
+}
+
+/* The batch done, in ms: PHOBOS_TIME_COMPILE's lines. */
+static void ptx_batch_end(PtxBatch *b, int n, int threads, double ms)
+{
+    if (b->times) print_batch_times(b, n, threads, ms);
+    free(b->times);
 }
 
 void ph_internal_configs_ptx(ph_module *m, const int *configs, int n, const char *arch, int threads, char **ptx,
                              bool *from_cache, int *failed, char (*err)[PH_CONFIG_ERR_BYTES])
 {
-    configs_ptx_then(m, configs, n, arch, threads, ptx, from_cache, failed, err, NULL, NULL);
+    PtxBatch b = {m, configs, arch, ptx, from_cache, failed, err, NULL, NULL, NULL};
+    ptx_batch_begin(&b, n);
+    double start = wall_ms();
+    ph_internal_parallel(n, threads, generate_one, &b);
+    ptx_batch_end(&b, n, threads, wall_ms() - start);
 }
 
 /* The device m runs on: the calling thread's when m is loaded, or when
@@ -1018,65 +1024,179 @@ static void jit_generated(void *batch, int i, const char *ptx)
     jit_ptx(b->device, b->m->ir->funcs[b->configs[i]]->name, ptx, &b->jit[i]);
 }
 
-/* Generates the PTX of k's eligible configs that are not loaded yet, all
- * at once, each on a thread of its own (as many as
- * ph_internal_compile_threads says), and gives each to the driver's JIT
- * on the thread that generated it, so the driver assembles them at once
- * too. The lock stays with the calling thread, which waits: the threads
- * touch no state of the runtime's. jit[i] is eligible[i]'s (not done
- * where it is loaded or refused already); on a failure to generate, the
- * first in eligible order says why and nothing is kept. */
-static ph_status generate_eligible(ph_kernel *k, const int *eligible, int ne, Jit *jit)
+/* How many of the eligible configs are not loaded yet. */
+static int unloaded(const ph_kernel *k, const int *eligible, int ne)
+{
+    int n = 0;
+    for (int i = 0; i < ne; i++) n += k->module->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
+    return n;
+}
+
+/* A launch's eligible configs that are not loaded yet, generated at once
+ * on threads of their own (as many as ph_internal_compile_threads says),
+ * each given to the driver on the thread that generated it, so ptxas or
+ * the driver assembles them at once too. The threads touch no state of
+ * the runtime's; the launching thread keeps the lock and takes each
+ * config once its thread is done with it, in the order they finish. */
+typedef struct {
+    ph_kernel *k;
+    const int *eligible;
+    int ne;
+    int looked_at;      /* eligible[] seen up to here for configs loaded before, which come first */
+    int n;              /* the configs generated: */
+    int *todo, *at;     /* each one's config (of the module's) and its index into eligible[] */
+    char **text;
+    bool *from_cache;
+    int *failed;
+    char (*err)[PH_CONFIG_ERR_BYTES];
+    Jit *jit;
+    PtxBatch batch;
+    JitBatch jits;
+    PhParallel *loop;
+    int threads;
+    double start, last;   /* when the batch began, and when its last config so far was done */
+    bool given;           /* the autotuner was given a config */
+    int second, alone;    /* the second loaded, not given yet; the only one loaded; -1: none */
+} Arrivals;
+
+static void arrivals_start(Arrivals *a, ph_kernel *k, const int *eligible, int ne)
 {
     ph_module *m = k->module;
-    int n = 0;
-    for (int i = 0; i < ne; i++) n += m->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
-    int *todo = xcalloc((size_t)n, sizeof *todo), *at = xcalloc((size_t)n, sizeof *at);
+    const Device *d = &rt.devices[m->device];
+    *a = (Arrivals){.k = k, .eligible = eligible, .ne = ne, .n = unloaded(k, eligible, ne), .second = -1, .alone = -1};
+    size_t n = (size_t)a->n;
+    a->todo = xcalloc(n, sizeof *a->todo), a->at = xcalloc(n, sizeof *a->at);
     for (int i = 0, j = 0; i < ne; i++)
-        if (m->state[k->first + eligible[i]].state == CONFIG_UNLOADED) at[j] = i, todo[j++] = k->first + eligible[i];
-    char **text = xcalloc((size_t)n, sizeof *text), (*err)[PH_CONFIG_ERR_BYTES] = xcalloc((size_t)n, sizeof *err);
-    bool *from_cache = xcalloc((size_t)n, sizeof *from_cache);
-    int *failed = xcalloc((size_t)n, sizeof *failed);
-    Jit *made = xcalloc((size_t)n, sizeof *made);
-    JitBatch jb = {&rt.devices[m->device], m, todo, made};
-    configs_ptx_then(m, todo, n, rt.devices[m->device].arch, ph_internal_compile_threads(), text, from_cache, failed, err,
-                     jit_generated, &jb);
-    ph_status s = PH_OK;
-    for (int j = 0; j < n; j++)
-        if (failed[j] && !s) s = fail(PH_ERR_COMPILE, "code generation failed: %s", err[j]);
-    for (int j = 0; j < n; j++) {
-        if (!s) jit[at[j]] = made[j];
-        else if (made[j].done && !made[j].r && !made[j].too_big) cu.ModuleUnload(made[j].mod);
-        free(text[j]);
+        if (m->state[k->first + eligible[i]].state == CONFIG_UNLOADED) a->at[j] = i, a->todo[j++] = k->first + eligible[i];
+    a->text = xcalloc(n, sizeof *a->text), a->err = xcalloc(n, sizeof *a->err);
+    a->from_cache = xcalloc(n, sizeof *a->from_cache), a->failed = xcalloc(n, sizeof *a->failed);
+    a->jit = xcalloc(n, sizeof *a->jit);
+    a->jits = (JitBatch){d, m, a->todo, a->jit};
+    a->batch = (PtxBatch){m, a->todo, d->arch, a->text, a->from_cache, a->failed, a->err, NULL, jit_generated, &a->jits};
+    ptx_batch_begin(&a->batch, a->n);
+    a->threads = ph_internal_compile_threads();
+    a->start = a->last = wall_ms();
+    a->loop = ph_internal_parallel_start(a->n, a->threads, generate_one, &a->batch);
+}
+
+/* The next config a thread is done with (its index into todo[]), once it
+ * is; -1 when every one was taken. */
+static int arrival(Arrivals *a)
+{
+    int j = ph_internal_parallel_next(a->loop);
+    if (j >= 0) a->last = wall_ms();
+    return j;
+}
+
+/* The next config loaded (its index into eligible[], -1 when none is
+ * left): those loaded before, then each as its thread is done with it,
+ * taken as a config loaded alone is (one the driver refuses leaves the
+ * eligible set, and is skipped). A failure to generate ends the tuning. */
+static ph_status next_loaded(Arrivals *a, int *i)
+{
+    ph_module *m = a->k->module;
+    while (a->looked_at < a->ne) {
+        int e = a->looked_at++;
+        if (m->state[a->k->first + a->eligible[e]].state == CONFIG_LOADED) {
+            *i = e;
+            return PH_OK;
+        }
     }
-    free(todo), free(at), free(text), free(err), free(from_cache), free(failed), free(made);
+    for (int j; (j = arrival(a)) >= 0;) {
+        if (a->failed[j]) return fail(PH_ERR_COMPILE, "code generation failed: %s", a->err[j]);
+        ph_status s = config_take_jit(m, a->todo[j], &a->jit[j]);
+        if (s == PH_ERR_MODULE) continue;   /* for good, its reason kept */
+        if (s) return s;
+        *i = a->at[j];
+        return PH_OK;
+    }
+    *i = -1;
+    return PH_OK;
+}
+
+/* The autotuner's next config (a PhNextConfig), as next_loaded gives
+ * them, but the first only once a second is loaded too: a config that
+ * turns out to be the only one the driver accepts runs untimed (*alone),
+ * as it would have had the refusals been known before. */
+static ph_status next_arrival(void *arrivals, int *i)
+{
+    Arrivals *a = arrivals;
+    ph_status s;
+    if (a->given && a->second >= 0) {
+        *i = a->second;
+        a->second = -1;
+        return PH_OK;
+    }
+    if (a->given) return next_loaded(a, i);
+    if ((s = next_loaded(a, i)) || *i < 0 || (s = next_loaded(a, &a->second))) return s;
+    if (a->second < 0) {
+        a->alone = *i;
+        *i = -1;
+    }
+    a->given = *i >= 0;
+    return PH_OK;
+}
+
+/* Waits for the threads, after a tuning that returned s; the modules
+ * assembled for configs it did not take (it failed) are unloaded. On a
+ * failure to generate, the first in eligible order says why, whichever
+ * finished first. */
+static ph_status arrivals_end(Arrivals *a, ph_status s)
+{
+    for (int j; (j = arrival(a)) >= 0;)
+        if (a->jit[j].done && !a->jit[j].r && !a->jit[j].too_big) cu.ModuleUnload(a->jit[j].mod);
+    ph_internal_parallel_end(a->loop);
+    ptx_batch_end(&a->batch, a->n, a->threads, a->last - a->start);
+    for (int j = 0; s == PH_ERR_COMPILE && j < a->n; j++)
+        if (a->failed[j]) {
+            s = fail(PH_ERR_COMPILE, "code generation failed: %s", a->err[j]);
+            break;
+        }
+    for (int j = 0; j < a->n; j++) free(a->text[j]);
+    free(a->todo), free(a->at), free(a->text), free(a->err), free(a->from_cache), free(a->failed), free(a->jit);
     return s;
 }
 
+/* A launch's first tuning, for eligible configs of which several are not
+ * loaded yet: they are generated and assembled at once while the
+ * autotuner times each one as soon as it is loaded (those loaded before
+ * first), so the tuning ends about when the slowest config is in rather
+ * than the time of all the timing later. The winner (or the only config
+ * the driver accepted) is then eligible[0], alone, as load_only leaves
+ * it; the configs the driver refused left the eligible set; none loaded
+ * is PH_ERR_MODULE with every reason. */
+static ph_status tune_as_loaded(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, const ph_arg *args, int nargs)
+{
+    Arrivals a;
+    arrivals_start(&a, k, eligible, *ne);
+    int pick = -1;
+    ph_status s = ph_internal_autotune_as_ready(k->tuner, k, eligible, grids, *ne, args, nargs, next_arrival, &a, &pick);
+    s = arrivals_end(&a, s);
+    if (s) return s;
+    if (pick < 0) pick = a.alone;
+    if (pick < 0) return none_loaded(k, eligible, *ne);
+    eligible[0] = eligible[pick];
+    memcpy(grids[0], grids[pick], sizeof *grids);
+    *ne = 1;
+    return PH_OK;
+}
+
 /* Loads the eligible configs of k (indices into its configs, with their
- * grids), their code generated and assembled at once, and drops those
- * the driver refuses; none left is PH_ERR_MODULE with every reason. */
+ * grids), at most one of them not loaded yet (generated where it loads),
+ * and drops those the driver refuses; none left is PH_ERR_MODULE with
+ * every reason. */
 static ph_status load_eligible(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne)
 {
-    int unloaded = 0;
-    for (int i = 0; i < *ne; i++) unloaded += k->module->state[k->first + eligible[i]].state == CONFIG_UNLOADED;
-    Jit *jit = unloaded > 1 ? xcalloc((size_t)*ne, sizeof *jit) : NULL;   /* one is generated where it loads */
-    ph_status s = jit ? generate_eligible(k, eligible, *ne, jit) : PH_OK;
-    int kept = 0, next = 0;
-    while (!s && next < *ne) {
-        int i = next++, c = k->first + eligible[i];
+    int kept = 0;
+    for (int i = 0; i < *ne; i++) {
+        int c = k->first + eligible[i];
         if (k->module->state[c].state == CONFIG_REFUSED) continue;   /* for good, its reason kept */
-        s = jit && jit[i].done ? config_take_jit(k->module, c, &jit[i]) : config_load(k->module, c);
-        if (s == PH_ERR_MODULE) { s = PH_OK; continue; }
-        if (s) break;
+        ph_status s = config_load(k->module, c);
+        if (s == PH_ERR_MODULE) continue;
+        if (s) return s;
         eligible[kept] = eligible[i];
         memcpy(grids[kept++], grids[i], sizeof *grids);
     }
-    /* after a failure, the modules assembled for the configs not taken yet go */
-    for (int i = next; jit && s && i < *ne; i++)
-        if (jit[i].done && !jit[i].r && !jit[i].too_big) cu.ModuleUnload(jit[i].mod);
-    free(jit);
-    if (s) return s;
     /* with none kept, nothing was moved: eligible[] still names every refused config */
     if (!kept) return none_loaded(k, eligible, *ne);
     *ne = kept;
@@ -1096,8 +1216,10 @@ static bool load_only(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne
 
 /* Loads what the launch needs of its eligible configs: the one the
  * autotuner already knows for these arguments, or with autotuning off the
- * first that loads, alone; else every one, to be timed. A config the
- * driver refuses leaves the eligible set, as in load_eligible. */
+ * first that loads, alone; else every one, to be timed, and when several
+ * are not loaded yet, timed as they load (tune_as_loaded: the winner is
+ * then the one left). A config the driver refuses leaves the eligible
+ * set, as in load_eligible. */
 static ph_status load_needed(ph_kernel *k, int *eligible, unsigned (*grids)[3], int *ne, const ph_arg *args, int nargs)
 {
     int pick = 0;
@@ -1110,6 +1232,7 @@ static ph_status load_needed(ph_kernel *k, int *eligible, unsigned (*grids)[3], 
     if (*ne > 1 && ph_internal_autotune_known(k->tuner, k, eligible, *ne, args, nargs, &pick) &&
         (load_only(k, eligible, grids, ne, pick, &s) || s != PH_ERR_MODULE))
         return s;
+    if (unloaded(k, eligible, *ne) > 1) return tune_as_loaded(k, eligible, grids, ne, args, nargs);
     return load_eligible(k, eligible, grids, ne);
 }
 
@@ -1342,8 +1465,8 @@ static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const 
     if (!s && rt.interp) return interp_launch(k, eligible[0], grids[0], args, nargs);
     CUcontext saved = NULL;
     if (s || (s = enter_context(d, &saved))) return s;
-    s = load_needed(k, eligible, grids, &ne, args, nargs);
     k->stream = stream;
+    s = load_needed(k, eligible, grids, &ne, args, nargs);
     if (!s) s = launch_eligible(k, eligible, grids, ne, args, nargs);
     leave_context(d, saved);
     return s;

@@ -94,6 +94,16 @@ int ph_internal_compile_threads(void);
 /* Runs work(arg, i) for every i in [0, n) on up to `threads` threads, the
  * calling one among them, and returns when every call has (parallel.c). */
 void ph_internal_parallel(int n, int threads, void (*work)(void *arg, int i), void *arg);
+/* The same loop on up to `threads` threads of its own, started: the
+ * calling thread is free, and takes each iteration once it has finished,
+ * in the order they finish (ph_internal_parallel_next: each i in [0, n)
+ * once, then -1; where no thread could be started it runs one itself).
+ * ph_internal_parallel_end waits for the iterations still running or not
+ * begun, whether taken or not, and frees the loop. */
+typedef struct PhParallel PhParallel;
+PhParallel *ph_internal_parallel_start(int n, int threads, void (*work)(void *arg, int i), void *arg);
+int ph_internal_parallel_next(PhParallel *p);
+void ph_internal_parallel_end(PhParallel *p);
 
 /* The pipeline the runtime's code generation runs (CODEGEN_OPT_*):
  * PHOBOS_OPT=O0, O2 or O3, else the default, O2. */
@@ -131,8 +141,13 @@ bool ph_internal_cache_folder(char *folder, size_t n);
 /* ---- the autotuner (autotune.c) ---- */
 
 /* A config is timed by PH_TUNE_WARMUPS untimed launches, then the median
- * of PH_TUNE_RUNS launches timed with CUDA events. */
-enum { PH_TUNE_WARMUPS = 1, PH_TUNE_RUNS = 7 };
+ * of PH_TUNE_RUNS launches timed with CUDA events; one whose first timed
+ * run takes over PH_TUNE_PRUNE times the best median so far stops there
+ * (it cannot win). Once every config is timed, those whose median is
+ * within PH_TUNE_CLOSE_PERCENT of the best, the PH_TUNE_RETIMED fastest of
+ * them, are timed again when there are two or more, and their second
+ * medians decide. */
+enum { PH_TUNE_WARMUPS = 1, PH_TUNE_RUNS = 7, PH_TUNE_PRUNE = 2, PH_TUNE_CLOSE_PERCENT = 15, PH_TUNE_RETIMED = 3 };
 
 /* The autotuner of a kernel of count configs (configs[0] its first, the
  * IR's: they outlive it), from a module whose source hashes to source_key
@@ -148,6 +163,19 @@ void ph_internal_tuner_free(PhTuner *t);
  * when it returns, ready for the launch. */
 ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick);
+
+/* Where a tuning takes its configs, one at a time, as they become ready:
+ * in *i an index into eligible[] of a config loaded by now, each once, or
+ * -1 when none is left. A failure ends the tuning with its status. */
+typedef ph_status (*PhNextConfig)(void *ctx, int *i);
+
+/* A tuning of the configs next gives, each timed as it comes, the winner
+ * kept as ph_internal_autotune keeps it: for a first launch, whose
+ * configs are still being compiled when the first are timed. The caller
+ * knows no winner for these arguments. *pick: the winner's index into
+ * eligible[] (ne of them, their grids in grids[]), -1 when next gave none. */
+ph_status ph_internal_autotune_as_ready(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+                                        const ph_arg *args, int nargs, PhNextConfig next, void *ctx, int *pick);
 
 /* Whether the winner for a launch of k with args is known already, in
  * memory or on disk, and eligible: its index into eligible[] in *pick.

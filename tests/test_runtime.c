@@ -405,6 +405,37 @@ Test(runtime, configs_generate_alike_on_any_number_of_threads)
     unsetenv("PHOBOS_CACHE_DIR");
 }
 
+/* A loop started on threads of its own gives the calling thread each
+ * iteration once, as it finishes: here the later iterations finish first
+ * on four threads, in order on one; then -1. */
+typedef struct {
+    int ran[4];
+} Sleepers;
+
+static void sleep_then_count(void *arg, int i)
+{
+    nanosleep(&(struct timespec){0, (4 - i) * 60000000L}, NULL);   /* iteration 0 the longest */
+    ((Sleepers *)arg)->ran[i]++;
+}
+
+Test(runtime, a_loop_gives_each_iteration_as_it_finishes)
+{
+    const int threads[2] = {4, 1}, order[2][4] = {{3, 2, 1, 0}, {0, 1, 2, 3}};
+    for (int t = 0; t < 2; t++) {
+        Sleepers s = {{0}};
+        PhParallel *p = ph_internal_parallel_start(4, threads[t], sleep_then_count, &s);
+        for (int i = 0; i < 4; i++) {
+            int got = ph_internal_parallel_next(p);
+            cr_assert_eq(got, order[t][i], "%d threads: iteration %d came as the %dth", threads[t], got, i + 1);
+            cr_assert_eq(s.ran[got], 1, "given once it has run");
+        }
+        cr_assert_eq(ph_internal_parallel_next(p), -1);
+        cr_assert_eq(ph_internal_parallel_next(p), -1);
+        ph_internal_parallel_end(p);
+        for (int i = 0; i < 4; i++) cr_assert_eq(s.ran[i], 1);
+    }
+}
+
 /* PHOBOS_LINEINFO=1: a config's PTX has .file (the module's file) and
  * .loc directives, and is cached apart from the PTX without them, which
  * has none; 0 is off. */
@@ -456,7 +487,10 @@ Test(runtime, lineinfo_from_the_environment)
  * call the autotuner makes around a launch: C a copy on the device, Z a
  * memset of a tensor, F a memset of the L2 cache's size (a flush), R an
  * event recorded, L a launch. With add_one, a launch adds 1 to each f32
- * of its first tensor, as `X += 1` would. */
+ * of its first tensor, as `X += 1` would. A config's load may end only
+ * once the autotuner has launched so many times (slow_load); a config may
+ * have a clock of its own (its timed runs' times), and a module with no
+ * function in it (no_function). */
 enum { FAKE_L2_BYTES = 4096 };
 /* The launches of one config timed by the autotuner */
 enum { RUNS_TIMED = PH_TUNE_WARMUPS + PH_TUNE_RUNS };
@@ -468,7 +502,14 @@ static struct {
     int loaded_device[64];  /* the device whose context was current in the loading thread */
     int nloads;
     int load_us;            /* each load takes this long */
+    const char *slow_load;  /* this config's load ends once there were slow_load_launches launches (or after 5 s) */
+    int slow_load_launches;
     int loading, most_loading;   /* loads under way now, and the most there were at once */
+    int launches_seen;           /* launches, as loads see them, */
+    int launches_before[64];     /* and how many there were before each load ended */
+    char unloaded[64][128]; /* each module unloaded, by its entry */
+    int nunloads;
+    const char *no_function;     /* this config's module has no function: cuModuleGetFunction fails */
     char launched[256][128];
     unsigned launched_shared[256];   /* the dynamic shared memory each launch asked for */
     int nlaunches;
@@ -480,6 +521,11 @@ static struct {
     const char *fast;       /* this config times 1 ms, others 2 ms */
     const char *fluke;      /* this config's first timed run takes 0.1 ms, its others 3 ms */
     int fluke_runs;
+    struct {                /* a config's timed runs: `first` ms for the first PH_TUNE_RUNS, then `again` (when set) */
+        const char *config;
+        float first, again;
+        int runs;
+    } clock[8];
     int ntimings;           /* times the autotuner read an event's elapsed time */
     bool add_one;
     char trace[4096];
@@ -594,8 +640,16 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     pthread_mutex_unlock(&fake_load_lock);
     struct timespec pause = {fake.load_us / 1000000, fake.load_us % 1000000 * 1000L};
     if (fake.load_us) nanosleep(&pause, NULL);
+    for (int ms = 0; fake.slow_load && !strcmp(name, fake.slow_load) && ms < 5000; ms++) {
+        pthread_mutex_lock(&fake_load_lock);
+        bool enough = fake.launches_seen >= fake.slow_load_launches;
+        pthread_mutex_unlock(&fake_load_lock);
+        if (enough) break;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
     pthread_mutex_lock(&fake_load_lock);
     fake.loading--;
+    fake.launches_before[at] = fake.launches_seen;
     pthread_mutex_unlock(&fake_load_lock);
     for (int i = 0; i < 8 && fake.refuse[i]; i++)
         if (!strcmp(fake.refuse[i], name)) {
@@ -618,10 +672,15 @@ static CUresult fake_load(CUmodule *mod, const void *image, unsigned nopts, int 
     *mod = (CUmodule)name;
     return 0;
 }
-static CUresult fake_unload(CUmodule m) { (void)m; return 0; }
+static CUresult fake_unload(CUmodule m)
+{
+    snprintf(fake.unloaded[fake.nunloads++ % 64], sizeof fake.unloaded[0], "%s", (const char *)m);
+    return 0;
+}
 static CUresult fake_function(CUfunction *f, CUmodule m, const char *name)
 {
     cr_assert_str_eq((const char *)m, name, "a function asked of another config's module");
+    if (fake.no_function && !strcmp(name, fake.no_function)) return 500;   /* CUDA_ERROR_NOT_FOUND */
     *f = (CUfunction)m;
     return 0;
 }
@@ -654,6 +713,9 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 {
     (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)extra;
     traced('L');
+    pthread_mutex_lock(&fake_load_lock);
+    fake.launches_seen++;
+    pthread_mutex_unlock(&fake_load_lock);
     if (fake.slow_launches) {
         /* X at 0x10000 * t with N = 128 * t, for the launching thread's t */
         nanosleep(&(struct timespec){0, 100000}, NULL);
@@ -675,12 +737,25 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
 static CUresult fake_record(CUevent e, CUstream s) { (void)e; traced('R'); fake.recorded_on[fake.nrecords++ % 64] = s; return 0; }
 static CUresult fake_sync(CUevent e) { (void)e; return 0; }
+/* A timed run of config on its own clock: -1 when it has none. */
+static float clock_of(const char *config)
+{
+    for (int i = 0; i < 8 && fake.clock[i].config; i++) {
+        if (strcmp(fake.clock[i].config, config)) continue;
+        int run = fake.clock[i].runs++;
+        return run >= PH_TUNE_RUNS && fake.clock[i].again ? fake.clock[i].again : fake.clock[i].first;
+    }
+    return -1;
+}
+
 static CUresult fake_elapsed(float *ms, CUevent a, CUevent b)
 {
     (void)a; (void)b;
     fake.ntimings++;
     const char *last = fake.launched[(fake.nlaunches - 1) % 256];
-    if (fake.fluke && !strcmp(last, fake.fluke)) *ms = fake.fluke_runs++ ? 3.0f : 0.1f;
+    float own = clock_of(last);
+    if (own >= 0) *ms = own;
+    else if (fake.fluke && !strcmp(last, fake.fluke)) *ms = fake.fluke_runs++ ? 3.0f : 0.1f;
     else *ms = fake.fast && !strcmp(last, fake.fast) ? 1.0f : 2.0f;
     return 0;
 }
@@ -744,6 +819,7 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     cr_assert_eq(ph_set_device(1), PH_OK, "%s", ph_last_error());
     setenv("PHOBOS_COMPILE_THREADS", "3", 1);
     fake.load_us = 200000;
+    fake.fast = "vadd__BLOCK_128";   /* the others are not close: timed once */
     ph_module *m;
     ph_kernel *k;
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
@@ -755,6 +831,73 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     for (int i = 0; i < 3; i++) cr_assert_eq(fake.loaded_device[i], 1, "%s loaded for device %d", fake.loaded[i], fake.loaded_device[i]);
     cr_assert_eq(current_device(), 1);
     cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED, "every config loaded is timed");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* On a first launch the configs are timed as they load, while the others
+ * are still being compiled: here the fastest config's load ends only once
+ * the two others were wholly timed (a launch that waited for every config
+ * would wait 5 s for it, then time all three after), and it still wins. */
+Test(runtime, configs_are_timed_as_they_load)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "3", 1);
+    use_fake_driver();
+    fake.slow_load = "vadd__BLOCK_512";
+    fake.slow_load_launches = 2 * RUNS_TIMED;
+    fake.fast = "vadd__BLOCK_512";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 3);
+    int last = 0;
+    while (strcmp(fake.loaded[last], "vadd__BLOCK_512")) last++;
+    cr_assert_eq(fake.launches_before[last], 2 * RUNS_TIMED, "%d launches before the last config was in",
+                 fake.launches_before[last]);
+    cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED);
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), RUNS_TIMED);
+    cr_assert_eq(launches_of("vadd__BLOCK_512"), RUNS_TIMED + 1, "timed when it came, then launched");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_512");
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* A driver error while the configs come in (a module without its
+ * function) fails the launch with the driver's words, once every thread
+ * is done: the modules assembled for configs not taken yet are unloaded,
+ * as is the failing one's. The configs loaded before the error stay
+ * loaded: the next launch loads only the others. One thread compiles, so
+ * the configs come in config order. */
+Test(runtime, a_driver_error_while_configs_load_fails_the_launch)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
+    use_fake_driver();
+    fake.no_function = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_ERR_CUDA);
+    cr_assert_str_eq(ph_last_error(), "cuModuleGetFunction failed: CUDA error 500 (fake error)");
+    cr_assert_eq(fake.nloads, 3, "every config was assembled");
+    cr_assert_eq(fake.nunloads, 2, "%d modules unloaded", fake.nunloads);
+    cr_assert_str_eq(fake.unloaded[0], "vadd__BLOCK_256");
+    cr_assert_str_eq(fake.unloaded[1], "vadd__BLOCK_512");
+    cr_assert_eq(fake.nlaunches, 0);
+
+    fake.no_function = NULL;
+    fake.fast = "vadd__BLOCK_256";
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nloads, 5);
+    cr_assert_eq(loads_of("vadd__BLOCK_128"), 1, "loaded by the failed launch, kept");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+    cr_assert_eq(launches_of("vadd__BLOCK_128"), RUNS_TIMED);
     unsetenv("PHOBOS_COMPILE_THREADS");
     ph_module_free(m);
     ph_shutdown();
@@ -1793,6 +1936,119 @@ Test(autotune, the_median_run_decides)
     ph_shutdown();
 }
 
+/* Pruning: a config whose first timed run is over PH_TUNE_PRUNE times the
+ * best median so far stops there, and the log says so; one at exactly
+ * twice is timed whole. The first config timed has nothing to lose to:
+ * timed whole however slow. One thread compiles, so the configs are timed
+ * in config order; new dims are timed in that order too. */
+Test(autotune, a_config_far_behind_stops_after_its_first_run)
+{
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
+    use_fake_driver();
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    fake.clock[0].config = "vadd__BLOCK_128", fake.clock[0].first = 1.0f;
+    fake.clock[1].config = "vadd__BLOCK_256", fake.clock[1].first = 2.5f;
+    fake.clock[2].config = "vadd__BLOCK_512", fake.clock[2].first = 2.0f;
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.clock[0].runs, PH_TUNE_RUNS);
+    cr_assert_eq(fake.clock[1].runs, 1, "2.5 ms against 1 ms: stopped after one run, not %d", fake.clock[1].runs);
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), PH_TUNE_WARMUPS + 1);
+    cr_assert_eq(fake.clock[2].runs, PH_TUNE_RUNS, "twice the best is not over it");
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_128");
+    fflush(out);
+    char want[1024];
+    snprintf(want, sizeof want,
+             "phobos: tuning vadd (3 configs) 1/3 vadd__BLOCK_128: 1.0000 ms\n"
+             "phobos: tuning vadd (3 configs) 2/3 vadd__BLOCK_256: 2.5000 ms, its first run, over 2 times the best so far "
+             "(1.0000 ms): stopped\n"
+             "phobos: tuning vadd (3 configs) 3/3 vadd__BLOCK_512: 2.0000 ms\n"
+             "phobos: tuned vadd (3 configs): vadd__BLOCK_128, 1.0000 ms (median of %d runs)\n", PH_TUNE_RUNS);
+    cr_assert_str_eq(log, want);
+
+    /* new dims, the configs loaded: the slow first is timed whole */
+    for (int i = 0; i < 3; i++) fake.clock[i].runs = 0;
+    fake.clock[0].first = 5.0f, fake.clock[1].first = 1.0f, fake.clock[2].first = 2.5f;
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.clock[0].runs, PH_TUNE_RUNS, "the first timed: nothing to be behind");
+    cr_assert_eq(fake.clock[1].runs, PH_TUNE_RUNS);
+    cr_assert_eq(fake.clock[2].runs, 1);
+    cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
+    ph_set_autotune_verbose(-1);
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
+    unsetenv("PHOBOS_COMPILE_THREADS");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+static const char *five_configs_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BLOCK=[64, 128, 256, 512, 1024])\n"
+    "def v5(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], a: ph.f32):\n"
+    "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+    "    Z[i0:+BLOCK] = a * X[i0:+BLOCK] + Y[i0:+BLOCK]\n";
+
+/* After the first timing, the configs within PH_TUNE_CLOSE_PERCENT of the
+ * fastest, the PH_TUNE_RETIMED fastest of them, are timed again and the
+ * second times decide: here the first timing's winner (BLOCK 64) loses
+ * the second to BLOCK 256; BLOCK 1024, close but fourth, and BLOCK 128,
+ * not close, are timed once. With only the fastest close, nothing is
+ * timed again, though a second time would have crowned another. */
+Test(autotune, the_closest_configs_are_timed_again_and_decide)
+{
+    use_fake_driver();
+    char *log = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&log, &len);
+    ph_internal_autotune_log(out);
+    ph_set_autotune_verbose(1);
+    const char *names[5] = {"v5__BLOCK_64", "v5__BLOCK_128", "v5__BLOCK_256", "v5__BLOCK_512", "v5__BLOCK_1024"};
+    const float first[5] = {1.0f, 1.16f, 1.10f, 1.12f, 1.14f}, again[5] = {1.0f, 0.5f, 0.9f, 0, 0};
+    for (int i = 0; i < 5; i++) fake.clock[i].config = names[i], fake.clock[i].first = first[i], fake.clock[i].again = again[i];
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v5.ph", five_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "v5", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    const int twice[5] = {1, 0, 1, 1, 0};
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(fake.clock[i].runs, (1 + twice[i]) * PH_TUNE_RUNS, "%s: %d timed runs", names[i], fake.clock[i].runs);
+    cr_assert_str_eq(ph_kernel_last_config(k), "v5__BLOCK_256");
+    fflush(out);
+    cr_assert(strstr(log, "phobos: tuning v5 (5 configs) again 1/3 v5__BLOCK_64: 1.0000 ms\n"
+                          "phobos: tuning v5 (5 configs) again 2/3 v5__BLOCK_256: 0.9000 ms\n"
+                          "phobos: tuning v5 (5 configs) again 3/3 v5__BLOCK_512: 1.1200 ms\n"
+                          "phobos: tuned v5 (5 configs): v5__BLOCK_256, 0.9000 ms (median of 7 runs)\n"), "%s", log);
+
+    /* new dims: BLOCK 128 is not close, and is not timed again */
+    for (int i = 0; i < 5; i++) fake.clock[i].runs = 0, fake.clock[i].first = 1.9f, fake.clock[i].again = 0;
+    fake.clock[0].first = 1.0f;
+    fake.clock[1].first = 1.16f, fake.clock[1].again = 0.5f;
+    for (int i = 0; i < 3; i++) args[i].dims[0] = 2048;
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    for (int i = 0; i < 5; i++) cr_assert_eq(fake.clock[i].runs, PH_TUNE_RUNS, "%s: %d timed runs", names[i], fake.clock[i].runs);
+    cr_assert_str_eq(ph_kernel_last_config(k), "v5__BLOCK_64");
+    ph_set_autotune_verbose(-1);
+    ph_internal_autotune_log(NULL);
+    fclose(out);
+    free(log);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* What the autotuner does around each run of each config, as the trace
  * of driver calls shows it: `per_run` before each timed launch and
  * `before` before the warm-up; `first` once before all, `last` once after,
@@ -1809,10 +2065,16 @@ static void expect_tuning_trace(const char *first, const char *before, const cha
     cr_assert_str_eq(fake.trace, want);
 }
 
+/* Three configs of one time, as bump's are on the fake clock, are each
+ * timed, then, all three close to the fastest, each timed again. */
+enum { TIMED_TWICE = 2 * 3 };
+
 /* @ph.autotune_restore: X is saved (C), copied back before every run (C),
  * the L2 flushed (F) before each timed one, and copied back once more for
  * the launch kept, so a tuned first launch adds exactly 1; a second launch
- * is one launch. Without it, X would have seen every run. */
+ * is one launch. Without it, X would have seen every run. The three
+ * configs take the same time: each is timed twice (TIMED_TWICE), the
+ * second time too between copies. */
 Test(autotune, a_restored_tensor_sees_one_launch)
 {
     use_fake_driver();
@@ -1825,8 +2087,8 @@ Test(autotune, a_restored_tensor_sees_one_launch)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = (float)i * 0.5f;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(fake.ntimings, 3 * PH_TUNE_RUNS, "tuned");
-    expect_tuning_trace("C", "C", "C", "C", 3);
+    cr_assert_eq(fake.ntimings, TIMED_TWICE * PH_TUNE_RUNS, "tuned");
+    expect_tuning_trace("C", "C", "C", "C", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], (float)i * 0.5f + 1, "X[%ld] = %g", i, host[i]);
 
     fake.ntrace = 0;
@@ -1840,7 +2102,7 @@ Test(autotune, a_restored_tensor_sees_one_launch)
     cr_assert_eq(ph_kernel_get(m, "bump_plain", &plain), PH_OK);
     for (long i = 0; i < n; i++) host[i] = 0;
     cr_assert_eq(bump_launch(plain, x, &n), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(host[0], 3 * RUNS_TIMED + 1, "X[0] = %g", host[0]);
+    cr_assert_eq(host[0], TIMED_TWICE * RUNS_TIMED + 1, "X[0] = %g", host[0]);
     ph_module_free(m);
     ph_shutdown();
 }
@@ -1859,7 +2121,7 @@ Test(autotune, a_zeroed_tensor_starts_each_run_from_zeros)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = 7.0f;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    expect_tuning_trace("", "Z", "Z", "Z", 3);
+    expect_tuning_trace("", "Z", "Z", "Z", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], 1.0f, "X[%ld] = %g", i, host[i]);
     ph_module_free(m);
     ph_shutdown();
@@ -1880,7 +2142,7 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
     float *host = (float *)(uintptr_t)x;
     for (long i = 0; i < n; i++) host[i] = (float)i;
     cr_assert_eq(bump_launch(k, x, &n), PH_OK, "%s", ph_last_error());
-    expect_tuning_trace("C", "C", "C", "C", 3);
+    expect_tuning_trace("C", "C", "C", "C", TIMED_TWICE);
     for (long i = 0; i < n; i++) cr_assert_eq(host[i], (float)i + 1, "X[%ld] = %g", i, host[i]);
 
     cr_assert_eq(ph_kernel_set_zero(k, "X"), PH_OK, "%s", ph_last_error());
@@ -1900,9 +2162,11 @@ Test(autotune, the_api_names_tensors_to_restore_or_zero)
 
 /* The progress lines: one per config and the winner, when asked (by the
  * API or PHOBOS_AUTOTUNE_VERBOSE); none when not, nor by default off a
- * terminal. */
+ * terminal. One thread compiles: the configs are timed as they are ready,
+ * in config order. */
 Test(autotune, progress_lines_when_asked)
 {
+    setenv("PHOBOS_COMPILE_THREADS", "1", 1);
     use_fake_driver();
     char *log = NULL;
     size_t len = 0;
@@ -1941,6 +2205,7 @@ Test(autotune, progress_lines_when_asked)
     fflush(out);
     cr_assert(strstr(log + said, "phobos: tuned vadd (3 configs): vadd__BLOCK_256") != NULL, "%s", log + said);
     unsetenv("PHOBOS_AUTOTUNE_VERBOSE");
+    unsetenv("PHOBOS_COMPILE_THREADS");
     ph_internal_autotune_log(NULL);
     fclose(out);
     free(log);
@@ -2367,6 +2632,7 @@ Test(runtime, threads_launching_one_kernel_do_not_mix_their_arguments)
 {
     use_fake_driver();
     fake.slow_launches = true;
+    fake.fast = "vadd__BLOCK_256";   /* the others are not close: each config timed once */
     ph_module *m;
     ph_kernel *k;
     cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
