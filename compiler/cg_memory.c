@@ -238,6 +238,63 @@ static LLVMValueRef unit_offset(Cg *c, const Layout *l, int per_row, int64_t j, 
     return shared_offset(c, l, row, col);
 }
 
+/* A loop's latch branch marked not to be unrolled. */
+static void keep_rolled(Cg *c, LLVMValueRef br)
+{
+    LLVMMetadataRef disable = LLVMMDStringInContext2(c->ctx, "llvm.loop.unroll.disable", 24);
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c->ctx, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c->ctx, &disable, 1)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(c->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, loop);
+    LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, loop));
+}
+
+/* A copy's units, element by element, synchronously: a loop over the
+ * thread's units (tid, tid + T, ...) that stays a loop. It is the way of
+ * windows that start on no whole chunk, rare and never fast; unrolled,
+ * its per-element tests were most of a pipelined loop's code (2000 of the
+ * 2500 SASS instructions of the 128x128x64 GEMM's), and so of its
+ * compile and assembly time. */
+static void copy_elements(Cg *c, const IrOp *op, const Layout *l, int unit, int per_row, int64_t nunits, LLVMValueRef at,
+                          LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    int64_t trips = (nunits + c->T - 1) / c->T;
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(B), body = new_bb(c, "cpl"), after = new_bb(c, "cpx");
+    LLVMBuildBr(B, body);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef j = LLVMBuildPhi(B, c->ti32, "");
+    LLVMValueRef idx = add(c, c->tid, mul(c, j, c->T));
+    Guard g = guard_begin(c, nunits % c->T ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+    LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+    LLVMValueRef dst = offset_add(c, at, shared_offset(c, l, row, col));
+    LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+    LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
+    for (int e = 0; e < unit; e++) {
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
+        /* the element a constant past the unit's pointer (st [r+k]), the
+         * form the back end would reach: built as smem + (dst + k), its
+         * NaryReassociate reaches it one address per sweep of the whole
+         * function */
+        LLVMValueRef k = i32c(c, (int64_t)e * l->elem);
+        LLVMBuildStore(B, x, LLVMBuildInBoundsGEP2(B, LLVMInt8TypeInContext(c->ctx), opsmem_byte_ptr(c, dst), &k, 1, ""));
+    }
+    guard_end(c, g);
+    LLVMValueRef next = add(c, j, i32c(c, 1));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    keep_rolled(c, LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, next, i32c(c, trips), ""), body, after));
+    LLVMValueRef in_v[2] = {i32c(c, 0), next};
+    LLVMBasicBlockRef in_b[2] = {entry, latch};
+    LLVMAddIncoming(j, in_v, in_b, 2);
+    LLVMPositionBuilderAtEnd(B, after);
+}
+
 /* How one copy reaches its chunks: the three ways emit_copy_async chooses
  * between at run time, once per copy. */
 typedef enum {
@@ -310,14 +367,19 @@ void emit_copy_async(Cg *c, const IrOp *op)
     LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
     for (CopyWay way = COPY_INSIDE; way <= COPY_ELEMENTS; way++) {
         LLVMPositionBuilderAtEnd(B, way_bb[way]);
+        if (way == COPY_ELEMENTS) {
+            copy_elements(c, op, l, unit, per_row, nunits, at, r0, c0);
+            LLVMBuildBr(B, done);
+            continue;
+        }
         LLVMValueRef src_j = src0;
-        for (int64_t j = 0; j < nunits && (way == COPY_ELEMENTS || whole_chunks); j += c->T) {
+        for (int64_t j = 0; j < nunits && whole_chunks; j += c->T) {
             LLVMValueRef idx = add(c, c->tid, i32c(c, j));
             Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
             LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
             LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
             /* each chunk a step past the last: one register for the step */
-            if (column_walk && j && way != COPY_ELEMENTS) src_j = LLVMBuildGEP2(B, et, src_j, &step, 1, "");
+            if (column_walk && j) src_j = LLVMBuildGEP2(B, et, src_j, &step, 1, "");
             if (way == COPY_EDGE && column_walk) {
                 LLVMValueRef gr = LLVMBuildAdd(B, g0, LLVMConstInt(c->ti64, (unsigned long long)(j / per_row), 0), "");
                 LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc0, d1, ""), "");
@@ -343,25 +405,12 @@ void emit_copy_async(Cg *c, const IrOp *op)
                 continue;
             }
             LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-            LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
-            for (int e = 0; e < (way == COPY_ELEMENTS ? unit : 1); e++) {
-                LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
-                LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-                LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
-                LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-                if (way == COPY_EDGE) {
-                    LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-                    cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-                } else {
-                    LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
-                    /* the element a constant past the unit's pointer (st [r+k]), the
-                     * form the back end would reach: built as smem + (dst + k), its
-                     * NaryReassociate reaches it one address per sweep of the whole
-                     * function, a tenth of a large config's compile time */
-                    LLVMValueRef k = i32c(c, (int64_t)e * l->elem);
-                    LLVMBuildStore(B, x, LLVMBuildInBoundsGEP2(B, LLVMInt8TypeInContext(c->ctx), opsmem_byte_ptr(c, dst), &k, 1, ""));
-                }
-            }
+            LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+            LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+            LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+            LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+            LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+            cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
             guard_end(c, g);
         }
         LLVMBuildBr(B, done);
