@@ -249,14 +249,25 @@ static void keep_rolled(Cg *c, LLVMValueRef br)
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(c->ctx, "llvm.loop", 9), LLVMMetadataAsValue(c->ctx, loop));
 }
 
-/* A copy's units, element by element, synchronously: a loop over the
- * thread's units (tid, tid + T, ...) that stays a loop. It is the way of
- * windows that start on no whole chunk, rare and never fast; unrolled,
- * its per-element tests were most of a pipelined loop's code (2000 of the
- * 2500 SASS instructions of the 128x128x64 GEMM's), and so of its
- * compile and assembly time. */
-static void copy_elements(Cg *c, const IrOp *op, const Layout *l, int unit, int per_row, int64_t nunits, LLVMValueRef at,
-                          LLVMValueRef r0, LLVMValueRef c0)
+/* How one copy reaches its units: the three ways emit_copy_async chooses
+ * between at run time, once per copy. */
+typedef enum {
+    COPY_INSIDE,    /* whole chunks, the window inside the tensor: no test a chunk */
+    COPY_EDGE,      /* whole chunks: each zero-filled where it lies outside */
+    COPY_ELEMENTS,  /* element by element, synchronously */
+} CopyWay;
+
+/* A copy's units (16-byte chunks, or single elements where rows are no
+ * whole chunks) the slow way: a loop over the thread's units (tid,
+ * tid + T, ...) that stays a loop, each unit tested against the tensor's
+ * edges; COPY_EDGE issues a zero-filling cp.async a unit, COPY_ELEMENTS
+ * loads and stores its elements. Both serve few iterations (a window
+ * across an edge, one that starts on no whole chunk). Unrolled, their
+ * tests were most of a pipelined loop's code (about 2000 of the 2500 SASS
+ * instructions of the 128x128x64 GEMM's), and so of its compile and
+ * assembly time, and their invariants held registers the fast way needs. */
+static void copy_units_tested(Cg *c, const IrOp *op, CopyWay way, const Layout *l, int unit, int per_row, int64_t nunits,
+                              LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
 {
     LLVMBuilderRef B = c->b;
     LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
@@ -272,11 +283,17 @@ static void copy_elements(Cg *c, const IrOp *op, const Layout *l, int unit, int 
     LLVMValueRef dst = offset_add(c, at, shared_offset(c, l, row, col));
     LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
     LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
-    for (int e = 0; e < unit; e++) {
+    for (int e = 0; e < (way == COPY_EDGE ? 1 : unit); e++) {
         LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
         LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
         LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
         LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        if (way == COPY_EDGE) {
+            LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
+            LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+            cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+            continue;
+        }
         LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
         /* the element a constant past the unit's pointer (st [r+k]), the
          * form the back end would reach: built as smem + (dst + k), its
@@ -295,29 +312,58 @@ static void copy_elements(Cg *c, const IrOp *op, const Layout *l, int unit, int 
     LLVMPositionBuilderAtEnd(B, after);
 }
 
-/* How one copy reaches its chunks: the three ways emit_copy_async chooses
- * between at run time, once per copy. */
-typedef enum {
-    COPY_INSIDE,    /* whole chunks, the window inside the tensor: no test a chunk */
-    COPY_EDGE,      /* whole chunks: each zero-filled where it lies outside */
-    COPY_ELEMENTS,  /* element by element, synchronously */
-} CopyWay;
+/* The fast way: a window of whole chunks inside the tensor, each chunk a
+ * cp.async without a source size, unrolled. Where the block's threads are
+ * a whole number of rows of chunks, thread tid's chunks lie in one column,
+ * T / per_row rows apart: their sources are one pointer step apart. */
+static void copy_chunks_inside(Cg *c, const IrOp *op, const Layout *l, int per_row, int64_t nunits, LLVMValueRef at,
+                               LLVMValueRef first, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt), cpt[2] = {c->tptr3, c->tptr1};
+    LLVMValueRef d1 = c->tensor_dim1[op->param];
+    int unit = 16 / l->elem;
+    bool column_walk = c->T % per_row == 0;
+    LLVMValueRef src = NULL, step = NULL;
+    if (column_walk) {
+        LLVMValueRef g0 = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, udiv(c, c->tid, per_row), c->ti64, ""), "");
+        LLVMValueRef gc0 = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, urem(c, c->tid, per_row), unit), c->ti64, ""), "");
+        LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, g0, d1, ""), gc0, "");
+        src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        step = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(c->T / per_row), 0), "");
+    }
+    for (int64_t j = 0; j < nunits; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+        LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+        if (column_walk) {
+            if (j) src = LLVMBuildGEP2(B, et, src, &step, 1, "");   /* one register for the step */
+        } else {
+            LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+            LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, "");
+            src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        }
+        LLVMValueRef args[2] = {opsmem_byte_ptr(c, dst), src};
+        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16", c->tvoid, 2, cpt, args);
+        guard_end(c, g);
+    }
+}
 
-/* The window's 16-byte chunks, spread over the block's threads (thread
- * tid takes chunks tid, tid + T, ...), each with cp.async.cg when the rows
- * and the window's start are whole chunks and the tensor is 16-byte
- * aligned; else element by element, synchronously, into the same places:
- * a chunk (of rows of part chunks, an element) at a time, so every way
- * addresses the slot alike. Where the window lies inside the tensor, one
- * test for the whole copy stands for the chunks' own: their sources are a
- * row stride apart, without the edge arithmetic (two compares, a select
- * and a 64-bit multiply a chunk) that otherwise outweighs a GEMM loop's
- * copies themselves. */
+/* The window's units spread over the block's threads (thread tid takes
+ * units tid, tid + T, ...), all landing in the same places whichever way
+ * copies them. The units are 16-byte chunks, copied by cp.async.cg, when
+ * the rows and the window's start are whole chunks and the tensor is
+ * 16-byte aligned; then one test for the whole copy (start >= 0, start +
+ * extent <= dims) sends a window inside the tensor the fast way, without
+ * the edge arithmetic (compares, a select and a 64-bit multiply a chunk)
+ * that otherwise outweighed a GEMM loop's copies themselves. Else the
+ * units are elements, copied synchronously. */
 void emit_copy_async(Cg *c, const IrOp *op)
 {
     LLVMBuilderRef B = c->b;
     const Layout *l = c->plan.of[op->res[0]];
-    DType dt = vtype(c, op->res[0]).dt;
     bool whole_chunks = (int64_t)l->cols * l->elem % 16 == 0;
     int unit = whole_chunks ? 16 / l->elem : 1, per_row = l->cols / unit;
     int64_t nunits = (int64_t)l->rows * per_row;
@@ -326,95 +372,40 @@ void emit_copy_async(Cg *c, const IrOp *op)
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
-    LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0);
-    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    LLVMValueRef unit64 = LLVMConstInt(c->ti64, (unsigned long long)unit, 0);
-    LLVMValueRef aligned = LLVMBuildAnd(B,
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, unit64, ""), zero64, ""),
-                     LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, unit64, ""), zero64, ""), ""),
-        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
-    /* r0, c0 are sign-extended i32s: the sums cannot wrap */
-    LLVMValueRef inside = LLVMBuildAnd(B,
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r0, zero64, ""), LLVMBuildICmp(B, LLVMIntSGE, c0, zero64, ""), ""),
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, r0, LLVMConstInt(c->ti64, (unsigned long long)l->rows, 0), ""), d0, ""),
-                     LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)l->cols, 0), ""), d1, ""), ""), "");
-    LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
     smem_access(c, c->ring_buf[op->axis], true);
     c->ring_in_flight[op->axis] = true;
     LLVMBasicBlockRef way_bb[3] = {new_bb(c, "cpi"), new_bb(c, "cpe"), new_bb(c, "cps")}, done = new_bb(c, "cpd");
-    LLVMTypeRef et = dtype_ty(c, dt);
-    /* With T a whole number of rows of chunks, thread tid's chunks lie in
-     * one column, each T / per_row rows past the last: both chunk ways walk
-     * them from its first (row g0, column gc0, source src0) by a pointer
-     * step, and an edge's test is a row compare a chunk. */
-    bool column_walk = whole_chunks && c->T % per_row == 0;
-    LLVMValueRef g0 = NULL, gc0 = NULL, src0 = NULL, step = NULL;
     if (whole_chunks) {
+        LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0), unit64 = LLVMConstInt(c->ti64, (unsigned long long)unit, 0);
+        LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+        LLVMValueRef aligned = LLVMBuildAnd(B,
+            LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, d1, unit64, ""), zero64, ""),
+                         LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildSRem(B, c0, unit64, ""), zero64, ""), ""),
+            LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 15, 0), ""), zero64, ""), "");
+        /* r0, c0 are sign-extended i32s: the sums cannot wrap */
+        LLVMValueRef inside = LLVMBuildAnd(B,
+            LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r0, zero64, ""), LLVMBuildICmp(B, LLVMIntSGE, c0, zero64, ""), ""),
+            LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, r0, LLVMConstInt(c->ti64, (unsigned long long)l->rows, 0), ""), d0, ""),
+                         LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)l->cols, 0), ""), d1, ""), ""), "");
         LLVMBasicBlockRef chunks = new_bb(c, "cpc");
         LLVMBuildCondBr(B, aligned, chunks, way_bb[COPY_ELEMENTS]);
         LLVMPositionBuilderAtEnd(B, chunks);
-        if (column_walk) {
-            g0 = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, udiv(c, c->tid, per_row), c->ti64, ""), "");
-            gc0 = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, mul(c, urem(c, c->tid, per_row), unit), c->ti64, ""), "");
-            LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, g0, d1, ""), gc0, "");
-            src0 = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-            step = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(c->T / per_row), 0), "");
-        }
         LLVMBuildCondBr(B, inside, way_bb[COPY_INSIDE], way_bb[COPY_EDGE]);
+        LLVMPositionBuilderAtEnd(B, way_bb[COPY_INSIDE]);
+        LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
+        copy_chunks_inside(c, op, l, per_row, nunits, at, first, r0, c0);
+        LLVMBuildBr(B, done);
+        LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
+        copy_units_tested(c, op, COPY_EDGE, l, unit, per_row, nunits, at, r0, c0);
+        LLVMBuildBr(B, done);
     } else {
         LLVMBuildBr(B, way_bb[COPY_ELEMENTS]);
+        LLVMDeleteBasicBlock(way_bb[COPY_INSIDE]);
+        LLVMDeleteBasicBlock(way_bb[COPY_EDGE]);
     }
-    LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
-    for (CopyWay way = COPY_INSIDE; way <= COPY_ELEMENTS; way++) {
-        LLVMPositionBuilderAtEnd(B, way_bb[way]);
-        if (way == COPY_ELEMENTS) {
-            copy_elements(c, op, l, unit, per_row, nunits, at, r0, c0);
-            LLVMBuildBr(B, done);
-            continue;
-        }
-        LLVMValueRef src_j = src0;
-        for (int64_t j = 0; j < nunits && whole_chunks; j += c->T) {
-            LLVMValueRef idx = add(c, c->tid, i32c(c, j));
-            Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
-            LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-            LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
-            /* each chunk a step past the last: one register for the step */
-            if (column_walk && j) src_j = LLVMBuildGEP2(B, et, src_j, &step, 1, "");
-            if (way == COPY_EDGE && column_walk) {
-                LLVMValueRef gr = LLVMBuildAdd(B, g0, LLVMConstInt(c->ti64, (unsigned long long)(j / per_row), 0), "");
-                LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc0, d1, ""), "");
-                LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), LLVMBuildSelect(B, inb, src_j, c->tensor_ptr[op->param], ""),
-                                        LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-                cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-                guard_end(c, g);
-                continue;
-            }
-            if (way == COPY_INSIDE) {
-                LLVMValueRef src;
-                if (column_walk) {
-                    src = src_j;
-                } else {
-                    LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-                    LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
-                    LLVMValueRef off = LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, "");
-                    src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-                }
-                LLVMValueRef args[2] = {opsmem_byte_ptr(c, dst), src};
-                cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16", c->tvoid, 2, cpt, args);
-                guard_end(c, g);
-                continue;
-            }
-            LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-            LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
-            LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-            LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
-            LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-            LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-            cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-            guard_end(c, g);
-        }
-        LLVMBuildBr(B, done);
-    }
+    LLVMPositionBuilderAtEnd(B, way_bb[COPY_ELEMENTS]);
+    copy_units_tested(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, r0, c0);
+    LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     Slots out = new_slots(1, l);
     out.v[0] = at;
