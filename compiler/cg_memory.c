@@ -250,7 +250,10 @@ static void keep_rolled(Cg *c, LLVMValueRef br)
 }
 
 /* How one copy reaches its units: the three ways emit_copy_async chooses
- * between at run time, once per copy. */
+ * between at run time, once per copy. The one test of a window inside
+ * pays from COPY_TEST_ONCE_CHUNKS chunks a thread (measured: even at 4,
+ * a gain at 8, a loss at 2). */
+enum { COPY_TEST_ONCE_CHUNKS = 4 };
 typedef enum {
     COPY_INSIDE,    /* whole chunks, the window inside the tensor: no test a chunk */
     COPY_EDGE,      /* whole chunks: each zero-filled where it lies outside */
@@ -351,6 +354,65 @@ static void copy_chunks_inside(Cg *c, const IrOp *op, const Layout *l, int per_r
     }
 }
 
+/* A small copy's chunks (fewer than COPY_TEST_ONCE_CHUNKS a thread),
+ * unrolled, each tested against the tensor's edges and zero-filled where
+ * it lies outside: for two chunks a thread the one test of a window
+ * inside, its branch and its own address arithmetic cost more than the
+ * tests they spare (attn_bwd_dkdv D64 BR32, two 32x64 tiles an iteration:
+ * 6% slower with them). */
+static void copy_chunks_tested(Cg *c, const IrOp *op, const Layout *l, int per_row, int64_t nunits, LLVMValueRef at,
+                               LLVMValueRef first, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt), cpt[3] = {c->tptr3, c->tptr1, c->ti32};
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    int unit = 16 / l->elem;
+    for (int64_t j = 0; j < nunits; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+        LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+        guard_end(c, g);
+    }
+}
+
+/* A small copy's units element by element, unrolled: a handful of
+ * units a thread, as cheap unrolled as rolled and what the pipelines
+ * simplify alike. */
+static void copy_elements_unrolled(Cg *c, const IrOp *op, const Layout *l, int unit, int per_row, int64_t nunits,
+                                   LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
+    for (int64_t j = 0; j < nunits; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+        LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
+        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
+        for (int e = 0; e < unit; e++) {
+            LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
+            LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+            LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
+            LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+            LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
+            LLVMValueRef k = i32c(c, (int64_t)e * l->elem);   /* as in copy_units_tested */
+            LLVMBuildStore(B, x, LLVMBuildInBoundsGEP2(B, LLVMInt8TypeInContext(c->ctx), opsmem_byte_ptr(c, dst), &k, 1, ""));
+        }
+        guard_end(c, g);
+    }
+}
+
 /* The window's units spread over the block's threads (thread tid takes
  * units tid, tid + T, ...), all landing in the same places whichever way
  * copies them. The units are 16-byte chunks, copied by cp.async.cg, when
@@ -372,6 +434,8 @@ void emit_copy_async(Cg *c, const IrOp *op)
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
+    /* chunks a thread, or elements where rows are no whole chunks */
+    bool small = nunits < COPY_TEST_ONCE_CHUNKS * c->T;
     smem_access(c, c->ring_buf[op->axis], true);
     c->ring_in_flight[op->axis] = true;
     LLVMBasicBlockRef way_bb[3] = {new_bb(c, "cpi"), new_bb(c, "cpe"), new_bb(c, "cps")}, done = new_bb(c, "cpd");
@@ -387,24 +451,33 @@ void emit_copy_async(Cg *c, const IrOp *op)
             LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r0, zero64, ""), LLVMBuildICmp(B, LLVMIntSGE, c0, zero64, ""), ""),
             LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, r0, LLVMConstInt(c->ti64, (unsigned long long)l->rows, 0), ""), d0, ""),
                          LLVMBuildICmp(B, LLVMIntSLE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)l->cols, 0), ""), d1, ""), ""), "");
-        LLVMBasicBlockRef chunks = new_bb(c, "cpc");
-        LLVMBuildCondBr(B, aligned, chunks, way_bb[COPY_ELEMENTS]);
-        LLVMPositionBuilderAtEnd(B, chunks);
-        LLVMBuildCondBr(B, inside, way_bb[COPY_INSIDE], way_bb[COPY_EDGE]);
-        LLVMPositionBuilderAtEnd(B, way_bb[COPY_INSIDE]);
         LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
-        copy_chunks_inside(c, op, l, per_row, nunits, at, first, r0, c0);
-        LLVMBuildBr(B, done);
-        LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
-        copy_units_tested(c, op, COPY_EDGE, l, unit, per_row, nunits, at, r0, c0);
-        LLVMBuildBr(B, done);
+        if (small) {
+            LLVMBuildCondBr(B, aligned, way_bb[COPY_EDGE], way_bb[COPY_ELEMENTS]);
+            LLVMDeleteBasicBlock(way_bb[COPY_INSIDE]);
+            LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
+            copy_chunks_tested(c, op, l, per_row, nunits, at, first, r0, c0);
+            LLVMBuildBr(B, done);
+        } else {
+            LLVMBasicBlockRef chunks = new_bb(c, "cpc");
+            LLVMBuildCondBr(B, aligned, chunks, way_bb[COPY_ELEMENTS]);
+            LLVMPositionBuilderAtEnd(B, chunks);
+            LLVMBuildCondBr(B, inside, way_bb[COPY_INSIDE], way_bb[COPY_EDGE]);
+            LLVMPositionBuilderAtEnd(B, way_bb[COPY_INSIDE]);
+            copy_chunks_inside(c, op, l, per_row, nunits, at, first, r0, c0);
+            LLVMBuildBr(B, done);
+            LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
+            copy_units_tested(c, op, COPY_EDGE, l, unit, per_row, nunits, at, r0, c0);
+            LLVMBuildBr(B, done);
+        }
     } else {
         LLVMBuildBr(B, way_bb[COPY_ELEMENTS]);
         LLVMDeleteBasicBlock(way_bb[COPY_INSIDE]);
         LLVMDeleteBasicBlock(way_bb[COPY_EDGE]);
     }
     LLVMPositionBuilderAtEnd(B, way_bb[COPY_ELEMENTS]);
-    copy_units_tested(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, r0, c0);
+    if (small) copy_elements_unrolled(c, op, l, unit, per_row, nunits, at, r0, c0);
+    else copy_units_tested(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, r0, c0);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     Slots out = new_slots(1, l);
