@@ -378,6 +378,48 @@ Test(codegen, loop_operands_of_tensorcore_dots_arrive_by_cp_async)
     ir_module_free(m);
 }
 
+/* How a ring copy is lowered depends on its chunks a thread (128 threads
+ * here, 16-byte chunks of 8 halves). From 4 on, a window inside the tensor
+ * is one test and then each chunk a cp.async without a source size,
+ * unrolled, while the slow ways, across an edge (zero-filling) and element
+ * by element, are loops the back end keeps rolled (`.pragma "nounroll"`):
+ * one zero-filling copy and 8 element loads in each. Below 4 (A's 32x64
+ * tile: 2 chunks a thread), every chunk keeps its own test, unrolled, and
+ * so do its elements. Two copy sites each: before the loop and in it. */
+Test(codegen, ring_copies_test_a_window_once_from_four_chunks_a_thread)
+{
+    const char *src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n@ph.tensorcore\n@ph.autotune(BM=[32, 128])\n"
+        "def mm(A: ph.tensor[ph.f16][M, 64], B: ph.tensor[ph.f16][N, 64], C: ph.tensor[ph.f32][M, N], k: ph.i32):\n"
+        "    acc: ph.var[ph.tile[ph.f32][BM, 64]] = 0.0\n"
+        "    for j in range(0, k, 64):\n"
+        "        acc += ph.dot_t(A[j:+BM, :], B[j:+64, :])\n"
+        "    C[0:+BM, 0:+64] = acc\n";
+    IrModule *m = tu_compile("mm.ph", src, NULL, NULL);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->nfuncs, 2);
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    /* per config: chunks without a source size, all cp.async, rolled loops, element loads */
+    static const struct { const char *name; int inside, copies, rolled, loads; } want[2] = {
+        /* A small: 2 sites x 2 chunks tested, 2 x 2 x 8 elements; B (64x64, 4 a thread) test-once */
+        {"mm__BM_32", 2 * 4, 2 * 4 + 2 * 2 + 2 * 1, 2 * 2, 2 * 2 * 8 + 2 * 8},
+        /* A (128x64, 8 a thread) and B both test-once */
+        {"mm__BM_128", 2 * 8 + 2 * 4, 2 * 12 + 2 * 2, 2 * 4, 2 * 2 * 8},
+    };
+    for (int i = 0; i < 2; i++) {
+        char *text = entry_text(ptx, want[i].name);
+        cr_assert_not_null(text, "%s", want[i].name);
+        cr_expect_eq(count_of(text, "], 16;"), want[i].inside, "%s", want[i].name);
+        cr_expect_eq(count_of(text, "cp.async.cg.shared.global"), want[i].copies, "%s", want[i].name);
+        cr_expect_eq(count_of(text, ".pragma \"nounroll\";"), want[i].rolled, "%s", want[i].name);
+        cr_expect_eq(count_of(text, "ld.global.b16"), want[i].loads, "%s", want[i].name);
+        free(text);
+    }
+    free(ptx);
+    ir_module_free(m);
+}
+
 /* Y = A * A + A in dtype dt, lowered to PTX. */
 static char *muladd_ptx(const char *dt)
 {
