@@ -27,7 +27,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"fmadot", "k_len", 45}, {"fmadot_t", "k_len", 45}, {"fmadot_tr", "k_len", 45},
         {"fmadot", "K", 45}, {"fmadot_t", "K", 45}, {"fmadot_tr", "K", 45},
         {"bdot", "k_len", 48},
-        {"ringdot", "k1", 3}, {"ringdot", "M", 200},
+        {"ringdot", "k1", 3}, {"ringdot", "M", 200}, {"ringdot", "K", 96},
         {"ctrl", "N", 500}, {"ctrl", "n", 37},
         {"masks", "n", 300},
     };

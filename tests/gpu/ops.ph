@@ -62,11 +62,12 @@ def bdot(A: ph.tensor[ph.bf16][M, K], B: ph.tensor[ph.bf16][K, N], C: ph.tensor[
 # window inside the tensor (no test a chunk), one past an edge or before
 # the start (zero-filled chunks), one whose start is no whole chunk
 # (element by element, from k1); BK 48's rows of 6 chunks do not divide
-# the block's threads.
+# the block's threads; BK 64's tiles of A are 4 and 8 chunks a thread,
+# whose copies inside the tensor walk a column of chunks.
 @ph.kernel
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(BM=[64], BN=[32], BK=[16, 48], NT=[64, 128])
+@ph.autotune(BM=[64], BN=[32], BK=[16, 48, 64], NT=[64, 128])
 def ringdot(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][N, K], C: ph.tensor[ph.f32][M, N], k1: ph.i32):
     r0: ph.let = ph.ctx.block.x * BM - 16
     c0: ph.let = ph.ctx.block.y * BN
