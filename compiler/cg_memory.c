@@ -260,43 +260,35 @@ typedef enum {
     COPY_ELEMENTS,  /* element by element, synchronously */
 } CopyWay;
 
-/* A copy's units (16-byte chunks, or single elements where rows are no
- * whole chunks) the slow way: a loop over the thread's units (tid,
- * tid + T, ...) that stays a loop, each unit tested against the tensor's
- * edges; COPY_EDGE issues a zero-filling cp.async a unit, COPY_ELEMENTS
- * loads and stores its elements. Both serve few iterations (a window
- * across an edge, one that starts on no whole chunk). Unrolled, their
- * tests were most of a pipelined loop's code (about 2000 of the 2500 SASS
- * instructions of the 128x128x64 GEMM's), and so of its compile and
- * assembly time, and their invariants held registers the fast way needs. */
-static void copy_units_tested(Cg *c, const IrOp *op, CopyWay way, const Layout *l, int unit, int per_row, int64_t nunits,
-                              LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+/* One unit of a copy (a 16-byte chunk, or a single element where rows
+ * are no whole chunks) at row, col of the window, tested against the
+ * tensor's edges, landing at byte dst of the area: COPY_EDGE issues a
+ * zero-filling cp.async of its chunk, COPY_ELEMENTS loads its elements
+ * (zero outside) and stores them. */
+static void copy_unit_tested(Cg *c, const IrOp *op, CopyWay way, const Layout *l, int unit, LLVMValueRef dst,
+                             LLVMValueRef row, LLVMValueRef col, LLVMValueRef r0, LLVMValueRef c0)
 {
     LLVMBuilderRef B = c->b;
     LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
-    int64_t trips = (nunits + c->T - 1) / c->T;
-    LLVMBasicBlockRef entry = LLVMGetInsertBlock(B), body = new_bb(c, "cpl"), after = new_bb(c, "cpx");
-    LLVMBuildBr(B, body);
-    LLVMPositionBuilderAtEnd(B, body);
-    LLVMValueRef j = LLVMBuildPhi(B, c->ti32, "");
-    LLVMValueRef idx = add(c, c->tid, mul(c, j, c->T));
-    Guard g = guard_begin(c, nunits % c->T ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
-    LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-    LLVMValueRef dst = offset_add(c, at, shared_offset(c, l, row, col));
+    LLVMValueRef zero64 = LLVMConstInt(c->ti64, 0, 0);
     LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+    if (way == COPY_EDGE) {
+        LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
+        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
+        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
+        LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
+        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
+        return;
+    }
     LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
-    for (int e = 0; e < (way == COPY_EDGE ? 1 : unit); e++) {
+    for (int e = 0; e < unit; e++) {
         LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
         LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), zero64, "");
         LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-        if (way == COPY_EDGE) {
-            LLVMTypeRef cpt[3] = {c->tptr3, c->tptr1, c->ti32};
-            LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-            cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-            continue;
-        }
         LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
         /* the element a constant past the unit's pointer (st [r+k]), the
          * form the back end would reach: built as smem + (dst + k), its
@@ -305,6 +297,28 @@ static void copy_units_tested(Cg *c, const IrOp *op, CopyWay way, const Layout *
         LLVMValueRef k = i32c(c, (int64_t)e * l->elem);
         LLVMBuildStore(B, x, LLVMBuildInBoundsGEP2(B, LLVMInt8TypeInContext(c->ctx), opsmem_byte_ptr(c, dst), &k, 1, ""));
     }
+}
+
+/* A copy's units the slow way, each tested (copy_unit_tested): a loop
+ * over the thread's units (tid, tid + T, ...) that stays a loop. It
+ * serves few iterations (a window across an edge, one that starts on no
+ * whole chunk). Unrolled, its tests were most of a pipelined loop's code
+ * (about 2000 of the 2500 SASS instructions of the 128x128x64 GEMM's), and
+ * so of its compile and assembly time, and their invariants held
+ * registers the fast way needs. */
+static void copy_units_rolled(Cg *c, const IrOp *op, CopyWay way, const Layout *l, int unit, int per_row, int64_t nunits,
+                              LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    int64_t trips = (nunits + c->T - 1) / c->T;
+    LLVMBasicBlockRef entry = LLVMGetInsertBlock(B), body = new_bb(c, "cpl"), after = new_bb(c, "cpx");
+    LLVMBuildBr(B, body);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef j = LLVMBuildPhi(B, c->ti32, "");
+    LLVMValueRef idx = add(c, c->tid, mul(c, j, c->T));
+    Guard g = guard_begin(c, nunits % c->T ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+    LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+    copy_unit_tested(c, op, way, l, unit, offset_add(c, at, shared_offset(c, l, row, col)), row, col, r0, c0);
     guard_end(c, g);
     LLVMValueRef next = add(c, j, i32c(c, 1));
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
@@ -313,6 +327,25 @@ static void copy_units_tested(Cg *c, const IrOp *op, CopyWay way, const Layout *
     LLVMBasicBlockRef in_b[2] = {entry, latch};
     LLVMAddIncoming(j, in_v, in_b, 2);
     LLVMPositionBuilderAtEnd(B, after);
+}
+
+/* A small copy's units (fewer than COPY_TEST_ONCE_CHUNKS chunks a
+ * thread), each tested (copy_unit_tested), unrolled: for two chunks a
+ * thread the one test of a window inside, its branch and its own address
+ * arithmetic cost more than the tests they spare (attn_bwd_dkdv D64 BR32,
+ * two 32x64 tiles an iteration: 6% slower with them); a handful of units
+ * is as cheap unrolled as rolled, and what the pipelines simplify alike. */
+static void copy_units_unrolled(Cg *c, const IrOp *op, CopyWay way, const Layout *l, int unit, int per_row, int64_t nunits,
+                                LLVMValueRef at, LLVMValueRef first, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    for (int64_t j = 0; j < nunits; j += c->T) {
+        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
+        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
+        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
+        copy_unit_tested(c, op, way, l, unit, offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col)), row, col, r0, c0);
+        guard_end(c, g);
+    }
 }
 
 /* The fast way: a window of whole chunks inside the tensor, each chunk a
@@ -350,65 +383,6 @@ static void copy_chunks_inside(Cg *c, const IrOp *op, const Layout *l, int per_r
         }
         LLVMValueRef args[2] = {opsmem_byte_ptr(c, dst), src};
         cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16", c->tvoid, 2, cpt, args);
-        guard_end(c, g);
-    }
-}
-
-/* A small copy's chunks (fewer than COPY_TEST_ONCE_CHUNKS a thread),
- * unrolled, each tested against the tensor's edges and zero-filled where
- * it lies outside: for two chunks a thread the one test of a window
- * inside, its branch and its own address arithmetic cost more than the
- * tests they spare (attn_bwd_dkdv D64 BR32, two 32x64 tiles an iteration:
- * 6% slower with them). */
-static void copy_chunks_tested(Cg *c, const IrOp *op, const Layout *l, int per_row, int64_t nunits, LLVMValueRef at,
-                               LLVMValueRef first, LLVMValueRef r0, LLVMValueRef c0)
-{
-    LLVMBuilderRef B = c->b;
-    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt), cpt[3] = {c->tptr3, c->tptr1, c->ti32};
-    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
-    int unit = 16 / l->elem;
-    for (int64_t j = 0; j < nunits; j += c->T) {
-        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
-        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
-        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-        LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
-        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-        LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
-        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-        LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
-        LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMValueRef args[3] = {opsmem_byte_ptr(c, dst), src, LLVMBuildSelect(B, inb, i32c(c, 16), i32c(c, 0), "")};
-        cg_call_at(c, B, "llvm.nvvm.cp.async.cg.shared.global.16.s", c->tvoid, 3, cpt, args);
-        guard_end(c, g);
-    }
-}
-
-/* A small copy's units element by element, unrolled: a handful of
- * units a thread, as cheap unrolled as rolled and what the pipelines
- * simplify alike. */
-static void copy_elements_unrolled(Cg *c, const IrOp *op, const Layout *l, int unit, int per_row, int64_t nunits,
-                                   LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
-{
-    LLVMBuilderRef B = c->b;
-    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
-    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
-    LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
-    for (int64_t j = 0; j < nunits; j += c->T) {
-        LLVMValueRef idx = add(c, c->tid, i32c(c, j));
-        Guard g = guard_begin(c, j + c->T > nunits ? LLVMBuildICmp(B, LLVMIntULT, idx, i32c(c, nunits), "") : NULL);
-        LLVMValueRef row = udiv(c, idx, per_row), col = mul(c, urem(c, idx, per_row), unit);
-        LLVMValueRef dst = offset_add(c, at, unit_offset(c, l, per_row, j, first, row, col));
-        LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-        LLVMValueRef row_in = LLVMBuildICmp(B, LLVMIntULT, gr, d0, "");
-        for (int e = 0; e < unit; e++) {
-            LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, add(c, col, i32c(c, e)), c->ti64, ""), "");
-            LLVMValueRef inb = LLVMBuildAnd(B, row_in, LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
-            LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
-            LLVMValueRef src = LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, "");
-            LLVMValueRef x = LLVMBuildSelect(B, inb, LLVMBuildLoad2(B, et, src, ""), LLVMConstNull(et), "");
-            LLVMValueRef k = i32c(c, (int64_t)e * l->elem);   /* as in copy_units_tested */
-            LLVMBuildStore(B, x, LLVMBuildInBoundsGEP2(B, LLVMInt8TypeInContext(c->ctx), opsmem_byte_ptr(c, dst), &k, 1, ""));
-        }
         guard_end(c, g);
     }
 }
@@ -456,7 +430,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
             LLVMBuildCondBr(B, aligned, way_bb[COPY_EDGE], way_bb[COPY_ELEMENTS]);
             LLVMDeleteBasicBlock(way_bb[COPY_INSIDE]);
             LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
-            copy_chunks_tested(c, op, l, per_row, nunits, at, first, r0, c0);
+            copy_units_unrolled(c, op, COPY_EDGE, l, unit, per_row, nunits, at, first, r0, c0);
             LLVMBuildBr(B, done);
         } else {
             LLVMBasicBlockRef chunks = new_bb(c, "cpc");
@@ -467,7 +441,7 @@ void emit_copy_async(Cg *c, const IrOp *op)
             copy_chunks_inside(c, op, l, per_row, nunits, at, first, r0, c0);
             LLVMBuildBr(B, done);
             LLVMPositionBuilderAtEnd(B, way_bb[COPY_EDGE]);
-            copy_units_tested(c, op, COPY_EDGE, l, unit, per_row, nunits, at, r0, c0);
+            copy_units_rolled(c, op, COPY_EDGE, l, unit, per_row, nunits, at, r0, c0);
             LLVMBuildBr(B, done);
         }
     } else {
@@ -476,8 +450,12 @@ void emit_copy_async(Cg *c, const IrOp *op)
         LLVMDeleteBasicBlock(way_bb[COPY_EDGE]);
     }
     LLVMPositionBuilderAtEnd(B, way_bb[COPY_ELEMENTS]);
-    if (small) copy_elements_unrolled(c, op, l, unit, per_row, nunits, at, r0, c0);
-    else copy_units_tested(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, r0, c0);
+    if (small) {
+        LLVMValueRef first = shared_offset(c, l, udiv(c, c->tid, per_row), mul(c, urem(c, c->tid, per_row), unit));
+        copy_units_unrolled(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, first, r0, c0);
+    } else {
+        copy_units_rolled(c, op, COPY_ELEMENTS, l, unit, per_row, nunits, at, r0, c0);
+    }
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     Slots out = new_slots(1, l);
