@@ -6,6 +6,7 @@
 #   make bench      benchmarks: the front end; on a GPU, attention and GEMM beside PyTorch, one table
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
+#   make ptx-identical  phc's output for every .ph file and 300 generated programs, against recorded hashes
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
@@ -204,6 +205,10 @@ DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.
 $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
+# The generator's programs as files, for tests/ptx/identical.sh.
+$(BUILD)/tests/phgen_dump: tests/difftest/phgen_dump.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(LDLIBS)
 # The layout suite checks the layouts of generated programs too.
 $(BUILD)/tests/test_layout: tests/test_layout.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
@@ -331,11 +336,18 @@ check: deps
 	$(MAKE) tutorial-check
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
+	$(MAKE) ptx-identical
 	@# every Criterion suite, plain and sanitized, in one closing line
 	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } /^\[SKIP\]/ { s++ } \
 	    END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }'
 	@# last, so that its findings do not hide the suites' results
 	$(MAKE) cpufuzz-check
+
+# phc's output for every .ph file of the repository and 300 generated
+# programs, byte for byte against tests/ptx/hashes.txt (--record: docs/testing.md).
+.PHONY: ptx-identical
+ptx-identical: $(PHC) $(BUILD)/tests/phgen_dump
+	BUILD=$(BUILD) sh tests/ptx/identical.sh
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.

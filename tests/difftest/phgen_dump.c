@@ -1,0 +1,33 @@
+/* phgen_dump: writes the generator's programs for seeds FIRST..FIRST+COUNT-1
+ * as DIR/seed-S.ph, so that tools outside C (tests/ptx/identical.sh) can
+ * compile the same random programs on every run.
+ *
+ *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
+#include "phgen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv)
+{
+    if (argc < 3 || argc > 4) {
+        fprintf(stderr, "usage: phgen_dump DIR COUNT [FIRST]\n");
+        return 2;
+    }
+    long count = strtol(argv[2], NULL, 0);
+    unsigned long long first = argc == 4 ? strtoull(argv[3], NULL, 0) : 1;
+    for (long i = 0; i < count; i++) {
+        unsigned long long seed = first + (unsigned long long)i;
+        PhgenProgram *p = phgen_generate(seed, NULL);
+        char *src = phgen_source(p), path[4096];
+        snprintf(path, sizeof path, "%s/seed-%llu.ph", argv[1], seed);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(src, f) == EOF || fclose(f)) {
+            perror(path);
+            return 1;
+        }
+        free(src);
+        phgen_free(p);
+    }
+    return 0;
+}
