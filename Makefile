@@ -15,7 +15,7 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = -std=c11 -Wall -Wextra -fPIC -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime/include -I$(BUILD)/gen $(CFLAGS)
+ALL_CFLAGS = -std=c11 -Wall -Wextra -fPIC -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime -Iruntime/include -I$(BUILD)/gen $(CFLAGS)
 LDFLAGS ?=
 LDLIBS  = -lm
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -33,16 +33,20 @@ LLVM_CONFIG ?= /usr/lib/llvm-19/bin/llvm-config
 LLVM_INC  = $(shell $(LLVM_CONFIG) --includedir 2>/dev/null)
 LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-static --libs nvptx passes 2>/dev/null) -lstdc++ -lz -lzstd -lpthread -ldl
 
-# The code generator's files (compiler/cg.h) and the runtime build with LLVM's headers.
-CG_SRCS      = compiler/codegen.c $(wildcard compiler/cg_*.c compiler/dot_*.c)
+# Sources by folder (docs/architecture.md has the layers). The code
+# generator (compiler/codegen), the targets' files that plug into it (those
+# that include codegen/cg.h or codegen/dot.h) and the runtime build with
+# LLVM's headers and link LLVM; the rest (base, ir, passes, layout, the
+# front end, the targets' assembler tools) go into libphc.a, without LLVM.
+TARGET_SRCS  = $(wildcard compiler/nvidia/*.c)
+CG_SRCS      = $(wildcard compiler/codegen/*.c) \
+               $(shell grep -l '^\#include "codegen/\(cg\|dot\)\.h"' $(TARGET_SRCS))
 CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
-CODEGEN_SRCS = $(CG_SRCS) runtime/runtime.c
-LIB_SRCS  = $(filter-out compiler/phc.c $(CODEGEN_SRCS),$(wildcard dsl/*.c compiler/*.c))
+CODEGEN_SRCS = $(CG_SRCS) $(wildcard runtime/*.c)
+LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
-# The runtime's files that need no LLVM header.
-RUNTIME_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(filter-out $(CODEGEN_SRCS),$(wildcard runtime/*.c)))
-HEADERS   = $(wildcard dsl/*.h compiler/*.h runtime/*.h runtime/include/*.h)
+HEADERS   = $(wildcard dsl/*.h compiler/*/*.h runtime/*.h runtime/include/*.h)
 
 # The version has one home, phobos.h (PH_VERSION_MAJOR, _MINOR, _PATCH);
 # the library's soname carries the major number.
@@ -129,7 +133,7 @@ $(BUILD)/libphc.a: $(LIB_OBJS)
 # file is libphobos.so.MAJOR.MINOR.PATCH; libphobos.so.MAJOR (its soname,
 # what programs load) and libphobos.so (what -lphobos finds) are links.
 # It exports phobos.h's functions and nothing else (runtime/phobos.map).
-PHOBOS_OBJS = $(CODEGEN_OBJS) $(LIB_OBJS) $(RUNTIME_OBJS)
+PHOBOS_OBJS = $(CODEGEN_OBJS) $(LIB_OBJS)
 $(BUILD)/$(LIBPHOBOS_REAL): $(PHOBOS_OBJS) runtime/phobos.map
 	@mkdir -p $(dir $@)
 	$(CC) -shared -Wl,-soname,$(LIBPHOBOS_SONAME) -Wl,--version-script=runtime/phobos.map -Wl,--exclude-libs,ALL \
@@ -161,7 +165,7 @@ LINK_PHOBOS_INTERNAL = -L$(BUILD)/internal -lphobos -Wl,-rpath,'$$ORIGIN/../inte
 
 # phc: the front end from libphc.a, the code generator through libphobos's
 # ph_compile; it finds the library in ../lib (installed) or .. (the build).
-$(PHC): $(BUILD)/obj/compiler/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
+$(PHC): $(BUILD)/obj/compiler/cli/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
@@ -369,11 +373,11 @@ FUZZ_PACKAGES  = clang libclang-rt-14-dev
 FUZZ_SECONDS  ?= 60
 FUZZ_DIR       = build/fuzz
 FUZZ_SAN       = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS    = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime/include -Itests/fuzz \
+FUZZ_CFLAGS    = -std=c11 -Wall -Wextra -D_POSIX_C_SOURCE=200809L -Idsl -Icompiler -Iruntime -Iruntime/include -Itests/fuzz \
                  -g -O1 -fsanitize=fuzzer-no-link $(FUZZ_SAN)
 FUZZ_OBJS      = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(LIB_SRCS)) $(FUZZ_DIR)/obj/gen/lexer.o
 # the code generator's own files (the runtime is not needed)
-FUZZ_CG_OBJS   = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter compiler/%,$(CODEGEN_SRCS)))
+FUZZ_CG_OBJS   = $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(CG_SRCS))
 FUZZ_TARGETS   = $(FUZZ_DIR)/fuzz_frontend $(FUZZ_DIR)/fuzz_codegen
 # Each input gets 5 s and 2 GB; real programs fit in 8 kB.
 FUZZ_OPTS      = -timeout=5 -rss_limit_mb=2048 -max_len=8192 -dict=tests/fuzz/phobos.dict -print_final_stats=1

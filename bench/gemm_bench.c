@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "gpubench.h"
-#include "half.h"
+#include "base/half.h"
 
 typedef struct { int64_t m, n, k; } Shape;
 static const Shape shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};

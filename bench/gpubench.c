@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
+#include "base/half.h"
 
 typedef int CUresult;
 typedef struct CUevent_st *CUevent;

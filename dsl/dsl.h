@@ -6,7 +6,7 @@
 #define PHC_DSL_H
 
 #include <stdio.h>
-#include "../compiler/ir.h"
+#include "ir/ir.h"
 
 /* ---- source and diagnostics (dsl/diag.c) ---- */
 typedef struct {

@@ -6,7 +6,7 @@
  * emitting pass, inserting converts, splats and broadcasts so that every
  * elementwise op sees operands of one type. */
 #include "sema.h"
-#include "floormod.h"
+#include "base/floormod.h"
 
 #include <math.h>
 #include <stdarg.h>

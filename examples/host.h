@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "dsl.h"
-#include "half.h"
+#include "base/half.h"
 #include "phobos.h"
 
 /* ---- random numbers: splitmix64 seeds xoshiro256**; Box-Muller for normals ---- */

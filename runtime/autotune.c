@@ -20,7 +20,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 #include "runtime_internal.h"
 
 /* The winner for one set of tensor dims (every tensor argument's two). */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codegen.h"
+#include "codegen/codegen.h"
 #include "dsl.h"
 #include "runtime_internal.h"
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 /* LLVM's instruction selection recurses over large basic blocks: the
  * threads get the stack a main thread has, whatever RLIMIT_STACK says. */

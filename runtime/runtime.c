@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
+#include "codegen/codegen.h"
 #include "dsl.h"
-#include "ptxas.h"
-#include "ptxinfo.h"
+#include "nvidia/ptxas.h"
+#include "nvidia/ptxinfo.h"
 #include "runtime_internal.h"
 
 /* The driver's calls (runtime_internal.h), from libcuda.so.1 or a test's fakes. */

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "ir.h"
+#include "base/half.h"
+#include "ir/ir.h"
 
 #define ATOMICS "tests/gpu/atomics.ph"
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "half.h"
-#include "ir.h"
+#include "base/half.h"
+#include "ir/ir.h"
 
 #define OPS "tests/gpu/ops.ph"
 

@@ -12,8 +12,8 @@
 #include <glob.h>
 #include <unistd.h>
 
-#include "codegen.h"
-#include "layout.h"
+#include "codegen/codegen.h"
+#include "layout/layout.h"
 #include "testutil.h"
 
 static const char *ptxas_path(void)
@@ -677,7 +677,7 @@ Test(codegen, attention_forward_keeps_one_row_statistic_per_owned_row_in_registe
 }
 
 /* ptxas (CUDA 13.0) drops the negation in max(a, -b) chained into another
- * integer max (compiler/cg_ptxas.c): generated PTX carries no neg.s32, and
+ * integer max (compiler/nvidia/cg_ptxas.c): generated PTX carries no neg.s32, and
  * the rewrite computes ~x + 1 under the same guard. */
 Test(codegen, integer_negation_is_written_as_not_and_add_one)
 {

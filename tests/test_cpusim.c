@@ -26,8 +26,8 @@
 
 #include "atomicharness.h"
 #include "attention/attention_host.h"
-#include "cg.h"
-#include "codegen.h"
+#include "codegen/cg.h"
+#include "codegen/codegen.h"
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"

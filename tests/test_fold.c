@@ -6,7 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "half.h"
+#include "base/half.h"
 #include "testutil.h"
 
 /* The function: %3 = OP %1, %2 with the constants a and b of dtype dt;

@@ -12,7 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 
-#include "half.h"
+#include "base/half.h"
 #include "phobos.h"
 #include "testutil.h"
 

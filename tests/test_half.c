@@ -1,4 +1,4 @@
-/* test_half.c: compiler/half.h against references built from the formats'
+/* test_half.c: compiler/base/half.h against references built from the formats'
  * definitions. The example checks use half.h for both their inputs and
  * their expected values, so an error in it cancels out there; here every
  * f16 and bf16 bit pattern is decoded and compared with ldexp of its sign,
@@ -9,7 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "half.h"
+#include "base/half.h"
 
 /* The binary16/bfloat16 layouts: mantissa bits and exponent bias. */
 typedef struct {

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ir.h"
-#include "half.h"
+#include "ir/ir.h"
+#include "base/half.h"
 #include "testutil.h"
 
 static const int one_block[3] = {1, 1, 1};

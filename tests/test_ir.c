@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ir.h"
+#include "ir/ir.h"
 #include "testutil.h"
 
 static IrModule *parse_ok(const char *text)

@@ -1,4 +1,4 @@
-/* test_layout.c: the layouts and the layout pass (compiler/layout.c), which
+/* test_layout.c: the layouts and the layout pass (compiler/layout/layout.c), which
  * need no GPU: the shapes each layout takes, how many slots a thread holds,
  * interning, the plan the pass makes for the tutorial's kernels, and the map
  * from (warp, lane, slot) to element for every layout the pass produces for
@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 #include <glob.h>
 
-#include "layout.h"
+#include "layout/layout.h"
 #include "phgen.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "difftest.h"
-#include "irutil.h"
+#include "ir/irutil.h"
 #include "phgen.h"
 #include "testutil.h"
 

@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "half.h"
+#include "base/half.h"
 #include "testutil.h"
 
 static IrModule *load_ir(const char *path)

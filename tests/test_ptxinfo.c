@@ -5,8 +5,8 @@
  * dynamically. */
 #include <criterion/criterion.h>
 
-#include "codegen.h"
-#include "ptxinfo.h"
+#include "codegen/codegen.h"
+#include "nvidia/ptxinfo.h"
 
 /* CUDA 13's ptxas -v: barriers counted, "smem" only where there is some. */
 static const char cuda13_log[] =

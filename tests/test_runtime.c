@@ -289,7 +289,7 @@ Test(runtime, every_config_is_considered)
 /* The disk cache: a config's PTX, its entry alone, is generated once, then
  * read back; another config, target or source is another entry; "off"
  * turns the cache off. */
-#include "../runtime/runtime_internal.h"
+#include "runtime_internal.h"
 
 Test(runtime, ptx_disk_cache)
 {

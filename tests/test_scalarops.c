@@ -6,7 +6,7 @@
  * twice: on operands loaded from tensors (the run-time path) and on
  * constants (the path that compile-time folding takes, in phc's fold pass
  * and in LLVM's). The result must be the documented one from
- *   - the reference table (compiler/scalarops.c),
+ *   - the reference table (compiler/ir/scalarops.c),
  *   - the interpreter, on both,
  *   - the interpreter after phc's fold pass, which must have folded the op,
  *   - the generated LLVM IR run on the CPU executor (tests/cpusim/), on both.
@@ -20,8 +20,8 @@
 #include <stdint.h>
 
 #include "cpusim.h"
-#include "half.h"
-#include "scalarops.h"
+#include "base/half.h"
+#include "ir/scalarops.h"
 #include "testutil.h"
 
 typedef struct {

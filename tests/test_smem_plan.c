@@ -1,4 +1,4 @@
-/* test_smem_plan.c: the shared-memory planner (compiler/smem_plan.c), on
+/* test_smem_plan.c: the shared-memory planner (compiler/layout/smem_plan.c), on
  * event sequences written by hand and generated: live ranges over loops
  * and branches, placement (no two live buffers share a byte, alignment,
  * reuse of dead buffers' space), malformed sequences, and the barriers
@@ -8,7 +8,7 @@
  * barrier of which can go). */
 #include <criterion/criterion.h>
 
-#include "smem_plan.h"
+#include "layout/smem_plan.h"
 
 static void use(SmemPlan *p, int buf, bool write) { smem_add_event(p, SMEM_ACCESS, buf, write); }
 static void mark(SmemPlan *p, SmemEventKind k) { smem_add_event(p, k, -1, false); }

@@ -3,7 +3,7 @@
  * loosened lets its program through and fails here. Most programs are IR
  * text; the rules that the text parser already enforces (value numbers,
  * parameter indices, block arguments) are reached by corrupting a parsed
- * function. A last test reads compiler/verify.c and fails when one of its
+ * function. A last test reads compiler/ir/verify.c and fails when one of its
  * messages has no case here. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -335,7 +335,7 @@ Test(ir_verify, every_message_of_the_verifier_has_a_case)
     IrFunc *deep = nested_ifs(257);
     cr_assert_eq(ir_verify(deep, messages[nrejected], sizeof messages[nrejected]), 1);
     ir_func_free(deep);
-    char *src = tu_read_file("compiler/verify.c");
+    char *src = tu_read_file("compiler/ir/verify.c");
     cr_assert_not_null(src, "run from the repository root");
     int formats = 0;
     /* every string literal on a line that calls bad(v, ...) is a message format */
@@ -350,7 +350,7 @@ Test(ir_verify, every_message_of_the_verifier_has_a_case)
             q = end + 1;
         }
     }
-    cr_assert_gt(formats, 60, "found only %d messages in compiler/verify.c", formats);
+    cr_assert_gt(formats, 60, "found only %d messages in compiler/ir/verify.c", formats);
     free(src);
     free(messages);
 }

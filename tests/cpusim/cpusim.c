@@ -11,7 +11,7 @@
  * a contract fmul and the fadd or fsub of its block that uses it become
  * one llvm.fma.f32, as the NVPTX back end fuses them (fma.rn.f32).
  * MCJIT compiles the module; the half and bfloat libcalls the x86 back
- * end emits are provided here (round to nearest even, compiler/half.h).
+ * end emits are provided here (round to nearest even, compiler/base/half.h).
  *
  * Running: a block's threads are ucontext fibers, one stack each. The
  * scheduler resumes every ready thread in tid order; a thread runs until
@@ -42,9 +42,9 @@
  * the launch. */
 #define _GNU_SOURCE
 #include "cpusim.h"
-#include "codegen.h"
-#include "half.h"
-#include "util.h"
+#include "codegen/codegen.h"
+#include "base/half.h"
+#include "base/util.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>

@@ -20,7 +20,7 @@
 
 #include <stddef.h>
 
-#include "ir.h"
+#include "ir/ir.h"
 #include "phobos.h"
 
 typedef struct cpusim cpusim;

@@ -2,7 +2,7 @@
  * interpreter back end, and dt_compare_module, which runs each config both
  * ways on the same random inputs and compares every tensor. */
 #include "difftest.h"
-#include "half.h"
+#include "base/half.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -26,7 +26,7 @@
  * interpreter with a fault planted in dots (the reducer and the files).
  * Exits 0 when everything agreed, 1 on a difference, a crash, a hang or a
  * generator error, 2 on bad usage, 77 when --backend gpu finds no GPU. */
-#include "codegen.h"
+#include "codegen/codegen.h"
 #include "difftest.h"
 #include "phgen.h"
 #include "testutil.h"

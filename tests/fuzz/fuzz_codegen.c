@@ -4,7 +4,7 @@
  * refusal from codegen on IR that verified is a finding. */
 #include <stdint.h>
 #include "fuzz_common.h"
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,6 +1,6 @@
 # ptxas (CUDA 13.0, the H200's driver JIT) fused max(a, -b) with the next integer max into one
 # VIMNMX3 and dropped the negation: the row maximum of -X8 saw one element in four un-negated.
-# compiler/cg_ptxas.c now writes integer negation as not + add 1. Found by a ten-minute gpufuzz
+# compiler/nvidia/cg_ptxas.c now writes integer negation as not + add 1. Found by a ten-minute gpufuzz
 # run (seeds 20261130..20262008).
 # gpufuzz --backend gpu: mismatch in fuzz__BM_16__BN_8__BK_32__N_24: Y7[0, 1]: back end 39, interpreter 46; Y7[0, 5]: back end 39, interpreter 45; Y7[0, 7]: back end 39, interpreter 45 (Y7: 3 of 24 elements differ, tolerance 0)
 # A program from tests/difftest/phgen.c (seed 20261980) for differential testing.

@@ -27,7 +27,7 @@
 #ifndef PHC_LAYOUT_H
 #define PHC_LAYOUT_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 typedef enum { LAY_BLOCKED, LAY_MMA, LAY_SLICE, LAY_SHARED } LayKind;
 

@@ -1,7 +1,7 @@
 /* passes.c: the IR pass pipeline, in order, and the driver that runs it,
  * checking the IR before the first pass and after each one when asked, and
  * printing it after a named pass (phc --dump-after=NAME). */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <string.h>
 

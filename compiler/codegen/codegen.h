@@ -12,7 +12,7 @@
 #ifndef PHC_CODEGEN_H
 #define PHC_CODEGEN_H
 
-#include "ir.h"
+#include "ir/ir.h"
 
 /* The LLVM pipelines (codegen.c says what each runs). */
 enum {
@@ -61,7 +61,7 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
  * call has an LLVM context of its own, and nothing else is shared. */
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen);
 
-/* The emitted PTX with the rewrites of compiler/cg_ptxas.c that keep
+/* The emitted PTX with the rewrites of compiler/nvidia/cg_ptxas.c that keep
  * ptxas from miscompiling it (malloc'd; NULL when out of memory).
  * codegen_emit applies it to all the PTX it returns. */
 char *ptxas_workarounds(const char *ptx);

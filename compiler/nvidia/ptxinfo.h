@@ -5,7 +5,7 @@
 #ifndef PHC_PTXINFO_H
 #define PHC_PTXINFO_H
 
-#include "util.h"
+#include "base/util.h"
 
 /* The static shared memory, in bytes, that entry's PTX declares: its
  * scratch and operand arrays (0 when its shared memory is dynamic). */

@@ -12,7 +12,7 @@
  * never writes (stores or atomically adds to) move, and at most
  * PIPELINE_BUDGET elements per loop are carried, to bound the registers
  * this costs. */
-#include "irutil.h"
+#include "ir/irutil.h"
 
 #include <stdlib.h>
 

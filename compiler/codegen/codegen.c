@@ -1,6 +1,6 @@
 /* codegen.c: the kernel ABI, the two emissions of a kernel, the LLVM driver.
  *
- * Expects: verified IR (compiler/verify.c), every shape static.
+ * Expects: verified IR (compiler/ir/verify.c), every shape static.
  * Guarantees: one kernel per IrFunc, with the ABI of codegen.h, its shared
  * area placed and sized (cg_smem.c); then LLVM's optimization and NVPTX's
  * PTX (or the LLVM IR). The order the back end's steps run in is emit_func's; cg.h

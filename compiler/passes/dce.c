@@ -4,7 +4,7 @@
  * barrier protects ring slots), and a for or if whose regions write
  * memory or return. Repeats until nothing changes, so a
  * chain of dead values goes entirely. Expects verified IR. */
-#include "ir.h"
+#include "ir/ir.h"
 
 #include <stdlib.h>
 #include <string.h>

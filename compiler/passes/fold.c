@@ -6,8 +6,8 @@
  * zero times by its initial values; `x + dot(a, b, 0)` becomes
  * `dot(a, b, x)` (a dot's sum order is unspecified: the tensor cores then
  * accumulate into x). Expects verified IR; keeps it so. */
-#include "ir.h"
-#include "scalarops.h"
+#include "ir/ir.h"
+#include "ir/scalarops.h"
 
 #include <math.h>
 #include <stdlib.h>

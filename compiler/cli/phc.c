@@ -1,11 +1,11 @@
 /* phc.c: the command line. The whole pipeline reads in compile():
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
-#include "codegen.h"
+#include "codegen/codegen.h"
 #include "dsl.h"
-#include "layout.h"
+#include "layout/layout.h"
 #include "phobos.h"
-#include "ptxas.h"
-#include "ptxinfo.h"
+#include "nvidia/ptxas.h"
+#include "nvidia/ptxinfo.h"
 
 #include <errno.h>
 #include <fcntl.h>

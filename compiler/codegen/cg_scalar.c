@@ -1,14 +1,14 @@
 /* cg_scalar.c: scalar arithmetic, one element of any dtype.
  *
  * Expects: operands already in their dtype's LLVM type.
- * Guarantees: the interpreter's semantics (compiler/interp.c): f16 and bf16
+ * Guarantees: the interpreter's semantics (compiler/ir/interp.c): f16 and bf16
  * compute in f32 and round once; Python's float // and % are exact, step
- * for step as compiler/floormod.c. */
+ * for step as compiler/base/floormod.c. */
 #include "cg.h"
 
 #include <math.h>
 
-/* ---- Python's float // and %: compiler/floormod.c, step for step ---- */
+/* ---- Python's float // and %: compiler/base/floormod.c, step for step ---- */
 
 static LLVMValueRef f64_call1(Cg *c, LLVMBuilderRef B, const char *name, LLVMValueRef x)
 {

@@ -4,8 +4,8 @@
  * the sign of a zero from max) is made here explicitly, and codegen.c
  * makes the same one on the GPU. */
 #include "scalarops.h"
-#include "floormod.h"
-#include "half.h"
+#include "base/floormod.h"
+#include "base/half.h"
 
 #include <math.h>
 

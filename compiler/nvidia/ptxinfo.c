@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
+#include "codegen/codegen.h"
 
 static bool is_name_char(char c) { return isalnum((unsigned char)c) || c == '_' || c == '$' || c == '.'; }
 

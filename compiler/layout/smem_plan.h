@@ -25,7 +25,7 @@
 #ifndef PHC_SMEM_PLAN_H
 #define PHC_SMEM_PLAN_H
 
-#include "util.h"
+#include "base/util.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -17,7 +17,7 @@
  * complement) the negation survives: ptxas folds the add into a VIADDMNMX
  * and no longer forms the faulty VIMNMX3 (checked on the H200, see
  * tests/difftest/regressions/rowmax-broadcast-gpu-seed-20261980.ph). */
-#include "cg.h"
+#include "codegen/cg.h"
 
 #include <ctype.h>
 #include <stdlib.h>

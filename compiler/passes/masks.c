@@ -43,7 +43,7 @@
  * is used (%a and %b made of splats, iotas and broadcasts: layout.c) is
  * left alone, since it holds no registers to save and the if would give
  * it some. */
-#include "irutil.h"
+#include "ir/irutil.h"
 
 #include <string.h>
 

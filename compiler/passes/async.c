@@ -27,8 +27,8 @@
  * counter, every use is an operand of a dot on the tensor cores, and its
  * rows are whole 16-byte chunks. The rings of a function take at most
  * ASYNC_BUDGET bytes; loads past it stay for the register pipeline. */
-#include "irutil.h"
-#include "layout.h"
+#include "ir/irutil.h"
+#include "layout/layout.h"
 
 #include <stdlib.h>
 

@@ -6,7 +6,7 @@
  * is dispatched once and loops over its whole tile; each element of a
  * scalar op is computed by the reference table (scalarops.h). */
 #include "ir.h"
-#include "half.h"
+#include "base/half.h"
 #include "scalarops.h"
 
 #include <math.h>

@@ -7,7 +7,7 @@
  * the swizzled SHARED layout of its shape, so ldmatrix has no bank
  * conflicts), fragments are loaded with ldmatrix, and the result is left in
  * the MMA layout's registers. */
-#include "dot.h"
+#include "codegen/dot.h"
 
 #include <stdlib.h>
 

@@ -30,9 +30,9 @@
 #define PHC_CG_H
 
 #include "codegen.h"
-#include "irutil.h"
-#include "layout.h"
-#include "smem_plan.h"
+#include "ir/irutil.h"
+#include "layout/layout.h"
+#include "layout/smem_plan.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>

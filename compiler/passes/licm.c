@@ -9,7 +9,7 @@
  * integer // and % move only with a non-zero constant divisor, since a
  * hoisted op runs even when the loop runs zero times. Inner loops are done
  * first, so an op can move out of several loops. */
-#include "irutil.h"
+#include "ir/irutil.h"
 
 #include <stdlib.h>
 

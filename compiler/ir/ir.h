@@ -10,7 +10,7 @@
 #define PHC_IR_H
 
 #include <stdio.h>
-#include "util.h"
+#include "base/util.h"
 
 typedef enum { DT_VOID, DT_BOOL, DT_I32, DT_F16, DT_BF16, DT_F32 } DType;
 

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "util.h"
+#include "base/util.h"
 
 static bool executable(char *path, size_t n, const char *fmt, const char *a, int len)
 {
