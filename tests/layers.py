@@ -9,7 +9,8 @@ counts too. Fails, naming the file and the line or symbol, on:
   - a use of a layer that is not allowed (an upward or sideways arrow);
   - a circle of files that use each other across folders, and any circle
     at all between files of a folder listed in NO_CIRCLES;
-  - a source file over MAX_LINES lines.
+  - a source file (of the layers, tests, bench, examples, python) over
+    MAX_LINES lines.
 
     python3 tests/layers.py [BUILD]      (BUILD: the build folder, default build)
 """
@@ -54,6 +55,15 @@ def sources():
     for top in ("compiler", "dsl", "runtime"):
         for root, _, names in os.walk(top):
             files += [os.path.join(root, n) for n in names if n.endswith(SOURCE_EXT)]
+    return sorted(files)
+
+
+def every_source():
+    """The layers' files and the tests', benchmarks', examples' and Python's."""
+    files = sources()
+    for top in ("tests", "bench", "examples", "python"):
+        for root, _, names in os.walk(top):
+            files += [os.path.join(root, n) for n in names if n.endswith(SOURCE_EXT + (".py", ".sh"))]
     return sorted(files)
 
 
@@ -170,6 +180,7 @@ def main():
     for f in files:
         if layer_of(f) is None:
             errors.append(f"{f}: in no layer (a folder of ALLOWED in tests/layers.py)")
+    for f in every_source():
         with open(f, encoding="utf-8") as fh:
             n = sum(1 for _ in fh)
         if n > MAX_LINES:
