@@ -305,6 +305,19 @@ build-tests: $(TESTS) $(BUILD)/internal/libphobos.so $(BUILD)/tests/gpufuzz $(EX
 	rm -f $(BUILD)/gpulibs/libphobos.so*
 	strip --strip-unneeded $(BUILD)/internal/$(LIBPHOBOS_SONAME) -o $(BUILD)/gpulibs/$(LIBPHOBOS_SONAME)
 
+# What make gpucheck and make bench run, gathered for a GPU machine without
+# LLVM: carry $(BUILD)/gpu there and run make gpucheck BUILD=$(BUILD)/gpu.
+# (The whole build folder is larger than what travels; phc and the programs
+# find libphobos.so.N in gpulibs through LD_LIBRARY_PATH, as gpucheck sets it.)
+.PHONY: gpu-bundle
+gpu-bundle: all build-tests
+	rm -rf $(BUILD)/gpu && mkdir -p $(BUILD)/gpu/tests $(BUILD)/gpu/docs
+	cp -r $(BUILD)/bin $(BUILD)/examples $(BUILD)/bench $(BUILD)/gpulibs $(BUILD)/gpu/
+	cp $(BUILD)/docs/embed $(BUILD)/gpu/docs/
+	cp $(BUILD)/tests/gpufuzz $(wildcard $(BUILD)/tests/test_gpu* $(BUILD)/tests/test_runtime*) $(BUILD)/gpu/tests/
+	rm -f $(BUILD)/gpu/tests/*.log
+	@du -sh $(BUILD)/gpu
+
 # Each suite's skipped and failed tests are shown with their reasons.
 test: $(TESTS) $(PHC)
 	@status=0; for t in $(TESTS); do \
