@@ -35,12 +35,13 @@ LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG)
 
 # Sources by folder (docs/architecture.md has the layers). The code
 # generator (compiler/codegen), the targets' files that plug into it (those
-# that include codegen/cg.h or codegen/dot.h) and the runtime build with
+# that include codegen/cg.h, dot.h or target.h; the table of targets,
+# compiler/driver/targets.c, among them) and the runtime build with
 # LLVM's headers and link LLVM; the rest (base, ir, passes, layout, the
 # front end, the targets' assembler tools) go into libphc.a, without LLVM.
 TARGET_SRCS  = $(wildcard compiler/nvidia/*.c)
 CG_SRCS      = $(wildcard compiler/codegen/*.c) \
-               $(shell grep -l '^\#include "codegen/\(cg\|dot\)\.h"' $(TARGET_SRCS))
+               $(shell grep -l '^\#include "codegen/\(cg\|dot\|target\)\.h"' $(TARGET_SRCS) compiler/driver/targets.c)
 CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
 CODEGEN_SRCS = $(CG_SRCS) $(wildcard runtime/*.c)
 LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS))

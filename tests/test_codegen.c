@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "driver/targets.h"
+#include "nvidia/targets.h"
 #include "layout/layout.h"
 #include "testutil.h"
 
@@ -26,7 +28,7 @@ static const char *ptxas_path(void)
 
 static char *emit_at(const IrModule *m, const char *arch, int opt_level, CgEmit what)
 {
-    CodegenOptions o = {.arch = arch, .opt_level = opt_level};
+    CodegenOptions o = {.target = target_find(arch), .opt_level = opt_level};
     char *out = NULL, err[2048];
     int rc = codegen_emit(m, &o, what, &out, err, sizeof err);
     cr_assert_eq(rc, 0, "codegen failed: %s", err);
@@ -529,7 +531,7 @@ Test(codegen, parameters_over_the_parameter_space_are_refused)
     for (int i = 0; i < 171; i++) many[i] = own[i % 2];
     f->params = many;
     f->nparams = 171;
-    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *out = NULL, err[512];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 1);
     cr_expect_null(out);
@@ -713,7 +715,7 @@ Test(codegen, integer_negation_is_written_as_not_and_add_one)
 
 static char *emit_lined(const IrModule *m, const char *arch, const char *source)
 {
-    CodegenOptions o = {.arch = arch, .opt_level = CODEGEN_OPT_DEFAULT, .lineinfo = true, .source = source};
+    CodegenOptions o = {.target = target_find(arch), .opt_level = CODEGEN_OPT_DEFAULT, .lineinfo = true, .source = source};
     char *out = NULL, err[2048];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "codegen failed: %s", err);
     return out;

@@ -28,6 +28,7 @@
 #include "attention/attention_host.h"
 #include "codegen/cg.h"
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"
@@ -593,7 +594,7 @@ Test(cpusim, a_missing_barrier_is_reported_as_a_race)
     IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
     cr_assert_not_null(m, "%s", diags);
     free(diags);
-    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *text = NULL, err[1024];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, sizeof err), 0, "%s", err);
 

@@ -2,21 +2,13 @@
  *
  * Expects: a source in a register layout and the result's SLICE layout.
  * Guarantees: the reduction runs in registers, then across lanes with
- * shfl.sync.bfly, then across warps through a scratch buffer; every copy
+ * the target's shuffles, then across warps through a scratch buffer; every copy
  * of a result element holds the same value. */
-#include "cg.h"
+#include "target.h"
 
 #include <stdlib.h>
 
 /* ---- reductions ---- */
-
-static LLVMValueRef shfl_xor(Cg *c, LLVMValueRef v, int mask, bool isint)
-{
-    LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
-    LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
-    LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, mask), i32c(c, 31)};
-    return cg_call(c, isint ? "llvm.nvvm.shfl.sync.bfly.i32" : "llvm.nvvm.shfl.sync.bfly.f32", ty, 4, pts, args);
-}
 
 static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
 {
@@ -102,7 +94,7 @@ void emit_reduce(Cg *c, const IrOp *op)
     }
     for (int g = 0; g < rp.ngroups; g++)
         for (int m = 0; m < rp.nmasks; m++)
-            part[g] = reduce_combine(c, r, isint, part[g], shfl_xor(c, part[g], rp.lane_masks[m], isint));
+            part[g] = reduce_combine(c, r, isint, part[g], c->target->isa->shuffle_xor(c, part[g], rp.lane_masks[m], isint));
     if (rp.nwarps > 1) {
         /* partials of the warps that share an output element meet in shared memory */
         int len = op->axis == 1 ? l->rows : l->cols;

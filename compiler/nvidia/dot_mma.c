@@ -8,6 +8,7 @@
  * conflicts), fragments are loaded with ldmatrix, and the result is left in
  * the MMA layout's registers. */
 #include "codegen/dot.h"
+#include "nvidia/targets.h"
 
 #include <stdlib.h>
 
