@@ -16,6 +16,7 @@
 #include "driver/targets.h"
 #include "nvidia/targets.h"
 #include "layout/layout.h"
+#include "nvidia/mma_layout.h"
 #include "testutil.h"
 
 static const char *ptxas_path(void)
@@ -613,7 +614,7 @@ static void expect_row_statistics_per_owned_row(const FwdCode *fc)
     for (int i = 0; i < fc->m->nfuncs; i++) {
         const IrFunc *f = fc->m->funcs[i];
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
         cr_assert(loop && rowmax && loop->nres >= 3);
         const Layout *s = p.of[rowmax->res[0]]->parent, *acc = p.of[loop->res[0]];
@@ -650,7 +651,7 @@ static void expect_no_exchange_where_bc_is_not_d(const FwdCode *fc)
         char *narrow_text = entry_text(fc->ptx, f->name), *wide_text = entry_text(fc->ptx, wide);
         cr_assert(narrow_text && wide_text, "no entry %s", wide);
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
         const Layout *alpha = p.of[rowmax->res[0]], *acc = p.of[loop->res[0]];
         cr_assert_eq(acc->cols, 64);

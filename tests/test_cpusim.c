@@ -29,6 +29,7 @@
 #include "codegen/cg.h"
 #include "codegen/codegen.h"
 #include "driver/targets.h"
+#include "nvidia/mma_layout.h"
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"
@@ -460,7 +461,7 @@ static const char *SWIZZLES =
 static int ring_max_phase(const IrFunc *f)
 {
     LayoutTable *t = layout_table_new();
-    LayoutPlan p = layout_plan(f, t);
+    LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
     int most = 0;
     for (int v = 1; v < f->nvalues; v++)
         if (p.of[v] && p.of[v]->kind == LAY_SHARED && p.of[v]->max_phase > most) most = p.of[v]->max_phase;

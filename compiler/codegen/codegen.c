@@ -181,6 +181,13 @@ static void emit_kernel(Cg *c, const IrFunc *f, bool replay)
     emit_body(c, f);
 }
 
+/* The layout of a dot's result: its engine's (the target's first that accepts it). */
+static const Layout *engine_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *target)
+{
+    const DotEngine *e = dot_engine_for(target, f, dot);
+    return e && e->result_layout ? e->result_layout(t, f, dot) : NULL;
+}
+
 /* One kernel: the back end's steps, in the order they run. Which shared
  * buffers the body needs is known only once it is emitted (conversions
  * are decided as values are asked for), and their offsets are wanted as
@@ -190,7 +197,8 @@ static void emit_func(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->layouts = layout_table_new();
-    c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
+    LayoutDotPolicy dots = {engine_result_layout, c->target};
+    c->plan = layout_plan(f, c->layouts, &dots);   /* where each tile value lives */
     emit_kernel(c, f, false);
     LLVMDeleteFunction(c->fn);
     smem_discard(c);

@@ -8,11 +8,12 @@
  * takes any dot. The engines of a chip live with its target
  * (compiler/nvidia/dot_mma.c: mma.sync).
  *
- * The layout pass decides each dot's result layout with the same test:
- * dot_mma_sync.accepts is layout_dot_on_tensorcores, the function behind
- * the layout plan's mma_dot flag, so an engine and the layout of its
- * result always agree. An engine with layouts of its own (a Hopper wgmma
- * engine: dot_wgmma.c) adds them to layout.c, and goes in its target's
+ * The layout pass asks the same engine for the dot's result layout (its
+ * result_layout, through the policy codegen.c hands layout_plan), so an
+ * engine and the layout of its result always agree; the layout plan's
+ * mma_dot flag marks the dots whose engine chose one. An engine with
+ * layouts of its own (a Hopper wgmma engine: dot_wgmma.c) adds them to
+ * layout.c, gives them in its result_layout, and goes in its target's
  * list above the ones it is to win over. */
 #ifndef PHC_DOT_H
 #define PHC_DOT_H
@@ -23,6 +24,9 @@ typedef struct DotEngine {
     const char *name;
     bool (*accepts)(const IrFunc *f, const IrOp *dot);
     void (*emit)(Cg *c, const IrOp *dot);
+    /* the layout of an accepted dot's result, NULL: the default (BLOCKED);
+     * the layout pass asks (layout.h, LayoutDotPolicy) */
+    const Layout *(*result_layout)(LayoutTable *t, const IrFunc *f, const IrOp *dot);
 } DotEngine;
 
 #pragma GCC visibility push(hidden)
