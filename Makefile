@@ -35,12 +35,13 @@ LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG)
 
 # Sources by folder (docs/architecture.md has the layers). The code
 # generator (compiler/codegen), the targets' files that plug into it (those
-# that include codegen/cg.h or codegen/dot.h) and the runtime build with
+# that include codegen/cg.h, dot.h or target.h; the table of targets,
+# compiler/driver/targets.c, among them) and the runtime build with
 # LLVM's headers and link LLVM; the rest (base, ir, passes, layout, the
 # front end, the targets' assembler tools) go into libphc.a, without LLVM.
 TARGET_SRCS  = $(wildcard compiler/nvidia/*.c)
 CG_SRCS      = $(wildcard compiler/codegen/*.c) \
-               $(shell grep -l '^\#include "codegen/\(cg\|dot\)\.h"' $(TARGET_SRCS))
+               $(shell grep -l '^\#include "codegen/\(cg\|dot\|target\)\.h"' $(TARGET_SRCS) compiler/driver/targets.c)
 CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
 CODEGEN_SRCS = $(CG_SRCS) $(wildcard runtime/*.c)
 LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS))
@@ -195,6 +196,12 @@ $(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpus
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
 	    tests/difftest/difftest.c tests/difftest/difftest_cpusim.c \
 	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
+
+# The targets' suite registers a row of its own: it links the code
+# generator's objects, whose engines and rows libphobos.so keeps hidden.
+$(BUILD)/tests/test_target: tests/test_target.c tests/testutil.h $(CG_OBJS) $(BUILD)/libphc.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -Itests -I$(LLVM_INC) $< $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # Scalar ops at their edges: the interpreter, fold and the executor of generated code.
 $(BUILD)/tests/test_scalarops: tests/test_scalarops.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/testutil.h \

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "dsl.h"
 #include "runtime_internal.h"
 
@@ -64,9 +65,12 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
     if (!source || !text) return ph_internal_fail(PH_ERR_INVALID, "null source or text pointer");
     *text = NULL;
     if (!opt) opt = &defaults;
-    const char *arch = opt->arch ? opt->arch : "sm_90";
-    if (strcmp(arch, "sm_80") && strcmp(arch, "sm_90"))
-        return ph_internal_fail(PH_ERR_INVALID, "unknown arch (sm_80, sm_90)");
+    const struct Target *target = target_find(opt->arch ? opt->arch : "sm_90");
+    if (!target) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "unknown arch (%s)", target_names());
+        return ph_internal_fail(PH_ERR_INVALID, msg);
+    }
     if (opt->emit != PH_EMIT_PTX && opt->emit != PH_EMIT_LLVM) return ph_internal_fail(PH_ERR_INVALID, "unknown emit kind");
     if (opt->ndefines < 0 || (opt->ndefines && (!opt->define_names || !opt->define_values)))
         return ph_internal_fail(PH_ERR_INVALID, "ndefines without define_names and define_values");
@@ -74,6 +78,6 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
         return ph_internal_fail(PH_ERR_INVALID, "unknown opt_level (0 or 2: the default, 3: LLVM's full pipeline)");
     SemaOptions sema = {opt->kernel, opt->ndefines, (const char **)opt->define_names, opt->define_values};
     int level = opt->no_opt ? CODEGEN_OPT_NONE : opt->opt_level == 3 ? CODEGEN_OPT_FULL : CODEGEN_OPT_DEFAULT;
-    CodegenOptions cg = {.arch = arch, .opt_level = level, .lineinfo = opt->lineinfo != 0, .source = name};
+    CodegenOptions cg = {.target = target, .opt_level = level, .lineinfo = opt->lineinfo != 0, .source = name};
     return compile_module(name ? name : "<string>", source, &sema, &cg, opt->emit == PH_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX, text);
 }

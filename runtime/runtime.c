@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "dsl.h"
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
@@ -544,7 +545,7 @@ static int config_ptx(ph_module *m, int config, const char *arch, char **ptx, bo
         return 0;
     }
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {.arch = arch, .opt_level = level, .lineinfo = lineinfo, .source = m->source, .times = times};
+    CodegenOptions o = {.target = target_find(arch), .opt_level = level, .lineinfo = lineinfo, .source = m->source, .times = times};
     if (codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen)) return 1;
     if (cached) cache_write(path, *ptx);
     return 0;

@@ -13,7 +13,10 @@
 #include <unistd.h>
 
 #include "codegen/codegen.h"
+#include "driver/targets.h"
+#include "nvidia/targets.h"
 #include "layout/layout.h"
+#include "nvidia/mma_layout.h"
 #include "testutil.h"
 
 static const char *ptxas_path(void)
@@ -26,7 +29,7 @@ static const char *ptxas_path(void)
 
 static char *emit_at(const IrModule *m, const char *arch, int opt_level, CgEmit what)
 {
-    CodegenOptions o = {.arch = arch, .opt_level = opt_level};
+    CodegenOptions o = {.target = target_find(arch), .opt_level = opt_level};
     char *out = NULL, err[2048];
     int rc = codegen_emit(m, &o, what, &out, err, sizeof err);
     cr_assert_eq(rc, 0, "codegen failed: %s", err);
@@ -529,7 +532,7 @@ Test(codegen, parameters_over_the_parameter_space_are_refused)
     for (int i = 0; i < 171; i++) many[i] = own[i % 2];
     f->params = many;
     f->nparams = 171;
-    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *out = NULL, err[512];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 1);
     cr_expect_null(out);
@@ -611,7 +614,7 @@ static void expect_row_statistics_per_owned_row(const FwdCode *fc)
     for (int i = 0; i < fc->m->nfuncs; i++) {
         const IrFunc *f = fc->m->funcs[i];
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
         cr_assert(loop && rowmax && loop->nres >= 3);
         const Layout *s = p.of[rowmax->res[0]]->parent, *acc = p.of[loop->res[0]];
@@ -648,7 +651,7 @@ static void expect_no_exchange_where_bc_is_not_d(const FwdCode *fc)
         char *narrow_text = entry_text(fc->ptx, f->name), *wide_text = entry_text(fc->ptx, wide);
         cr_assert(narrow_text && wide_text, "no entry %s", wide);
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         const IrOp *loop = first_op_of(f->body, OP_FOR), *rowmax = first_op_of(f->body, OP_REDUCE);
         const Layout *alpha = p.of[rowmax->res[0]], *acc = p.of[loop->res[0]];
         cr_assert_eq(acc->cols, 64);
@@ -713,7 +716,7 @@ Test(codegen, integer_negation_is_written_as_not_and_add_one)
 
 static char *emit_lined(const IrModule *m, const char *arch, const char *source)
 {
-    CodegenOptions o = {.arch = arch, .opt_level = CODEGEN_OPT_DEFAULT, .lineinfo = true, .source = source};
+    CodegenOptions o = {.target = target_find(arch), .opt_level = CODEGEN_OPT_DEFAULT, .lineinfo = true, .source = source};
     char *out = NULL, err[2048];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "codegen failed: %s", err);
     return out;

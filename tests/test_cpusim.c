@@ -28,6 +28,8 @@
 #include "attention/attention_host.h"
 #include "codegen/cg.h"
 #include "codegen/codegen.h"
+#include "driver/targets.h"
+#include "nvidia/mma_layout.h"
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"
@@ -459,7 +461,7 @@ static const char *SWIZZLES =
 static int ring_max_phase(const IrFunc *f)
 {
     LayoutTable *t = layout_table_new();
-    LayoutPlan p = layout_plan(f, t);
+    LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
     int most = 0;
     for (int v = 1; v < f->nvalues; v++)
         if (p.of[v] && p.of[v]->kind == LAY_SHARED && p.of[v]->max_phase > most) most = p.of[v]->max_phase;
@@ -593,7 +595,7 @@ Test(cpusim, a_missing_barrier_is_reported_as_a_race)
     IrModule *m = tu_compile("exchange.ph", EXCHANGE, NULL, &diags);
     cr_assert_not_null(m, "%s", diags);
     free(diags);
-    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *text = NULL, err[1024];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, sizeof err), 0, "%s", err);
 

@@ -7,6 +7,7 @@
 #include <glob.h>
 
 #include "layout/layout.h"
+#include "nvidia/mma_layout.h"
 #include "phgen.h"
 #include "testutil.h"
 
@@ -94,7 +95,7 @@ Test(layout, the_forward_pass_stays_in_the_tensor_cores_layout)
     cr_assert_not_null(m);
     const IrFunc *f = kernel(m, "attn_fwd");
     LayoutTable *t = layout_table_new();
-    LayoutPlan p = layout_plan(f, t);
+    LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
     const IrOp *dot = first_op(f->body, OP_DOT), *red = first_op(f->body, OP_REDUCE), *loop = first_op(f->body, OP_FOR);
     cr_assert(p.mma_dot[dot->res[0]], "q k^T runs on the tensor cores");
     cr_assert_eq(p.of[dot->res[0]]->kind, LAY_MMA);
@@ -113,7 +114,7 @@ Test(layout, transposed_dot_operands_are_folded_into_the_dot)
     cr_assert_not_null(m);
     const IrFunc *f = kernel(m, "attn_bwd_dkdv");
     LayoutTable *t = layout_table_new();
-    LayoutPlan p = layout_plan(f, t);
+    LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
     int transposes = 0, absorbed = 0;
     for (int v = 1; v < f->nvalues; v++) {
         const IrOp *d = f->values[v].def;
@@ -250,7 +251,7 @@ static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const
         IrFunc *f = m->funcs[i];
         char err[256];
         cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         for (int v = 1; v < f->nvalues; v++) {
             if (p.of[v] && p.of[v]->kind == LAY_SHARED)
                 cr_expect_eq(p.of[v]->stride * p.of[v]->elem % 16, 0, "%s: value %d: a ring row of %d bytes", where, v,
@@ -642,7 +643,7 @@ static void check_program_shared(SharedSeen *s, LayoutTable *t, IrModule *m, con
         IrFunc *f = m->funcs[i];
         char err[256];
         cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         for (int v = 1; v < f->nvalues; v++)
             if (p.of[v] && p.of[v]->kind == LAY_SHARED) {
                 check_shared_once(s, p.of[v], where);

@@ -4,6 +4,7 @@
 #include "dsl.h"
 #include "layout/layout.h"
 #include "phobos.h"
+#include "nvidia/mma_layout.h"
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
 
@@ -509,7 +510,7 @@ static void print_layouts(FILE *out, const IrModule *m)
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t);
+        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         LayoutPrinter lp = {out, f, &p, xcalloc((size_t)f->nvalues + 1, sizeof(int)), 0};
         fprintf(out, "func %s (%d threads)\n", f->name, f->threads);
         print_block_layouts(&lp, f->body, 1);

@@ -11,14 +11,16 @@
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
  *   cg_memory.c    loads, stores, shared-memory addresses (the SHARED
- *                  layouts' map), cp.async copies into rings, ring reads
+ *                  layouts' map), rings: their places, copies into them
+ *                  (the target's copy engine), ring reads
  *   cg_reduce.c    reductions
  *   cg_operands.c  dot operands into shared memory; regions of loop-invariant ones
- *   dot.h          the dot engines, picked per dot from dot_engines[]:
- *                  dot_mma.c (tensor cores, mma.sync), dot_fma.c (FMA, any dot)
+ *   dot.h          the dot engines, picked per dot from the target's list;
+ *                  dot_fma.c (FMA, any dot) is the core's own
  *   cg_scalar.c    scalar arithmetic, Python's float // and %
  *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
- *   cg_ptxas.c     rewrites of the emitted PTX around defects of ptxas
+ *   target.h       the GPU (Target): what the core asks of it; its rows,
+ *                  engines and hooks live with it (compiler/nvidia)
  * Emission runs, per function (emit_func): layout plan (layout_plan), then
  * twice kernel declaration (the ABI), ring plan (plan_rings), region plan
  * (plan_regions) and emission of the body (emit_block, op by op in program
@@ -39,6 +41,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+typedef struct Target Target;
+
 typedef struct {
     LLVMValueRef *v;     /* one value per slot; scalars have one */
     int n;
@@ -56,6 +60,7 @@ typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *la
 enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
 
 typedef struct {
+    const Target *target;        /* the GPU: whatever depends on it is asked of this (target.h) */
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
@@ -127,6 +132,7 @@ void smem_fixed_barrier(Cg *c);
 LLVMValueRef smem_byte_ptr(Cg *c, LLVMValueRef offset);
 
 /* cg_values.c */
+void barrier(Cg *c);
 void cg_fail(Cg *c, const IrOp *op, const char *msg);
 LLVMTypeRef dtype_ty(Cg *c, DType dt);
 LLVMValueRef cg_call_at(Cg *c, LLVMBuilderRef B, const char *name, LLVMTypeRef ret, int n, LLVMTypeRef *pts,
@@ -189,7 +195,6 @@ void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded);
 static inline LLVMValueRef i32c(Cg *c, int64_t v) { return LLVMConstInt(c->ti32, (unsigned long long)v, 1); }
 static inline LLVMValueRef f32c(Cg *c, double v) { return LLVMConstReal(c->tf32, v); }
 static inline LLVMValueRef call0(Cg *c, const char *name, LLVMTypeRef ret) { return cg_call(c, name, ret, 0, NULL, NULL); }
-static inline void barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
 static inline LLVMBasicBlockRef new_bb(Cg *c, const char *name) { return LLVMAppendBasicBlockInContext(c->ctx, c->fn, name); }
 static inline LLVMValueRef add(Cg *c, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildAdd(c->b, a, b, ""); }
 /* Byte offsets in shared memory are non-negative and far under 2^31, so

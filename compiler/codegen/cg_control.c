@@ -5,7 +5,7 @@
  * (scalars are computed redundantly by every thread), so barriers are
  * always reached by all; values carried through loops and ifs keep their
  * home layouts. */
-#include "dot.h"
+#include "target.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -145,13 +145,10 @@ static void emit_elementwise(Cg *c, const IrOp *op)
     c->vals[r] = materialize(c, r, c->plan.of[r]);
 }
 
-/* The dot engines (dot.h), in order of preference. */
-const DotEngine *const dot_engines[] = {&dot_mma_sync, &dot_fma, NULL};
-
-const DotEngine *dot_engine_for(const IrFunc *f, const IrOp *dot)
+const DotEngine *dot_engine_for(const Target *t, const IrFunc *f, const IrOp *dot)
 {
-    for (int i = 0; dot_engines[i]; i++)
-        if (dot_engines[i]->accepts(f, dot)) return dot_engines[i];
+    for (int i = 0; t->dots[i]; i++)
+        if (t->dots[i]->accepts(f, dot)) return t->dots[i];
     return NULL;
 }
 
@@ -177,14 +174,11 @@ static void emit_op(Cg *c, const IrOp *op)
         one.v[0] = LLVMBuildTrunc(c->b, op->axis == 0 ? c->tensor_dim0[op->param] : c->tensor_dim1[op->param], c->ti32, "");
         c->vals[op->res[0]] = one;
         break;
-    case OP_BLOCK_ID: case OP_GRID_DIM: {
-        char name[64];
-        snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", op->kind == OP_BLOCK_ID ? "ctaid" : "nctaid", "xyz"[op->axis]);
+    case OP_BLOCK_ID: case OP_GRID_DIM:
         one = new_slots(1, NULL);
-        one.v[0] = call0(c, name, c->ti32);
+        one.v[0] = op->kind == OP_BLOCK_ID ? c->target->isa->block_index(c, op->axis) : c->target->isa->grid_blocks(c, op->axis);
         c->vals[op->res[0]] = one;
         break;
-    }
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
         break;   /* built where used */
     case OP_TRANSPOSE: {
@@ -205,7 +199,7 @@ static void emit_op(Cg *c, const IrOp *op)
         break;
     case OP_REDUCE: emit_reduce(c, op); break;
     case OP_DOT: {
-        const DotEngine *e = dot_engine_for(c->f, op);
+        const DotEngine *e = dot_engine_for(c->target, c->f, op);
         if (e) e->emit(c, op);
         else cg_fail(c, op, "no dot engine takes this dot");
         break;
@@ -214,7 +208,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_STORE: emit_store(c, op); break;
     case OP_ATOMIC_ADD: emit_atomic_add(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;
-    case OP_COMMIT_ASYNC: call0(c, "llvm.nvvm.cp.async.commit.group", c->tvoid); break;
+    case OP_COMMIT_ASYNC: c->target->copy->commit(c); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;

@@ -2,21 +2,13 @@
  *
  * Expects: a source in a register layout and the result's SLICE layout.
  * Guarantees: the reduction runs in registers, then across lanes with
- * shfl.sync.bfly, then across warps through a scratch buffer; every copy
+ * the target's shuffles, then across warps through a scratch buffer; every copy
  * of a result element holds the same value. */
-#include "cg.h"
+#include "target.h"
 
 #include <stdlib.h>
 
 /* ---- reductions ---- */
-
-static LLVMValueRef shfl_xor(Cg *c, LLVMValueRef v, int mask, bool isint)
-{
-    LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
-    LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
-    LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, mask), i32c(c, 31)};
-    return cg_call(c, isint ? "llvm.nvvm.shfl.sync.bfly.i32" : "llvm.nvvm.shfl.sync.bfly.f32", ty, 4, pts, args);
-}
 
 static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
 {
@@ -36,26 +28,15 @@ static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a
 
 /* For reducing layout l along axis into slice out: the slot of out each
  * of a thread's slots adds to, and the lanes and warps that share an
- * output element. */
-typedef struct { int ngroups; int *group; int lane_masks[5], nmasks; int nwarps; LLVMValueRef warp_index; } ReducePlan;
+ * output element (layout_reduction), with this warp's index among those. */
+typedef struct { int ngroups; int *group; LayoutReduction share; LLVMValueRef warp_index; } ReducePlan;
 
 static ReducePlan reduce_plan(Cg *c, const Layout *l, const Layout *out, int axis)
 {
     int n = layout_nslots(l);
-    ReducePlan rp = {layout_nslots(out), xcalloc((size_t)n, sizeof(int)), {0}, 0, 1, NULL};
+    ReducePlan rp = {layout_nslots(out), xcalloc((size_t)n, sizeof(int)), layout_reduction(l, axis), NULL};
     for (int s = 0; s < n; s++) rp.group[s] = layout_slice_slot(out, s);
-    if (l->kind == LAY_MMA) {
-        if (axis == 1) { rp.lane_masks[0] = 1; rp.lane_masks[1] = 2; rp.nmasks = 2; rp.nwarps = l->wn; rp.warp_index = urem(c, c->warp, l->wn); }
-        else { rp.lane_masks[0] = 4; rp.lane_masks[1] = 8; rp.lane_masks[2] = 16; rp.nmasks = 3; rp.nwarps = l->wm; rp.warp_index = udiv(c, c->warp, l->wn); }
-    } else if (axis == 1) {
-        for (int m = 1; m < l->tc; m *= 2) rp.lane_masks[rp.nmasks++] = m;
-        rp.nwarps = l->wc;
-        rp.warp_index = urem(c, c->warp, l->wc);
-    } else {
-        for (int m = l->tc; m < 32; m *= 2) rp.lane_masks[rp.nmasks++] = m;
-        rp.nwarps = l->wr;
-        rp.warp_index = udiv(c, c->warp, l->wc);
-    }
+    rp.warp_index = axis == 1 ? urem(c, c->warp, rp.share.warp_group) : udiv(c, c->warp, rp.share.warp_group);
     return rp;
 }
 
@@ -101,12 +82,13 @@ void emit_reduce(Cg *c, const IrOp *op)
         part[rp.group[k]] = reduce_combine(c, r, isint, part[rp.group[k]], x);
     }
     for (int g = 0; g < rp.ngroups; g++)
-        for (int m = 0; m < rp.nmasks; m++)
-            part[g] = reduce_combine(c, r, isint, part[g], shfl_xor(c, part[g], rp.lane_masks[m], isint));
-    if (rp.nwarps > 1) {
+        for (int m = 0; m < rp.share.nmasks; m++)
+            part[g] = reduce_combine(c, r, isint, part[g], c->target->isa->shuffle_xor(c, part[g], rp.share.lane_masks[m], isint));
+    int nwarps = rp.share.nwarps;
+    if (nwarps > 1) {
         /* partials of the warps that share an output element meet in shared memory */
         int len = op->axis == 1 ? l->rows : l->cols;
-        int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)rp.nwarps * len * 4);
+        int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)nwarps * len * 4);
         smem_access(c, buf, true);
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
@@ -117,11 +99,9 @@ void emit_reduce(Cg *c, const IrOp *op)
             SlotPos p = slot_pos(c, out_l, g);
             pos[g] = op->axis == 1 ? p.row : p.col;
             kept[g] = p.valid;
-            LLVMValueRef lead = op->axis == 1
-                ? (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, 4), i32c(c, 0), "")
-                                      : LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, l->tc), i32c(c, 0), ""))
-                : (l->kind == LAY_MMA ? LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, 4), "")
-                                      : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, l->tc), ""));
+            int lead_lanes = rp.share.lead_lanes;
+            LLVMValueRef lead = op->axis == 1 ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, lead_lanes), i32c(c, 0), "")
+                                              : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, lead_lanes), "");
             Guard gd = guard_begin(c, and1(c, kept[g], lead));
             LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
             smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
@@ -131,7 +111,7 @@ void emit_reduce(Cg *c, const IrOp *op)
         for (int g = 0; g < rp.ngroups; g++) {
             LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
             LLVMValueRef acc = reduce_identity(c, r, isint);
-            for (int w = 0; w < rp.nwarps; w++) {
+            for (int w = 0; w < nwarps; w++) {
                 LLVMValueRef x = smem_load(c, buf, add(c, at, i32c(c, (int64_t)w * len)));
                 acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
             }

@@ -4,7 +4,7 @@
  * Guarantees: the interpreter's semantics (compiler/ir/interp.c): f16 and bf16
  * compute in f32 and round once; Python's float // and % are exact, step
  * for step as compiler/base/floormod.c. */
-#include "cg.h"
+#include "target.h"
 
 #include <math.h>
 
@@ -214,18 +214,16 @@ LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
         return a;
     }
     LLVMValueRef x = to_f32(c, a, dt), r;
+    const TargetIsa *isa = c->target->isa;
     switch (op) {
     case UN_NEG: r = LLVMBuildFNeg(B, x, ""); break;
-    /* ex2.approx.ftz: one MUFU.EX2; without .ftz ptxas wraps each in a
-     * range fix-up (a compare and two predicated multiplies) to produce
-     * subnormal results, which the GPU flushes to zero instead
-     * (docs/language.md) */
-    case UN_EXP: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
-    case UN_EXP2: r = call1f(c, "llvm.nvvm.ex2.approx.ftz.f", x); break;
-    case UN_LOG: r = LLVMBuildFMul(B, call1f(c, "llvm.nvvm.lg2.approx.f", x), f32c(c, 0.6931471805599453), ""); break;
-    case UN_LOG2: r = call1f(c, "llvm.nvvm.lg2.approx.f", x); break;
+    /* the target's fast approximations (subnormal results flushed to zero, docs/language.md) */
+    case UN_EXP: r = isa->exp2_fast(c, LLVMBuildFMul(B, x, f32c(c, 1.4426950408889634), "")); break;
+    case UN_EXP2: r = isa->exp2_fast(c, x); break;
+    case UN_LOG: r = LLVMBuildFMul(B, isa->log2_fast(c, x), f32c(c, 0.6931471805599453), ""); break;
+    case UN_LOG2: r = isa->log2_fast(c, x); break;
     case UN_SQRT: r = call1f(c, "llvm.sqrt.f32", x); break;
-    case UN_RSQRT: r = call1f(c, "llvm.nvvm.rsqrt.approx.f", x); break;
+    case UN_RSQRT: r = isa->rsqrt_fast(c, x); break;
     case UN_ABS: r = call1f(c, "llvm.fabs.f32", x); break;
     default: r = x; break;
     }

@@ -9,7 +9,7 @@
  * map, broadcasting a SLICE back over its parent and reloading a tensor
  * the kernel never writes need no exchange. Conversions are cached for the
  * block they were made in (cache_truncate drops them as it ends). */
-#include "cg.h"
+#include "target.h"
 
 #include <stdlib.h>
 
@@ -49,6 +49,9 @@ LLVMValueRef cg_call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRe
 {
     return cg_call_at(c, c->b, name, ret, n, pts, args);
 }
+
+/* Every thread of the block meets here; their shared-memory writes are visible after. */
+void barrier(Cg *c) { c->target->isa->barrier(c); }
 
 LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x)
 {

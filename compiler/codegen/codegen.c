@@ -5,7 +5,7 @@
  * area placed and sized (cg_smem.c); then LLVM's optimization and NVPTX's
  * PTX (or the LLVM IR). The order the back end's steps run in is emit_func's; cg.h
  * says which file does what. */
-#include "cg.h"
+#include "target.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Support.h>
@@ -125,19 +125,6 @@ static void declare_kernel(Cg *c, const IrFunc *f)
     }
 }
 
-/* What ptxas is told about the kernel that emit_func keeps. */
-static void annotate_kernel(Cg *c)
-{
-    /* .maxntid tells ptxas the block size, so it can spend registers */
-    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxntidx", 8),
-                              LLVMValueAsMetadata(i32c(c, c->T))};
-    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
-    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
-    LLVMMetadataRef reg[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "maxnreg", 7),
-                              LLVMValueAsMetadata(i32c(c, 255))};
-    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, reg, 3)));
-}
-
 /* The loop-invariant tensor-core operands' regions of the area. */
 static void plan_operand_regions(Cg *c, const IrFunc *f)
 {
@@ -155,7 +142,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);
-    c->tid = call0(c, "llvm.nvvm.read.ptx.sreg.tid.x", c->ti32);
+    c->tid = c->target->isa->thread_index(c);
     c->warp = udiv(c, c->tid, 32);
     c->lane = urem(c, c->tid, 32);
     c->vals = xcalloc((size_t)f->nvalues + 1, sizeof *c->vals);
@@ -194,6 +181,13 @@ static void emit_kernel(Cg *c, const IrFunc *f, bool replay)
     emit_body(c, f);
 }
 
+/* The layout of a dot's result: its engine's (the target's first that accepts it). */
+static const Layout *engine_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *target)
+{
+    const DotEngine *e = dot_engine_for(target, f, dot);
+    return e && e->result_layout ? e->result_layout(t, f, dot) : NULL;
+}
+
 /* One kernel: the back end's steps, in the order they run. Which shared
  * buffers the body needs is known only once it is emitted (conversions
  * are decided as values are asked for), and their offsets are wanted as
@@ -203,7 +197,8 @@ static void emit_func(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->layouts = layout_table_new();
-    c->plan = layout_plan(f, c->layouts);   /* where each tile value lives */
+    LayoutDotPolicy dots = {engine_result_layout, c->target};
+    c->plan = layout_plan(f, c->layouts, &dots);   /* where each tile value lives */
     emit_kernel(c, f, false);
     LLVMDeleteFunction(c->fn);
     smem_discard(c);
@@ -211,7 +206,7 @@ static void emit_func(Cg *c, const IrFunc *f)
     if (!c->failed && smem_place(c)) {
         emit_kernel(c, f, true);
         smem_place_area(c);                 /* now that the plan has sized it */
-        annotate_kernel(c);
+        c->target->isa->annotate_kernel(c);   /* what the assembler is told about the kernel emit_func keeps */
         end_kernel_line_info(c);
         free_emission_state(c, f);
     }
@@ -353,8 +348,8 @@ static int lower_module(Cg *c, const IrModule *m, const CodegenOptions *o)
     return status;
 }
 
-/* The NVPTX target machine for arch at the pipeline's back-end level, or NULL with err set. */
-static LLVMTargetMachineRef target_machine(const char *arch, Pipeline p, char *err, size_t errlen)
+/* The NVPTX target machine for t at the pipeline's back-end level, or NULL with err set. */
+static LLVMTargetMachineRef target_machine(const Target *t, Pipeline p, char *err, size_t errlen)
 {
     LLVMTargetRef target = NULL;
     char *msg = NULL;
@@ -363,7 +358,8 @@ static LLVMTargetMachineRef target_machine(const char *arch, Pipeline p, char *e
         LLVMDisposeMessage(msg);
         return NULL;
     }
-    return LLVMCreateTargetMachine(target, CODEGEN_TRIPLE, arch, "+ptx80", p.backend, LLVMRelocDefault, LLVMCodeModelDefault);
+    return LLVMCreateTargetMachine(target, CODEGEN_TRIPLE, t->llvm_cpu, t->llvm_features, p.backend, LLVMRelocDefault,
+                                   LLVMCodeModelDefault);
 }
 
 static int optimize(Cg *c, LLVMTargetMachineRef tm, Pipeline p)
@@ -380,7 +376,7 @@ static int optimize(Cg *c, LLVMTargetMachineRef tm, Pipeline p)
 }
 
 /* The module as text: LLVM IR, or PTX from the back end (instruction
- * selection, the PTX printer) with ptxas's workarounds. */
+ * selection, the PTX printer) with the target's fix-ups. */
 static int emit_text(Cg *c, LLVMTargetMachineRef tm, CgEmit what, char **out)
 {
     if (what == CG_EMIT_LLVM) {
@@ -398,7 +394,11 @@ static int emit_text(Cg *c, LLVMTargetMachineRef tm, CgEmit what, char **out)
     }
     char *ptx = xstrndup(LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
     LLVMDisposeMemoryBuffer(buf);
-    *out = ptxas_workarounds(ptx);
+    if (!c->target->fix_ptx) {
+        *out = ptx;
+        return 0;
+    }
+    *out = c->target->fix_ptx(ptx);
     free(ptx);
     if (*out) return 0;
     snprintf(c->err, c->errlen, "out of memory rewriting the PTX");
@@ -407,19 +407,23 @@ static int emit_text(Cg *c, LLVMTargetMachineRef tm, CgEmit what, char **out)
 
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen)
 {
-    const char *arch = o && o->arch ? o->arch : "sm_90";
     Pipeline p = pipeline_of(o ? o->opt_level : CODEGEN_OPT_DEFAULT);
     CodegenTimes *times = o ? o->times : NULL;
     *out = NULL;
+    if (!o || !o->target) {
+        snprintf(err, errlen, "internal error: no target to generate code for");
+        return 1;
+    }
     init_targets();
     Cg c = {0};
+    c.target = o->target;
     c.err = err;
     c.errlen = errlen;
     double t0 = cpu_ms();
     begin_module(&c);
     int status = lower_module(&c, m, o);
     double t1 = cpu_ms();
-    LLVMTargetMachineRef tm = status ? NULL : target_machine(arch, p, err, errlen);
+    LLVMTargetMachineRef tm = status ? NULL : target_machine(c.target, p, err, errlen);
     if (!status && !tm) status = 1;
     if (!status) status = optimize(&c, tm, p);
     double t2 = cpu_ms();

@@ -29,8 +29,12 @@ typedef struct CodegenTimes {
     double backend_ms;    /* NVPTX: instruction selection, the PTX printer (or the LLVM IR printed) */
 } CodegenTimes;
 
+/* The GPU the code is for (codegen/target.h); rows are found by name in
+ * compiler/driver/targets.h (target_find). */
+struct Target;
+
 typedef struct {
-    const char *arch;   /* "sm_80", "sm_90" (default sm_90) */
+    const struct Target *target;   /* required */
     int opt_level;      /* CODEGEN_OPT_*; any other value is the default */
     bool lineinfo;      /* line information: PTX .file and .loc directives for the .ph lines */
     const char *source; /* with lineinfo: the .ph file's path, as .file names it (NULL: "<string>") */
@@ -60,10 +64,5 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
  * otherwise 1 with a message in err. Threads may call it at once: each
  * call has an LLVM context of its own, and nothing else is shared. */
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen);
-
-/* The emitted PTX with the rewrites of compiler/nvidia/cg_ptxas.c that keep
- * ptxas from miscompiling it (malloc'd; NULL when out of memory).
- * codegen_emit applies it to all the PTX it returns. */
-char *ptxas_workarounds(const char *ptx);
 
 #endif

@@ -2,16 +2,19 @@
  *
  * An engine says which dots it takes (accepts, from the IR alone) and
  * emits one (emit: the result in the layout the layout pass gave it). The
- * code generator picks one engine per dot from dot_engines[]: the first
- * that accepts. The table's order is a preference: the most specialised
- * engine first, dot_fma last, which takes any dot.
+ * code generator picks one engine per dot from its target's list
+ * (Target.dots, target.h): the first that accepts. The list's order is a
+ * preference: the most specialised engine first, dot_fma last, which
+ * takes any dot. The engines of a chip live with its target
+ * (compiler/nvidia/dot_mma.c: mma.sync).
  *
- * The layout pass decides each dot's result layout with the same test:
- * dot_mma_sync.accepts is layout_dot_on_tensorcores, the function behind
- * the layout plan's mma_dot flag, so an engine and the layout of its
- * result always agree. An engine with layouts of its own (a Hopper wgmma
- * engine: dot_wgmma.c) adds them to layout.c, and a row above the ones it
- * is to win over. */
+ * The layout pass asks the same engine for the dot's result layout (its
+ * result_layout, through the policy codegen.c hands layout_plan), so an
+ * engine and the layout of its result always agree; the layout plan's
+ * mma_dot flag marks the dots whose engine chose one. An engine with
+ * layouts of its own (a Hopper wgmma engine: dot_wgmma.c) adds them to
+ * layout.c, gives them in its result_layout, and goes in its target's
+ * list above the ones it is to win over. */
 #ifndef PHC_DOT_H
 #define PHC_DOT_H
 
@@ -21,18 +24,17 @@ typedef struct DotEngine {
     const char *name;
     bool (*accepts)(const IrFunc *f, const IrOp *dot);
     void (*emit)(Cg *c, const IrOp *dot);
+    /* the layout of an accepted dot's result, NULL: the default (BLOCKED);
+     * the layout pass asks (layout.h, LayoutDotPolicy) */
+    const Layout *(*result_layout)(LayoutTable *t, const IrFunc *f, const IrOp *dot);
 } DotEngine;
 
 #pragma GCC visibility push(hidden)
 
-extern const DotEngine dot_mma_sync;   /* dot_mma.c: mma.sync m16n8k16, sm_80 and up */
 extern const DotEngine dot_fma;        /* dot_fma.c: FMA loops, any dot */
 
-/* In order of preference, NULL-terminated (cg_control.c). */
-extern const DotEngine *const dot_engines[];
-
-/* The engine that lowers dot: the first in dot_engines[] that accepts it. */
-const DotEngine *dot_engine_for(const IrFunc *f, const IrOp *dot);
+/* The engine that lowers dot: the first in the target's list that accepts it (cg_control.c). */
+const DotEngine *dot_engine_for(const Target *t, const IrFunc *f, const IrOp *dot);
 
 #pragma GCC visibility pop
 

@@ -440,6 +440,30 @@ bool layout_same_map(const Layout *a, const Layout *b)
     return true;
 }
 
+LayoutReduction layout_reduction(const Layout *l, int axis)
+{
+    LayoutReduction r = {{0}, 0, 1, 1, 1};
+    if (l->kind == LAY_MMA) {
+        /* lane l holds rows l/4 and l/4+8 and columns 2(l%4), 2(l%4)+1 of a piece */
+        static const int row_masks[] = {1, 2}, col_masks[] = {4, 8, 16};
+        const int *m = axis == 1 ? row_masks : col_masks;
+        r.nmasks = axis == 1 ? 2 : 3;
+        for (int i = 0; i < r.nmasks; i++) r.lane_masks[i] = m[i];
+        r.nwarps = axis == 1 ? l->wn : l->wm;
+        r.warp_group = l->wn;
+        r.lead_lanes = 4;
+        return r;
+    }
+    if (axis == 1)
+        for (int m = 1; m < l->tc; m *= 2) r.lane_masks[r.nmasks++] = m;
+    else
+        for (int m = l->tc; m < 32; m *= 2) r.lane_masks[r.nmasks++] = m;
+    r.nwarps = axis == 1 ? l->wc : l->wr;
+    r.warp_group = l->wc;
+    r.lead_lanes = l->tc;
+    return r;
+}
+
 bool layout_dot_on_tensorcores(const IrFunc *f, const IrOp *op)
 {
     if (!f->tensorcore) return false;
@@ -457,30 +481,8 @@ typedef struct {
     LayoutTable *t;
     LayoutPlan p;
     bool *lazy;          /* by ValueId: materialized where used */
-    bool rows_first;     /* MMA layouts with warps along rows (layout_mma_for) */
+    const LayoutDotPolicy *dots;
 } Pass;
-
-/* Whether a block reduces a tile or computes a dot operand (from another
- * dot's result, a softmax, ...): then warps own whole rows of every MMA
- * result, so row statistics stay in a warp and a result can be the next
- * dot's A operand in registers. A kernel whose dots read their operands
- * straight from memory and which reduces nothing (a plain product, with
- * any elementwise epilogue) gets the grid of fewest fragments. */
-static bool needs_rows_first(const IrFunc *f, const IrBlock *blk)
-{
-    for (int i = 0; i < blk->nops; i++) {
-        const IrOp *op = blk->ops[i];
-        if (op->kind == OP_REDUCE) return true;
-        if (op->kind == OP_DOT)
-            for (int a = 0; a < 2; a++) {
-                const IrOp *d = f->values[op->args[a]].def;
-                while (d && (d->kind == OP_CONVERT || d->kind == OP_TRANSPOSE)) d = f->values[d->args[0]].def;
-                if (d && d->kind != OP_LOAD && d->kind != OP_COPY_ASYNC && d->kind != OP_WAIT_ASYNC) return true;
-            }
-        if ((op->body && needs_rows_first(f, op->body)) || (op->els && needs_rows_first(f, op->els))) return true;
-    }
-    return false;
-}
 
 static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
 
@@ -535,9 +537,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         }
         break;
     case OP_DOT: {
-        IrType t = ir_vtype(f, r);
-        const Layout *m = layout_dot_on_tensorcores(f, op)
-                              ? layout_mma_for(ps->t, t.shape[0], t.shape[1], f->threads, ps->rows_first) : NULL;
+        const Layout *m = ps->dots ? ps->dots->result(ps->t, f, op, ps->dots->ctx) : NULL;
         ps->p.mma_dot[r] = m != NULL;
         of[r] = m ? m : default_layout(ps, r);
         break;
@@ -637,9 +637,9 @@ static void mark_absorbed_transposes(const IrBlock *blk, const int *uses, const 
     }
 }
 
-LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t)
+LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t, const LayoutDotPolicy *dots)
 {
-    Pass ps = {f, t, {0}, NULL, needs_rows_first(f, f->body)};
+    Pass ps = {f, t, {0}, NULL, dots};
     size_t n = (size_t)f->nvalues + 1;
     ps.p.of = xcalloc(n, sizeof *ps.p.of);
     ps.p.absorbed = xcalloc(n, sizeof *ps.p.absorbed);

@@ -161,12 +161,39 @@ int layout_copies(const Layout *l);
  * emits the same arithmetic in LLVM IR. */
 void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int *col, bool *valid, bool *owner);
 
+/* How the threads of a register layout l (BLOCKED or MMA) share the rows
+ * (axis 1) or columns (axis 0) of its tile: what a reduction along axis
+ * combines. The lanes of a warp that hold parts of one output element
+ * differ by the XORs lane_masks; nwarps warps hold parts of it, a warp's
+ * index among them being warp % warp_group along axis 1 and warp /
+ * warp_group along axis 0; one lane of each such group holds the warp's
+ * partial once all lanes are combined: lane % lead_lanes == 0 along axis
+ * 1, lane < lead_lanes along axis 0. */
+typedef struct {
+    int lane_masks[5], nmasks;
+    int nwarps, warp_group;
+    int lead_lanes;
+} LayoutReduction;
+
+LayoutReduction layout_reduction(const Layout *l, int axis);
+
 /* Whether a and b are one layout whatever their kinds and fields say: the
  * same tile and slots, and layout_elem_of gives the same answer for every
  * (warp, lane, slot), the element compared where the slot is valid. A
  * value in one needs no conversion to the other: the slices of two MMA
  * layouts that differ only in their columns, say. */
 bool layout_same_map(const Layout *a, const Layout *b);
+
+/* The layout a dot's result takes is its engine's choice, not this
+ * pass's: result gives the layout the engine that will lower dot wants
+ * (its own, an MMA layout say), or NULL for the default (BLOCKED). The
+ * code generator asks its target's engines (codegen/codegen.c); a tool
+ * without a target names an engine's policy (compiler/nvidia/
+ * mma_layout.h). A NULL policy gives every dot the default. */
+typedef struct {
+    const Layout *(*result)(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *ctx);
+    const void *ctx;
+} LayoutDotPolicy;
 
 /* The layout pass: one layout per tile value of f (NULL for scalars and
  * for values materialized where they are used: splat and iota).
@@ -175,10 +202,10 @@ bool layout_same_map(const Layout *a, const Layout *b);
 typedef struct {
     const Layout **of;        /* by ValueId */
     bool *absorbed;           /* transposes and converts folded into a dot's operand */
-    bool *mma_dot;            /* dots that run on the tensor cores */
+    bool *mma_dot;            /* dots whose engine chose their result's layout (the tensor cores') */
 } LayoutPlan;
 
-LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t);
+LayoutPlan layout_plan(const IrFunc *f, LayoutTable *t, const LayoutDotPolicy *dots);
 void layout_plan_free(LayoutPlan *p);
 /* Whether a dot runs on the tensor cores: @ph.tensorcore, f16 or bf16
  * operands of one dtype, M, N, K multiples of 16, 8, 16. */

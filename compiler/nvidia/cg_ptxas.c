@@ -18,6 +18,7 @@
  * and no longer forms the faulty VIMNMX3 (checked on the H200, see
  * tests/difftest/regressions/rowmax-broadcast-gpu-seed-20261980.ph). */
 #include "codegen/cg.h"
+#include "nvidia/targets.h"
 
 #include <ctype.h>
 #include <stdlib.h>

@@ -8,6 +8,8 @@
  * conflicts), fragments are loaded with ldmatrix, and the result is left in
  * the MMA layout's registers. */
 #include "codegen/dot.h"
+#include "nvidia/mma_layout.h"
+#include "nvidia/targets.h"
 
 #include <stdlib.h>
 
@@ -194,4 +196,4 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     free(d); free(afr); free(bfr);
 }
 
-const DotEngine dot_mma_sync = {"mma.sync", layout_dot_on_tensorcores, emit_dot_mma};
+const DotEngine dot_mma_sync = {"mma.sync", layout_dot_on_tensorcores, emit_dot_mma, mma_sync_result_layout};

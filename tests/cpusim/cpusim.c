@@ -43,6 +43,7 @@
 #define _GNU_SOURCE
 #include "cpusim.h"
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "base/half.h"
 #include "base/util.h"
 
@@ -1370,7 +1371,7 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (!m) return fail(PH_ERR_INVALID, err, errlen, "no module");
-    CodegenOptions o = {.arch = "sm_90", .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *text = NULL;
     if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
     ph_status st = cpusim_load_llvm(m, text, out, err, errlen);

@@ -27,6 +27,7 @@
  * Exits 0 when everything agreed, 1 on a difference, a crash, a hang or a
  * generator error, 2 on bad usage, 77 when --backend gpu finds no GPU. */
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "difftest.h"
 #include "phgen.h"
 #include "testutil.h"
@@ -111,7 +112,7 @@ static void compile_here(const char *source, Outcome *o)
     o->fate = RAN;
     IrModule *m = tu_compile("gpufuzz.ph", source, NULL, NULL);
     if (!m) return;
-    CodegenOptions opts = {.arch = NULL, .opt_level = CODEGEN_OPT_DEFAULT};
+    CodegenOptions opts = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *ptx = NULL, err[512];
     if (codegen_emit(m, &opts, CG_EMIT_PTX, &ptx, err, sizeof err) == 0) free(ptx);
     ir_module_free(m);

@@ -5,12 +5,13 @@
 #include <stdint.h>
 #include "fuzz_common.h"
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     IrModule *ir = fuzz_front(data, size);
     if (!ir) return 0;
-    CodegenOptions o = {.arch = "sm_90", .opt_level = 0};
+    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = 0};
     char *text = NULL, err[1024];
     if (codegen_emit(ir, &o, CG_EMIT_LLVM, &text, err, sizeof err)) {
         fprintf(stderr, "codegen refused IR that verified: %s\n", err);

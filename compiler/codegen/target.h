@@ -1,0 +1,75 @@
+/* target.h: a GPU the code generator writes for, as one row of data and
+ * hooks (a Target, after QBE's).
+ *
+ * The code generator's core (compiler/codegen) names no GPU: whatever
+ * depends on the chip it asks of the Target it was given
+ * (CodegenOptions.target, Cg.target): the LLVM CPU and features, the dot
+ * engines and the order they are tried in, how a ring slot is filled,
+ * the intrinsics behind thread indices, barriers, shuffles and fast
+ * math, the kernel's annotations, and the rewrites of the PTX it prints.
+ * A new generation is new files: its engines and hooks, and a row that
+ * names them (compiler/nvidia/targets.c has sm_80's and sm_90's), found
+ * by name through compiler/driver/targets.c. docs/architecture.md,
+ * "Targets", says how one plugs in. */
+#ifndef PHC_TARGET_H
+#define PHC_TARGET_H
+
+#include "dot.h"
+
+/* What a target's chip has, for code that asks rather than names it. */
+enum {
+    TARGET_TENSOR_CORES = 1u << 0,   /* mma.sync-class matrix instructions */
+    TARGET_ASYNC_COPY = 1u << 1,     /* copies from global to shared memory that run on while the threads compute */
+};
+
+/* The machine's instructions the core emits through hooks, each the
+ * whole LLVM of one operation (an intrinsic call, as a rule). */
+typedef struct TargetIsa {
+    LLVMValueRef (*thread_index)(Cg *c);              /* the thread's index in the block (i32) */
+    LLVMValueRef (*block_index)(Cg *c, int axis);     /* the block's index in the grid along axis 0..2 */
+    LLVMValueRef (*grid_blocks)(Cg *c, int axis);     /* the grid's blocks along axis 0..2 */
+    void (*barrier)(Cg *c);                           /* every thread of the block, shared memory made visible */
+    /* v (i32 when isint, else f32) of the lane whose index is this one's XOR lane_mask, within the warp */
+    LLVMValueRef (*shuffle_xor)(Cg *c, LLVMValueRef v, int lane_mask, bool isint);
+    LLVMValueRef (*exp2_fast)(Cg *c, LLVMValueRef x);   /* f32 2^x, approximate, subnormals flushed */
+    LLVMValueRef (*log2_fast)(Cg *c, LLVMValueRef x);   /* f32 log2 x, approximate */
+    LLVMValueRef (*rsqrt_fast)(Cg *c, LLVMValueRef x);  /* f32 1/sqrt x, approximate */
+    void (*annotate_kernel)(Cg *c);                     /* what the assembler is told of c->fn (block size, registers) */
+} TargetIsa;
+
+/* How a ring slot (OP_COPY_ASYNC) is filled, and how a thread waits for
+ * its fills. The core has placed the ring and recorded the write; the
+ * engine emits the copy of op's window, from row r0 and column c0 (i64),
+ * into the slot at byte offset at of the shared area, laid out as slot (a
+ * SHARED layout). */
+typedef struct CopyEngine {
+    const char *name;
+    void (*copy)(Cg *c, const IrOp *op, const Layout *slot, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0);
+    void (*commit)(Cg *c);               /* closes the group of the copies issued since the last */
+    void (*wait)(Cg *c, int pending);    /* until at most pending groups are in flight */
+} CopyEngine;
+
+/* An IR pass a target adds after the standard pipeline (a Hopper
+ * warp-specialization pass, say). */
+typedef struct TargetPass {
+    const char *name;
+    void (*run)(IrFunc *f);
+} TargetPass;
+
+struct Target {
+    const char *name;          /* what --arch and ph_compile_options.arch name: "sm_80" */
+    int sm;                    /* the compute capability, times ten: 80 */
+    int ptx_version;           /* the PTX ISA version the back end writes, times ten: 80 */
+    const char *llvm_cpu;      /* NVPTX's CPU: "sm_80" */
+    const char *llvm_features; /* NVPTX's features: "+ptx80" */
+    unsigned caps;             /* TARGET_* */
+    const DotEngine *const *dots;   /* in order of preference, NULL-terminated: the first that accepts a dot lowers it */
+    const CopyEngine *copy;
+    const TargetPass *passes;  /* ended by a row without a name; NULL: none */
+    const TargetIsa *isa;
+    /* the PTX as printed, rewritten (malloc'd; NULL when out of memory);
+     * NULL: none */
+    char *(*fix_ptx)(const char *ptx);
+};
+
+#endif

@@ -1,0 +1,69 @@
+/* isa.c: the NVPTX intrinsics behind the code generator's machine hooks
+ * (TargetIsa, codegen/target.h), shared by the NVIDIA targets.
+ *
+ * Each hook is one call of an llvm.nvvm intrinsic (or the kernel's
+ * nvvm.annotations), declared in the module on first use. */
+#include "codegen/target.h"
+
+#include "nvidia/targets.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static LLVMValueRef thread_index(Cg *c) { return call0(c, "llvm.nvvm.read.ptx.sreg.tid.x", c->ti32); }
+
+/* ctaid (the block's index) or nctaid (the grid's size) along axis */
+static LLVMValueRef grid_register(Cg *c, const char *reg, int axis)
+{
+    char name[64];
+    snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, "xyz"[axis]);
+    return call0(c, name, c->ti32);
+}
+
+static LLVMValueRef block_index(Cg *c, int axis) { return grid_register(c, "ctaid", axis); }
+static LLVMValueRef grid_blocks(Cg *c, int axis) { return grid_register(c, "nctaid", axis); }
+
+static void block_barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
+
+/* shfl.sync.bfly over the whole warp (mask all ones, clamp 31) */
+static LLVMValueRef shuffle_xor(Cg *c, LLVMValueRef v, int lane_mask, bool isint)
+{
+    LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
+    LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
+    LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, lane_mask), i32c(c, 31)};
+    return cg_call(c, isint ? "llvm.nvvm.shfl.sync.bfly.i32" : "llvm.nvvm.shfl.sync.bfly.f32", ty, 4, pts, args);
+}
+
+/* ex2.approx.ftz: one MUFU.EX2; without .ftz ptxas wraps each in a range
+ * fix-up (a compare and two predicated multiplies) to produce subnormal
+ * results, which the GPU flushes to zero instead (docs/language.md) */
+static LLVMValueRef exp2_fast(Cg *c, LLVMValueRef x) { return call1f(c, "llvm.nvvm.ex2.approx.ftz.f", x); }
+static LLVMValueRef log2_fast(Cg *c, LLVMValueRef x) { return call1f(c, "llvm.nvvm.lg2.approx.f", x); }
+static LLVMValueRef rsqrt_fast(Cg *c, LLVMValueRef x) { return call1f(c, "llvm.nvvm.rsqrt.approx.f", x); }
+
+static void annotate(Cg *c, const char *key, int value)
+{
+    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, key, strlen(key)),
+                              LLVMValueAsMetadata(i32c(c, value))};
+    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
+}
+
+static void annotate_kernel(Cg *c)
+{
+    /* .maxntid tells ptxas the block size, so it can spend registers */
+    annotate(c, "maxntidx", c->T);
+    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
+    annotate(c, "maxnreg", 255);
+}
+
+const TargetIsa nvidia_isa = {
+    .thread_index = thread_index,
+    .block_index = block_index,
+    .grid_blocks = grid_blocks,
+    .barrier = block_barrier,
+    .shuffle_xor = shuffle_xor,
+    .exp2_fast = exp2_fast,
+    .log2_fast = log2_fast,
+    .rsqrt_fast = rsqrt_fast,
+    .annotate_kernel = annotate_kernel,
+};

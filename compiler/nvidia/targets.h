@@ -1,0 +1,27 @@
+/* targets.h: NVIDIA's targets (sm_80, sm_90) and the parts their rows
+ * name: the mma.sync dot engine, the cp.async copy engine, the NVPTX
+ * intrinsic hooks and the PTX fix-ups. compiler/driver/targets.c lists
+ * the rows; the code generator reaches the parts only through a row. */
+#ifndef PHC_NVIDIA_TARGETS_H
+#define PHC_NVIDIA_TARGETS_H
+
+#include "codegen/codegen.h"
+
+#pragma GCC visibility push(hidden)
+
+extern const struct Target nvidia_sm80;   /* A100 and every later chip */
+extern const struct Target nvidia_sm90;   /* H100 */
+
+/* The parts (with codegen/target.h's types). */
+extern const struct DotEngine dot_mma_sync;   /* dot_mma.c: mma.sync m16n8k16, sm_80 and up */
+extern const struct CopyEngine copy_cp_async;  /* copy_cp_async.c: cp.async.cg into ring slots, sm_80 and up */
+extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */
+
+#pragma GCC visibility pop
+
+/* The emitted PTX with the rewrites of cg_ptxas.c that keep ptxas from
+ * miscompiling it (malloc'd; NULL when out of memory): the NVIDIA rows'
+ * fix_ptx, applied by codegen_emit to all the PTX it returns. */
+char *ptxas_workarounds(const char *ptx);
+
+#endif
