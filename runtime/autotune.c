@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "ir/ir.h"
+#include "base/hash.h"
 #include "runtime_internal.h"
 
 /* The winner for one set of tensor dims (every tensor argument's two). */
@@ -41,13 +42,6 @@ struct PhTuner {
     Winner *winners;
     float *ms;                /* while tuning, per eligible config: its first median (INFINITY: none) */
 };
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
 
 PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count, uint64_t source_key)
 {
@@ -536,7 +530,7 @@ bool ph_internal_tune_path(const char *key, char *path, size_t n)
 {
     char folder[1100];
     if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
+    uint64_t h = fnv1a(FNV1A_START, key, strlen(key));
     return (size_t)snprintf(path, n, "%s/%016llx.tune", folder, (unsigned long long)h) < n;
 }
 

@@ -20,6 +20,7 @@
 #include "dsl.h"
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
+#include "base/hash.h"
 #include "runtime_internal.h"
 
 /* The driver's calls (runtime_internal.h), from libcuda.so.1 or a test's fakes. */
@@ -437,19 +438,12 @@ static ph_status module_from_ir(IrModule *ir, uint64_t key, ph_module **out)
  * $XDG_CACHE_HOME/phobos, else ~/.cache/phobos. Any failure to read or
  * write it only means compiling again. */
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
-
 /* The library's GNU build id names the build: it changes with any source
  * file, where runtime.c's own compile time would miss a rebuilt compiler. */
 static uint64_t source_key(const char *path, const char *source)
 {
     const char *build = ph_internal_build_id();
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, build, strlen(build));
+    uint64_t h = fnv1a(FNV1A_START, build, strlen(build));
     if (source) return fnv1a(h, source, strlen(source));
     SrcFile f;
     char err[256];
@@ -850,7 +844,7 @@ static bool cubin_path(const char *ptxas, const char *arch, const char *ptx, boo
     struct stat st;
     char folder[1100];
     if (!ph_internal_cache_folder(folder, sizeof folder) || stat(ptxas, &st)) return false;
-    uint64_t key = fnv1a(0xcbf29ce484222325ull, ptx, strlen(ptx));
+    uint64_t key = fnv1a(FNV1A_START, ptx, strlen(ptx));
     long long id[3] = {(long long)st.st_size, (long long)st.st_mtime, lineinfo};
     key = fnv1a(fnv1a(key, ptxas, strlen(ptxas)), id, sizeof id);
     return (size_t)snprintf(path, n, "%s/%016llx-%s.cubin", folder, (unsigned long long)key, arch) < n;
