@@ -177,9 +177,12 @@ $(PHOBOS_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS) $(LDLIBS)
 
-# Suites of the code generator and of the runtime's insides link the internal build.
-INTERNAL_TESTS = $(BUILD)/tests/test_codegen $(BUILD)/tests/test_runtime
-$(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h $(BUILD)/internal/libphobos.so
+# Suites of the code generator and of the runtime's insides link the internal build;
+# the runtime's suites (tests/test_runtime*.c) share tests/test_runtime.h.
+RUNTIME_TESTS  = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_runtime*.c))
+INTERNAL_TESTS = $(BUILD)/tests/test_codegen $(RUNTIME_TESTS)
+$(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness.h tests/test_runtime.h \
+                   $(BUILD)/internal/libphobos.so
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 

@@ -8,11 +8,8 @@
  * events, the L2 cache flushed before each, the tensors a kernel updates
  * in place (@ph.autotune_restore, @ph.autotune_zero) put back before
  * each; then the few closest to the fastest timed again. */
-#define _GNU_SOURCE
-#include "phobos.h"
+#include "autotune.h"
 
-#include <elf.h>
-#include <link.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +18,10 @@
 #include <unistd.h>
 
 #include "ir/ir.h"
-#include "runtime_internal.h"
+#include "base/hash.h"
+#include "base/util.h"
+#include "cache.h"
+#include "error.h"
 
 /* The winner for one set of tensor dims (every tensor argument's two). */
 typedef struct Winner {
@@ -41,13 +41,6 @@ struct PhTuner {
     Winner *winners;
     float *ms;                /* while tuning, per eligible config: its first median (INFINITY: none) */
 };
-
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-    return h;
-}
 
 PhTuner *ph_internal_tuner_new(IrFunc *const *configs, int count, uint64_t source_key)
 {
@@ -83,16 +76,6 @@ void ph_internal_tuner_free(PhTuner *t)
 static int autotune_setting = -1, verbose_setting = -1;   /* -1: as the environment says */
 static FILE *log_stream;
 
-bool ph_internal_env_switch(const char *value, bool dflt)
-{
-    static const char *const off[] = {"0", "off", "no", "false"}, *const on[] = {"1", "on", "yes", "true"};
-    for (int i = 0; value && i < 4; i++) {
-        if (!strcasecmp(value, off[i])) return false;
-        if (!strcasecmp(value, on[i])) return true;
-    }
-    return dflt;
-}
-
 void ph_set_autotune(int on) { autotune_setting = on < 0 ? -1 : on != 0; }
 void ph_set_autotune_verbose(int on) { verbose_setting = on < 0 ? -1 : on != 0; }
 void ph_internal_autotune_log(FILE *out) { log_stream = out; }
@@ -123,30 +106,19 @@ static size_t tensor_bytes(const IrParam *p, const ph_arg *a)
     return (size_t)a->dims[0] * (size_t)(p->rank == 2 ? a->dims[1] : 1) * elem;
 }
 
-static ph_status set_reset(ph_kernel *k, const char *param, IrTuneReset how, const char *call)
+ph_status ph_internal_tuner_set_reset(PhTuner *t, const char *param, IrTuneReset how)
 {
-    char msg[512];
-    if (!k || !param) {
-        snprintf(msg, sizeof msg, "null argument to %s", call);
-        return ph_internal_fail(PH_ERR_INVALID, msg);
-    }
-    PhTuner *t = ph_internal_tuner(k);
     const IrFunc *f = t->configs[0];
     for (int i = 0; i < f->nparams; i++) {
         if (strcmp(f->params[i].name, param)) continue;
-        if (!f->params[i].is_tensor) {
-            snprintf(msg, sizeof msg, "%s: parameter '%s' is a scalar; only a tensor is restored or zeroed", f->kernel, param);
-            return ph_internal_fail(PH_ERR_INVALID, msg);
-        }
+        if (!f->params[i].is_tensor)
+            return ph_internal_failf(PH_ERR_INVALID, "%s: parameter '%s' is a scalar; only a tensor is restored or zeroed",
+                                     f->kernel, param);
         t->reset[i] = how;
         return PH_OK;
     }
-    snprintf(msg, sizeof msg, "%s has no parameter named '%.200s'", f->kernel, param);
-    return ph_internal_fail(PH_ERR_INVALID, msg);
+    return ph_internal_failf(PH_ERR_INVALID, "%s has no parameter named '%.200s'", f->kernel, param);
 }
-
-ph_status ph_kernel_set_restore(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_RESTORE, "ph_kernel_set_restore"); }
-ph_status ph_kernel_set_zero(ph_kernel *k, const char *param) { return set_reset(k, param, IR_TUNE_ZERO, "ph_kernel_set_zero"); }
 
 /* ---- timing ---- */
 
@@ -191,14 +163,14 @@ static ph_status reset_outputs(Bench *b, const PhTuner *t, const ph_arg *args)
 }
 
 /* Events, the L2 flush buffer and the saved tensors. */
-static ph_status bench_open(Bench *b, PhTuner *t, const ph_kernel *k, const ph_arg *args)
+static ph_status bench_open(Bench *b, PhTuner *t, const PhTuneTarget *on, const ph_arg *args)
 {
     b->cu = ph_internal_driver();
-    b->stream = ph_internal_stream(k);
+    b->stream = on->stream;
     ph_status s = check(b->cu->EventCreate(&b->start, 0), "cuEventCreate");
     if (!s) s = check(b->cu->EventCreate(&b->stop, 0), "cuEventCreate");
     int l2 = 0;
-    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, ph_internal_device(k)) && l2 > 0) {
+    if (!s && !b->cu->DeviceGetAttribute(&l2, ATTR_L2_CACHE_SIZE, on->device) && l2 > 0) {
         b->flush_bytes = (size_t)l2;
         s = check(b->cu->MemAlloc(&b->flush, b->flush_bytes), "cuMemAlloc (the L2 flush buffer)");
     }
@@ -225,13 +197,13 @@ static float median(float *ms, int n)
 /* One run of config cfg: the outputs put back, then, when timed, the L2
  * cache flushed (writing a buffer its size evicts what the last run left
  * there) and the launch between two events. */
-static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
+static ph_status run_config(Bench *b, const PhTuner *t, const PhTuneTarget *on, int cfg, const unsigned g[3], const ph_arg *args, float *ms)
 {
     ph_status s = reset_outputs(b, t, args);
-    if (!ms) return s ? s : ph_internal_launch(k, cfg, g, args);
+    if (!ms) return s ? s : on->launch(on->ctx, cfg, g, args);
     if (!s && b->flush) s = check(b->cu->MemsetD8Async(b->flush, 0, b->flush_bytes, b->stream), "cuMemsetD8Async (flushing the L2 cache)");
     if (!s) s = check(b->cu->EventRecord(b->start, b->stream), "cuEventRecord");
-    if (!s) s = ph_internal_launch(k, cfg, g, args);
+    if (!s) s = on->launch(on->ctx, cfg, g, args);
     if (!s) s = check(b->cu->EventRecord(b->stop, b->stream), "cuEventRecord");
     if (!s) s = check(b->cu->EventSynchronize(b->stop), "the kernel (cuEventSynchronize)");
     if (!s) s = check(b->cu->EventElapsedTime(ms, b->start, b->stop), "cuEventElapsedTime");
@@ -242,15 +214,15 @@ static ph_status run_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, c
  * warm-ups; or, when its first timed run takes longer than give_up, that
  * run alone (*stopped): the config cannot win, the runs left would be
  * wasted. */
-static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args,
+static ph_status time_config(Bench *b, const PhTuner *t, const PhTuneTarget *on, int cfg, const unsigned g[3], const ph_arg *args,
                              float give_up, float *ms, bool *stopped)
 {
     float runs[PH_TUNE_RUNS];
     ph_status s = PH_OK;
     *stopped = false;
-    for (int i = 0; i < PH_TUNE_WARMUPS && !s; i++) s = run_config(b, t, k, cfg, g, args, NULL);
+    for (int i = 0; i < PH_TUNE_WARMUPS && !s; i++) s = run_config(b, t, on, cfg, g, args, NULL);
     for (int i = 0; i < PH_TUNE_RUNS && !s; i++) {
-        s = run_config(b, t, k, cfg, g, args, &runs[i]);
+        s = run_config(b, t, on, cfg, g, args, &runs[i]);
         if (!s && !i && runs[0] > give_up) {
             *ms = runs[0];
             *stopped = true;
@@ -268,7 +240,7 @@ static ph_status time_config(Bench *b, const PhTuner *t, ph_kernel *k, int cfg, 
  * where its progress goes. */
 typedef struct {
     PhTuner *t;
-    ph_kernel *k;
+    const PhTuneTarget *on;
     const int *eligible;
     unsigned (*grids)[3];
     int ne;
@@ -309,10 +281,10 @@ static void report(const Tuning *u, int winner, float ms)
     fflush(u->out);
 }
 
-static Tuning tuning(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args)
+static Tuning tuning(PhTuner *t, const PhTuneTarget *on, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args)
 {
     FILE *out = log_stream ? log_stream : stderr;
-    return (Tuning){.t = t, .k = k, .eligible = eligible, .grids = grids, .ne = ne, .args = args, .out = out, .v = verbosity(out)};
+    return (Tuning){.t = t, .on = on, .eligible = eligible, .grids = grids, .ne = ne, .args = args, .out = out, .v = verbosity(out)};
 }
 
 /* Config i (of eligible[]) timed, the device's scratch opened first when
@@ -321,11 +293,11 @@ static ph_status time_eligible(Tuning *u, int i, float give_up, float *ms, bool 
 {
     if (!u->began) {
         u->began = true;
-        ph_status s = bench_open(&u->b, u->t, u->k, u->args);
+        ph_status s = bench_open(&u->b, u->t, u->on, u->args);
         if (s) return s;
         u->opened = true;
     }
-    return time_config(&u->b, u->t, u->k, u->eligible[i], u->grids[i], u->args, give_up, ms, stopped);
+    return time_config(&u->b, u->t, u->on, u->eligible[i], u->grids[i], u->args, give_up, ms, stopped);
 }
 
 /* Each config next gives, timed as it comes: its median in t->ms[] (none
@@ -471,50 +443,6 @@ static bool known_winner(const PhTuner *t, const int *eligible, int ne, const ph
  * A file per key, in the PTX cache's folder, named by the key's hash: the
  * key's lines, then "winner ENTRY" and the time it took. */
 
-static char build_id[160];
-
-/* Finds the GNU build id note of the object that holds this file's code. */
-static int read_build_id(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    uintptr_t here = (uintptr_t)data;
-    bool ours = false;
-    for (int i = 0; i < info->dlpi_phnum && !ours; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        uintptr_t start = info->dlpi_addr + p->p_vaddr;
-        ours = p->p_type == PT_LOAD && here >= start && here < start + p->p_memsz;
-    }
-    if (!ours) return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-        if (p->p_type != PT_NOTE) continue;
-        size_t align = p->p_align == 8 ? 8 : 4;
-        const unsigned char *note = (const unsigned char *)(info->dlpi_addr + p->p_vaddr), *end = note + p->p_memsz;
-        while (note + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *h = (const ElfW(Nhdr) *)note;
-            const unsigned char *name = note + sizeof *h, *desc = name + ((h->n_namesz + align - 1) & ~(align - 1));
-            if (desc + h->n_descsz > end) break;
-            if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 && !memcmp(name, "GNU", 4) && h->n_descsz <= 64) {
-                size_t len = strlen(build_id);
-                for (unsigned j = 0; j < h->n_descsz; j++) len += (size_t)sprintf(build_id + len, "%02x", desc[j]);
-                return 1;
-            }
-            note = desc + ((h->n_descsz + align - 1) & ~(align - 1));
-        }
-    }
-    return 1;
-}
-
-const char *ph_internal_build_id(void)
-{
-    if (*build_id) return build_id;
-    snprintf(build_id, sizeof build_id, "%s ", ph_version());
-    size_t len = strlen(build_id);
-    dl_iterate_phdr(read_build_id, (void *)(uintptr_t)&read_build_id);
-    if (strlen(build_id) == len) snprintf(build_id + len, sizeof build_id - len, "compiled %s %s", __DATE__, __TIME__);
-    return build_id;
-}
-
 char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, int nargs, const char *device)
 {
     char *key = NULL;
@@ -536,7 +464,7 @@ bool ph_internal_tune_path(const char *key, char *path, size_t n)
 {
     char folder[1100];
     if (!ph_internal_cache_folder(folder, sizeof folder)) return false;
-    uint64_t h = fnv1a(0xcbf29ce484222325ull, key, strlen(key));
+    uint64_t h = fnv1a(FNV1A_START, key, strlen(key));
     return (size_t)snprintf(path, n, "%s/%016llx.tune", folder, (unsigned long long)h) < n;
 }
 
@@ -587,11 +515,11 @@ static bool stored_winner(const PhTuner *t, const char *path, const char *key, c
 
 /* The key of the winner for these arguments and its file's path, when
  * the cache is on, in *key (malloc'd) and path; else *key is NULL. */
-static void winner_file(const PhTuner *t, const ph_kernel *k, const ph_arg *args, int nargs, char **key, char *path, size_t n)
+static void winner_file(const PhTuner *t, const PhTuneTarget *on, const ph_arg *args, int nargs, char **key, char *path, size_t n)
 {
     *key = NULL;
     bool on_disk = t->space && ph_internal_cache_folder(path, n);   /* the cache is on */
-    if (on_disk) *key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, ph_internal_device_name(k));
+    if (on_disk) *key = ph_internal_tune_key(t->configs[0], t->space, args, nargs, on->device_name);
     on_disk = *key && ph_internal_tune_path(*key, path, n);
     if (!on_disk) {
         free(*key);
@@ -601,10 +529,10 @@ static void winner_file(const PhTuner *t, const ph_kernel *k, const ph_arg *args
 
 /* The winner on disk for these arguments, remembered when found. The
  * key and the file's path, when the cache is on, in *key and path. */
-static bool disk_winner(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick,
+static bool disk_winner(PhTuner *t, const PhTuneTarget *on, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick,
                         char **key, char *path, size_t n)
 {
-    winner_file(t, k, args, nargs, key, path, n);
+    winner_file(t, on, args, nargs, key, path, n);
     if (!*key || !stored_winner(t, path, *key, eligible, ne, pick)) return false;
     FILE *out = log_stream ? log_stream : stderr;
     if (verbosity(out) == ASKED)
@@ -621,41 +549,41 @@ static void keep_winner(PhTuner *t, const ph_arg *args, int nargs, int config, c
     if (key) ph_internal_tune_write(path, key, config_name(t, config), ms);
 }
 
-bool ph_internal_autotune_known(PhTuner *t, ph_kernel *k, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
+bool ph_internal_autotune_known(PhTuner *t, const PhTuneTarget *on, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
 {
     if (known_winner(t, eligible, ne, args, nargs, pick)) return true;
     char path[1200], *key;
-    bool found = disk_winner(t, k, eligible, ne, args, nargs, pick, &key, path, sizeof path);
+    bool found = disk_winner(t, on, eligible, ne, args, nargs, pick, &key, path, sizeof path);
     free(key);
     return found;
 }
 
-ph_status ph_internal_autotune(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+ph_status ph_internal_autotune(PhTuner *t, const PhTuneTarget *on, const int *eligible, unsigned (*grids)[3], int ne,
                                const ph_arg *args, int nargs, int *pick)
 {
     *pick = 0;
     if (!ph_internal_autotune_enabled() || known_winner(t, eligible, ne, args, nargs, pick)) return PH_OK;
     char path[1200], *key;
-    if (disk_winner(t, k, eligible, ne, args, nargs, pick, &key, path, sizeof path)) {
+    if (disk_winner(t, on, eligible, ne, args, nargs, pick, &key, path, sizeof path)) {
         free(key);
         return PH_OK;
     }
     float ms = 0;
     InOrder all = {0, ne};
-    Tuning u = tuning(t, k, eligible, grids, ne, args);
+    Tuning u = tuning(t, on, eligible, grids, ne, args);
     ph_status s = tune(&u, in_order, &all, pick, &ms);
     if (!s) keep_winner(t, args, nargs, eligible[*pick], key, path, ms);
     free(key);
     return s;
 }
 
-ph_status ph_internal_autotune_as_ready(PhTuner *t, ph_kernel *k, const int *eligible, unsigned (*grids)[3], int ne,
+ph_status ph_internal_autotune_as_ready(PhTuner *t, const PhTuneTarget *on, const int *eligible, unsigned (*grids)[3], int ne,
                                         const ph_arg *args, int nargs, PhNextConfig next, void *ctx, int *pick)
 {
     char path[1200], *key;
-    winner_file(t, k, args, nargs, &key, path, sizeof path);
+    winner_file(t, on, args, nargs, &key, path, sizeof path);
     float ms = 0;
-    Tuning u = tuning(t, k, eligible, grids, ne, args);
+    Tuning u = tuning(t, on, eligible, grids, ne, args);
     ph_status s = tune(&u, next, ctx, pick, &ms);
     if (!s && *pick >= 0) keep_winner(t, args, nargs, eligible[*pick], key, path, ms);
     free(key);

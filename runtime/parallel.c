@@ -8,7 +8,7 @@
  * runs on threads of its own while the calling thread takes each iteration
  * as it finishes (ph_internal_parallel_start): the autotuner times a
  * config while the others are still being compiled. */
-#include "runtime_internal.h"
+#include "parallel.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -84,7 +84,7 @@ attention_file tests/gpu/attention_fused.ph
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 # test_codegen needs no GPU (its ptxas checks run in CI); these do
-for t in test_gpu test_gpu_ops test_runtime; do
+for t in test_gpu test_gpu_ops test_runtime test_runtime_load test_runtime_launch test_runtime_autotune; do
     echo "== $t"
     "$BUILD/tests/$t" --jobs 1 || status=1
 done
