@@ -35,15 +35,19 @@ LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG)
 
 # Sources by folder (docs/architecture.md has the layers). The code
 # generator (compiler/codegen), the targets' files that plug into it (those
-# that include codegen/cg.h or codegen/dot.h) and the runtime build with
-# LLVM's headers and link LLVM; the rest (base, ir, passes, layout, the
-# front end, the targets' assembler tools) go into libphc.a, without LLVM.
+# that include codegen/cg.h or codegen/dot.h), the driver's files that run
+# it (those that call codegen_emit) and the runtime build with LLVM's
+# headers and link LLVM; the rest (base, ir, passes, layout, the front end,
+# the driver's front half, the targets' assembler tools) go into libphc.a,
+# without LLVM.
 TARGET_SRCS  = $(wildcard compiler/nvidia/*.c)
+DRIVER_SRCS  = $(wildcard compiler/driver/*.c)
 CG_SRCS      = $(wildcard compiler/codegen/*.c) \
-               $(shell grep -l '^\#include "codegen/\(cg\|dot\)\.h"' $(TARGET_SRCS))
+               $(shell grep -l '^\#include "codegen/\(cg\|dot\)\.h"' $(TARGET_SRCS)) \
+               $(shell grep -lw codegen_emit $(DRIVER_SRCS))
 CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
 CODEGEN_SRCS = $(CG_SRCS) $(wildcard runtime/*.c)
-LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS))
+LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS) $(DRIVER_SRCS))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
 HEADERS   = $(wildcard dsl/*.h compiler/*/*.h runtime/*.h runtime/include/*.h)

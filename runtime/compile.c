@@ -1,6 +1,6 @@
-/* compile.c: ph_compile, a module's PTX or LLVM IR as text, ahead of time:
- * the front end, the IR passes and the code generator, as phc runs them,
- * for a host that keeps or loads the code itself (and for phc). */
+/* compile.c: ph_compile, a module's PTX or LLVM IR as text, ahead of time,
+ * for a host that keeps or loads the code itself: phobos.h's options checked
+ * and handed to the pipeline (compiler/driver), which phc runs too. */
 #include "phobos.h"
 
 #include <stdio.h>
@@ -8,8 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codegen/codegen.h"
-#include "dsl.h"
+#include "driver/driver.h"
 #include "runtime_internal.h"
 
 int ph_internal_opt_level(void)
@@ -28,33 +27,21 @@ bool ph_internal_time_asked(void)
 
 void ph_internal_print_times(const char *what, int configs, const CodegenTimes *t)
 {
-    double total = t->lower_ms + t->optimize_ms + t->backend_ms;
-    char each[64] = "";
-    if (configs > 1) snprintf(each, sizeof each, "; %d configs, %.1f ms a config", configs, total / configs);
-    /* one write, so that lines of threads compiling at once stay whole */
-    fprintf(stderr, "phobos: time: %s: %.1f ms CPU (lowering %.1f, LLVM pipeline %.1f, NVPTX back end %.1f)%s\n", what,
-            total, t->lower_ms, t->optimize_ms, t->backend_ms, each);
+    driver_print_times(what, configs, t);
 }
 
+/* The program's errors, when it has some, are the message; else the driver's. */
 static ph_status compile_module(const char *name, const char *source, const SemaOptions *sema,
-                                CodegenOptions *cg, CgEmit emit, char **text)
+                                const CodegenOptions *cg, CgEmit emit, char **text)
 {
-    char *diags = NULL;
+    char *diags = NULL, err[1024];
     size_t len = 0;
     FILE *msgs = open_memstream(&diags, &len);
     if (!msgs) return ph_internal_fail(PH_ERR_COMPILE, "out of memory");
-    IrModule *ir = ph_compile_string(name, source, sema, msgs);
+    int failed = driver_compile(name, source, sema, cg, emit, ph_internal_time_asked(), msgs, text, err, sizeof err);
     fclose(msgs);
-    ph_status s = PH_OK;
-    if (!ir) s = ph_internal_fail(PH_ERR_COMPILE, diags && *diags ? diags : "compilation failed");
+    ph_status s = failed ? ph_internal_fail(PH_ERR_COMPILE, diags && *diags ? diags : err) : PH_OK;
     free(diags);
-    if (s != PH_OK) return s;
-    char err[1024];
-    CodegenTimes times = {0};
-    if (ph_internal_time_asked()) cg->times = &times;
-    if (codegen_emit(ir, cg, emit, text, err, sizeof err)) s = ph_internal_fail(PH_ERR_COMPILE, err);
-    else if (cg->times) ph_internal_print_times(name, ir->nfuncs, &times);
-    ir_module_free(ir);
     return s;
 }
 
@@ -64,9 +51,9 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
     if (!source || !text) return ph_internal_fail(PH_ERR_INVALID, "null source or text pointer");
     *text = NULL;
     if (!opt) opt = &defaults;
-    const char *arch = opt->arch ? opt->arch : "sm_90";
-    if (strcmp(arch, "sm_80") && strcmp(arch, "sm_90"))
-        return ph_internal_fail(PH_ERR_INVALID, "unknown arch (sm_80, sm_90)");
+    char err[1024];
+    const char *arch = driver_arch(opt->arch, err, sizeof err);
+    if (!arch) return ph_internal_fail(PH_ERR_INVALID, err);
     if (opt->emit != PH_EMIT_PTX && opt->emit != PH_EMIT_LLVM) return ph_internal_fail(PH_ERR_INVALID, "unknown emit kind");
     if (opt->ndefines < 0 || (opt->ndefines && (!opt->define_names || !opt->define_values)))
         return ph_internal_fail(PH_ERR_INVALID, "ndefines without define_names and define_values");

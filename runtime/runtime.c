@@ -18,6 +18,7 @@
 
 #include "codegen/codegen.h"
 #include "dsl.h"
+#include "driver/driver.h"
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
 #include "runtime_internal.h"
@@ -653,7 +654,7 @@ static ph_status compile_source(const char *name, const char *source, const char
     char *diags = NULL;
     size_t len = 0;
     FILE *msgs = open_memstream(&diags, &len);
-    IrModule *ir = path ? ph_compile_file(path, NULL, msgs) : ph_compile_string(name, source, NULL, msgs);
+    IrModule *ir = path ? driver_compile_file(path, NULL, msgs) : driver_compile_string(name, source, NULL, msgs);
     fclose(msgs);
     ph_status s = PH_OK;
     if (!ir) {
