@@ -167,11 +167,13 @@ LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
 # Programs that reach the code generator or the runtime's internals.
 LINK_PHOBOS_INTERNAL = -L$(BUILD)/internal -lphobos -Wl,-rpath,'$$ORIGIN/../internal'
 
-# phc: the front end from libphc.a, the code generator through libphobos's
-# ph_compile; it finds the library in ../lib (installed) or .. (the build).
-$(PHC): $(BUILD)/obj/compiler/cli/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
+# phc: the pipeline's stages from libphc.a but the last, code generation
+# (driver_emit), which libphobos.so exports with LLVM inside it (so phc
+# stays small); it finds the library in ../lib (installed) or .. (the build).
+PHC_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard compiler/cli/*.c))
+$(PHC): $(PHC_OBJS) $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(PHC_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
 # Suites of the runtime's API link libphobos.so (the interpreter from libphc.a).
 PHOBOS_TESTS = $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops

@@ -1,9 +1,10 @@
-/* phc.c: the command line. The whole pipeline reads in compile():
+/* phc.c: the command line. It runs the pipeline's stages (compiler/driver)
+ * on the file, once, and stops where its options ask: run_stages() reads
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
 #include "codegen/codegen.h"
-#include "dsl.h"
+#include "driver/driver.h"
 #include "layout/layout.h"
-#include "phobos.h"
+#include "phobos.h"   /* the version (PH_VERSION_*) only: phc and the library have one */
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
 
@@ -23,10 +24,11 @@ typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLV
 
 typedef struct {
     const char *input, *output, *dump_after;
+    const char *arch;      /* as --arch names it, for the code generator and ptxas */
     Emit emit;
     bool check_only, list, stats, time_passes;
     SemaOptions sema;
-    ph_compile_options code;   /* for the code generator, in libphobos */
+    CodegenOptions code;   /* for the code generation stage, in libphobos.so */
     const char *define_names[64];
     int64_t define_values[64];
 } Options;
@@ -167,17 +169,18 @@ static int take_option(Options *o, int c, char **argv)
     case OPT_CHECK: o->check_only = true; return EXIT_OK;
     case OPT_LIST: o->list = true; return EXIT_OK;
     case OPT_EMIT: return parse_emit(o, optarg);
-    case OPT_ARCH:
-        if (strcmp(optarg, "sm_80") && strcmp(optarg, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", optarg);
-        o->code.arch = optarg;
+    case OPT_ARCH: {
+        char err[128];
+        if (!driver_arch(optarg, err, sizeof err)) return usage_error("unknown --arch '%s' (" DRIVER_ARCHS ")", optarg);
+        o->arch = optarg;
         return EXIT_OK;
+    }
     case 'O':
         if (strcmp(optarg, "0") && strcmp(optarg, "2") && strcmp(optarg, "3"))
             return usage_error("unknown optimization level '-O%s' (-O0, -O2, -O3)", optarg);
-        o->code.no_opt = optarg[0] == '0';
-        o->code.opt_level = optarg[0] == '3' ? 3 : 0;
+        o->code.opt_level = optarg[0] == '0' ? CODEGEN_OPT_NONE : optarg[0] == '3' ? CODEGEN_OPT_FULL : CODEGEN_OPT_DEFAULT;
         return EXIT_OK;
-    case OPT_LINEINFO: o->code.lineinfo = 1; return EXIT_OK;
+    case OPT_LINEINFO: o->code.lineinfo = true; return EXIT_OK;
     case OPT_STATS: o->stats = true; return EXIT_OK;
     case OPT_TIME_PASSES: o->time_passes = true; return EXIT_OK;
     case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
@@ -211,11 +214,6 @@ static int parse_args(Options *o, int argc, char **argv)
         return usage_error("%s", "--stats reports on the PTX phc writes: use it with --emit=ptx (the default) or --emit=cubin");
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
-    o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
-    o->code.kernel = o->sema.kernel;
-    o->code.ndefines = o->sema.ndefines;
-    o->code.define_names = o->define_names;
-    o->code.define_values = o->define_values;
     return EXIT_OK;
 }
 
@@ -354,15 +352,9 @@ static int run_passes(const Options *o, IrModule *ir, FILE *out)
     const bool verify = true;
 #endif
     char err[1024];
-    bool dump_lowered = o->dump_after && !strcmp(o->dump_after, "parse");
-    for (int i = 0; i < ir->nfuncs; i++) {
-        if (dump_lowered) ir_print_func(out, ir->funcs[i]);
-        if (ir_run_passes(ir->funcs[i], verify, dump_lowered ? NULL : o->dump_after, out, err, sizeof err)) {
-            fprintf(stderr, "phc: %s\n", err);
-            return o->dump_after && strstr(err, "unknown pass") ? EXIT_USAGE : EXIT_INTERNAL;
-        }
-    }
-    return EXIT_OK;
+    int failed = driver_run_passes(ir, &(PassOptions){verify, o->dump_after, out}, err, sizeof err);
+    if (failed) fprintf(stderr, "phc: %s\n", err);
+    return !failed ? EXIT_OK : failed == DRIVER_UNKNOWN_PASS ? EXIT_USAGE : EXIT_INTERNAL;
 }
 
 /* Why no ptxas could be run: it is not where phc looks, or it failed (its
@@ -390,7 +382,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     if (!find_ptxas_or_say(ptxas, sizeof ptxas)) return EXIT_INTERNAL;
     PtxasRun r;
     int status = EXIT_INTERNAL;
-    if (ptxas_run(ptxas, o->code.arch, ptx, o->code.lineinfo ? PTXAS_LINEINFO : 0, &r)) report_ptxas(&r);
+    if (ptxas_run(ptxas, o->arch, ptx, o->code.lineinfo ? PTXAS_LINEINFO : 0, &r)) report_ptxas(&r);
     else if (!r.cubin) fprintf(stderr, "phc: %s wrote no cubin\n", ptxas);
     else {
         fputs(r.log, stderr);
@@ -430,7 +422,7 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
         fprintf(stderr, "phc: --stats: no ptxas ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH): registers, spills "
                         "and stack frames are not known, only the shared memory phc allocates\n");
     else {
-        int status = ptxas_verbose(ptxas, o->code.arch, ptx, &log);
+        int status = ptxas_verbose(ptxas, o->arch, ptx, &log);
         if (status) return status;
     }
     int status = EXIT_OK;
@@ -455,14 +447,17 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
     return status;
 }
 
-/* The code generator is the library's (ph_compile, phobos.h): it compiles
- * the source again, as the front end here just did without errors, and
- * lowers the same configs. */
+/* The code generation stage is the library's (driver_emit, in libphobos.so
+ * with LLVM): it lowers the IR the passes left. */
 static int emit_code(const Options *o, const SrcFile *src, const IrModule *ir, FILE *out)
 {
-    char *text = NULL;
-    if (ph_compile(src->path, src->text, &o->code, &text) != PH_OK) {
-        fprintf(stderr, "phc: %s\n", ph_last_error());
+    CodegenOptions code = o->code;
+    code.arch = o->arch;
+    code.source = src->path;
+    char *text = NULL, err[1024];
+    CgEmit what = o->emit == EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
+    if (driver_emit(ir, &code, what, o->time_passes ? src->path : NULL, &text, err, sizeof err)) {
+        fprintf(stderr, "phc: %s\n", err);
         return EXIT_INTERNAL;
     }
     int status = o->stats ? print_stats(o, ir, text) : EXIT_OK;
@@ -544,45 +539,44 @@ static double cpu_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* The stages in order, each stopping the run where an option asks for what
+ * it made (or when the program has errors, which c->diag counts). */
+static int run_stages(const Options *o, Compilation *c, FILE *out)
+{
+    if (o->emit == EMIT_TOKENS) {
+        int n;
+        Token *toks = driver_lex(c, &n);
+        if (!c->diag.nerrors) print_tokens(out, toks, n);
+        return EXIT_OK;
+    }
+    double start = cpu_ms();
+    if (!driver_parse(c)) return EXIT_OK;
+    if (o->emit == EMIT_AST) { ast_print(out, c->ast); return EXIT_OK; }
+    if (!driver_lower(c, &o->sema)) return EXIT_OK;
+    if (o->list) { print_list(out, c->ir); return EXIT_OK; }
+    double front = cpu_ms();
+    int status = run_passes(o, c->ir, out);
+    if (status) return status;
+    if (o->time_passes)
+        fprintf(stderr, "phc: time: front end (lex, parse, sema) %.1f ms, IR passes %.1f ms CPU, %d configs\n",
+                front - start, cpu_ms() - front, c->ir->nfuncs);
+    if (o->check_only || o->dump_after) return EXIT_OK;
+    if (o->emit == EMIT_IR) ir_print_module(out, c->ir);
+    else if (o->emit == EMIT_LAYOUTS) print_layouts(out, c->ir);
+    else return emit_code(o, c->src, c->ir, out);
+    return EXIT_OK;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
     if (load_input(o->input, &src)) return EXIT_USAGE;
-    Diag d;
-    diag_init(&d, &src, stderr);
-    d.color = diagnostics_in_color();
-    Arena *arena = arena_new();
-    IrModule *ir = NULL;
-    int status = EXIT_OK;
-
-    if (o->emit == EMIT_TOKENS) {
-        int n;
-        Token *toks = lex(&src, &d, arena, &n);
-        if (!d.nerrors) print_tokens(out, toks, n);
-        goto done;
-    }
-    double start = cpu_ms();
-    Module *m = parse(&src, &d, arena);
-    if (d.nerrors) goto done;
-    if (o->emit == EMIT_AST) { ast_print(out, m); goto done; }
-    ir = sema(m, &d, &o->sema);
-    if (!ir || d.nerrors) goto done;
-    if (o->list) { print_list(out, ir); goto done; }
-    double front = cpu_ms();
-    if ((status = run_passes(o, ir, out))) goto done;
-    if (o->time_passes)
-        fprintf(stderr, "phc: time: front end (lex, parse, sema) %.1f ms, IR passes %.1f ms CPU, %d configs\n",
-                front - start, cpu_ms() - front, ir->nfuncs);
-    if (o->check_only || o->dump_after) goto done;
-    if (o->emit == EMIT_IR) ir_print_module(out, ir);
-    else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
-    else status = emit_code(o, &src, ir, out);
-
-done:
-    if (d.nerrors && !status) status = d.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
-    ir_module_free(ir);
-    arena_free(arena);
-    diag_free(&d);
+    Compilation c;
+    driver_begin(&c, &src, stderr);
+    c.diag.color = diagnostics_in_color();
+    int status = run_stages(o, &c, out);
+    if (c.diag.nerrors && !status) status = c.diag.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
+    driver_end(&c);
     src_free(&src);
     return status;
 }
@@ -591,10 +585,10 @@ int main(int argc, char **argv)
 {
     Options o = {0};
     o.emit = EMIT_PTX;
-    o.code.arch = "sm_90";
+    o.arch = driver_arch(NULL, NULL, 0);   /* the default */
+    o.code.opt_level = CODEGEN_OPT_DEFAULT;
     int status = parse_args(&o, argc, argv);
     if (status) return status;
-    if (o.time_passes) setenv("PHOBOS_TIME_COMPILE", "1", 1);   /* the library's code generator reports its steps */
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
