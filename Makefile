@@ -35,16 +35,20 @@ LLVM_LIBS = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG)
 
 # Sources by folder (docs/architecture.md has the layers). The code
 # generator (compiler/codegen), the targets' files that plug into it (those
-# that include codegen/cg.h, dot.h or target.h; the table of targets,
-# compiler/driver/targets.c, among them) and the runtime build with
-# LLVM's headers and link LLVM; the rest (base, ir, passes, layout, the
-# front end, the targets' assembler tools) go into libphc.a, without LLVM.
+# that include codegen/cg.h, dot.h or target.h: the table of targets,
+# compiler/driver/targets.c, among them), the driver's files that run it
+# (those that call codegen_emit) and the runtime build with LLVM's headers
+# and link LLVM; the rest (base, ir, passes, layout, the front end, the
+# driver's front half, the targets' assembler tools) go into libphc.a,
+# without LLVM.
 TARGET_SRCS  = $(wildcard compiler/nvidia/*.c)
-CG_SRCS      = $(wildcard compiler/codegen/*.c) \
-               $(shell grep -l '^\#include "codegen/\(cg\|dot\|target\)\.h"' $(TARGET_SRCS) compiler/driver/targets.c)
+DRIVER_SRCS  = $(wildcard compiler/driver/*.c)
+CG_SRCS      = $(sort $(wildcard compiler/codegen/*.c) \
+               $(shell grep -l '^\#include "codegen/\(cg\|dot\|target\)\.h"' $(TARGET_SRCS) $(DRIVER_SRCS)) \
+               $(shell grep -lw codegen_emit $(DRIVER_SRCS)))
 CG_OBJS      = $(patsubst %.c,$(BUILD)/obj/%.o,$(CG_SRCS))
 CODEGEN_SRCS = $(CG_SRCS) $(wildcard runtime/*.c)
-LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS))
+LIB_SRCS  = $(wildcard dsl/*.c $(patsubst %,compiler/%/*.c,base ir passes layout)) $(filter-out $(CG_SRCS),$(TARGET_SRCS) $(DRIVER_SRCS))
 CODEGEN_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(CODEGEN_SRCS))
 LIB_OBJS  = $(patsubst %.c,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/lexer.o
 HEADERS   = $(wildcard dsl/*.h compiler/*/*.h runtime/*.h runtime/include/*.h)
@@ -164,11 +168,13 @@ LINK_PHOBOS = -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/..'
 # Programs that reach the code generator or the runtime's internals.
 LINK_PHOBOS_INTERNAL = -L$(BUILD)/internal -lphobos -Wl,-rpath,'$$ORIGIN/../internal'
 
-# phc: the front end from libphc.a, the code generator through libphobos's
-# ph_compile; it finds the library in ../lib (installed) or .. (the build).
-$(PHC): $(BUILD)/obj/compiler/cli/phc.o $(BUILD)/libphc.a $(BUILD)/libphobos.so
+# phc: the pipeline's stages from libphc.a but the last, code generation
+# (driver_emit), which libphobos.so exports with LLVM inside it (so phc
+# stays small); it finds the library in ../lib (installed) or .. (the build).
+PHC_OBJS = $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard compiler/cli/*.c))
+$(PHC): $(PHC_OBJS) $(BUILD)/libphc.a $(BUILD)/libphobos.so
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $< $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(PHC_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -L$(BUILD) -lphobos -Wl,-rpath,'$$ORIGIN/../lib:$$ORIGIN/..' $(LDLIBS)
 
 # Suites of the runtime's API link libphobos.so (the interpreter from libphc.a).
 PHOBOS_TESTS = $(BUILD)/tests/test_gpu $(BUILD)/tests/test_gpu_ops

@@ -1,6 +1,6 @@
 /* frontend_bench.c: how long the front end takes: load, lex, parse,
  * check, lower every (kernel, config) to IR and run the pass pipeline,
- * all through ph_compile_file, for a whole program and for each of its
+ * all through driver_compile_file, for a whole program and for each of its
  * kernels alone.
  *
  *   frontend_bench PROGRAM.ph [REPEATS]
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "dsl.h"
+#include "driver/driver.h"
 
 enum { WARMUP = 10, DEFAULT_REPEATS = 200, MAX_REPEATS = 100000 };
 
@@ -40,7 +41,7 @@ static int bench(const char *path, const char *kernel, int repeats, double *time
     int nfuncs = -1;
     for (int i = 0; i < WARMUP + repeats; i++) {
         double t0 = now_ms();
-        IrModule *m = ph_compile_file(path, &opt, i == 0 ? stderr : NULL);
+        IrModule *m = driver_compile_file(path, &opt, i == 0 ? stderr : NULL);
         double t1 = now_ms();
         if (!m) {
             fprintf(stderr, "%s: compilation failed\n", path);
@@ -87,10 +88,10 @@ int main(int argc, char **argv)
         repeats = (int)r;
     }
     double *times = xmalloc(sizeof *times * (size_t)repeats);
-    printf("front end + IR passes of %s (ph_compile_file, %d warm-up runs)\n", argv[1], WARMUP);
+    printf("front end + IR passes of %s (driver_compile_file, %d warm-up runs)\n", argv[1], WARMUP);
     int status = bench(argv[1], NULL, repeats, times) < 0;
 
-    IrModule *m = status ? NULL : ph_compile_file(argv[1], NULL, NULL);
+    IrModule *m = status ? NULL : driver_compile_file(argv[1], NULL, NULL);
     const char *names[64];
     int nkernels = m ? kernel_names(m, names, 64) : 0;
     for (int i = 0; i < nkernels; i++)

@@ -176,13 +176,4 @@ typedef struct {
  * (all reported to d). */
 IrModule *sema(const Module *m, Diag *d, const SemaOptions *opt);
 
-/* ---- one call for hosts and tests (dsl/frontend.c) ---- */
-/* Loads, parses and checks path and lowers it to IR, then runs the pass
- * pipeline. Diagnostics go to diag_out (may be NULL to discard). NULL on
- * failure. */
-IrModule *ph_compile_file(const char *path, const SemaOptions *opt, FILE *diag_out);
-IrModule *ph_compile_string(const char *name, const char *text, const SemaOptions *opt, FILE *diag_out);
-/* The first function of m for kernel (its first selected config), or NULL. */
-IrFunc *ph_find_kernel(const IrModule *m, const char *kernel);
-
 #endif

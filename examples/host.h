@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "dsl.h"
+#include "driver/driver.h"
 #include "base/half.h"
 #include "phobos.h"
 
@@ -208,7 +209,7 @@ static inline bool host_check_scaled(const char *name, DType dt, const void *got
 
 static inline IrModule *host_compile(const char *path)
 {
-    IrModule *m = ph_compile_file(path, NULL, stderr);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
     if (!m) fprintf(stderr, "%s: compilation failed\n", path);
     return m;
 }

@@ -1,6 +1,6 @@
-/* compile.c: ph_compile, a module's PTX or LLVM IR as text, ahead of time:
- * the front end, the IR passes and the code generator, as phc runs them,
- * for a host that keeps or loads the code itself (and for phc). */
+/* compile.c: ph_compile, a module's PTX or LLVM IR as text, ahead of time,
+ * for a host that keeps or loads the code itself: phobos.h's options checked
+ * and handed to the pipeline (compiler/driver), which phc runs too. */
 #include "phobos.h"
 
 #include <stdio.h>
@@ -8,9 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codegen/codegen.h"
+#include "driver/driver.h"
 #include "driver/targets.h"
-#include "dsl.h"
 #include "runtime_internal.h"
 
 int ph_internal_opt_level(void)
@@ -29,33 +28,21 @@ bool ph_internal_time_asked(void)
 
 void ph_internal_print_times(const char *what, int configs, const CodegenTimes *t)
 {
-    double total = t->lower_ms + t->optimize_ms + t->backend_ms;
-    char each[64] = "";
-    if (configs > 1) snprintf(each, sizeof each, "; %d configs, %.1f ms a config", configs, total / configs);
-    /* one write, so that lines of threads compiling at once stay whole */
-    fprintf(stderr, "phobos: time: %s: %.1f ms CPU (lowering %.1f, LLVM pipeline %.1f, NVPTX back end %.1f)%s\n", what,
-            total, t->lower_ms, t->optimize_ms, t->backend_ms, each);
+    driver_print_times(what, configs, t);
 }
 
-static ph_status compile_module(const char *name, const char *source, const SemaOptions *sema,
-                                CodegenOptions *cg, CgEmit emit, char **text)
+/* The program's errors, when it has some, are the message; else the driver's. */
+static ph_status compile_module(const char *name, const char *source, const SemaOptions *sema, const char *arch,
+                                const CodegenOptions *cg, CgEmit emit, char **text)
 {
-    char *diags = NULL;
+    char *diags = NULL, err[1024];
     size_t len = 0;
     FILE *msgs = open_memstream(&diags, &len);
     if (!msgs) return ph_internal_fail(PH_ERR_COMPILE, "out of memory");
-    IrModule *ir = ph_compile_string(name, source, sema, msgs);
+    int failed = driver_compile(name, source, sema, arch, cg, emit, ph_internal_time_asked(), msgs, text, err, sizeof err);
     fclose(msgs);
-    ph_status s = PH_OK;
-    if (!ir) s = ph_internal_fail(PH_ERR_COMPILE, diags && *diags ? diags : "compilation failed");
+    ph_status s = failed ? ph_internal_fail(PH_ERR_COMPILE, diags && *diags ? diags : err) : PH_OK;
     free(diags);
-    if (s != PH_OK) return s;
-    char err[1024];
-    CodegenTimes times = {0};
-    if (ph_internal_time_asked()) cg->times = &times;
-    if (codegen_emit(ir, cg, emit, text, err, sizeof err)) s = ph_internal_fail(PH_ERR_COMPILE, err);
-    else if (cg->times) ph_internal_print_times(name, ir->nfuncs, &times);
-    ir_module_free(ir);
     return s;
 }
 
@@ -65,8 +52,8 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
     if (!source || !text) return ph_internal_fail(PH_ERR_INVALID, "null source or text pointer");
     *text = NULL;
     if (!opt) opt = &defaults;
-    const struct Target *target = target_find(opt->arch ? opt->arch : "sm_90");
-    if (!target) {
+    const char *arch = opt->arch ? opt->arch : driver_arch(NULL, NULL, 0);   /* the default */
+    if (!target_find(arch)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown arch (%s)", target_names());
         return ph_internal_fail(PH_ERR_INVALID, msg);
@@ -78,6 +65,6 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
         return ph_internal_fail(PH_ERR_INVALID, "unknown opt_level (0 or 2: the default, 3: LLVM's full pipeline)");
     SemaOptions sema = {opt->kernel, opt->ndefines, (const char **)opt->define_names, opt->define_values};
     int level = opt->no_opt ? CODEGEN_OPT_NONE : opt->opt_level == 3 ? CODEGEN_OPT_FULL : CODEGEN_OPT_DEFAULT;
-    CodegenOptions cg = {.target = target, .opt_level = level, .lineinfo = opt->lineinfo != 0, .source = name};
-    return compile_module(name ? name : "<string>", source, &sema, &cg, opt->emit == PH_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX, text);
+    CodegenOptions cg = {.opt_level = level, .lineinfo = opt->lineinfo != 0, .source = name};
+    return compile_module(name ? name : "<string>", source, &sema, arch, &cg, opt->emit == PH_EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX, text);
 }

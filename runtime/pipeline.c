@@ -5,11 +5,11 @@
 
 #include "codegen/codegen.h"
 #include "driver/targets.h"
-#include "dsl.h"
+#include "driver/driver.h"
 
 IrModule *ph_internal_source_ir(const char *name, const char *source, const char *path, FILE *msgs)
 {
-    return path ? ph_compile_file(path, NULL, msgs) : ph_compile_string(name, source, NULL, msgs);
+    return path ? driver_compile_file(path, NULL, msgs) : driver_compile_string(name, source, NULL, msgs);
 }
 
 int ph_internal_config_codegen(IrFunc *f, const char *arch, int opt_level, bool lineinfo, const char *source,

@@ -1,7 +1,8 @@
 #!/bin/sh
 # install_check.sh: make install into a temporary prefix and use what it
 # put there, as a user would: the files and links, the library's soname
-# and its exports (phobos.h's functions, nothing else), the installed phc
+# and its exports (phobos.h's functions and phc's private entries, which
+# it lists; nothing else), the installed phc
 # (its version, the attention tutorial compiled, its library found beside
 # it, also once the tree is moved), a host program built with pkg-config
 # against the installed header and library; a staged install (DESTDIR);
@@ -27,12 +28,18 @@ done
 [ "$(readlink "$prefix/lib/libphobos.so")" = "libphobos.so.$major" ] || fail "libphobos.so is no link to libphobos.so.$major"
 readelf -d "$prefix/lib/libphobos.so.$version" | grep -q "SONAME.*\[libphobos.so.$major\]" || fail "the library's soname is not libphobos.so.$major"
 
-# The library exports the functions phobos.h declares, and nothing else.
+# The library exports the functions phobos.h declares and the private
+# entries runtime/phobos.map lists after its "private:" line (phc's), and
+# nothing else.
 nm -D --defined-only "$prefix/lib/libphobos.so.$version" | awk '{print $3}' | sort > "$tmp/exported"
 grep -E '^[a-zA-Z].*[ *]ph_[a-z0-9_]+\(' "$prefix/include/phobos.h" | grep -v 'static inline' \
     | grep -oE 'ph_[a-z0-9_]+\(' | tr -d '(' | sort > "$tmp/declared"
 [ -s "$tmp/declared" ] || fail "found no function in phobos.h"
-diff "$tmp/declared" "$tmp/exported" > "$tmp/exports.diff" || { cat "$tmp/exports.diff" >&2; fail "exports differ from phobos.h (< declared only, > exported only)"; }
+sed -n '/private:/,/local:/p' runtime/phobos.map | sed -n 's/^ *\([a-z_][a-z0-9_]*\);$/\1/p' | sort > "$tmp/private"
+grep -qxFf "$tmp/private" "$tmp/declared" && fail "phobos.map lists a function of phobos.h as private: $(grep -xFf "$tmp/private" "$tmp/declared")"
+sort "$tmp/declared" "$tmp/private" > "$tmp/allowed"
+diff "$tmp/allowed" "$tmp/exported" > "$tmp/exports.diff" \
+    || { cat "$tmp/exports.diff" >&2; fail "exports differ from phobos.h and phobos.map's private list (< allowed only, > exported only)"; }
 
 # The library a program loads, as a path without links.
 loads() { ldd "$1" | awk -v lib="libphobos.so.$major" '$1 == lib { print $3 }' | xargs -r readlink -f; }
@@ -94,4 +101,5 @@ $MAKE -s uninstall BUILD="$BUILD" PREFIX=/opt/phobos DESTDIR="$tmp/stage"
 left=$(find "$tmp/stage" ! -type d)
 [ -z "$left" ] || fail "make uninstall with DESTDIR left: $left"
 
-echo "install-check: phc $version and libphobos.so.$version installed, used through pkg-config, moved and uninstalled"
+echo "install-check: phc $version and libphobos.so.$version installed, used through pkg-config, moved and uninstalled;" \
+     "the library exports phobos.h's $(wc -l < "$tmp/declared") functions and, private, $(echo $(cat "$tmp/private"))"

@@ -76,7 +76,7 @@ static void check_examples_with_ptxas(const char *arch)
     cr_assert_eq(glob("bench/*.ph", GLOB_APPEND, NULL, &g), 0, "no bench programs");
     for (size_t i = 0; i < g.gl_pathc; i++) {
         if (!strcmp(g.gl_pathv[i], ATTENTION_SHAPES)) continue;
-        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        IrModule *m = driver_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         char *ptx = emit(m, arch, CG_EMIT_PTX), *log = NULL;
         int rc = run_ptxas(ptx, arch, &log);
@@ -112,7 +112,7 @@ static void check_attention_shapes_with_ptxas(const char *arch)
 {
     if (!ptxas_path()) cr_skip_test("ptxas not found in /usr/local/cuda/bin or /usr/bin: PTX not assembled");
     if (SANITIZED) cr_skip_test("sanitized build: the plain build assembles the same PTX");
-    IrModule *m = ph_compile_file(ATTENTION_SHAPES, NULL, stderr);
+    IrModule *m = driver_compile_file(ATTENTION_SHAPES, NULL, stderr);
     cr_assert_not_null(m, "%s does not compile (run from the repository root)", ATTENTION_SHAPES);
     char *ptx = emit(m, arch, CG_EMIT_PTX), *log = NULL;
     static const char *const tiled[] = {"attn_fwd", "attn_bwd_dkdv", "attn_bwd_dq"};
@@ -215,7 +215,7 @@ Test(codegen, the_largest_backward_config_fits_an_h200_block, .timeout = 300)
     const char *names[] = {"D", "BR", "BC"};
     const int64_t values[] = {128, 128, 128};
     SemaOptions o = {.kernel = "attn_bwd_dkdv", .ndefines = 3, .define_names = names, .define_values = values};
-    IrModule *m = ph_compile_file(ATTENTION_SHAPES, &o, stderr);
+    IrModule *m = driver_compile_file(ATTENTION_SHAPES, &o, stderr);
     cr_assert_not_null(m, "%s does not compile (run from the repository root)", ATTENTION_SHAPES);
     cr_assert_eq(m->nfuncs, 2, "128 and 256 threads");
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
@@ -241,7 +241,7 @@ static char *entry_text(const char *ptx, const char *name)
 
 Test(codegen, tensorcore_dots_use_mma_and_ldmatrix)
 {
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = driver_compile_file("examples/attention/attention.ph", NULL, stderr);
     cr_assert_not_null(m);
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
     int tensorcore = 0;
@@ -456,7 +456,7 @@ Test(codegen, f32_multiply_adds_contract_into_fma)
 Test(codegen, attention_kernels_use_no_local_memory, .timeout = 120)
 {
     if (!ptxas_path()) cr_skip_test("ptxas not found: resource usage not read");
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = driver_compile_file("examples/attention/attention.ph", NULL, stderr);
     cr_assert_not_null(m);
     char *ptx = emit(m, "sm_90", CG_EMIT_PTX), *log = NULL;
     cr_assert_eq(run_ptxas(ptx, "sm_90", &log), 0, "%s", log);
@@ -479,7 +479,7 @@ Test(codegen, attention_kernels_use_no_local_memory, .timeout = 120)
 
 Test(codegen, llvm_ir_names_kernels_and_uses_ptx_kernel_convention)
 {
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = driver_compile_file("examples/attention/attention.ph", NULL, stderr);
     cr_assert_not_null(m);
     char *ll = emit(m, "sm_90", CG_EMIT_LLVM);
     cr_expect(strstr(ll, "define ptx_kernel void @attn_fwd__D_64__BR_32__BC_32(") != NULL, "%.2000s", ll);
@@ -586,7 +586,7 @@ static FwdCode fwd_code(const char *path)
     const char *d_name[] = {"D"};
     const int64_t d_value[] = {64};
     SemaOptions o = {.kernel = "attn_fwd", .ndefines = 1, .define_names = d_name, .define_values = d_value};
-    FwdCode fc = {ph_compile_file(path, &o, stderr), NULL, NULL};
+    FwdCode fc = {driver_compile_file(path, &o, stderr), NULL, NULL};
     cr_assert_not_null(fc.m, "%s does not compile", path);
     cr_assert_gt(fc.m->nfuncs, 0, "%s: no attn_fwd config", path);
     fc.llvm = emit_at(fc.m, "sm_90", 0, CG_EMIT_LLVM);
@@ -797,7 +797,7 @@ Test(codegen, lineinfo_changes_no_instruction, .timeout = 300)
     glob_t g;
     cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        IrModule *m = driver_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         for (int a = 0; a < 2; a++) {
             const char *arch = a ? "sm_80" : "sm_90";

@@ -131,7 +131,7 @@ static int run_config(cpusim *s, const IrFunc *f)
  * the executor and in the interpreter. */
 static void every_config_matches(const char *path, int min_configs)
 {
-    IrModule *m = ph_compile_file(path, NULL, stderr);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
     cr_assert_geq(m->nfuncs, min_configs);
     cpusim *s = load(m);
@@ -206,7 +206,7 @@ static int run_atomic_config(cpusim *s, const IrFunc *f)
  * the tensor shows. */
 Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
 {
-    IrModule *m = ph_compile_file(ATOMICS, NULL, stderr);
+    IrModule *m = driver_compile_file(ATOMICS, NULL, stderr);
     cr_assert_not_null(m);
     cr_assert_geq(m->nfuncs, 10);
     cpusim *s = load(m);
@@ -243,7 +243,7 @@ static int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args,
  * from the same inputs: every output and gradient must agree. */
 static void attention_matches_the_interpreter(const char *path)
 {
-    IrModule *m = ph_compile_file(path, NULL, stderr);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
     AttnSize size = {1, 2, 128, 64, 0.5};
     AttnKernels k;
@@ -421,7 +421,7 @@ Test(cpusim, the_fuzzer_regressions_match_the_interpreter, .timeout = 600)
         cr_assert_not_null(src, "%s", path);
         DtSpec spec;
         cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s: %s", path, err);
-        IrModule *m = ph_compile_file(path, NULL, stderr);
+        IrModule *m = driver_compile_file(path, NULL, stderr);
         cr_assert_not_null(m, "%s", path);
         DtReport rep;
         DtVerdict v = dt_compare_module(m, src, &spec, &dt_cpusim_backend, 1, NULL, &rep);

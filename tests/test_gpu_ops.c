@@ -75,7 +75,7 @@ static int run_config(ph_module *mod, const IrFunc *f)
  * dims match): checked in the interpreter alone, so it runs without a GPU. */
 Test(gpu_ops, harness_inputs_fit_every_config)
 {
-    IrModule *m = ph_compile_file(OPS, NULL, stderr);
+    IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
     cr_assert_gt(m->nfuncs, 20);
     for (int i = 0; i < m->nfuncs; i++) {
@@ -96,7 +96,7 @@ Test(gpu_ops, harness_inputs_fit_every_config)
 Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300)
 {
     need_gpu();
-    IrModule *m = ph_compile_file(OPS, NULL, stderr);
+    IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
     ph_module *mod;
     cr_assert_eq(ph_module_load_file(OPS, &mod), PH_OK, "%s", ph_last_error());
@@ -161,7 +161,7 @@ static int run_atomic_config(ph_module *mod, const IrFunc *f)
 Test(gpu_ops, atomic_adds_match_a_plain_c_reference, .timeout = 300)
 {
     need_gpu();
-    IrModule *m = ph_compile_file(ATOMICS, NULL, stderr);
+    IrModule *m = driver_compile_file(ATOMICS, NULL, stderr);
     cr_assert_not_null(m);
     ph_module *mod;
     cr_assert_eq(ph_module_load_file(ATOMICS, &mod), PH_OK, "%s", ph_last_error());

@@ -74,7 +74,7 @@ Test(layout, mma_uses_the_most_warps_and_prefers_rows)
 
 static const IrFunc *kernel(const IrModule *m, const char *name)
 {
-    const IrFunc *f = ph_find_kernel(m, name);
+    const IrFunc *f = driver_find_kernel(m, name);
     cr_assert_not_null(f, "no kernel %s", name);
     return f;
 }
@@ -91,7 +91,7 @@ static const IrOp *first_op(const IrBlock *b, IrOpKind kind)
 
 Test(layout, the_forward_pass_stays_in_the_tensor_cores_layout)
 {
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = driver_compile_file("examples/attention/attention.ph", NULL, stderr);
     cr_assert_not_null(m);
     const IrFunc *f = kernel(m, "attn_fwd");
     LayoutTable *t = layout_table_new();
@@ -110,7 +110,7 @@ Test(layout, the_forward_pass_stays_in_the_tensor_cores_layout)
 
 Test(layout, transposed_dot_operands_are_folded_into_the_dot)
 {
-    IrModule *m = ph_compile_file("examples/attention/attention.ph", NULL, stderr);
+    IrModule *m = driver_compile_file("examples/attention/attention.ph", NULL, stderr);
     cr_assert_not_null(m);
     const IrFunc *f = kernel(m, "attn_bwd_dkdv");
     LayoutTable *t = layout_table_new();
@@ -275,7 +275,7 @@ Test(layout_map, covers_every_layout_of_the_examples_and_gpu_programs)
     Checked ck = {0};
     int kinds[3] = {0};
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        IrModule *m = driver_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         check_module_layouts(&ck, t, m, g.gl_pathv[i]);
         ir_module_free(m);
@@ -663,7 +663,7 @@ Test(shared_layout, every_shape_of_the_programs_maps_without_bank_conflicts, .ti
     LayoutTable *t = layout_table_new();
     SharedSeen s = {0};
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        IrModule *m = driver_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         check_program_shared(&s, t, m, g.gl_pathv[i]);
         ir_module_free(m);

@@ -567,7 +567,7 @@ static size_t check_config(const IrFunc *f, Tally *t)
 
 Test(ops_ref, every_config_matches_the_reference, .timeout = 120)
 {
-    IrModule *m = ph_compile_file(OPS, NULL, stderr);
+    IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
     cr_assert_gt(m->nfuncs, 20);
     Tally t = {0};
@@ -589,7 +589,7 @@ Test(ops_ref, every_config_matches_the_reference, .timeout = 120)
 /* Every kernel of the file has a reference, and every reference a kernel. */
 Test(ops_ref, every_kernel_has_a_reference)
 {
-    IrModule *m = ph_compile_file(OPS, NULL, stderr);
+    IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
     for (int i = 0; i < m->nfuncs; i++)
         cr_expect_not_null(find_ref(m->funcs[i]->kernel), "%s has no reference", m->funcs[i]->kernel);

@@ -182,7 +182,7 @@ Test(phgen, the_regression_files_parse_and_run_in_the_interpreter)
         cr_assert_not_null(src);
         DtSpec spec;
         cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s: %s", path, err);
-        IrModule *m = ph_compile_file(path, NULL, stderr);
+        IrModule *m = driver_compile_file(path, NULL, stderr);
         cr_assert_not_null(m, "%s", path);
         DtReport rep;
         cr_expect_eq(dt_compare_module(m, src, &spec, &dt_interp_backend, 1, NULL, &rep), DT_SAME, "%s: %s", path, rep.message);

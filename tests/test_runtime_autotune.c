@@ -444,7 +444,7 @@ Test(autotune, winner_files_and_their_keys)
 {
     char *dir = temp_cache_dir();
     setenv("PHOBOS_CACHE_DIR", dir, 1);
-    IrModule *ir = ph_compile_string("v.ph", three_configs_src, NULL, NULL);
+    IrModule *ir = driver_compile_string("v.ph", three_configs_src, NULL, NULL);
     cr_assert_not_null(ir);
     ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
     const char *gpu = "Fake GPU, sm_90, 132 SMs";

@@ -57,7 +57,7 @@ Test(target, a_row_of_fma_only_compiles_every_example_without_tensor_cores, .tim
     cr_assert_eq(glob("examples/*/*.ph", 0, NULL, &g), 0, "no examples found (run from the repository root)");
     int tensorcore_programs = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        IrModule *m = ph_compile_file(g.gl_pathv[i], NULL, stderr);
+        IrModule *m = driver_compile_file(g.gl_pathv[i], NULL, stderr);
         cr_assert_not_null(m, "%s does not compile", g.gl_pathv[i]);
         char *fma = emit_for(m, "test_fma");
         cr_expect(strstr(fma, ".target sm_80") != NULL, "%s: test_fma writes for sm_80's chip", g.gl_pathv[i]);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dsl.h"
+#include "driver/driver.h"
 
 /* Compiles text (named name in messages); *diags receives the messages
  * (caller frees). Returns the module or NULL. */
@@ -15,7 +16,7 @@ static inline IrModule *tu_compile(const char *name, const char *text, const Sem
     size_t len = 0;
     char *buf = NULL;
     FILE *out = open_memstream(&buf, &len);
-    IrModule *m = ph_compile_string(name, text, opt, out);
+    IrModule *m = driver_compile_string(name, text, opt, out);
     fclose(out);
     if (diags) *diags = buf;
     else free(buf);

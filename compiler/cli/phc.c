@@ -1,33 +1,29 @@
-/* phc.c: the command line. The whole pipeline reads in compile():
+/* phc.c: the command line. It runs the pipeline's stages (compiler/driver)
+ * on the file, once, and stops where its options ask: run_stages() reads
  * load -> lex -> parse -> check and lower (sema) -> IR passes -> emit. */
+#include "cli.h"
 #include "codegen/codegen.h"
-#include "dsl.h"
-#include "layout/layout.h"
-#include "phobos.h"
-#include "nvidia/mma_layout.h"
+#include "driver/driver.h"
+#include "phobos.h"   /* the version (PH_VERSION_*) only: phc and the library have one */
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 typedef enum { EMIT_NONE, EMIT_TOKENS, EMIT_AST, EMIT_IR, EMIT_LAYOUTS, EMIT_LLVM, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct {
     const char *input, *output, *dump_after;
+    const char *arch;      /* as --arch names it, for the code generator and ptxas */
     Emit emit;
     bool check_only, list, stats, time_passes;
     SemaOptions sema;
-    ph_compile_options code;   /* for the code generator, in libphobos */
+    CodegenOptions code;   /* for the code generation stage, in libphobos.so */
     const char *define_names[64];
     int64_t define_values[64];
 } Options;
@@ -168,17 +164,18 @@ static int take_option(Options *o, int c, char **argv)
     case OPT_CHECK: o->check_only = true; return EXIT_OK;
     case OPT_LIST: o->list = true; return EXIT_OK;
     case OPT_EMIT: return parse_emit(o, optarg);
-    case OPT_ARCH:
-        if (strcmp(optarg, "sm_80") && strcmp(optarg, "sm_90")) return usage_error("unknown --arch '%s' (sm_80, sm_90)", optarg);
-        o->code.arch = optarg;
+    case OPT_ARCH: {
+        char err[128];
+        if (!driver_arch(optarg, err, sizeof err)) return usage_error("unknown --arch '%s' (" DRIVER_ARCHS ")", optarg);
+        o->arch = optarg;
         return EXIT_OK;
+    }
     case 'O':
         if (strcmp(optarg, "0") && strcmp(optarg, "2") && strcmp(optarg, "3"))
             return usage_error("unknown optimization level '-O%s' (-O0, -O2, -O3)", optarg);
-        o->code.no_opt = optarg[0] == '0';
-        o->code.opt_level = optarg[0] == '3' ? 3 : 0;
+        o->code.opt_level = optarg[0] == '0' ? CODEGEN_OPT_NONE : optarg[0] == '3' ? CODEGEN_OPT_FULL : CODEGEN_OPT_DEFAULT;
         return EXIT_OK;
-    case OPT_LINEINFO: o->code.lineinfo = 1; return EXIT_OK;
+    case OPT_LINEINFO: o->code.lineinfo = true; return EXIT_OK;
     case OPT_STATS: o->stats = true; return EXIT_OK;
     case OPT_TIME_PASSES: o->time_passes = true; return EXIT_OK;
     case OPT_DUMP_AFTER: o->dump_after = optarg; return EXIT_OK;
@@ -212,139 +209,7 @@ static int parse_args(Options *o, int argc, char **argv)
         return usage_error("%s", "--stats reports on the PTX phc writes: use it with --emit=ptx (the default) or --emit=cubin");
     o->sema.define_names = o->define_names;
     o->sema.define_values = o->define_values;
-    o->code.emit = o->emit == EMIT_LLVM ? PH_EMIT_LLVM : PH_EMIT_PTX;
-    o->code.kernel = o->sema.kernel;
-    o->code.ndefines = o->sema.ndefines;
-    o->code.define_names = o->define_names;
-    o->code.define_values = o->define_values;
     return EXIT_OK;
-}
-
-static void print_tokens(FILE *out, const Token *t, int n)
-{
-    for (int i = 0; i < n; i++) {
-        fprintf(out, "%d:%d %s", t[i].loc.line, t[i].loc.col, tok_kind_name(t[i].kind));
-        if (t[i].kind == T_NAME || t[i].kind == T_INT || t[i].kind == T_FLOAT || t[i].kind == T_RESERVED)
-            fprintf(out, " %.*s", t[i].len, t[i].start);
-        else if (t[i].kind == T_STRING) {
-            fputs(" \"", out);
-            for (const char *s = t[i].str; *s; s++)
-                if (*s == '\n') fputs("\\n", out);
-                else if (*s == '"' || *s == '\\') fprintf(out, "\\%c", *s);
-                else if ((unsigned char)*s < 32) fprintf(out, "\\x%02x", (unsigned char)*s);
-                else fputc(*s, out);
-            fputc('"', out);
-        }
-        fputc('\n', out);
-    }
-}
-
-static void print_list(FILE *out, const IrModule *m)
-{
-    for (int i = 0; i < m->nfuncs; i++) {
-        const IrFunc *f = m->funcs[i];
-        if (i == 0 || strcmp(f->kernel, m->funcs[i - 1]->kernel)) fprintf(out, "%s\n", f->kernel);
-        fprintf(out, "  %s", f->name);
-        for (int j = 0; j < f->nmeta; j++) fprintf(out, " %s=%lld", f->meta[j].name, (long long)f->meta[j].value);
-        fprintf(out, " threads=%d%s\n", f->threads, f->tensorcore ? " tensorcore" : "");
-    }
-}
-
-/* ---- writing the output ----
- * The output is made in memory first, so a failing run writes nothing.
- * A regular file is replaced whole (written aside, then renamed over it);
- * the file a symbolic link points to is the one replaced, so the link
- * stays; phc's own standard output (-o -, /dev/stdout) is written through
- * the stream it has; another file that is not a regular one (a device, a
- * FIFO) is opened and written, never replaced; a directory is refused. */
-
-static int cannot_write(const char *path, const char *why)
-{
-    fprintf(stderr, "phc: cannot write %s: %s\n", path, why);
-    return EXIT_USAGE;
-}
-
-static bool write_all(int fd, const char *buf, size_t len)
-{
-    while (len) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
-static int write_stdout(const char *buf, size_t len)
-{
-    if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) return cannot_write("standard output", strerror(errno));
-    return EXIT_OK;
-}
-
-/* The file the chain of symbolic links from path ends at, whether it
- * exists or not (path itself when it is no link). 0, or -1 with errno. */
-static int resolve_links(const char *path, char *out, size_t n)
-{
-    if ((size_t)snprintf(out, n, "%s", path) >= n) return errno = ENAMETOOLONG, -1;
-    for (int hops = 0; hops < 40; hops++) {
-        char link[4096], next[4096];
-        ssize_t len = readlink(out, link, sizeof link - 1);
-        if (len < 0) return errno == EINVAL || errno == ENOENT ? 0 : -1;   /* no link, or nothing there yet */
-        link[len] = 0;
-        const char *slash = strrchr(out, '/');
-        int dir = link[0] == '/' || !slash ? 0 : (int)(slash - out + 1);   /* a relative link is read from its folder */
-        if ((size_t)snprintf(next, sizeof next, "%.*s%s", dir, out, link) >= sizeof next || strlen(next) >= n)
-            return errno = ENAMETOOLONG, -1;
-        strcpy(out, next);
-    }
-    return errno = ELOOP, -1;
-}
-
-/* Writes target whole or not at all: into a new file beside it, then
- * renamed over it; an existing file keeps its permissions. */
-static int replace_file(const char *shown, const char *target, const char *buf, size_t len)
-{
-    struct stat st;
-    bool exists = stat(target, &st) == 0;
-    if (exists && access(target, W_OK)) return cannot_write(shown, strerror(errno));
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.phc%ld.tmp", target, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-    if (fd < 0) return cannot_write(shown, strerror(errno));
-    bool ok = (!exists || !fchmod(fd, st.st_mode & 07777)) && write_all(fd, buf, len);
-    int saved = errno;
-    if (close(fd) && ok) ok = false, saved = errno;
-    if (ok && rename(tmp, target)) ok = false, saved = errno;
-    if (ok) return EXIT_OK;
-    unlink(tmp);
-    return cannot_write(shown, strerror(saved));
-}
-
-static int write_in_place(const char *path, const char *buf, size_t len)
-{
-    int fd = open(path, O_WRONLY | O_NOCTTY);
-    if (fd < 0) return cannot_write(path, strerror(errno));
-    bool ok = write_all(fd, buf, len);
-    int saved = errno;
-    if (close(fd) && ok) ok = false, saved = errno;
-    return ok ? EXIT_OK : cannot_write(path, strerror(saved));
-}
-
-static int write_output(const char *path, const char *input, const char *buf, size_t len)
-{
-    if (!path || !strcmp(path, "-")) return write_stdout(buf, len);
-    struct stat st, out, in;
-    if (stat(path, &st) == 0) {
-        if (S_ISDIR(st.st_mode)) return cannot_write(path, "it is a directory");
-        if (strcmp(input, "-") && !stat(input, &in) && st.st_dev == in.st_dev && st.st_ino == in.st_ino)
-            return cannot_write(path, "it is the input file");
-        if (!fstat(STDOUT_FILENO, &out) && st.st_dev == out.st_dev && st.st_ino == out.st_ino) return write_stdout(buf, len);
-        if (!S_ISREG(st.st_mode)) return write_in_place(path, buf, len);
-    }
-    char target[4096];
-    if (resolve_links(path, target, sizeof target)) return cannot_write(path, strerror(errno));
-    return replace_file(path, target, buf, len);
 }
 
 static int run_passes(const Options *o, IrModule *ir, FILE *out)
@@ -355,15 +220,9 @@ static int run_passes(const Options *o, IrModule *ir, FILE *out)
     const bool verify = true;
 #endif
     char err[1024];
-    bool dump_lowered = o->dump_after && !strcmp(o->dump_after, "parse");
-    for (int i = 0; i < ir->nfuncs; i++) {
-        if (dump_lowered) ir_print_func(out, ir->funcs[i]);
-        if (ir_run_passes(ir->funcs[i], verify, dump_lowered ? NULL : o->dump_after, out, err, sizeof err)) {
-            fprintf(stderr, "phc: %s\n", err);
-            return o->dump_after && strstr(err, "unknown pass") ? EXIT_USAGE : EXIT_INTERNAL;
-        }
-    }
-    return EXIT_OK;
+    int failed = driver_run_passes(ir, &(PassOptions){verify, o->dump_after, out}, err, sizeof err);
+    if (failed) fprintf(stderr, "phc: %s\n", err);
+    return !failed ? EXIT_OK : failed == DRIVER_UNKNOWN_PASS ? EXIT_USAGE : EXIT_INTERNAL;
 }
 
 /* Why no ptxas could be run: it is not where phc looks, or it failed (its
@@ -391,7 +250,7 @@ static int emit_cubin(const Options *o, const char *ptx, FILE *out)
     if (!find_ptxas_or_say(ptxas, sizeof ptxas)) return EXIT_INTERNAL;
     PtxasRun r;
     int status = EXIT_INTERNAL;
-    if (ptxas_run(ptxas, o->code.arch, ptx, o->code.lineinfo ? PTXAS_LINEINFO : 0, &r)) report_ptxas(&r);
+    if (ptxas_run(ptxas, o->arch, ptx, o->code.lineinfo ? PTXAS_LINEINFO : 0, &r)) report_ptxas(&r);
     else if (!r.cubin) fprintf(stderr, "phc: %s wrote no cubin\n", ptxas);
     else {
         fputs(r.log, stderr);
@@ -431,7 +290,7 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
         fprintf(stderr, "phc: --stats: no ptxas ($PTXAS, ${CUDA_HOME:-/usr/local/cuda}/bin or PATH): registers, spills "
                         "and stack frames are not known, only the shared memory phc allocates\n");
     else {
-        int status = ptxas_verbose(ptxas, o->code.arch, ptx, &log);
+        int status = ptxas_verbose(ptxas, o->arch, ptx, &log);
         if (status) return status;
     }
     int status = EXIT_OK;
@@ -456,14 +315,16 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
     return status;
 }
 
-/* The code generator is the library's (ph_compile, phobos.h): it compiles
- * the source again, as the front end here just did without errors, and
- * lowers the same configs. */
+/* The code generation stage is the library's (driver_emit, in libphobos.so
+ * with LLVM): it lowers the IR the passes left. */
 static int emit_code(const Options *o, const SrcFile *src, const IrModule *ir, FILE *out)
 {
-    char *text = NULL;
-    if (ph_compile(src->path, src->text, &o->code, &text) != PH_OK) {
-        fprintf(stderr, "phc: %s\n", ph_last_error());
+    CodegenOptions code = o->code;
+    code.source = src->path;
+    char *text = NULL, err[1024];
+    CgEmit what = o->emit == EMIT_LLVM ? CG_EMIT_LLVM : CG_EMIT_PTX;
+    if (driver_emit(ir, o->arch, &code, what, o->time_passes ? src->path : NULL, &text, err, sizeof err)) {
+        fprintf(stderr, "phc: %s\n", err);
         return EXIT_INTERNAL;
     }
     int status = o->stats ? print_stats(o, ir, text) : EXIT_OK;
@@ -471,53 +332,6 @@ static int emit_code(const Options *o, const SrcFile *src, const IrModule *ir, F
     else if (!status) fputs(text, out);
     free(text);
     return status;
-}
-
-/* --emit=layouts: each tile value with the layout the code generator emits
- * it in, in program order and numbered as --emit=ir numbers values; values
- * built where they are used, and dot operands folded into their dot, say so. */
-typedef struct { FILE *out; const IrFunc *f; LayoutPlan *p; int *num; int next; } LayoutPrinter;
-
-static void print_value_layout(LayoutPrinter *lp, ValueId v, const IrOp *def, int depth)
-{
-    lp->num[v] = ++lp->next;
-    IrType ty = ir_vtype(lp->f, v);
-    if (ty.rank == 0) return;
-    char type[64], lay[256];
-    ir_type_str(ty, type, sizeof type);
-    if (lp->p->absorbed[v]) snprintf(lay, sizeof lay, "folded into the dot that reads it");
-    else if (!lp->p->of[v]) snprintf(lay, sizeof lay, "built where used");
-    else layout_str(lp->p->of[v], lay, sizeof lay);
-    const char *name = lp->f->values[v].name;
-    fprintf(lp->out, "%*s%%%d%s%s = %s : %s  %s%s\n", 2 * depth, "", lp->num[v], name ? "." : "", name ? name : "",
-            def ? ir_op_name(def) : "loop value", type, lay, def && def->kind == OP_DOT && lp->p->mma_dot[v] ? " (tensor cores)" : "");
-}
-
-static void print_block_layouts(LayoutPrinter *lp, const IrBlock *b, int depth)
-{
-    for (int i = 0; i < b->nops; i++) {
-        const IrOp *op = b->ops[i];
-        for (int j = 0; j < op->nres; j++) print_value_layout(lp, op->res[j], op, depth);
-        if (op->kind == OP_FOR && op->body)
-            for (int j = 0; j < op->body->nargs; j++) print_value_layout(lp, op->body->args[j], NULL, depth + 1);
-        if (op->body) print_block_layouts(lp, op->body, depth + 1);
-        if (op->els) print_block_layouts(lp, op->els, depth + 1);
-    }
-}
-
-static void print_layouts(FILE *out, const IrModule *m)
-{
-    for (int i = 0; i < m->nfuncs; i++) {
-        const IrFunc *f = m->funcs[i];
-        LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
-        LayoutPrinter lp = {out, f, &p, xcalloc((size_t)f->nvalues + 1, sizeof(int)), 0};
-        fprintf(out, "func %s (%d threads)\n", f->name, f->threads);
-        print_block_layouts(&lp, f->body, 1);
-        free(lp.num);
-        layout_plan_free(&p);
-        layout_table_free(t);
-    }
 }
 
 /* Colour on a terminal only, and not when NO_COLOR is set (to anything
@@ -545,45 +359,44 @@ static double cpu_ms(void)
     return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
 }
 
+/* The stages in order, each stopping the run where an option asks for what
+ * it made (or when the program has errors, which c->diag counts). */
+static int run_stages(const Options *o, Compilation *c, FILE *out)
+{
+    if (o->emit == EMIT_TOKENS) {
+        int n;
+        Token *toks = driver_lex(c, &n);
+        if (!c->diag.nerrors) phc_print_tokens(out, toks, n);
+        return EXIT_OK;
+    }
+    double start = cpu_ms();
+    if (!driver_parse(c)) return EXIT_OK;
+    if (o->emit == EMIT_AST) { ast_print(out, c->ast); return EXIT_OK; }
+    if (!driver_lower(c, &o->sema)) return EXIT_OK;
+    if (o->list) { phc_print_list(out, c->ir); return EXIT_OK; }
+    double front = cpu_ms();
+    int status = run_passes(o, c->ir, out);
+    if (status) return status;
+    if (o->time_passes)
+        fprintf(stderr, "phc: time: front end (lex, parse, sema) %.1f ms, IR passes %.1f ms CPU, %d configs\n",
+                front - start, cpu_ms() - front, c->ir->nfuncs);
+    if (o->check_only || o->dump_after) return EXIT_OK;
+    if (o->emit == EMIT_IR) ir_print_module(out, c->ir);
+    else if (o->emit == EMIT_LAYOUTS) phc_print_layouts(out, c->ir);
+    else return emit_code(o, c->src, c->ir, out);
+    return EXIT_OK;
+}
+
 static int compile(const Options *o, FILE *out)
 {
     SrcFile src;
     if (load_input(o->input, &src)) return EXIT_USAGE;
-    Diag d;
-    diag_init(&d, &src, stderr);
-    d.color = diagnostics_in_color();
-    Arena *arena = arena_new();
-    IrModule *ir = NULL;
-    int status = EXIT_OK;
-
-    if (o->emit == EMIT_TOKENS) {
-        int n;
-        Token *toks = lex(&src, &d, arena, &n);
-        if (!d.nerrors) print_tokens(out, toks, n);
-        goto done;
-    }
-    double start = cpu_ms();
-    Module *m = parse(&src, &d, arena);
-    if (d.nerrors) goto done;
-    if (o->emit == EMIT_AST) { ast_print(out, m); goto done; }
-    ir = sema(m, &d, &o->sema);
-    if (!ir || d.nerrors) goto done;
-    if (o->list) { print_list(out, ir); goto done; }
-    double front = cpu_ms();
-    if ((status = run_passes(o, ir, out))) goto done;
-    if (o->time_passes)
-        fprintf(stderr, "phc: time: front end (lex, parse, sema) %.1f ms, IR passes %.1f ms CPU, %d configs\n",
-                front - start, cpu_ms() - front, ir->nfuncs);
-    if (o->check_only || o->dump_after) goto done;
-    if (o->emit == EMIT_IR) ir_print_module(out, ir);
-    else if (o->emit == EMIT_LAYOUTS) print_layouts(out, ir);
-    else status = emit_code(o, &src, ir, out);
-
-done:
-    if (d.nerrors && !status) status = d.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
-    ir_module_free(ir);
-    arena_free(arena);
-    diag_free(&d);
+    Compilation c;
+    driver_begin(&c, &src, stderr);
+    c.diag.color = diagnostics_in_color();
+    int status = run_stages(o, &c, out);
+    if (c.diag.nerrors && !status) status = c.diag.noption_errors ? EXIT_USAGE : EXIT_PROGRAM;
+    driver_end(&c);
     src_free(&src);
     return status;
 }
@@ -592,17 +405,17 @@ int main(int argc, char **argv)
 {
     Options o = {0};
     o.emit = EMIT_PTX;
-    o.code.arch = "sm_90";
+    o.arch = driver_arch(NULL, NULL, 0);   /* the default */
+    o.code.opt_level = CODEGEN_OPT_DEFAULT;
     int status = parse_args(&o, argc, argv);
     if (status) return status;
-    if (o.time_passes) setenv("PHOBOS_TIME_COMPILE", "1", 1);   /* the library's code generator reports its steps */
     char *buf = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&buf, &len);
     if (!out) { perror("phc"); return EXIT_INTERNAL; }
     status = compile(&o, out);
     fclose(out);
-    if (status == EXIT_OK && !o.check_only) status = write_output(o.output, o.input, buf, len);
+    if (status == EXIT_OK && !o.check_only) status = phc_write_output(o.output, o.input, buf, len);
     free(buf);
     for (int i = 0; i < o.sema.ndefines; i++) free((char *)o.define_names[i]);
     return status;
