@@ -204,8 +204,8 @@ $(BUILD)/tests/test_scalarops: tests/test_scalarops.c tests/cpusim/cpusim.c test
 	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
-DIFFTEST_SRCS = tests/difftest/phgen.c tests/difftest/difftest.c
-DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.h tests/testutil.h
+DIFFTEST_SRCS = $(filter-out tests/difftest/phgen_dump.c,$(wildcard tests/difftest/phgen*.c)) tests/difftest/difftest.c
+DIFFTEST_DEPS = $(DIFFTEST_SRCS) $(wildcard tests/difftest/phgen*.h) tests/difftest/difftest.h tests/testutil.h
 $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
