@@ -64,11 +64,11 @@ LIBPHOBOS_SONAME = libphobos.so.$(VERSION_MAJOR)
 LIBPHOBOS_REAL   = libphobos.so.$(VERSION)
 TEST_SRCS = $(wildcard tests/test_*.c)
 TESTS     = $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRCS))
-# The CPU executor's suite runs JIT-compiled code on ucontext fibers, whose
+# The CPU executor's suites run JIT-compiled code on ucontext fibers, whose
 # stack switches AddressSanitizer cannot follow (and the JIT code is not
-# instrumented anyway): sanitized builds leave that suite out.
+# instrumented anyway): sanitized builds leave those suites out.
 ifneq ($(findstring -fsanitize,$(CFLAGS)),)
-TESTS := $(filter-out $(BUILD)/tests/test_cpusim $(BUILD)/tests/test_scalarops,$(TESTS))
+TESTS := $(filter-out $(BUILD)/tests/test_cpusim% $(BUILD)/tests/test_scalarops,$(TESTS))
 endif
 EXAMPLE_SRCS = $(wildcard examples/*/*_check.c)
 EXAMPLES  = $(patsubst %.c,$(BUILD)/examples/%,$(notdir $(EXAMPLE_SRCS)))
@@ -193,16 +193,20 @@ $(INTERNAL_TESTS): $(BUILD)/tests/%: tests/%.c tests/testutil.h tests/opsharness
 	$(CC) $(ALL_CFLAGS) -Itests $< -o $@ $(LDFLAGS) -lcriterion $(LINK_PHOBOS_INTERNAL) $(LDLIBS)
 
 # The CPU executor of generated code (tests/cpusim/) needs LLVM's host
-# target and MCJIT besides NVPTX: its suite links the code generator and the
+# target and MCJIT besides NVPTX: its suites link the code generator and the
 # shared libLLVM (a small binary; libphobos.so stays NVPTX-only).
 CPUSIM_LLVM = $(shell $(LLVM_CONFIG) --ldflags 2>/dev/null) $(shell $(LLVM_CONFIG) --link-shared --libs 2>/dev/null) \
               -Wl,-rpath,$(shell $(LLVM_CONFIG) --libdir 2>/dev/null)
-$(BUILD)/tests/test_cpusim: tests/test_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/opsharness.h tests/testutil.h \
-                            tests/atomicharness.h \
-                            examples/host.h examples/attention/attention_host.h $(CG_OBJS) $(BUILD)/libphc.a \
-                            tests/difftest/difftest.c tests/difftest/difftest.h tests/difftest/difftest_cpusim.c
+CPUSIM_SRCS   = $(wildcard tests/cpusim/*.c)
+CPUSIM_DEPS   = $(CPUSIM_SRCS) $(wildcard tests/cpusim/*.h)
+# Its suites (tests/test_cpusim*.c), each built the same way.
+CPUSIM_SUITES = $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/test_cpusim*.c))
+$(CPUSIM_SUITES): $(BUILD)/tests/%: tests/%.c $(CPUSIM_DEPS) tests/opsharness.h tests/testutil.h \
+                  tests/atomicharness.h \
+                  examples/host.h examples/attention/attention_host.h $(CG_OBJS) $(BUILD)/libphc.a \
+                  tests/difftest/difftest.c tests/difftest/difftest.h tests/difftest/difftest_cpusim.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) tests/test_cpusim.c tests/cpusim/cpusim.c \
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -Itests/difftest -Iexamples -I$(LLVM_INC) $< $(CPUSIM_SRCS) \
 	    tests/difftest/difftest.c tests/difftest/difftest_cpusim.c \
 	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
@@ -213,15 +217,15 @@ $(BUILD)/tests/test_target: tests/test_target.c tests/testutil.h $(CG_OBJS) $(BU
 	$(CC) $(ALL_CFLAGS) -Itests -I$(LLVM_INC) $< $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # Scalar ops at their edges: the interpreter, fold and the executor of generated code.
-$(BUILD)/tests/test_scalarops: tests/test_scalarops.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h tests/testutil.h \
+$(BUILD)/tests/test_scalarops: tests/test_scalarops.c $(CPUSIM_DEPS) tests/testutil.h \
                                $(CG_OBJS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -I$(LLVM_INC) tests/test_scalarops.c tests/cpusim/cpusim.c \
+	$(CC) $(ALL_CFLAGS) -Itests -Itests/cpusim -I$(LLVM_INC) tests/test_scalarops.c $(CPUSIM_SRCS) \
 	    $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(CPUSIM_LLVM) $(LDLIBS)
 
 # ---- differential testing (tests/difftest/): random programs, back end vs interpreter ----
-DIFFTEST_SRCS = tests/difftest/phgen.c tests/difftest/difftest.c
-DIFFTEST_DEPS = $(DIFFTEST_SRCS) tests/difftest/phgen.h tests/difftest/difftest.h tests/testutil.h
+DIFFTEST_SRCS = $(filter-out tests/difftest/phgen_dump.c,$(wildcard tests/difftest/phgen*.c)) tests/difftest/difftest.c
+DIFFTEST_DEPS = $(DIFFTEST_SRCS) $(wildcard tests/difftest/phgen*.h) tests/difftest/difftest.h tests/testutil.h
 $(BUILD)/tests/test_phgen: tests/test_phgen.c $(DIFFTEST_DEPS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Itests -Itests/difftest $< $(DIFFTEST_SRCS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) -lcriterion $(LDLIBS)
@@ -246,11 +250,11 @@ $(BUILD)/tests/gpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_gpu.c $
 # like test_cpusim), to fuzz the code generator without a GPU:
 #   build/tests/cpufuzz --seconds N [--seed S]
 # make cpufuzz-check (part of make check) and make cpufuzz run it.
-$(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c tests/cpusim/cpusim.c tests/cpusim/cpusim.h \
+$(BUILD)/tests/cpufuzz: tests/difftest/gpufuzz.c tests/difftest/difftest_cpusim.c $(CPUSIM_DEPS) \
                         $(DIFFTEST_DEPS) $(CG_OBJS) $(BUILD)/libphc.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DGPUFUZZ_CPUSIM -Itests -Itests/difftest -Itests/cpusim -I$(LLVM_INC) $< tests/difftest/difftest_cpusim.c \
-	    tests/cpusim/cpusim.c $(DIFFTEST_SRCS) $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
+	    $(CPUSIM_SRCS) $(DIFFTEST_SRCS) $(CG_OBJS) $(BUILD)/libphc.a -o $@ $(LDFLAGS) $(CPUSIM_LLVM) $(LDLIBS)
 
 # Random programs on the GPU against the interpreter, from a build folder
 # made elsewhere (builds nothing; make all build-tests first), for

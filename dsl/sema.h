@@ -1,13 +1,19 @@
-/* sema.h: what the two halves of semantic analysis share. sema.c walks the
- * module, the kernels, their configs and statements; sema_expr.c types and
- * lowers expressions. Every expression is visited twice per statement: a
- * typing pass (emit false) that reports errors and resolves the extents of
- * ph.iota calls through broadcasting, then, only when that pass found no
- * error, an emitting pass that builds IR with every shape known. */
+/* sema.h: what the files of semantic analysis share. sema.c walks the
+ * module and lowers each selected config of a kernel; sema_kernel.c checks
+ * a kernel's header (parameters, decorators); sema_stmt.c checks and
+ * lowers statements; sema_expr.c types and lowers expressions, with
+ * sema_call.c for the built-ins and sema_shape.c for values, shapes,
+ * broadcasting and coercion. Every expression is visited twice per
+ * statement: a typing pass (emit false) that reports errors and resolves
+ * the extents of ph.iota calls through broadcasting, then, only when that
+ * pass found no error, an emitting pass that builds IR with every shape
+ * known. */
 #ifndef PHC_SEMA_H
 #define PHC_SEMA_H
 
 #include "dsl.h"
+
+#include <string.h>
 
 enum {
     MAX_META = 16,          /* meta-parameters of one kernel */
@@ -91,19 +97,52 @@ typedef struct {
     int sym_axis[MAX_IOTA];
 } Sema;
 
-/* sema_expr.c */
+/* sema_kernel.c: a kernel's header */
+void sema_check_params(Diag *d, const char *alias, const FuncDef *fd, Kernel *k);
+void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k);
+void sema_kernel_free(Kernel *k);
+int sema_meta_index(const Kernel *k, const char *name);    /* -1: no meta-parameter of that name */
+bool sema_is_dim_name(const Kernel *k, const char *name);  /* a dim of one of the tensor parameters */
+
+/* sema_stmt.c: statements */
+void sema_declare(Sema *s, const char *name, SymKind kind, Val v);
+void sema_lower_block(Sema *s, Stmt *const *body, int n);
+
+/* sema_shape.c: values, shapes, broadcasting, promotion, coercion */
 void sema_err(Sema *s, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 Sym *sema_lookup(Sema *s, const char *name);
 Val val_error(void);
 bool val_bad(Val v);
+static inline Val val_weak_int(int64_t i) { return (Val){.dt = DT_I32, .weak = true, .ival = i}; }
+static inline Val val_weak_float(double f) { return (Val){.dt = DT_F32, .weak = true, .wfloat = true, .fval = f}; }
+static inline Val val_scalar(DType dt, ValueId v) { return (Val){.dt = dt, .v = v}; }
 IrType val_irtype(Val v);
 void val_str(Sema *s, Val v, char *buf, size_t n);
-Val sema_expr(Sema *s, const Expr *e);
+/* A dim as it is known now: a positive extent, or the root symbol. */
+int sema_dim_now(Sema *s, int d);
+/* Both dims must be the same extent (dot's K, online_softmax's M ...). */
+bool sema_dim_same(Sema *s, int a, int b);
+/* The broadcast shape of a and b, binding iota extents; false if they do not broadcast. */
+bool sema_shape_bcast(Sema *s, Val a, Val b, int *rank, int dim[2]);
+bool sema_resolve_iotas(Sema *s);
+/* The common dtype of two numeric operands, literals taking the other's. */
+DType sema_promote(Val a, Val b);
+ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrType t, Loc loc, IrOp **opp);
+ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc);
+/* Converts then stretches x to (dt, rank, dim); the caller checked that it may. */
+Val sema_coerce(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc);
 /* Checks that x broadcasts to the shape (rank, dim) and converts to dt;
  * emitting, returns the value of exactly that type. what names the target
  * in messages ("var 'x'", "the window of 'O'"). */
 Val sema_coerce_to(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc, const char *what);
+
+/* sema_expr.c: expressions */
+Val sema_expr(Sema *s, const Expr *e);
 Val sema_binary(Sema *s, TokKind op, Val a, Val b, Loc loc);
+/* Elementwise binary op: kind OP_BINARY (sub an IrBinop) or OP_CMP. name is
+ * the operator or built-in in messages. */
+Val sema_elementwise(Sema *s, IrOpKind kind, int sub, TokKind fold_op, Val a, Val b, Loc loc, const char *name);
+Val sema_unary_op(Sema *s, IrUnop sub, Val x, Loc loc);
 /* Compile-time integers: literals, metas, specialized dims, + - * // of those.
  * False with a reason in why (for "expected ... for WHAT, got WHY"). */
 bool sema_const_int(Sema *s, const Expr *e, int64_t *out, char *why, size_t n);
@@ -111,16 +150,22 @@ bool sema_const_dim(Sema *s, const Expr *e, const char *what, int *out);
 /* "ph.NAME" for attr(alias, NAME), else NULL */
 const char *sema_ns_attr(Sema *s, const Expr *e);
 const char *ns_attr_of(const char *alias, const Expr *e);
+static inline bool sema_is_ns(const char *alias, const Expr *e, const char *name)
+{
+    const char *n = ns_attr_of(alias, e);
+    return n && !strcmp(n, name);
+}
+
 /* dtype from ph.f16 / ph.bf16 / ph.f32 / ph.i32 / bool; DT_VOID if not one */
 DType sema_dtype(const char *alias, const Expr *e);
-ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrType t, Loc loc, IrOp **opp);
-ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc);
-bool sema_resolve_iotas(Sema *s);
-void sema_online_softmax(Sema *s, const Expr *call);
-void sema_atomic_add(Sema *s, const Expr *call);
 /* A window X[...]: the tensor's index, start values and extents; false on error. */
 typedef struct { int param; int rank; Val start[2]; int ext[2]; DType dt; } Window;
 bool sema_window(Sema *s, const Expr *index, Window *w);
 Val sema_load(Sema *s, const Window *w, Loc loc);
+
+/* sema_call.c: the built-ins */
+Val sema_call(Sema *s, const Expr *e);
+void sema_online_softmax(Sema *s, const Expr *call);
+void sema_atomic_add(Sema *s, const Expr *call);
 
 #endif

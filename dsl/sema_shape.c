@@ -1,0 +1,261 @@
+/* sema_shape.c: values, their shapes and dtypes: errors and erroneous
+ * values, the iota extents that broadcasting resolves, NumPy broadcasting,
+ * dtype promotion, types as text, and coercion of a value to a shape and
+ * dtype (emitting the converts, splats and broadcasts it takes). */
+#include "sema.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sema_err(Sema *s, Loc loc, const char *fmt, ...)
+{
+    s->bad++;
+    if (s->emit) return;   /* the typing pass already said it */
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(s->d, loc, "%s", msg);
+}
+
+Val val_error(void) { return (Val){.dt = DT_VOID}; }
+bool val_bad(Val v) { return v.dt == DT_VOID; }
+
+Sym *sema_lookup(Sema *s, const char *name)
+{
+    for (int i = s->syms.len - 1; i >= 0; i--)
+        if (!strcmp(s->syms.data[i].name, name)) return &s->syms.data[i];
+    return NULL;
+}
+
+/* ---- iota extents: symbols unified by broadcasting ---- */
+static int sym_root(Sema *s, int i)
+{
+    for (int n = 0; n < MAX_IOTA && s->sym_parent[i] != i; n++) i = s->sym_parent[i];
+    return i;
+}
+
+/* A dim as it is known now: a positive extent, or the root symbol. */
+int sema_dim_now(Sema *s, int d)
+{
+    if (d > 0) return d;
+    int r = sym_root(s, -d - 1);
+    return s->sym_value[r] ? s->sym_value[r] : -r - 1;
+}
+
+static void dim_bind(Sema *s, int d, int value) { s->sym_value[sym_root(s, -d - 1)] = value; }
+
+static void dim_union(Sema *s, int a, int b)
+{
+    int ra = sym_root(s, -a - 1), rb = sym_root(s, -b - 1);
+    if (ra != rb) s->sym_parent[ra] = rb;
+}
+
+/* Both dims must be the same extent (dot's K, online_softmax's M ...). */
+bool sema_dim_same(Sema *s, int a, int b)
+{
+    a = sema_dim_now(s, a);
+    b = sema_dim_now(s, b);
+    if (a > 0 && b > 0) return a == b;
+    if (a < 0 && b < 0) dim_union(s, a, b);
+    else if (a < 0) dim_bind(s, a, b);
+    else dim_bind(s, b, a);
+    return true;
+}
+
+/* NumPy broadcasting of two dims; an unknown iota extent meeting an extent
+ * other than 1 takes it. */
+static bool dim_bcast(Sema *s, int a, int b, int *out)
+{
+    a = sema_dim_now(s, a);
+    b = sema_dim_now(s, b);
+    if (a > 0 && b > 0) {
+        if (a != b && a != 1 && b != 1) return false;
+        *out = a == 1 ? b : a;
+    } else if (a < 0 && b < 0) {
+        dim_union(s, a, b);
+        *out = a;
+    } else if (a < 0) {
+        if (b != 1) dim_bind(s, a, b);
+        *out = b == 1 ? a : b;
+    } else {
+        if (a != 1) dim_bind(s, b, a);
+        *out = a == 1 ? b : a;
+    }
+    return true;
+}
+
+/* A dim stretched to a target extent. */
+static bool dim_to(Sema *s, int a, int t)
+{
+    a = sema_dim_now(s, a);
+    t = sema_dim_now(s, t);
+    if (a > 0 && t > 0) return a == t || a == 1;
+    if (a < 0 && t < 0) dim_union(s, a, t);
+    else if (a < 0) dim_bind(s, a, t);
+    else if (a != 1) dim_bind(s, t, a);
+    return true;
+}
+
+/* The 2-D view of a shape, aligned to the right: [n] is [1, n]. */
+static void dims2(Val v, int out[2])
+{
+    out[0] = v.rank == 2 ? v.dim[0] : 1;
+    out[1] = v.rank == 2 ? v.dim[1] : v.rank == 1 ? v.dim[0] : 1;
+}
+
+bool sema_shape_bcast(Sema *s, Val a, Val b, int *rank, int dim[2])
+{
+    int r = a.rank > b.rank ? a.rank : b.rank, ad[2], bd[2], out[2] = {1, 1};
+    dims2(a, ad);
+    dims2(b, bd);
+    for (int i = 2 - r; i < 2; i++)
+        if (!dim_bcast(s, ad[i], bd[i], &out[i])) return false;
+    *rank = r;
+    dim[0] = r == 2 ? out[0] : r == 1 ? out[1] : 1;
+    dim[1] = r == 2 ? out[1] : 1;
+    return true;
+}
+
+bool sema_resolve_iotas(Sema *s)
+{
+    bool ok = true;
+    for (int i = 0; i < s->nsym; i++) {
+        if (s->sym_value[sym_root(s, i)]) continue;
+        sema_err(s, s->sym_expr[i]->loc, "cannot infer the extent of ph.iota(%d): nothing in this statement "
+                 "broadcasts it to a known shape; write ph.iota(%d, n)", s->sym_axis[i], s->sym_axis[i]);
+        ok = false;
+    }
+    return ok;
+}
+
+/* ---- types as text ---- */
+void val_str(Sema *s, Val v, char *buf, size_t n)
+{
+    if (v.rank == 0) {
+        snprintf(buf, n, "%s", ir_dtype_name(v.dt));
+        return;
+    }
+    char d[2][16];
+    for (int i = 0; i < v.rank; i++) {
+        int x = sema_dim_now(s, v.dim[i]);
+        if (x > 0) snprintf(d[i], sizeof d[i], "%d", x);
+        else snprintf(d[i], sizeof d[i], "?");
+    }
+    if (v.rank == 1) snprintf(buf, n, "%s[%s]", ir_dtype_name(v.dt), d[0]);
+    else snprintf(buf, n, "%s[%s, %s]", ir_dtype_name(v.dt), d[0], d[1]);
+}
+
+IrType val_irtype(Val v)
+{
+    IrType t = {v.dt, v.rank, {1, 1}};
+    for (int i = 0; i < v.rank; i++) t.shape[i] = v.dim[i];
+    return t;
+}
+
+/* ---- emitting ---- */
+ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrType t, Loc loc, IrOp **opp)
+{
+    IrOp *op = ir_emit(s->f, s->blk, kind, nargs, args, 1, &t);
+    op->loc = loc;
+    if (opp) *opp = op;
+    return op->res[0];
+}
+
+ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc)
+{
+    IrOp *op;
+    ValueId v = sema_emit1(s, OP_CONST, 0, NULL, ir_scalar(dt), loc, &op);
+    if (ir_is_float(dt)) op->fval = f;
+    else op->ival = dt == DT_BOOL ? i != 0 : i;
+    return v;
+}
+
+static ValueId weak_value(Sema *s, Val x, DType dt, Loc loc)
+{
+    if (ir_is_float(dt)) return sema_const(s, dt, 0, x.wfloat ? x.fval : (double)x.ival, loc);
+    return sema_const(s, dt, x.wfloat ? (int64_t)x.fval : x.ival, 0, loc);
+}
+
+/* Converts then stretches x to (dt, rank, dim); the caller checked that it may. */
+Val sema_coerce(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc)
+{
+    Val r = {.dt = dt, .rank = rank, .dim = {dim[0], dim[1]}};
+    if (x.weak && dt == DT_I32 && !x.wfloat && (x.ival > INT32_MAX || x.ival < INT32_MIN)) {
+        sema_err(s, loc, "integer %lld does not fit in i32", (long long)x.ival);
+        return val_error();
+    }
+    if (x.weak && dt == DT_I32 && x.wfloat && !(fabs(x.fval) < 2147483648.0)) {
+        sema_err(s, loc, "%g does not fit in i32", x.fval);
+        return val_error();
+    }
+    if (!s->emit) return r;
+    ValueId v;
+    if (x.weak) {
+        v = weak_value(s, x, dt, loc);
+        x = (Val){.dt = dt};
+    } else {
+        v = x.v;
+        if (x.dt != dt) {
+            x.dt = dt;
+            v = sema_emit1(s, OP_CONVERT, 1, &v, val_irtype(x), loc, NULL);
+        }
+    }
+    if (rank > 0) {
+        if (x.rank == 0) v = sema_emit1(s, OP_SPLAT, 1, &v, val_irtype(r), loc, NULL);
+        else if (!ir_type_eq(val_irtype(x), val_irtype(r)))
+            v = sema_emit1(s, OP_BROADCAST, 1, &v, val_irtype(r), loc, NULL);
+    }
+    r.v = v;
+    return r;
+}
+
+Val sema_coerce_to(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc, const char *what)
+{
+    if (val_bad(x)) return x;
+    Val target = {.dt = dt, .rank = rank, .dim = {dim[0], dim[1]}};
+    char a[64], b[64];
+    if (!s->emit) {
+        if ((x.dt == DT_BOOL) != (dt == DT_BOOL)) {
+            val_str(s, x, a, sizeof a);
+            val_str(s, target, b, sizeof b);
+            sema_err(s, loc, "cannot convert %s to %s (%s)", a, b, what);
+            return val_error();
+        }
+        bool ok = x.rank <= rank;
+        int xd[2], td[2];
+        dims2(x, xd);
+        dims2(target, td);
+        for (int i = 2 - rank; ok && i < 2; i++) ok = dim_to(s, xd[i], td[i]);
+        if (!ok) {
+            val_str(s, x, a, sizeof a);
+            val_str(s, target, b, sizeof b);
+            sema_err(s, loc, "cannot broadcast %s to %s (%s)", a, b, what);
+            return val_error();
+        }
+    }
+    return sema_coerce(s, x, dt, rank, dim, loc);
+}
+
+/* ---- dtype promotion ---- */
+static DType promote_strong(DType a, DType b)
+{
+    if (a == b) return a;
+    if (a == DT_I32) return b;
+    if (b == DT_I32) return a;
+    if (a == DT_F32 || b == DT_F32) return DT_F32;
+    return DT_F32;   /* f16 with bf16 */
+}
+
+/* The common dtype of two numeric operands, literals taking the other's. */
+DType sema_promote(Val a, Val b)
+{
+    if (a.weak && b.weak) return a.wfloat || b.wfloat ? DT_F32 : DT_I32;
+    if (a.weak) return a.wfloat && b.dt == DT_I32 ? DT_F32 : b.dt;
+    if (b.weak) return b.wfloat && a.dt == DT_I32 ? DT_F32 : a.dt;
+    return promote_strong(a.dt, b.dt);
+}
+

@@ -1,0 +1,196 @@
+/* cpusim_impl.h: what the files of the CPU executor share (cpusim.c: the
+ * scheduler and launches; cpusim_intrinsics.c: the intrinsics and warp
+ * collectives it models; cpusim_shared.c: shared-memory races and
+ * cp.async; cpusim_module.c: loading and JIT compilation;
+ * cpusim_rewrite.c: the module's rewrites for the host): the intrinsics'
+ * ids, the loaded module, a launch in progress. */
+#ifndef PHC_CPUSIM_IMPL_H
+#define PHC_CPUSIM_IMPL_H
+
+#include "cpusim.h"
+#include "base/half.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/ExecutionEngine.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <ucontext.h>
+
+/* ---- the intrinsics, by the id the IR wrappers pass ---- */
+
+enum {
+    IN_TID_X, IN_TID_Y, IN_TID_Z, IN_CTAID_X, IN_CTAID_Y, IN_CTAID_Z, IN_NCTAID_X, IN_NCTAID_Y, IN_NCTAID_Z,
+    IN_BARRIER, IN_SHFL_I32, IN_SHFL_F32, IN_LDM_X4, IN_LDM_X2, IN_LDM_X2_TRANS, IN_MMA_F16, IN_MMA_BF16,
+    IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT, IN_FMAX, IN_FMIN,
+    /* cp.async, each size with and without src_size; then the group operations */
+    IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
+    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS, IN_COUNT
+};
+
+static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
+static inline bool is_async_wait(int id) { return id == IN_CP_WAIT_GROUP || id == IN_CP_WAIT_ALL; }
+
+/* A cp.async's size in bytes, and whether it takes a src_size operand. */
+static inline unsigned async_copy_bytes(int id)
+{
+    static const unsigned bytes[4] = {4, 8, 16, 16};
+    return bytes[(id - IN_CP_CA4) % 4];
+}
+static inline bool async_copy_has_src_size(int id) { return id >= IN_CP_CA4_S; }
+
+/* ---- the loaded module ---- */
+
+typedef struct {
+    char *name;
+    int threads, nparams;
+    IrParam *params;                       /* kinds and ranks only (names not kept) */
+    void (*entry)(const uint64_t *slots);
+} SimKernel;
+
+/* The race shadow of one shared byte: who wrote it last and who read it,
+ * each in which barrier epoch, and the access sites (indexes into
+ * cpusim.sites). Two readers are kept, so a writer always finds one that
+ * is not itself when there is one. copier is the thread whose cp.async to
+ * the byte is in flight (issued, no wait of that thread has covered it
+ * yet), NO_THREAD when none. */
+#define NO_THREAD 0xffff
+typedef struct {
+    uint64_t w_epoch, r_epoch;
+    uint16_t writer, reader[2], copier;
+    int32_t w_site, r_site[2], c_site;
+} ByteShadow;
+
+typedef struct { char *name; unsigned char *addr; size_t bytes; ByteShadow *shadow; } SharedArea;
+
+#define STACK_BYTES (1u << 20)
+#define PAGE 4096u
+
+struct cpusim {
+    LLVMContextRef ctx;
+    LLVMExecutionEngineRef ee;
+    SimKernel *kernels;
+    int nkernels;
+    SharedArea *shared;
+    int nshared;
+    unsigned char *stacks;                 /* nstacks fiber stacks, each above a guard page */
+    int nstacks;
+    char **sites;                          /* each instrumented access: "function, block %name" */
+    int nsites;
+    uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
+};
+
+/* ---- a launch in progress ---- */
+
+typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_EXITED } ThreadState;
+
+/* A cp.async in flight: its source was read at issue (the GPU reads it
+ * some time before the wait; another thread's store to it meanwhile would
+ * be a global-memory race, not modelled); data reaches shared memory when
+ * a wait of its thread covers group. */
+typedef struct {
+    SharedArea *area;
+    size_t off;
+    unsigned bytes;
+    uint32_t group;
+    int32_t site;
+    unsigned char data[16];
+} AsyncCopy;
+
+typedef struct {
+    ucontext_t ctx;
+    ThreadState st;
+    int op;                 /* the collective posted */
+    const uint64_t *in;     /* its arguments, one per slot */
+    uint64_t *out;          /* its results */
+    AsyncCopy *copies;      /* its cp.asyncs in flight, in issue order */
+    int ncopies, copies_cap;
+    uint32_t groups;        /* cp.async groups committed; the open one's number */
+    int32_t async_site;     /* the site of the cp.async operation it is at */
+} Thread;
+
+/* The bytes a tensor argument spans, by its dims: what a cp.async may read. */
+typedef struct { uint64_t lo, hi; } TensorSpan;
+
+typedef struct {
+    cpusim *s;
+    const SimKernel *k;
+    const uint64_t *slots;
+    unsigned grid[3], block[3];
+    int T, cur;
+    Thread *th;
+    ucontext_t sched;
+    bool in_thread;         /* a fiber runs: a memory fault is the kernel's */
+    uint64_t block_epoch;   /* the epoch the block started in: a write before it is another block's */
+    struct {                /* the first read, this epoch, of a byte the block had not written */
+        bool seen;
+        int thread;
+        size_t byte;
+        const SharedArea *area;
+        int32_t site;
+    } unwritten;
+    TensorSpan tensors[256];
+    int ntensors;
+    bool failed;
+    char msg[640];
+} Launch;
+
+/* A shared access as the instrumented code reports it. ACCESS_COPY is a
+ * cp.async's issue: checked as a write, but what it leaves is the copy in
+ * flight, the write coming at its wait. */
+enum { ACCESS_READ, ACCESS_WRITE, ACCESS_COPY };
+
+/* An intrinsic's argument or result slot as a 32-bit word or an f32. */
+static inline uint32_t lo32(uint64_t v) { return (uint32_t)v; }
+static inline float slot_f32(uint64_t v) { return ph_bits_f32(lo32(v)); }
+static inline uint64_t f32_slot(float f) { return ph_f32_bits(f); }
+
+/* Starts a barrier epoch: what threads did before no longer races with
+ * what they do next. Epoch 0 is never (a fresh shadow). */
+static inline void next_epoch(cpusim *s) { s->epoch++; }
+
+/* ---- cpusim.c: launches ---- */
+/* The JIT-compiled code reaches the executor through plain C calls, so
+ * the launch running now is a global. Launches do not nest. */
+extern Launch *current_launch;
+/* Ends the launch with a message (the first failure's is kept). */
+void launch_fail(Launch *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void yield_to_scheduler(Launch *L, Thread *me);
+/* st, with the message in err. */
+ph_status status_message(ph_status st, char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* ---- cpusim_intrinsics.c: the modelled intrinsics ---- */
+extern const char *const intrinsic_names[IN_COUNT];
+/* Called by the IR wrappers: in[] holds intrinsic id's arguments, out[]
+ * receives its results. */
+void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out);
+/* Computes the collectives of the warps whose live lanes all posted one;
+ * true when any did. */
+bool release_warps(Launch *L);
+/* Gives MCJIT the half and bfloat libcalls the x86 back end emits. */
+void add_libcalls(void);
+
+/* ---- cpusim_shared.c: shared-memory races and cp.async ---- */
+const char *site_name(const cpusim *s, int32_t site);
+/* Records thread t's access; false, the launch failed, on a race or an
+ * access outside shared memory. */
+bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int kind, int32_t site);
+/* At a barrier or the block's end; false, the launch failed, on a read of
+ * a byte the block had not written. */
+bool end_epoch(Launch *L);
+/* The hooks the instrumented code calls (cpusim_rewrite.c). */
+void sim_shared_access(uint64_t addr, uint64_t bytes, int32_t kind, int32_t site);
+void sim_async_site(int32_t site);
+bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
+void wait_async_copies(Launch *L, int t, uint32_t pending);
+void drop_async_copies(Launch *L);
+
+/* ---- cpusim_module.c: loading ---- */
+/* The id of the intrinsic named name, -1 when the executor does not model it. */
+int intrinsic_id(const char *name);
+
+/* ---- cpusim_rewrite.c: the module's rewrites ---- */
+void instrument_shared_accesses(cpusim *s, LLVMModuleRef mod);
+int define_dynamic_shared(LLVMModuleRef mod, LLVMValueRef kernel, char *err, size_t errlen);
+void fuse_multiply_adds(LLVMModuleRef mod);
+
+#endif

@@ -1,0 +1,191 @@
+/* phgen_gen.h: what the files of the generator share (phgen.c: the
+ * program, its configs, run spec and text; phgen_expr.c: expressions;
+ * phgen_stmt.c: statements; phgen_reduce.c: the reducer): the statement
+ * tree, the program, the generation state, and the small helpers on
+ * shapes, dtypes and the random stream. */
+#ifndef PHGEN_GEN_H
+#define PHGEN_GEN_H
+
+#include "phgen.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the program ---- */
+typedef struct Node Node;
+struct Node {
+    char *head;            /* the line, without indentation */
+    bool block;            /* head ends with ':' and body follows */
+    Node **body;
+    int nbody, capbody;
+    Node *next;            /* an if's elif or else */
+    char def[16];          /* the name it declares, or "" */
+    char uses[240];        /* " a b c": the names its line uses */
+    bool uses_all;         /* uses overflowed: assume it uses everything */
+    bool dropped;
+};
+
+enum { E1, EM, EN, EK };   /* extents */
+static const char *const ext_meta[] = {"1", "BM", "BN", "BK"};
+static const char *const ext_dim[] = {"1", "M", "N", "K"};
+
+enum { META_TILE, META_THREADS, META_DIM };   /* a meta-parameter's role */
+typedef struct { char name[4]; int n; int v[4]; int role; } Meta;
+typedef struct { char name[16]; DType dt; int rank; int e[2]; bool output; } Tensor;
+
+struct PhgenProgram {
+    uint64_t seed;
+    bool tc;
+    int launch;            /* threads literal; 0: no decorator; -1: the meta-parameter NT */
+    int launch2;           /* the second kernel's, when there is one */
+    bool two_kernels;
+    int deco_order[4];     /* tensorcore, launch, autotune, aligned in print order */
+    bool aligned[4];       /* per extent: @ph.aligned(DIM="BDIM") */
+    int specialized;       /* the extent whose dim is also an autotune name, or E1 */
+    int nmeta;
+    Meta meta[5];          /* BM, BN, BK, then NT and the specialized dim when there are */
+    Tensor tens[32];
+    int ntens;
+    Node root;
+    DtSpec spec;
+    uint64_t features;
+    void **allocs;
+    int nallocs, capallocs;
+};
+
+/* ---- generation state ---- */
+typedef struct { int rank; int e[2]; } Shape;   /* rank 0: {E1, E1}; rank 1: {E1, X} */
+
+typedef struct {
+    char *t;
+    DType dt;
+    Shape sh;
+    bool exact, weak, literal;
+    double mag;
+} Ex;
+
+typedef struct {
+    char name[16];
+    DType dt;
+    Shape sh;
+    bool exact, is_var;
+    double mag;
+    int scope;
+} Sym;
+
+enum { NEED_EXACT = 1, NEED_INT = 2, NEED_FLOAT = 4 };
+#define FCAP 256.0
+#define ICAP 32768.0
+
+typedef struct {
+    uint64_t rng;
+    PhgenProgram *p;
+    PhgenOptions o;
+    Sym syms[256];
+    int nsyms, scope;
+    Node *cur;                 /* the statement whose uses are being recorded */
+    char loopvar[4][8];
+    int nloops;
+    const char *kstart;        /* window start along K */
+    int counter;
+    int maxv[4], minv[4];      /* per extent, over the configs */
+    int n_value;               /* the scalar n's value in the spec */
+    bool storing;              /* generating the stores */
+    const char *stream_iv;     /* when set, windows along unaligned extents move with it */
+} Gen;
+
+static inline uint64_t next_u64(Gen *g)
+{
+    uint64_t z = (g->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline int rnd(Gen *g, int n) { return n <= 1 ? 0 : (int)(next_u64(g) % (uint64_t)n); }
+static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
+static inline void feature(Gen *g, PhgenFeature f) { g->p->features |= 1ull << f; }
+
+static inline Shape shape0(void) { return (Shape){0, {E1, E1}}; }
+static inline Shape shape2(int a, int b) { return (Shape){2, {a, b}}; }
+
+static inline bool fits(Shape v, Shape t)
+{
+    if (v.rank > t.rank) return false;
+    return (v.e[0] == E1 || v.e[0] == t.e[0]) && (v.e[1] == E1 || v.e[1] == t.e[1]);
+}
+
+static inline Shape bcast(Shape a, Shape b)
+{
+    Shape r = {a.rank > b.rank ? a.rank : b.rank, {a.e[0] != E1 ? a.e[0] : b.e[0], a.e[1] != E1 ? a.e[1] : b.e[1]}};
+    return r;
+}
+
+static inline bool is_float(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_F32; }
+
+/* The dtype sema gives a binary op on a and b (docs/language.md, Promotion). */
+static inline DType promote(Ex a, Ex b)
+{
+    if (a.dt == b.dt) return a.dt;
+    if (a.dt == DT_I32) return b.dt;
+    if (b.dt == DT_I32) return a.dt;
+    if (a.weak) return b.dt;
+    if (b.weak) return a.dt;
+    return DT_F32;   /* two different float dtypes: f16 with bf16, or either with f32 */
+}
+
+static inline Ex ex(char *t, DType dt, Shape sh, bool exact, double mag)
+{
+    return (Ex){.t = t, .dt = dt, .sh = sh, .exact = exact, .mag = mag};
+}
+
+static inline const char *dtname(DType dt)
+{
+    return dt == DT_F16 ? "ph.f16" : dt == DT_BF16 ? "ph.bf16" : dt == DT_I32 ? "ph.i32" : "ph.f32";
+}
+
+/* A meta-parameter's largest value over the configs. */
+static inline int meta_max(const Meta *m) { int r = m->v[0]; for (int i = 1; i < m->n; i++) if (m->v[i] > r) r = m->v[i]; return r; }
+
+static inline bool flags_ok(unsigned flags, DType dt, bool exact)
+{
+    if ((flags & NEED_EXACT) && !exact) return false;
+    if ((flags & NEED_INT) && dt != DT_I32) return false;
+    if ((flags & NEED_FLOAT) && !is_float(dt)) return false;
+    return true;
+}
+
+/* ---- phgen.c: the program's memory and its statement tree ---- */
+/* Text formatted into the program's memory (freed with it). */
+char *pfmt(PhgenProgram *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+Node *node_new(PhgenProgram *p, const char *head, bool block);
+void node_add(PhgenProgram *p, Node *parent, Node *child);
+
+/* ---- phgen_expr.c: names in scope, tensors, expressions ---- */
+/* Records that the statement being generated uses name. */
+void gen_use(Gen *g, const char *name);
+void sym_push(Gen *g, const char *name, DType dt, Shape sh, bool exact, bool is_var, double mag);
+void scope_pop(Gen *g);
+/* A tensor parameter of that rank, extents and dtype, made when there is none. */
+Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt);
+DType pick_dtype(Gen *g, unsigned flags);
+/* A load of exactly shape sh (rank 1 or 2) and dtype dt. */
+bool load_of(Gen *g, Shape sh, DType dt, Ex *out);
+/* A shape that fits t: each dim kept or made 1, sometimes rank 1. */
+Shape sub_shape(Gen *g, Shape t);
+Ex gen_literal(Gen *g, bool want_int);
+/* A dot operand of exactly shape sh (rank 2) and dtype dt, magnitude <= 2. */
+Ex dot_operand(Gen *g, Shape sh, DType dt);
+/* One of ph.dot(a, b), ph.dot_t(a, b), ph.dot(ph.transpose(a), b), giving [P, Q] over inner extent R. */
+char *dot_text(Gen *g, int P, int Q, int R, DType dt);
+DType dot_dtype(Gen *g);
+/* A condition (bool) whose shape fits t, from exact values only. */
+Ex gen_cond(Gen *g, Shape t, int depth, int fix);
+/* An expression whose shape fits t, meeting flags. */
+Ex gen_num(Gen *g, Shape t, int depth, unsigned flags);
+
+/* ---- phgen_stmt.c: statements ---- */
+void gen_stmt(Gen *g, Node *parent, int depth);
+/* Each output is written once per block, in windows no two blocks share. */
+void gen_store(Gen *g, Node *parent);
+
+#endif
