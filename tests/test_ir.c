@@ -185,6 +185,27 @@ static void verify_fails(const char *params, const char *body, const char *want)
     ir_module_free(m);
 }
 
+/* ops.h is the one list of op names: each names one op, no sub-op shares
+ * it, and the op kinds keep their numbers (the text form and the tests'
+ * IR depend on the names, nothing outside on the numbers but the order). */
+Test(ir_text, op_table_names_are_unique)
+{
+    cr_assert_eq(OP_CONST, 0);
+    cr_assert_eq(OP_RETURN, OP_COUNT - 1);
+    const char *const *subs[] = {ir_unop_names, ir_binop_names, ir_cmp_names, ir_reduce_names};
+    const int nsubs[] = {UN_COUNT, BIN_COUNT, CMP_COUNT, RED_COUNT};
+    for (int k = 0; k < OP_COUNT; k++) {
+        const char *name = ir_ops[k].name;
+        if (!name) continue;
+        for (int j = k + 1; j < OP_COUNT; j++)
+            cr_expect(!ir_ops[j].name || strcmp(name, ir_ops[j].name), "ops %d and %d are both '%s'", k, j, name);
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < nsubs[t]; i++) cr_expect(strcmp(name, subs[t][i]), "'%s' is an op and a sub-op", name);
+    }
+    cr_expect(ir_op_is(OP_STORE, IR_OP_WRITES | IR_OP_EFFECT) && !ir_op_is(OP_LOAD, IR_OP_EFFECT));
+    cr_expect(ir_op_is(OP_DOT, IR_OP_PURE) && !ir_op_is(OP_COPY_ASYNC, IR_OP_PURE) && !ir_op_is(OP_COUNT, IR_OP_PURE));
+}
+
 Test(ir_verify, accepts_the_test_files)
 {
     /* covered by the round trips; one more small one with every scalar op */

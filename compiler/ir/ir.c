@@ -153,23 +153,20 @@ const char *const ir_binop_names[BIN_COUNT] = {"add", "sub", "mul", "div", "floo
 const char *const ir_cmp_names[CMP_COUNT] = {"lt", "le", "gt", "ge", "eq", "ne"};
 const char *const ir_reduce_names[RED_COUNT] = {"reduce_sum", "reduce_max", "reduce_min"};
 
+const IrOpInfo ir_ops[OP_COUNT] = {
+#define IR_OP(kind, name, nargs, nres, props) [OP_##kind] = {name, nargs, nres, props},
+#include "ops.h"
+#undef IR_OP
+};
+
 const char *ir_op_name(const IrOp *op)
 {
-    static const char *const names[OP_COUNT] = {
-        [OP_CONST] = "const", [OP_PARAM] = "param", [OP_DIM] = "dim", [OP_BLOCK_ID] = "block_id",
-        [OP_GRID_DIM] = "grid_dim", [OP_IOTA] = "iota", [OP_SPLAT] = "splat",
-        [OP_BROADCAST] = "broadcast", [OP_CONVERT] = "convert", [OP_TRANSPOSE] = "transpose",
-        [OP_SELECT] = "select", [OP_DOT] = "dot", [OP_LOAD] = "load", [OP_STORE] = "store",
-        [OP_ATOMIC_ADD] = "atomic_add",
-        [OP_COPY_ASYNC] = "copy_async", [OP_COMMIT_ASYNC] = "commit_async", [OP_WAIT_ASYNC] = "wait_async",
-        [OP_FOR] = "for", [OP_IF] = "if", [OP_YIELD] = "yield", [OP_RETURN] = "return",
-    };
     switch (op->kind) {
     case OP_UNARY: return (unsigned)op->sub < UN_COUNT ? ir_unop_names[op->sub] : "?";
     case OP_BINARY: return (unsigned)op->sub < BIN_COUNT ? ir_binop_names[op->sub] : "?";
     case OP_CMP: return (unsigned)op->sub < CMP_COUNT ? ir_cmp_names[op->sub] : "?";
     case OP_REDUCE: return (unsigned)op->sub < RED_COUNT ? ir_reduce_names[op->sub] : "?";
     case OP_DOT: return op->flags & DOT_TRANS_B ? "dot_t" : "dot";
-    default: return (unsigned)op->kind < OP_COUNT && names[op->kind] ? names[op->kind] : "?";
+    default: return (unsigned)op->kind < OP_COUNT && ir_ops[op->kind].name ? ir_ops[op->kind].name : "?";
     }
 }

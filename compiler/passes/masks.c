@@ -336,16 +336,11 @@ static bool built_where_used(const IrFunc *f, ValueId v, int *budget)
     if (ir_vtype(f, v).rank == 0) return true;
     const IrOp *d = f->values[v].def;
     if (!d || --*budget < 0) return false;
-    switch (d->kind) {
-    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
-        return true;
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
-        for (int i = 0; i < d->nargs; i++)
-            if (!built_where_used(f, d->args[i], budget)) return false;
-        return true;
-    default:
-        return false;
-    }
+    if (ir_op_is(d->kind, IR_OP_BUILT_AT_USE)) return true;
+    if (!ir_op_is(d->kind, IR_OP_ELEMENTWISE)) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!built_where_used(f, d->args[i], budget)) return false;
+    return true;
 }
 
 /* A compare of forms without scalars, decided here: every later use of the
