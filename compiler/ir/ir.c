@@ -33,6 +33,8 @@ bool ir_type_eq(IrType a, IrType b)
 
 bool ir_is_float(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_F32; }
 
+int ir_dtype_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+
 const char *ir_dtype_name(DType dt)
 {
     static const char *const names[] = {"void", "bool", "i32", "f16", "bf16", "f32"};

@@ -69,6 +69,13 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
 
 enum { DOT_TRANS_B = 1 };
 
+/* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
+ * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
+ * more rings, the code generator sizes its tables by it. IR_MAX_DEPTH:
+ * the verifier refuses regions nested deeper, so passes that recurse
+ * over verified IR stop there too. */
+enum { IR_MAX_RINGS = 64, IR_MAX_DEPTH = 256 };
+
 typedef struct IrBlock IrBlock;
 
 typedef struct IrOp {
@@ -157,6 +164,7 @@ int64_t ir_numel(IrType t);
 bool ir_type_eq(IrType a, IrType b);
 bool ir_is_float(DType dt);
 const char *ir_dtype_name(DType dt);   /* "f16", "bf16", "f32", "i32", "bool" */
+int ir_dtype_bytes(DType dt);           /* an element's bytes in memory: 2 for f16 and bf16, else 4 */
 void ir_type_str(IrType t, char *buf, size_t n);  /* "f32", "f32[32, 64]" */
 
 /* ---- building ---- */

@@ -9,14 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { VERIFY_MAX_DEPTH = 256, VERIFY_MAX_RINGS = 64 };
-
 typedef struct {
     const IrFunc *f;
     unsigned char *state;   /* per value: 0 never defined, 1 in scope, 2 out of scope */
     char *err; size_t errlen;
     bool failed;
-    const IrOp *ring_first[VERIFY_MAX_RINGS];   /* by ring: its first copy, which the others must match */
+    const IrOp *ring_first[IR_MAX_RINGS];   /* by ring: its first copy, which the others must match */
 } Verifier;
 
 static bool bad(Verifier *v, const IrOp *op, const char *fmt, ...)
@@ -211,7 +209,7 @@ static bool check_copy(Verifier *v, const IrOp *op)
     if (!is_i32_scalar(ty(v, op->args[op->nargs - 1]))) return bad(v, op, "the ring slot must be an i32 scalar");
     if (!check_memory(v, op)) return false;
     if (op->ival < 2) return bad(v, op, "a ring needs at least 2 stages, has %lld", (long long)op->ival);
-    if (op->axis < 0 || op->axis >= VERIFY_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, VERIFY_MAX_RINGS - 1);
+    if (op->axis < 0 || op->axis >= IR_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, IR_MAX_RINGS - 1);
     const IrOp *first = v->ring_first[op->axis];
     if (!first) {
         v->ring_first[op->axis] = op;
@@ -372,7 +370,7 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
  * region go out of scope at its end. */
 static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *owner)
 {
-    if (depth > VERIFY_MAX_DEPTH) return bad(v, owner, "regions nested more than %d deep", VERIFY_MAX_DEPTH);
+    if (depth > IR_MAX_DEPTH) return bad(v, owner, "regions nested more than %d deep", IR_MAX_DEPTH);
     if (b->nops < 0 || (b->nops && !b->ops)) return bad(v, owner, "has a corrupt region");
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];

@@ -482,12 +482,10 @@ static bool needs_rows_first(const IrFunc *f, const IrBlock *blk)
     return false;
 }
 
-static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
-
 static const Layout *default_layout(Pass *ps, ValueId v)
 {
     IrType t = ir_vtype(ps->f, v);
-    return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, elem_bytes(t.dt));
+    return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, ir_dtype_bytes(t.dt));
 }
 
 static int rank_of(const Layout *l) { return !l || l->kind == LAY_SHARED ? 0 : l->kind == LAY_MMA ? 3 : l->kind == LAY_SLICE ? 2 : 1; }
@@ -524,7 +522,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     case OP_COPY_ASYNC: {
         IrType t = ir_vtype(f, r);
-        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), elem_bytes(t.dt));
+        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;
     }
     case OP_WAIT_ASYNC:

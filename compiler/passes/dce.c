@@ -9,15 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DCE_MAX_DEPTH = 256 };
-
 static bool region_has_effects(const IrBlock *b, int depth);
 
 static bool has_effects(const IrOp *op, int depth)
 {
     if (ir_op_is(op->kind, IR_OP_EFFECT)) return true;
     if (!ir_op_is(op->kind, IR_OP_REGIONS)) return false;
-    return depth > DCE_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);
+    return depth > IR_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);
 }
 
 static bool region_has_effects(const IrBlock *b, int depth)
@@ -33,7 +31,7 @@ static bool region_has_effects(const IrBlock *b, int depth)
 
 static void count_uses(const IrBlock *b, int *uses, int depth)
 {
-    if (!b || depth > DCE_MAX_DEPTH) return;
+    if (!b || depth > IR_MAX_DEPTH) return;
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
         for (int k = 0; k < op->nargs; k++) uses[op->args[k]]++;
@@ -53,7 +51,7 @@ static bool is_dead(const IrOp *op, const int *uses)
 /* Last op first, so an op's removal frees its operands' defs in the same sweep. */
 static bool sweep(IrBlock *b, int *uses, int depth)
 {
-    if (!b || depth > DCE_MAX_DEPTH) return false;
+    if (!b || depth > IR_MAX_DEPTH) return false;
     bool changed = false;
     int keep = b->nops;
     for (int i = b->nops - 1; i >= 0; i--) {

@@ -50,7 +50,7 @@
 enum {
     MAX_TERMS = 4,      /* scalars in one form's S */
     VISIT_BUDGET = 64,  /* ops looked at for one compare, so shared operands cannot blow up */
-    MAX_DEPTH = 200,    /* regions: the rewrite nests one more, the verifier allows 256 */
+    MAX_DEPTH = 200,    /* regions: the rewrite nests one more, the verifier allows IR_MAX_DEPTH */
     MAX_EXTENT = 1 << 20,
 };
 
