@@ -492,14 +492,14 @@ static int rank_of(const Layout *l) { return !l || l->kind == LAY_SHARED ? 0 : l
 
 static void plan_block(Pass *ps, const IrBlock *blk);
 
-static bool is_tile(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
+static bool is_tile_value(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
 
 static void plan_op(Pass *ps, const IrOp *op)
 {
     const IrFunc *f = ps->f;
     const Layout **of = ps->p.of;
     ValueId r = op->nres ? op->res[0] : 0;
-    if (r && !is_tile(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
+    if (r && !is_tile_value(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
     switch (op->kind) {
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
         ps->lazy[r] = true;
@@ -509,7 +509,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         bool all_lazy = true;
         for (int i = 0; i < op->nargs; i++) {
             ValueId a = op->args[i];
-            if (!is_tile(ps, a)) continue;
+            if (!is_tile_value(ps, a)) continue;
             if (!ps->lazy[a]) all_lazy = false;
             if (rank_of(of[a]) > rank_of(best)) best = of[a];
         }
@@ -551,7 +551,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         int n = op->nargs - 2;
         for (int i = 0; i < n; i++) {
             ValueId init = op->args[2 + i], arg = body->args[1 + i];
-            if (!is_tile(ps, arg)) continue;
+            if (!is_tile_value(ps, arg)) continue;
             of[arg] = ps->lazy[init] || !of[init] ? default_layout(ps, arg) : of[init];
         }
         /* twice: the carried values settle in the layout the body gives them */
@@ -560,7 +560,7 @@ static void plan_op(Pass *ps, const IrOp *op)
             const IrOp *y = body->ops[body->nops - 1];
             for (int i = 0; i < n && y->kind == OP_YIELD; i++) {
                 ValueId arg = body->args[1 + i], yv = y->args[i];
-                if (is_tile(ps, arg) && !ps->lazy[yv] && of[yv]) of[arg] = of[yv];
+                if (is_tile_value(ps, arg) && !ps->lazy[yv] && of[yv]) of[arg] = of[yv];
             }
         }
         for (int i = 0; i < op->nres; i++) of[op->res[i]] = of[body->args[1 + i]];
@@ -573,7 +573,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         const IrOp *ye = op->els && op->els->nops ? op->els->ops[op->els->nops - 1] : NULL;
         for (int i = 0; i < op->nres; i++) {
             ValueId res = op->res[i];
-            if (!is_tile(ps, res)) continue;
+            if (!is_tile_value(ps, res)) continue;
             const Layout *l = NULL;
             if (yt && yt->kind == OP_YIELD && !ps->lazy[yt->args[i]]) l = of[yt->args[i]];
             if (!l && ye && ye->kind == OP_YIELD && !ps->lazy[ye->args[i]]) l = of[ye->args[i]];

@@ -368,7 +368,8 @@ static IrOp *new_if(IrFunc *f, ValueId cond, IrType t, Loc loc)
     return op;
 }
 
-static void emit_yield(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
+/* Ends branch blk of the if that replaces a select: it yields v. */
+static void end_branch_yielding(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
 {
     IrOp *y = ir_emit(f, blk, OP_YIELD, 1, &v, 0, NULL);
     y->loc = loc;
@@ -391,7 +392,7 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
 
     IrOp *if_op = new_if(f, all, ir_vtype(f, sel->res[0]), sel->loc);
     ir_block_insert(f, blk, b.pos, if_op);
-    emit_yield(f, if_op->body, sel->args[1], sel->loc);
+    end_branch_yielding(f, if_op->body, sel->args[1], sel->loc);
     /* the if takes the select's value, so its uses stay as they are; the
      * select, in the else, takes the value made for the if */
     ValueId value = sel->res[0], fresh = if_op->res[0];
@@ -401,7 +402,7 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
     f->values[fresh].def = sel;
     f->values[fresh].name = f->values[value].name;
     ir_block_insert(f, if_op->els, 0, sel);
-    emit_yield(f, if_op->els, fresh, sel->loc);
+    end_branch_yielding(f, if_op->els, fresh, sel->loc);
     return b.pos;
 }
 
