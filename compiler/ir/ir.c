@@ -13,16 +13,6 @@ int ir_rows(IrType t) { return t.rank == 2 ? t.shape[0] : 1; }
 int ir_cols(IrType t) { return t.rank == 2 ? t.shape[1] : t.rank == 1 ? t.shape[0] : 1; }
 int64_t ir_numel(IrType t) { return (int64_t)ir_rows(t) * ir_cols(t); }
 
-int64_t ir_param_bytes(const IrParam *params, int nparams)
-{
-    int64_t bytes = 0;
-    for (int i = 0; i < nparams; i++) {
-        if (params[i].is_tensor) bytes = (bytes + 7) / 8 * 8 + 24;
-        else bytes += 4;
-    }
-    return bytes;
-}
-
 bool ir_type_eq(IrType a, IrType b)
 {
     if (a.dt != b.dt || a.rank != b.rank) return false;

@@ -121,15 +121,6 @@ typedef struct {
     IrTuneReset tune_reset;     /* tensors only */
 } IrParam;
 
-/* The bytes a kernel's parameters take in the PTX parameter space (the
- * kernel ABI of codegen.h: a tensor is three 8-byte parameters, a scalar
- * one of 4 bytes, each at its natural alignment). The driver refuses an
- * entry whose parameters exceed IR_MAX_PARAM_BYTES: 4 KB is the limit of
- * the PTX ISA version phc emits (8.0) and of every driver; 32764 bytes
- * needs PTX ISA 8.1 and a CUDA 12.1 driver. */
-enum { IR_MAX_PARAM_BYTES = 4096 };
-int64_t ir_param_bytes(const IrParam *params, int nparams);
-
 typedef struct { const char *name; int64_t value; } IrMeta;
 /* @ph.aligned(DIM="NAME"): dim DIM is a multiple of value (NAME's value in this config) */
 typedef struct { const char *dim; const char *meta; int64_t value; } IrAligned;
@@ -226,5 +217,8 @@ typedef struct {
  * null data, grid sizes >= 1. 0 on success; otherwise nonzero, nothing run,
  * and a message in err. */
 int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen);
+
+/* The kernel ABI's parameters (ir_abi_params, ir_param_bytes) come with the IR. */
+#include "abi.h"
 
 #endif
