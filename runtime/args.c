@@ -129,19 +129,24 @@ const char *ph_internal_ineligible(const IrFunc *f, const ph_arg *args, char *wh
     return NULL;
 }
 
+/* One launch parameter of kernel ABI slot `slot` (ir/abi.h) from argument a of parameter p. */
+static void pack_slot(uint64_t *to, IrAbiSlot slot, const IrParam *p, const ph_arg *a)
+{
+    int64_t d1 = p->rank == 2 ? a->dims[1] : 1;
+    switch (slot) {
+    case IR_ABI_TENSOR_ADDRESS: *to = a->ptr; break;
+    case IR_ABI_TENSOR_DIM0: memcpy(to, &a->dims[0], 8); break;
+    case IR_ABI_TENSOR_DIM1: memcpy(to, &d1, 8); break;
+    case IR_ABI_SCALAR: memcpy(to, p->dt == DT_I32 ? (const void *)&a->i32 : (const void *)&a->f32, 4); break;
+    }
+}
+
 void ph_internal_pack_args(uint64_t *store, const IrFunc *f, const ph_arg *args)
 {
     for (int i = 0, n = 0; i < f->nparams; i++) {
-        if (f->params[i].is_tensor) {
-            store[n++] = args[i].ptr;
-            memcpy(&store[n++], &args[i].dims[0], 8);
-            int64_t d1 = f->params[i].rank == 2 ? args[i].dims[1] : 1;
-            memcpy(&store[n++], &d1, 8);
-        } else if (f->params[i].dt == DT_I32) {
-            memcpy(&store[n++], &args[i].i32, 4);
-        } else {
-            memcpy(&store[n++], &args[i].f32, 4);
-        }
+        IrAbiSlot slots[IR_ABI_MAX_SLOTS];
+        for (int s = 0, ns = ir_abi_slots(&f->params[i], slots); s < ns; s++)
+            pack_slot(&store[n++], slots[s], &f->params[i], &args[i]);
     }
 }
 

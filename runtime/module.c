@@ -17,14 +17,8 @@
 
 static PhRuntime *const rt = &ph_internal_runtime;
 
-/* The parameters cuLaunchKernel takes for f: three a tensor (its address
- * and two dims), one a scalar. */
-static int launch_param_count(const IrFunc *f)
-{
-    int n = 0;
-    for (int i = 0; i < f->nparams; i++) n += f->params[i].is_tensor ? 3 : 1;
-    return n;
-}
+/* The parameters cuLaunchKernel takes for f: its entry's, by the kernel ABI (ir/abi.h). */
+static int launch_param_count(const IrFunc *f) { return ir_abi_params(f->params, f->nparams, NULL); }
 
 /* Sizes k's launch scratch for its configs and its kernel's parameters,
  * and gives it its autotuner. */

@@ -520,6 +520,29 @@ Test(codegen, a_kernel_with_85_tensors_lowers_to_ptx)
     free(diags);
 }
 
+/* The entry declares the parameters the kernel ABI lists (ir/abi.h), in its order. */
+Test(codegen, entry_parameters_are_the_abi_list)
+{
+    char *src = wide_kernel(2, 2), *diags = NULL;
+    IrModule *m = tu_compile("wide.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    const IrFunc *f = m->funcs[0];
+    char *ptx = emit(m, "sm_90", CG_EMIT_PTX);
+    IrAbiParam abi[8];
+    int n = ir_abi_params(f->params, f->nparams, abi);
+    cr_assert_eq(n, 8);
+    for (int k = 0; k < n; k++) {
+        char decl[64];
+        snprintf(decl, sizeof decl, ".param %s wide_param_%d", abi[k].slot == IR_ABI_SCALAR ? ".u32" : ".u64", k);
+        cr_expect(strstr(ptx, decl) != NULL, "%s is declared", decl);
+    }
+    cr_expect(strstr(ptx, "wide_param_8") == NULL);
+    free(ptx);
+    ir_module_free(m);
+    free(src);
+    free(diags);
+}
+
 /* Sema refuses a kernel whose parameters do not fit the parameter space;
  * IR that reaches the code generator by another way is refused there. */
 Test(codegen, parameters_over_the_parameter_space_are_refused)

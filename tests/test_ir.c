@@ -185,6 +185,47 @@ static void verify_fails(const char *params, const char *body, const char *want)
     ir_module_free(m);
 }
 
+/* ops.h is the one list of op names: each names one op, no sub-op shares
+ * it, and the op kinds keep their numbers (the text form and the tests'
+ * IR depend on the names, nothing outside on the numbers but the order). */
+Test(ir_text, op_table_names_are_unique)
+{
+    cr_assert_eq(OP_CONST, 0);
+    cr_assert_eq(OP_RETURN, OP_COUNT - 1);
+    const char *const *subs[] = {ir_unop_names, ir_binop_names, ir_cmp_names, ir_reduce_names};
+    const int nsubs[] = {UN_COUNT, BIN_COUNT, CMP_COUNT, RED_COUNT};
+    for (int k = 0; k < OP_COUNT; k++) {
+        const char *name = ir_ops[k].name;
+        if (!name) continue;
+        for (int j = k + 1; j < OP_COUNT; j++)
+            cr_expect(!ir_ops[j].name || strcmp(name, ir_ops[j].name), "ops %d and %d are both '%s'", k, j, name);
+        for (int t = 0; t < 4; t++)
+            for (int i = 0; i < nsubs[t]; i++) cr_expect(strcmp(name, subs[t][i]), "'%s' is an op and a sub-op", name);
+    }
+    cr_expect(ir_op_is(OP_STORE, IR_OP_WRITES | IR_OP_EFFECT) && !ir_op_is(OP_LOAD, IR_OP_EFFECT));
+    cr_expect(ir_op_is(OP_DOT, IR_OP_PURE) && !ir_op_is(OP_COPY_ASYNC, IR_OP_PURE) && !ir_op_is(OP_COUNT, IR_OP_PURE));
+}
+
+/* The kernel ABI's parameter list: a tensor is its address and two dims,
+ * a scalar one slot, in parameter order; the bytes align each slot. */
+Test(ir_abi, parameters_expand_in_order)
+{
+    IrModule *m = parse_ok("func k kernel k threads 128\n"
+                           "    params(n: i32, A: f16[M, N], x: f32[N], s: f32) {\n  return\n}\n");
+    const IrFunc *f = m->funcs[0];
+    IrAbiParam abi[8];
+    cr_assert_eq(ir_abi_params(f->params, f->nparams, NULL), 8);
+    cr_assert_eq(ir_abi_params(f->params, f->nparams, abi), 8);
+    const IrAbiParam want[8] = {{IR_ABI_SCALAR, 0},       {IR_ABI_TENSOR_ADDRESS, 1}, {IR_ABI_TENSOR_DIM0, 1},
+                                {IR_ABI_TENSOR_DIM1, 1},  {IR_ABI_TENSOR_ADDRESS, 2}, {IR_ABI_TENSOR_DIM0, 2},
+                                {IR_ABI_TENSOR_DIM1, 2},  {IR_ABI_SCALAR, 3}};
+    for (int k = 0; k < 8; k++)
+        cr_expect(abi[k].slot == want[k].slot && abi[k].param == want[k].param, "slot %d: %d of %d", k, abi[k].slot, abi[k].param);
+    /* 4 for n, padding to 8, 24 and 24 for the tensors, 4 for s */
+    cr_expect_eq(ir_param_bytes(f->params, f->nparams), 60);
+    ir_module_free(m);
+}
+
 Test(ir_verify, accepts_the_test_files)
 {
     /* covered by the round trips; one more small one with every scalar op */

@@ -1,7 +1,7 @@
 /* floormod.h: Python's float `//` and `%`, one definition for the
  * interpreter, the fold pass and sema's literal arithmetic; the code
- * generator emits the same steps for the GPU (codegen.c, floor_divmod),
- * so every side gives the same bits. */
+ * generator emits the same steps for the GPU (compiler/codegen/cg_scalar.c,
+ * floor_divmod), so every side gives the same bits. */
 #ifndef PHC_FLOORMOD_H
 #define PHC_FLOORMOD_H
 

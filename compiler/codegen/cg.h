@@ -57,7 +57,7 @@ typedef struct { ValueId v; Slots s; } Cached;
  * buffer's); lay: its SHARED layout. */
 typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; } Region;
 
-enum { CG_MAX_RINGS = 64 };   /* ir_verify's limit on ring numbers */
+enum { CG_MAX_RINGS = IR_MAX_RINGS };   /* ir_verify's limit on ring numbers */
 
 typedef struct {
     const Target *target;        /* the GPU: whatever depends on it is asked of this (target.h) */

@@ -91,18 +91,27 @@ static void end_line_info(Cg *c)
 
 /* ---- functions and the module ---- */
 
-/* The kernel's LLVM function and its parameters, by the ABI of codegen.h. */
+/* The LLVM type of one entry parameter of the kernel ABI (ir/abi.h). */
+static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
+{
+    switch (a.slot) {
+    case IR_ABI_TENSOR_ADDRESS: return c->tptr1;
+    case IR_ABI_TENSOR_DIM0: case IR_ABI_TENSOR_DIM1: return c->ti64;
+    default: return dtype_ty(c, f->params[a.param].dt);
+    }
+}
+
+/* The kernel's LLVM function and its parameters, by the kernel ABI (ir/abi.h). */
 static void declare_kernel(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->T = f->threads;
     c->failed = false;
-    int np = 0;
-    LLVMTypeRef *pts = xcalloc(3 * (size_t)f->nparams + 1, sizeof *pts);   /* a tensor is three */
-    for (int i = 0; i < f->nparams; i++) {
-        if (f->params[i].is_tensor) { pts[np++] = c->tptr1; pts[np++] = c->ti64; pts[np++] = c->ti64; }
-        else pts[np++] = dtype_ty(c, f->params[i].dt);
-    }
+    int np = ir_abi_params(f->params, f->nparams, NULL);
+    IrAbiParam *abi = xcalloc((size_t)np + 1, sizeof *abi);
+    ir_abi_params(f->params, f->nparams, abi);
+    LLVMTypeRef *pts = xcalloc((size_t)np + 1, sizeof *pts);
+    for (int k = 0; k < np; k++) pts[k] = abi_param_ty(c, f, abi[k]);
     c->fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->tvoid, pts, (unsigned)np, 0));
     free(pts);
     LLVMSetFunctionCallConv(c->fn, 71 /* PTX_Kernel */);
@@ -112,17 +121,19 @@ static void declare_kernel(Cg *c, const IrFunc *f)
     c->tensor_dim1 = xcalloc(np1, sizeof(LLVMValueRef));
     c->scalar = xcalloc(np1, sizeof(LLVMValueRef));
     c->stored = ir_stored_params(f);
-    for (int i = 0, k = 0; i < f->nparams; i++) {
-        if (f->params[i].is_tensor) {
-            c->tensor_ptr[i] = LLVMGetParam(c->fn, (unsigned)k++);
-            c->tensor_dim0[i] = LLVMGetParam(c->fn, (unsigned)k++);
-            c->tensor_dim1[i] = LLVMGetParam(c->fn, (unsigned)k++);
-            LLVMSetValueName2(c->tensor_ptr[i], f->params[i].name, strlen(f->params[i].name));
-        } else {
-            c->scalar[i] = LLVMGetParam(c->fn, (unsigned)k++);
-            LLVMSetValueName2(c->scalar[i], f->params[i].name, strlen(f->params[i].name));
+    for (int k = 0; k < np; k++) {
+        int i = abi[k].param;
+        LLVMValueRef v = LLVMGetParam(c->fn, (unsigned)k);
+        switch (abi[k].slot) {
+        case IR_ABI_TENSOR_ADDRESS: c->tensor_ptr[i] = v; break;
+        case IR_ABI_TENSOR_DIM0: c->tensor_dim0[i] = v; break;
+        case IR_ABI_TENSOR_DIM1: c->tensor_dim1[i] = v; break;
+        case IR_ABI_SCALAR: c->scalar[i] = v; break;
         }
+        if (abi[k].slot == IR_ABI_TENSOR_ADDRESS || abi[k].slot == IR_ABI_SCALAR)
+            LLVMSetValueName2(v, f->params[i].name, strlen(f->params[i].name));
     }
+    free(abi);
 }
 
 /* The loop-invariant tensor-core operands' regions of the area. */

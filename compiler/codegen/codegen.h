@@ -1,9 +1,8 @@
 /* codegen.h: tile IR to LLVM IR (LLVM-C, NVPTX) and to PTX, in memory.
  *
- * Kernel ABI (docs/architecture.md): each IrFunc becomes one PTX entry
- * named IrFunc.name. Its parameters, in IrFunc.params order: a tensor is
- * three parameters (global pointer, i64 dim0, i64 dim1; dim1 is 1 for a
- * rank-1 tensor), an i32 or f32 scalar is one. The block has
+ * Kernel ABI (docs/runtime.md): each IrFunc becomes one PTX entry named
+ * IrFunc.name. Its parameters are those ir/abi.h lists (ir_abi_params:
+ * a tensor's address and two dims, a scalar). The block has
  * IrFunc.threads threads. Its shared memory is static while it fits
  * CODEGEN_MAX_STATIC_SHARED bytes; past that it is dynamic: the launch
  * must ask for the bytes the PTX constant NAME_dynamic_shared_bytes holds

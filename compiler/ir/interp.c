@@ -29,8 +29,7 @@ typedef struct {
 
 static float *fbuf(Interp *in, ValueId v) { return (float *)(in->store + in->offset[v]); }
 static int32_t *ibuf(Interp *in, ValueId v) { return (int32_t *)(in->store + in->offset[v]); }
-static IrType vtype(const Interp *in, ValueId v) { return in->f->values[v].type; }
-static int64_t numel(const Interp *in, ValueId v) { return ir_numel(vtype(in, v)); }
+static int64_t numel(const Interp *in, ValueId v) { return ir_numel(ir_vtype(in->f, v)); }
 
 static void round_all(DType dt, float *x, int64_t n)
 {
@@ -58,7 +57,7 @@ static RunStatus run_error(Interp *in, const IrOp *op, const char *fmt, ...)
 
 static void run_const(Interp *in, const IrOp *op)
 {
-    IrType t = vtype(in, op->res[0]);
+    IrType t = ir_vtype(in->f, op->res[0]);
     if (ir_is_float(t.dt)) *fbuf(in, op->res[0]) = sop_round(t.dt, (float)op->fval);
     else if (t.dt == DT_BOOL) *ibuf(in, op->res[0]) = op->ival != 0;
     else *ibuf(in, op->res[0]) = (int32_t)op->ival;
@@ -66,7 +65,7 @@ static void run_const(Interp *in, const IrOp *op)
 
 static void run_iota(Interp *in, const IrOp *op)
 {
-    IrType t = vtype(in, op->res[0]);
+    IrType t = ir_vtype(in->f, op->res[0]);
     int rows = ir_rows(t), cols = ir_cols(t);
     int32_t *r = ibuf(in, op->res[0]);
     bool by_row = t.rank == 2 && op->axis == 0;
@@ -84,7 +83,7 @@ static void run_splat(Interp *in, const IrOp *op)
 /* Both buffers are 32-bit words whatever the dtype, so shape ops copy words. */
 static void run_broadcast(Interp *in, const IrOp *op)
 {
-    IrType a = vtype(in, op->args[0]), t = vtype(in, op->res[0]);
+    IrType a = ir_vtype(in->f, op->args[0]), t = ir_vtype(in->f, op->res[0]);
     int arows = ir_rows(a), acols = ir_cols(a), rows = ir_rows(t), cols = ir_cols(t);
     const uint32_t *src = in->store + in->offset[op->args[0]];
     uint32_t *r = in->store + in->offset[op->res[0]];
@@ -98,7 +97,7 @@ static void run_broadcast(Interp *in, const IrOp *op)
 
 static void run_transpose(Interp *in, const IrOp *op)
 {
-    IrType a = vtype(in, op->args[0]);
+    IrType a = ir_vtype(in->f, op->args[0]);
     int rows = a.shape[0], cols = a.shape[1];
     const uint32_t *src = in->store + in->offset[op->args[0]];
     uint32_t *r = in->store + in->offset[op->res[0]];
@@ -108,7 +107,7 @@ static void run_transpose(Interp *in, const IrOp *op)
 
 static void run_convert(Interp *in, const IrOp *op)
 {
-    DType from = vtype(in, op->args[0]).dt, to = vtype(in, op->res[0]).dt;
+    DType from = ir_vtype(in->f, op->args[0]).dt, to = ir_vtype(in->f, op->res[0]).dt;
     int64_t n = numel(in, op->res[0]);
     if (ir_is_float(from)) {
         const float *a = fbuf(in, op->args[0]);
@@ -134,7 +133,7 @@ static void run_convert(Interp *in, const IrOp *op)
 
 static void run_unary(Interp *in, const IrOp *op)
 {
-    DType dt = vtype(in, op->args[0]).dt;
+    DType dt = ir_vtype(in->f, op->args[0]).dt;
     int64_t n = numel(in, op->res[0]);
     if (!ir_is_float(dt)) {
         const int32_t *a = ibuf(in, op->args[0]);
@@ -150,7 +149,7 @@ static void run_unary(Interp *in, const IrOp *op)
 
 static void run_binary(Interp *in, const IrOp *op)
 {
-    DType dt = vtype(in, op->args[0]).dt;
+    DType dt = ir_vtype(in->f, op->args[0]).dt;
     int64_t n = numel(in, op->res[0]);
     if (ir_is_float(dt)) {
         const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
@@ -168,7 +167,7 @@ static void run_cmp(Interp *in, const IrOp *op)
 {
     int64_t n = numel(in, op->res[0]);
     int32_t *r = ibuf(in, op->res[0]);
-    if (ir_is_float(vtype(in, op->args[0]).dt)) {
+    if (ir_is_float(ir_vtype(in->f, op->args[0]).dt)) {
         const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
         for (int64_t i = 0; i < n; i++) r[i] = sop_compare_float(op->sub, a[i], b[i]);
     } else {
@@ -199,7 +198,7 @@ static int32_t reduce_step_i32(int sub, int32_t acc, int32_t x) { return sop_i32
  * the last axis otherwise. */
 static void run_reduce(Interp *in, const IrOp *op)
 {
-    IrType a = vtype(in, op->args[0]);
+    IrType a = ir_vtype(in->f, op->args[0]);
     int rows = ir_rows(a), cols = ir_cols(a);
     bool down = a.rank == 2 && op->axis == 0;
     int outer = down ? cols : rows, inner = down ? rows : cols;
@@ -226,7 +225,7 @@ static void run_reduce(Interp *in, const IrOp *op)
 /* acc + a @ b in f32: loop order i, k, j with the inner loop contiguous. */
 static void run_dot(Interp *in, const IrOp *op)
 {
-    IrType at = vtype(in, op->args[0]), bt = vtype(in, op->args[1]);
+    IrType at = ir_vtype(in->f, op->args[0]), bt = ir_vtype(in->f, op->args[1]);
     int m = at.shape[0], kk = at.shape[1];
     bool trans = op->flags & DOT_TRANS_B;
     int n = trans ? bt.shape[0] : bt.shape[1];
@@ -281,7 +280,7 @@ static float read_elem(DType dt, const void *base, int64_t idx)
 static void run_load(Interp *in, const IrOp *op)
 {
     const IrParam *p = &in->f->params[op->param];
-    IrType t = vtype(in, op->res[0]);
+    IrType t = ir_vtype(in->f, op->res[0]);
     Window win = window_of(in, op, p, t);
     int rows = ir_rows(t), cols = ir_cols(t);
     const void *data = in->args[op->param].data;
@@ -312,7 +311,7 @@ static void write_window(Interp *in, const IrOp *op, bool add)
 {
     const IrParam *p = &in->f->params[op->param];
     ValueId v = op->args[op->nargs - 1];
-    IrType t = vtype(in, v);
+    IrType t = ir_vtype(in->f, v);
     Window win = window_of(in, op, p, t);
     int rows = ir_rows(t), cols = ir_cols(t);
     void *data = in->args[op->param].data;

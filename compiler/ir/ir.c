@@ -13,16 +13,6 @@ int ir_rows(IrType t) { return t.rank == 2 ? t.shape[0] : 1; }
 int ir_cols(IrType t) { return t.rank == 2 ? t.shape[1] : t.rank == 1 ? t.shape[0] : 1; }
 int64_t ir_numel(IrType t) { return (int64_t)ir_rows(t) * ir_cols(t); }
 
-int64_t ir_param_bytes(const IrParam *params, int nparams)
-{
-    int64_t bytes = 0;
-    for (int i = 0; i < nparams; i++) {
-        if (params[i].is_tensor) bytes = (bytes + 7) / 8 * 8 + 24;
-        else bytes += 4;
-    }
-    return bytes;
-}
-
 bool ir_type_eq(IrType a, IrType b)
 {
     if (a.dt != b.dt || a.rank != b.rank) return false;
@@ -32,6 +22,8 @@ bool ir_type_eq(IrType a, IrType b)
 }
 
 bool ir_is_float(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_F32; }
+
+int ir_dtype_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
 
 const char *ir_dtype_name(DType dt)
 {
@@ -153,23 +145,20 @@ const char *const ir_binop_names[BIN_COUNT] = {"add", "sub", "mul", "div", "floo
 const char *const ir_cmp_names[CMP_COUNT] = {"lt", "le", "gt", "ge", "eq", "ne"};
 const char *const ir_reduce_names[RED_COUNT] = {"reduce_sum", "reduce_max", "reduce_min"};
 
+const IrOpInfo ir_ops[OP_COUNT] = {
+#define IR_OP(kind, name, nargs, nres, props) [OP_##kind] = {name, nargs, nres, props},
+#include "ops.h"
+#undef IR_OP
+};
+
 const char *ir_op_name(const IrOp *op)
 {
-    static const char *const names[OP_COUNT] = {
-        [OP_CONST] = "const", [OP_PARAM] = "param", [OP_DIM] = "dim", [OP_BLOCK_ID] = "block_id",
-        [OP_GRID_DIM] = "grid_dim", [OP_IOTA] = "iota", [OP_SPLAT] = "splat",
-        [OP_BROADCAST] = "broadcast", [OP_CONVERT] = "convert", [OP_TRANSPOSE] = "transpose",
-        [OP_SELECT] = "select", [OP_DOT] = "dot", [OP_LOAD] = "load", [OP_STORE] = "store",
-        [OP_ATOMIC_ADD] = "atomic_add",
-        [OP_COPY_ASYNC] = "copy_async", [OP_COMMIT_ASYNC] = "commit_async", [OP_WAIT_ASYNC] = "wait_async",
-        [OP_FOR] = "for", [OP_IF] = "if", [OP_YIELD] = "yield", [OP_RETURN] = "return",
-    };
     switch (op->kind) {
     case OP_UNARY: return (unsigned)op->sub < UN_COUNT ? ir_unop_names[op->sub] : "?";
     case OP_BINARY: return (unsigned)op->sub < BIN_COUNT ? ir_binop_names[op->sub] : "?";
     case OP_CMP: return (unsigned)op->sub < CMP_COUNT ? ir_cmp_names[op->sub] : "?";
     case OP_REDUCE: return (unsigned)op->sub < RED_COUNT ? ir_reduce_names[op->sub] : "?";
     case OP_DOT: return op->flags & DOT_TRANS_B ? "dot_t" : "dot";
-    default: return (unsigned)op->kind < OP_COUNT && names[op->kind] ? names[op->kind] : "?";
+    default: return (unsigned)op->kind < OP_COUNT && ir_ops[op->kind].name ? ir_ops[op->kind].name : "?";
     }
 }

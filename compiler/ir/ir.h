@@ -24,45 +24,41 @@ typedef struct { int line, col; } Loc;
 
 typedef int ValueId; /* index into IrFunc.values; 0 is "no value" */
 
+/* The ops, numbered in the order of ops.h, which says what each does. */
 typedef enum {
-    /* leaves */
-    OP_CONST,     /* scalar constant: ival (bool, i32) or fval (floats) */
-    OP_PARAM,     /* scalar kernel parameter number `param` (i32 or f32) */
-    OP_DIM,       /* run-time i32 size of axis `axis` of tensor parameter `param` */
-    OP_BLOCK_ID,  /* i32 ph.ctx.block.{x,y,z}: axis 0..2 */
-    OP_GRID_DIM,  /* i32 ph.ctx.grid.{x,y,z}: axis 0..2 */
-    OP_IOTA,      /* i32 tile; element value is its index along `axis` */
-    /* shape and type changes */
-    OP_SPLAT,     /* scalar -> tile of the result type (same dtype) */
-    OP_BROADCAST, /* tile -> larger shape, stretching dims of 1 (same dtype) */
-    OP_CONVERT,   /* dtype change, same shape; floats round to nearest even */
-    OP_TRANSPOSE, /* [M,N] -> [N,M] */
-    /* elementwise, operands of equal type (scalars or tiles) */
-    OP_UNARY,     /* sub: IrUnop */
-    OP_BINARY,    /* sub: IrBinop */
-    OP_CMP,       /* sub: IrCmp; result dtype DT_BOOL */
-    OP_SELECT,    /* args: cond (bool), a, b: all of one shape */
-    /* tile-wide */
-    OP_REDUCE,    /* sub: IrReduce along `axis`; [M,N] -> [M,1] (axis 1) or [1,N] (axis 0) */
-    OP_DOT,       /* args a, b, acc: acc + a @ b (or a @ b^T with flags & DOT_TRANS_B); f32 result */
-    /* memory: tensor parameter `param`; args are the window's start per axis (i32 scalars) */
-    OP_LOAD,      /* result: the window, shape = result type; out-of-bounds elements read 0 */
-    OP_STORE,     /* args: starts..., value (tile of the window's shape, tensor dtype); out-of-bounds not written */
-    OP_ATOMIC_ADD, /* args as OP_STORE's, tensor f32 or i32: the value is added to each in-bounds element,
-                    * atomically with other blocks' adds; out-of-bounds not touched */
-    /* asynchronous copies through shared memory (the async pass makes them; docs/ir.md) */
-    OP_COPY_ASYNC,   /* args: starts..., slot (i32); axis: ring, ival: the ring's slots. Its value is
-                      * the window, as OP_LOAD's; it lands in shared memory only by a later wait */
-    OP_COMMIT_ASYNC, /* closes a group of the copies issued since the last commit */
-    OP_WAIT_ASYNC,   /* args: copies; results: the same values, readable. ival: the groups that may
-                      * still be in flight. Waits, then (with args) a barrier */
-    /* control */
-    OP_FOR,       /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
-    OP_IF,        /* args: cond (bool scalar); body = then, els = else; results yielded by both */
-    OP_YIELD,     /* last op of a for body or an if branch; args: the values passed on */
-    OP_RETURN,    /* ends the block's work */
+#define IR_OP(kind, name, nargs, nres, props) OP_##kind,
+#include "ops.h"
+#undef IR_OP
     OP_COUNT
 } IrOpKind;
+
+/* What an op is like, for the passes that treat ops alike (ops.h's
+ * properties column). */
+enum {
+    IR_OP_PURE = 1 << 0,          /* its results follow from its operands and the launch: it reads no
+                                   * memory and has no effect (it may still trap: an i32 // 0) */
+    IR_OP_ELEMENTWISE = 1 << 1,   /* works element by element on operands of its result's shape */
+    IR_OP_BUILT_AT_USE = 1 << 2,  /* a tile made from a scalar or an index: the code generator builds
+                                   * it where it is used, in the user's layout (layout.c) */
+    IR_OP_WINDOW = 1 << 3,        /* reads or writes a window of tensor parameter `param` */
+    IR_OP_WRITES = 1 << 4,        /* writes its tensor */
+    IR_OP_EFFECT = 1 << 5,        /* matters beyond its results (writes, orders, ends a region) */
+    IR_OP_REGIONS = 1 << 6,       /* has regions: body, and els for an if */
+};
+
+/* One row of ops.h: see there. */
+typedef struct {
+    const char *name;
+    int nargs, nres;
+    unsigned props;
+} IrOpInfo;
+extern const IrOpInfo ir_ops[OP_COUNT];
+
+/* Whether ops of kind k have every property in props (IR_OP_*). */
+static inline bool ir_op_is(int kind, unsigned props)
+{
+    return (unsigned)kind < OP_COUNT && (ir_ops[kind].props & props) == props;
+}
 
 typedef enum { UN_NEG, UN_NOT, UN_EXP, UN_EXP2, UN_LOG, UN_LOG2, UN_SQRT, UN_RSQRT, UN_ABS, UN_COUNT } IrUnop;
 /* DIV on floats; FLOORDIV and MOD floor like Python (on i32 and floats);
@@ -72,6 +68,13 @@ typedef enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE, CMP_COUNT } IrCmp
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
 
 enum { DOT_TRANS_B = 1 };
+
+/* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
+ * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
+ * more rings, the code generator sizes its tables by it. IR_MAX_DEPTH:
+ * the verifier refuses regions nested deeper, so passes that recurse
+ * over verified IR stop there too. */
+enum { IR_MAX_RINGS = 64, IR_MAX_DEPTH = 256 };
 
 typedef struct IrBlock IrBlock;
 
@@ -118,15 +121,6 @@ typedef struct {
     IrTuneReset tune_reset;     /* tensors only */
 } IrParam;
 
-/* The bytes a kernel's parameters take in the PTX parameter space (the
- * kernel ABI of codegen.h: a tensor is three 8-byte parameters, a scalar
- * one of 4 bytes, each at its natural alignment). The driver refuses an
- * entry whose parameters exceed IR_MAX_PARAM_BYTES: 4 KB is the limit of
- * the PTX ISA version phc emits (8.0) and of every driver; 32764 bytes
- * needs PTX ISA 8.1 and a CUDA 12.1 driver. */
-enum { IR_MAX_PARAM_BYTES = 4096 };
-int64_t ir_param_bytes(const IrParam *params, int nparams);
-
 typedef struct { const char *name; int64_t value; } IrMeta;
 /* @ph.aligned(DIM="NAME"): dim DIM is a multiple of value (NAME's value in this config) */
 typedef struct { const char *dim; const char *meta; int64_t value; } IrAligned;
@@ -161,6 +155,7 @@ int64_t ir_numel(IrType t);
 bool ir_type_eq(IrType a, IrType b);
 bool ir_is_float(DType dt);
 const char *ir_dtype_name(DType dt);   /* "f16", "bf16", "f32", "i32", "bool" */
+int ir_dtype_bytes(DType dt);           /* an element's bytes in memory: 2 for f16 and bf16, else 4 */
 void ir_type_str(IrType t, char *buf, size_t n);  /* "f32", "f32[32, 64]" */
 
 /* ---- building ---- */
@@ -222,5 +217,8 @@ typedef struct {
  * null data, grid sizes >= 1. 0 on success; otherwise nonzero, nothing run,
  * and a message in err. */
 int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen);
+
+/* The kernel ABI's parameters (ir_abi_params, ir_param_bytes) come with the IR. */
+#include "abi.h"
 
 #endif

@@ -342,14 +342,8 @@ static bool find_op(const Tok *t, OpName *out)
     for (int i = 0; i < RED_COUNT; i++)
         if (!strcmp(name, ir_reduce_names[i])) { *out = (OpName){OP_REDUCE, i, 0}; return true; }
     if (!strcmp(name, "dot_t")) { *out = (OpName){OP_DOT, 0, DOT_TRANS_B}; return true; }
-    static const IrOpKind plain[] = {OP_CONST, OP_PARAM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM, OP_IOTA,
-                                     OP_SPLAT, OP_BROADCAST, OP_CONVERT, OP_TRANSPOSE, OP_SELECT,
-                                     OP_DOT, OP_LOAD, OP_STORE, OP_ATOMIC_ADD, OP_COPY_ASYNC, OP_COMMIT_ASYNC, OP_WAIT_ASYNC,
-                                     OP_FOR, OP_IF, OP_YIELD, OP_RETURN};
-    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
-        IrOp probe = {.kind = plain[i]};
-        if (!strcmp(name, ir_op_name(&probe))) { *out = (OpName){plain[i], 0, 0}; return true; }
-    }
+    for (int k = 0; k < OP_COUNT; k++)
+        if (ir_ops[k].name && !strcmp(name, ir_ops[k].name)) { *out = (OpName){(IrOpKind)k, 0, 0}; return true; }
     return false;
 }
 

@@ -91,7 +91,7 @@ static void mark_stored(const IrBlock *blk, bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
-        if (op->kind == OP_STORE || op->kind == OP_ATOMIC_ADD) stored[op->param] = true;
+        if (ir_op_is(op->kind, IR_OP_WRITES)) stored[op->param] = true;
         if (op->body) mark_stored(op->body, stored);
         if (op->els) mark_stored(op->els, stored);
     }
@@ -111,12 +111,7 @@ bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *insi
     if (v == iv || !inside[v]) return true;
     const IrOp *d = f->values[v].def;
     if (!d || depth > 32 || ir_vtype(f, v).rank != 0) return false;
-    switch (d->kind) {
-    case OP_CONST: case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
-        break;
-    default:
-        return false;
-    }
+    if (d->kind != OP_CONST && !ir_op_is(d->kind, IR_OP_ELEMENTWISE)) return false;
     if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD)) return false;
     for (int i = 0; i < d->nargs; i++)
         if (!ir_loop_computable(f, d->args[i], iv, inside, need, depth + 1)) return false;

@@ -1,8 +1,8 @@
 /* scalarops.c: the reference meaning of each scalar op (scalarops.h).
  * Written for exactness, not speed: the interpreter calls it once per
  * element. Each choice that C leaves open (a zero divisor, an overflow,
- * the sign of a zero from max) is made here explicitly, and codegen.c
- * makes the same one on the GPU. */
+ * the sign of a zero from max) is made here explicitly, and
+ * compiler/codegen/cg_scalar.c makes the same one on the GPU. */
 #include "scalarops.h"
 #include "base/floormod.h"
 #include "base/half.h"

@@ -1,7 +1,8 @@
 /* scalarops.h: the meaning of every scalar (elementwise) op on one value,
  * the reference that the interpreter and the fold pass both compute with,
  * so the two cannot drift; the code generator emits the same meaning as
- * LLVM IR (codegen.c: scalar_binop, scalar_unop, scalar_cmp, convert).
+ * LLVM IR (compiler/codegen/cg_scalar.c: scalar_binop, scalar_unop,
+ * scalar_cmp, cg_convert).
  * docs/language.md ("Scalar semantics") states it for users.
  *
  * Numbers travel as i32 (int32_t), f32 (float; f16 and bf16 values are

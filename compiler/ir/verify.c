@@ -9,14 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { VERIFY_MAX_DEPTH = 256, VERIFY_MAX_RINGS = 64 };
-
 typedef struct {
     const IrFunc *f;
     unsigned char *state;   /* per value: 0 never defined, 1 in scope, 2 out of scope */
     char *err; size_t errlen;
     bool failed;
-    const IrOp *ring_first[VERIFY_MAX_RINGS];   /* by ring: its first copy, which the others must match */
+    const IrOp *ring_first[IR_MAX_RINGS];   /* by ring: its first copy, which the others must match */
 } Verifier;
 
 static bool bad(Verifier *v, const IrOp *op, const char *fmt, ...)
@@ -211,7 +209,7 @@ static bool check_copy(Verifier *v, const IrOp *op)
     if (!is_i32_scalar(ty(v, op->args[op->nargs - 1]))) return bad(v, op, "the ring slot must be an i32 scalar");
     if (!check_memory(v, op)) return false;
     if (op->ival < 2) return bad(v, op, "a ring needs at least 2 stages, has %lld", (long long)op->ival);
-    if (op->axis < 0 || op->axis >= VERIFY_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, VERIFY_MAX_RINGS - 1);
+    if (op->axis < 0 || op->axis >= IR_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, IR_MAX_RINGS - 1);
     const IrOp *first = v->ring_first[op->axis];
     if (!first) {
         v->ring_first[op->axis] = op;
@@ -274,7 +272,6 @@ static bool check_for(Verifier *v, const IrOp *op, int depth)
 
 static bool check_if(Verifier *v, const IrOp *op, int depth)
 {
-    if (!want(v, op, 1, -1)) return false;
     IrType c = ty(v, op->args[0]);
     if (c.dt != DT_BOOL || c.rank != 0) return bad(v, op, "condition must be a bool scalar");
     if (!op->body) return bad(v, op, "has no then branch");
@@ -297,13 +294,13 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
     /* results' validity is checked where they are defined, after the op */
     for (int i = 0; i < op->nres; i++)
         if (op->res[i] <= 0 || op->res[i] >= v->f->nvalues) return bad(v, op, "result %d is not a value", i + 1);
+    if ((unsigned)op->kind >= OP_COUNT) return bad(v, op, "unknown op kind %d", (int)op->kind);
+    if (!want(v, op, ir_ops[op->kind].nargs, ir_ops[op->kind].nres)) return false;   /* ops.h's counts */
     switch (op->kind) {
     case OP_CONST:
-        if (!want(v, op, 0, 1)) return false;
         if (r.rank != 0) return bad(v, op, "must be a scalar, is %s", tstr(r, b1));
         return true;
     case OP_PARAM: {
-        if (!want(v, op, 0, 1)) return false;
         if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
         const IrParam *p = &v->f->params[op->param];
         if (p->is_tensor) return bad(v, op, "parameter '%s' is a tensor", p->name);
@@ -312,73 +309,59 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
     }
     case OP_DIM: {
         const IrParam *p;
-        if (!want(v, op, 0, 1) || !tensor_param(v, op, &p)) return false;
+        if (!tensor_param(v, op, &p)) return false;
         if (op->axis < 0 || op->axis >= p->rank) return bad(v, op, "axis %d is not an axis of '%s'", op->axis, p->name);
         if (!is_i32_scalar(r)) return bad(v, op, "must be an i32 scalar");
         return true;
     }
     case OP_BLOCK_ID: case OP_GRID_DIM:
-        if (!want(v, op, 0, 1)) return false;
         if (op->axis < 0 || op->axis > 2) return bad(v, op, "axis %d is not 0, 1 or 2", op->axis);
         if (!is_i32_scalar(r)) return bad(v, op, "must be an i32 scalar");
         return true;
     case OP_IOTA:
-        if (!want(v, op, 0, 1)) return false;
         if (r.dt != DT_I32 || r.rank < 1) return bad(v, op, "must be an i32 tile, is %s", tstr(r, b1));
         if (op->axis < 0 || op->axis >= r.rank) return bad(v, op, "axis %d is not an axis of %s", op->axis, tstr(r, b1));
         return true;
     case OP_SPLAT:
-        if (!want(v, op, 1, 1)) return false;
         if (a.rank != 0 || r.rank < 1 || a.dt != r.dt) return bad(v, op, "needs a scalar and a tile of its dtype, has %s -> %s", tstr(a, b1), tstr(r, b2));
         return true;
     case OP_BROADCAST:
-        return want(v, op, 1, 1) && check_broadcast(v, op, a, r);
+        return check_broadcast(v, op, a, r);
     case OP_CONVERT:
-        if (!want(v, op, 1, 1)) return false;
         if (!same_shape(a, r)) return bad(v, op, "changes shape %s to %s", tstr(a, b1), tstr(r, b2));
         return true;
     case OP_TRANSPOSE:
-        if (!want(v, op, 1, 1)) return false;
         if (a.rank != 2 || !ir_type_eq(r, ir_tile2(a.dt, a.shape[1], a.shape[0])))
             return bad(v, op, "cannot transpose %s to %s", tstr(a, b1), tstr(r, b2));
         return true;
     case OP_UNARY:
-        return want(v, op, 1, 1) && check_unary(v, op, a, r);
+        return check_unary(v, op, a, r);
     case OP_BINARY: case OP_CMP:
-        return want(v, op, 2, 1) && check_binary(v, op, a, ty(v, op->args[1]), r);
+        return check_binary(v, op, a, ty(v, op->args[1]), r);
     case OP_SELECT: {
-        if (!want(v, op, 3, 1)) return false;
         IrType x = ty(v, op->args[1]), y = ty(v, op->args[2]);
         if (a.dt != DT_BOOL || !same_shape(a, x)) return bad(v, op, "condition must be bool of the operands' shape, is %s", tstr(a, b1));
         if (!ir_type_eq(x, y) || !ir_type_eq(x, r)) return bad(v, op, "operands %s and %s and result must have one type", tstr(x, b1), tstr(y, b2));
         return true;
     }
     case OP_REDUCE:
-        return want(v, op, 1, 1) && check_reduce(v, op, a, r);
+        return check_reduce(v, op, a, r);
     case OP_DOT:
-        return want(v, op, 3, 1) && check_dot(v, op);
-    case OP_LOAD:
-        return want(v, op, -1, 1) && check_memory(v, op);
-    case OP_STORE:
-        return want(v, op, -1, 0) && check_memory(v, op);
+        return check_dot(v, op);
+    case OP_LOAD: case OP_STORE:
+        return check_memory(v, op);
     case OP_ATOMIC_ADD:
-        return want(v, op, -1, 0) && check_memory(v, op) && check_atomic(v, op);
+        return check_memory(v, op) && check_atomic(v, op);
     case OP_COPY_ASYNC:
-        return want(v, op, -1, 1) && check_copy(v, op);
-    case OP_COMMIT_ASYNC:
-        return want(v, op, 0, 0);
+        return check_copy(v, op);
     case OP_WAIT_ASYNC:
         return check_wait(v, op);
     case OP_FOR:
         return check_for(v, op, depth);
     case OP_IF:
         return check_if(v, op, depth);
-    case OP_YIELD:
-        return want(v, op, -1, 0);
-    case OP_RETURN:
-        return want(v, op, 0, 0);
-    default:
-        return bad(v, op, "unknown op kind %d", (int)op->kind);
+    default:   /* commit_async, yield, return: nothing but their operand counts */
+        return true;
     }
 }
 
@@ -387,7 +370,7 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
  * region go out of scope at its end. */
 static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *owner)
 {
-    if (depth > VERIFY_MAX_DEPTH) return bad(v, owner, "regions nested more than %d deep", VERIFY_MAX_DEPTH);
+    if (depth > IR_MAX_DEPTH) return bad(v, owner, "regions nested more than %d deep", IR_MAX_DEPTH);
     if (b->nops < 0 || (b->nops && !b->ops)) return bad(v, owner, "has a corrupt region");
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];

@@ -484,26 +484,25 @@ typedef struct {
     const LayoutDotPolicy *dots;
 } Pass;
 
-static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
 
 static const Layout *default_layout(Pass *ps, ValueId v)
 {
     IrType t = ir_vtype(ps->f, v);
-    return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, elem_bytes(t.dt));
+    return layout_blocked(ps->t, ir_rows(t), ir_cols(t), ps->f->threads, ir_dtype_bytes(t.dt));
 }
 
 static int rank_of(const Layout *l) { return !l || l->kind == LAY_SHARED ? 0 : l->kind == LAY_MMA ? 3 : l->kind == LAY_SLICE ? 2 : 1; }
 
 static void plan_block(Pass *ps, const IrBlock *blk);
 
-static bool is_tile(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
+static bool is_tile_value(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
 
 static void plan_op(Pass *ps, const IrOp *op)
 {
     const IrFunc *f = ps->f;
     const Layout **of = ps->p.of;
     ValueId r = op->nres ? op->res[0] : 0;
-    if (r && !is_tile(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
+    if (r && !is_tile_value(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
     switch (op->kind) {
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
         ps->lazy[r] = true;
@@ -513,7 +512,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         bool all_lazy = true;
         for (int i = 0; i < op->nargs; i++) {
             ValueId a = op->args[i];
-            if (!is_tile(ps, a)) continue;
+            if (!is_tile_value(ps, a)) continue;
             if (!ps->lazy[a]) all_lazy = false;
             if (rank_of(of[a]) > rank_of(best)) best = of[a];
         }
@@ -526,7 +525,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     case OP_COPY_ASYNC: {
         IrType t = ir_vtype(f, r);
-        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), elem_bytes(t.dt));
+        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;
     }
     case OP_WAIT_ASYNC:
@@ -553,7 +552,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         int n = op->nargs - 2;
         for (int i = 0; i < n; i++) {
             ValueId init = op->args[2 + i], arg = body->args[1 + i];
-            if (!is_tile(ps, arg)) continue;
+            if (!is_tile_value(ps, arg)) continue;
             of[arg] = ps->lazy[init] || !of[init] ? default_layout(ps, arg) : of[init];
         }
         /* twice: the carried values settle in the layout the body gives them */
@@ -562,7 +561,7 @@ static void plan_op(Pass *ps, const IrOp *op)
             const IrOp *y = body->ops[body->nops - 1];
             for (int i = 0; i < n && y->kind == OP_YIELD; i++) {
                 ValueId arg = body->args[1 + i], yv = y->args[i];
-                if (is_tile(ps, arg) && !ps->lazy[yv] && of[yv]) of[arg] = of[yv];
+                if (is_tile_value(ps, arg) && !ps->lazy[yv] && of[yv]) of[arg] = of[yv];
             }
         }
         for (int i = 0; i < op->nres; i++) of[op->res[i]] = of[body->args[1 + i]];
@@ -575,7 +574,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         const IrOp *ye = op->els && op->els->nops ? op->els->ops[op->els->nops - 1] : NULL;
         for (int i = 0; i < op->nres; i++) {
             ValueId res = op->res[i];
-            if (!is_tile(ps, res)) continue;
+            if (!is_tile_value(ps, res)) continue;
             const Layout *l = NULL;
             if (yt && yt->kind == OP_YIELD && !ps->lazy[yt->args[i]]) l = of[yt->args[i]];
             if (!l && ye && ye->kind == OP_YIELD && !ps->lazy[ye->args[i]]) l = of[ye->args[i]];

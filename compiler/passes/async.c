@@ -32,7 +32,7 @@
 
 #include <stdlib.h>
 
-enum { ASYNC_BUDGET = 160 * 1024, ASYNC_DEFAULT_STAGES = 2, ASYNC_MAX_RINGS = 64 };
+enum { ASYNC_BUDGET = 160 * 1024, ASYNC_DEFAULT_STAGES = 2 };
 
 typedef struct {
     IrFunc *f;
@@ -64,17 +64,15 @@ static bool has_return(const IrBlock *b)
     return false;
 }
 
-static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
-
 /* Shared-memory bytes of one slot, laid out as the code generator lays rings out. */
-static int64_t slot_bytes(IrType t) { return layout_shared_bytes(ir_rows(t), ir_cols(t), elem_bytes(t.dt)); }
+static int64_t slot_bytes(IrType t) { return layout_shared_bytes(ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt)); }
 
 static bool wanted(Async *a, const IrOp *load)
 {
     if (load->kind != OP_LOAD || a->stored[load->param]) return false;
     ValueId r = load->res[0];
     IrType t = ir_vtype(a->f, r);
-    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * elem_bytes(t.dt)) % 16) return false;
+    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * ir_dtype_bytes(t.dt)) % 16) return false;
     return a->uses[r] > 0 && a->uses[r] == a->tc_uses[r];
 }
 
@@ -135,7 +133,7 @@ static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
     if (has_return(body)) return;
     Moved *mv = xcalloc((size_t)body->nops + 1, sizeof *mv);
     int n = 0;
-    for (int i = 0; i < body->nops && a->nrings < ASYNC_MAX_RINGS; i++) {
+    for (int i = 0; i < body->nops && a->nrings < IR_MAX_RINGS; i++) {
         IrOp *load = body->ops[i];
         if (!wanted(a, load)) continue;
         int64_t bytes = S * slot_bytes(ir_vtype(f, load->res[0]));

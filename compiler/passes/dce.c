@@ -1,28 +1,21 @@
 /* dce.c: dead code elimination. Removes ops whose results nobody uses and
- * that have no effect: everything but store, atomic_add, return, yield, the commits
- * and waits of asynchronous copies (they order the hardware: a wait's
- * barrier protects ring slots), and a for or if whose regions write
- * memory or return. Repeats until nothing changes, so a
- * chain of dead values goes entirely. Expects verified IR. */
+ * that have no effect: everything but the ops ops.h marks IR_OP_EFFECT
+ * (writes, returns, yields, the commits and waits of asynchronous copies,
+ * which order the hardware: a wait's barrier protects ring slots), and a
+ * for or if whose regions have such an op. Repeats until nothing changes,
+ * so a chain of dead values goes entirely. Expects verified IR. */
 #include "ir/ir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum { DCE_MAX_DEPTH = 256 };
-
 static bool region_has_effects(const IrBlock *b, int depth);
 
 static bool has_effects(const IrOp *op, int depth)
 {
-    switch (op->kind) {
-    case OP_STORE: case OP_ATOMIC_ADD: case OP_RETURN: case OP_YIELD: case OP_COMMIT_ASYNC: case OP_WAIT_ASYNC:
-        return true;
-    case OP_FOR: case OP_IF:
-        return depth > DCE_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);
-    default:
-        return false;
-    }
+    if (ir_op_is(op->kind, IR_OP_EFFECT)) return true;
+    if (!ir_op_is(op->kind, IR_OP_REGIONS)) return false;
+    return depth > IR_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);
 }
 
 static bool region_has_effects(const IrBlock *b, int depth)
@@ -38,7 +31,7 @@ static bool region_has_effects(const IrBlock *b, int depth)
 
 static void count_uses(const IrBlock *b, int *uses, int depth)
 {
-    if (!b || depth > DCE_MAX_DEPTH) return;
+    if (!b || depth > IR_MAX_DEPTH) return;
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
         for (int k = 0; k < op->nargs; k++) uses[op->args[k]]++;
@@ -58,7 +51,7 @@ static bool is_dead(const IrOp *op, const int *uses)
 /* Last op first, so an op's removal frees its operands' defs in the same sweep. */
 static bool sweep(IrBlock *b, int *uses, int depth)
 {
-    if (!b || depth > DCE_MAX_DEPTH) return false;
+    if (!b || depth > IR_MAX_DEPTH) return false;
     bool changed = false;
     int keep = b->nops;
     for (int i = b->nops - 1; i >= 0; i--) {

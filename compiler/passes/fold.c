@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { FOLD_MAX_DEPTH = 256 };
-
 typedef VEC(IrOp *) OpVec;
 
 typedef struct {
@@ -234,7 +232,7 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
     for (int i = 0; i < n; i++) {
         IrOp *op = ops[i];
         for (int k = 0; k < op->nargs; k++) op->args[k] = resolve(fo, op->args[k]);
-        if (depth > FOLD_MAX_DEPTH) {
+        if (depth > IR_MAX_DEPTH) {
             vec_push(out, op);
             continue;
         }

@@ -21,20 +21,12 @@ static bool nonzero_constant(const IrFunc *f, ValueId v)
 
 static bool movable(const IrFunc *f, const IrOp *op, const bool *stored)
 {
-    switch (op->kind) {
-    case OP_CONST: case OP_PARAM: case OP_DIM: case OP_BLOCK_ID: case OP_GRID_DIM: case OP_IOTA:
-    case OP_SPLAT: case OP_BROADCAST: case OP_CONVERT: case OP_TRANSPOSE: case OP_UNARY:
-    case OP_CMP: case OP_SELECT: case OP_REDUCE: case OP_DOT:
-        return true;
-    case OP_BINARY:
-        if ((op->sub == BIN_FLOORDIV || op->sub == BIN_MOD) && !ir_is_float(ir_vtype(f, op->args[1]).dt))
-            return nonzero_constant(f, op->args[1]);
-        return true;
-    case OP_LOAD:
-        return !stored[op->param];
-    default:
-        return false;
-    }
+    if (op->kind == OP_LOAD) return !stored[op->param];
+    if (!ir_op_is(op->kind, IR_OP_PURE)) return false;
+    /* the one pure op that can trap, were it hoisted out of a loop that runs zero times */
+    if (op->kind == OP_BINARY && (op->sub == BIN_FLOORDIV || op->sub == BIN_MOD) && !ir_is_float(ir_vtype(f, op->args[1]).dt))
+        return nonzero_constant(f, op->args[1]);
+    return true;
 }
 
 static void licm_block(IrFunc *f, IrBlock *blk, const bool *stored);

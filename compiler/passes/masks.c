@@ -50,7 +50,7 @@
 enum {
     MAX_TERMS = 4,      /* scalars in one form's S */
     VISIT_BUDGET = 64,  /* ops looked at for one compare, so shared operands cannot blow up */
-    MAX_DEPTH = 200,    /* regions: the rewrite nests one more, the verifier allows 256 */
+    MAX_DEPTH = 200,    /* regions: the rewrite nests one more, the verifier allows IR_MAX_DEPTH */
     MAX_EXTENT = 1 << 20,
 };
 
@@ -336,16 +336,11 @@ static bool built_where_used(const IrFunc *f, ValueId v, int *budget)
     if (ir_vtype(f, v).rank == 0) return true;
     const IrOp *d = f->values[v].def;
     if (!d || --*budget < 0) return false;
-    switch (d->kind) {
-    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
-        return true;
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT:
-        for (int i = 0; i < d->nargs; i++)
-            if (!built_where_used(f, d->args[i], budget)) return false;
-        return true;
-    default:
-        return false;
-    }
+    if (ir_op_is(d->kind, IR_OP_BUILT_AT_USE)) return true;
+    if (!ir_op_is(d->kind, IR_OP_ELEMENTWISE)) return false;
+    for (int i = 0; i < d->nargs; i++)
+        if (!built_where_used(f, d->args[i], budget)) return false;
+    return true;
 }
 
 /* A compare of forms without scalars, decided here: every later use of the
@@ -373,7 +368,8 @@ static IrOp *new_if(IrFunc *f, ValueId cond, IrType t, Loc loc)
     return op;
 }
 
-static void emit_yield(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
+/* Ends branch blk of the if that replaces a select: it yields v. */
+static void end_branch_yielding(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
 {
     IrOp *y = ir_emit(f, blk, OP_YIELD, 1, &v, 0, NULL);
     y->loc = loc;
@@ -396,7 +392,7 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
 
     IrOp *if_op = new_if(f, all, ir_vtype(f, sel->res[0]), sel->loc);
     ir_block_insert(f, blk, b.pos, if_op);
-    emit_yield(f, if_op->body, sel->args[1], sel->loc);
+    end_branch_yielding(f, if_op->body, sel->args[1], sel->loc);
     /* the if takes the select's value, so its uses stay as they are; the
      * select, in the else, takes the value made for the if */
     ValueId value = sel->res[0], fresh = if_op->res[0];
@@ -406,7 +402,7 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
     f->values[fresh].def = sel;
     f->values[fresh].name = f->values[value].name;
     ir_block_insert(f, if_op->els, 0, sel);
-    emit_yield(f, if_op->els, fresh, sel->loc);
+    end_branch_yielding(f, if_op->els, fresh, sel->loc);
     return b.pos;
 }
 
