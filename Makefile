@@ -7,6 +7,7 @@
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make ptx-identical  phc's output for every .ph file and 300 generated programs, against recorded hashes
+#   make layers-check   the folders keep their layers (tests/layers.py, docs/architecture.md)
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
@@ -374,6 +375,7 @@ check: deps
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	$(MAKE) ptx-identical
+	$(MAKE) layers-check
 	@# every Criterion suite, plain and sanitized, in one closing line
 	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } /^\[SKIP\]/ { s++ } \
 	    END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s; exit f > 0 }'
@@ -385,6 +387,12 @@ check: deps
 .PHONY: ptx-identical
 ptx-identical: $(PHC) $(BUILD)/tests/phgen_dump
 	BUILD=$(BUILD) sh tests/ptx/identical.sh
+
+# The layers of docs/architecture.md, from includes and the objects'
+# symbols; no circle across folders; no source file over 900 lines.
+.PHONY: layers-check
+layers-check: all
+	python3 tests/layers.py $(BUILD)
 
 # The unit tests, phc and the example checks again, built with AddressSanitizer,
 # UndefinedBehaviorSanitizer and LeakSanitizer: any report fails the run.
