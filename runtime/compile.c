@@ -52,7 +52,7 @@ ph_status ph_compile(const char *name, const char *source, const ph_compile_opti
     if (!source || !text) return ph_internal_fail(PH_ERR_INVALID, "null source or text pointer");
     *text = NULL;
     if (!opt) opt = &defaults;
-    const char *arch = opt->arch ? opt->arch : driver_arch(NULL, NULL, 0);   /* the default */
+    const char *arch = opt->arch ? opt->arch : target_default();
     if (!target_find(arch)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown arch (%s)", target_names());

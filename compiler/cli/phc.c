@@ -4,6 +4,7 @@
 #include "cli.h"
 #include "codegen/codegen.h"
 #include "driver/driver.h"
+#include "driver/targets.h"
 #include "phobos.h"   /* the version (PH_VERSION_*) only: phc and the library have one */
 #include "nvidia/ptxas.h"
 #include "nvidia/ptxinfo.h"
@@ -165,10 +166,13 @@ static int take_option(Options *o, int c, char **argv)
     case OPT_LIST: o->list = true; return EXIT_OK;
     case OPT_EMIT: return parse_emit(o, optarg);
     case OPT_ARCH: {
-        char err[128];
-        if (!driver_arch(optarg, err, sizeof err)) return usage_error("unknown --arch '%s' (" DRIVER_ARCHS ")", optarg);
-        o->arch = optarg;
-        return EXIT_OK;
+        if (target_find(optarg)) {
+            o->arch = optarg;
+            return EXIT_OK;
+        }
+        char fmt[256];
+        snprintf(fmt, sizeof fmt, "unknown --arch '%%s' (%s)", target_names());
+        return usage_error(fmt, optarg);
     }
     case 'O':
         if (strcmp(optarg, "0") && strcmp(optarg, "2") && strcmp(optarg, "3"))
@@ -405,7 +409,7 @@ int main(int argc, char **argv)
 {
     Options o = {0};
     o.emit = EMIT_PTX;
-    o.arch = driver_arch(NULL, NULL, 0);   /* the default */
+    o.arch = target_default();
     o.code.opt_level = CODEGEN_OPT_DEFAULT;
     int status = parse_args(&o, argc, argv);
     if (status) return status;

@@ -4,14 +4,6 @@
 
 #include <string.h>
 
-const char *driver_arch(const char *name, char *err, size_t errlen)
-{
-    const char *arch = name ? name : "sm_90";
-    if (!strcmp(arch, "sm_80") || !strcmp(arch, "sm_90")) return arch;
-    snprintf(err, errlen, "unknown arch (" DRIVER_ARCHS ")");
-    return NULL;
-}
-
 void driver_begin(Compilation *c, const SrcFile *src, FILE *diag_out)
 {
     *c = (Compilation){.src = src, .arena = arena_new()};

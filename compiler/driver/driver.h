@@ -15,12 +15,6 @@
 #include "codegen/codegen.h"
 #include "dsl.h"
 
-/* ---- the arch: the one place that knows which the code generator takes ---- */
-#define DRIVER_ARCHS "sm_80, sm_90"   /* as messages list them */
-/* name when the code generator knows that arch (NULL names the default,
- * sm_90); otherwise NULL, with "unknown arch (sm_80, sm_90)" in err. */
-const char *driver_arch(const char *name, char *err, size_t errlen);
-
 /* ---- the stages, in order, on one source ---- */
 /* One source going through the pipeline. The source stays the caller's; the
  * rest is the compilation's, but for the IR a caller takes (driver_take_ir). */

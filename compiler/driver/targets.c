@@ -15,6 +15,8 @@ static int ntargets = 2;
 static char names[MAX_TARGETS * 24];   /* target_names', rebuilt as rows are added */
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 
+const char *target_default(void) { return nvidia_sm90.name; }
+
 const Target *target_find(const char *name)
 {
     for (int i = 0; name && i < ntargets; i++)

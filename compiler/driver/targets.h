@@ -11,6 +11,9 @@
 /* The row named name, or NULL: none is. */
 const struct Target *target_find(const char *name);
 
+/* The name of the target a compile without an arch is for: "sm_90". */
+const char *target_default(void);
+
 /* The known names for a message, in the table's order: "sm_80, sm_90". */
 const char *target_names(void);
 
