@@ -4,7 +4,6 @@
 #include "pipeline.h"
 
 #include "codegen/codegen.h"
-#include "driver/targets.h"
 #include "driver/driver.h"
 
 IrModule *ph_internal_source_ir(const char *name, const char *source, const char *path, FILE *msgs)
@@ -16,6 +15,6 @@ int ph_internal_config_codegen(IrFunc *f, const char *arch, int opt_level, bool 
                                CodegenTimes *times, char **ptx, char *err, size_t errlen)
 {
     IrModule one = {1, 1, &f};   /* this config alone */
-    CodegenOptions o = {.target = target_find(arch), .opt_level = opt_level, .lineinfo = lineinfo, .source = source, .times = times};
-    return codegen_emit(&one, &o, CG_EMIT_PTX, ptx, err, errlen) ? 1 : 0;
+    CodegenOptions o = {.opt_level = opt_level, .lineinfo = lineinfo, .source = source, .times = times};
+    return driver_emit(&one, arch, &o, CG_EMIT_PTX, NULL, ptx, err, errlen) ? 1 : 0;
 }

@@ -1,8 +1,9 @@
 /* pipeline.h: what the runtime asks of the compiler, in two calls
  * (pipeline.c): a module's source to the IR of every config, and one
  * config's IR to PTX; and the code generator's settings from the
- * environment, which compile.c (ph_compile) reads too. A compiler driver
- * that runs the pipeline for both is put behind these two calls. */
+ * environment, which compile.c (ph_compile) reads too. Both calls are the
+ * pipeline's own stages (compiler/driver): the front half, and the code
+ * generation stage, one config at a time. */
 #ifndef PHOBOS_PIPELINE_H
 #define PHOBOS_PIPELINE_H
 
