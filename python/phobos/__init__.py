@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-__all__ = ["load", "init", "shutdown", "target", "device_name", "version",
+__all__ = ["load", "compile", "init", "shutdown", "target", "device_name", "version",
            "PhobosError", "CompileError", "LaunchError", "Module", "Kernel"]
 
 # ---- the library ----
@@ -104,6 +104,7 @@ _last_error = _sig("ph_last_error", _cp)
 _status_name = _sig("ph_status_name", _cp, _int)
 _device_name = _sig("ph_device_name", _cp)
 _module_load_file = _sig("ph_module_load_file", _int, _cp, ctypes.POINTER(_vp))
+_module_load_string = _sig("ph_module_load_string", _int, _cp, _cp, ctypes.POINTER(_vp))
 _module_free = _sig("ph_module_free", None, _vp)
 _kernel_get = _sig("ph_kernel_get", _int, _vp, _cp, ctypes.POINTER(_vp))
 _kernel_param_count = _sig("ph_kernel_param_count", _int, _vp)
@@ -148,6 +149,9 @@ _target = None   # "interp" or "gpu" once initialized
 
 def version():
     return _version().decode()
+
+
+__version__ = version()   # the library's: its one home is phobos.h
 
 
 def init(target=None, device=0):
@@ -275,6 +279,10 @@ def _tensor_arg(kname, p, x):
         # one element broadcast: the runtime would read strides all 0 as "not given"
         raise LaunchError(f"{kname}: parameter {p.name}: strides {_tuple(strides)} are not row-major contiguous "
                           f"for dims {_tuple(shape)}", "bad arguments")
+    if _is_numpy(x) and not x.flags.writeable:
+        # a kernel may store into any tensor it is given, and the interpreter would write through
+        raise ValueError(f"{where} is read-only (an immutable buffer, or a NumPy array with writeable=False); "
+                         f"pass a writable array, e.g. its copy")
     a = _Arg(_ARG_TENSOR, ptr)
     a.dims[0] = shape[0]
     a.dims[1] = shape[1] if p.rank == 2 else 1
@@ -333,10 +341,10 @@ class Kernel:
         return f"<phobos kernel {self.name}({', '.join(map(repr, self.params))})>"
 
     def __getitem__(self, grid):
-        return lambda *args: self.launch(grid, *args)
+        return _Launcher(self, grid)
 
-    def __call__(self, *args, grid):
-        return self.launch(grid, *args)
+    def __call__(self, *args, grid, **kwargs):
+        return self.launch(grid, *args, **kwargs)
 
     @property
     def last_config(self):
@@ -364,7 +372,23 @@ class Kernel:
                                  f"(load the file again with cuda:{d} current for that device)")
         return m._device
 
-    def launch(self, grid, *args):
+    def _by_name(self, args, kwargs):
+        """args followed by kwargs in the signature's order, each parameter once."""
+        names = [p.name for p in self.params]
+        for k in kwargs:
+            if k not in names:
+                raise TypeError(f"{self.name} has no parameter named '{k}' ({', '.join(map(repr, self.params))})")
+            if names.index(k) < len(args):
+                raise TypeError(f"{self.name}: argument {k} given by position and by name")
+        missing = [n for n in names[len(args):] if n not in kwargs]
+        if missing and kwargs:
+            raise TypeError(f"{self.name}: missing argument{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                            f"({', '.join(map(repr, self.params))})")
+        return tuple(args) + tuple(kwargs[n] for n in names[len(args):] if n in kwargs)
+
+    def launch(self, grid, *args, **kwargs):
+        if kwargs:
+            args = self._by_name(args, kwargs)
         if len(args) != len(self.params):
             raise TypeError(f"{self.name} takes {len(self.params)} arguments ({', '.join(map(repr, self.params))}), "
                             f"got {len(args)}")
@@ -404,11 +428,21 @@ class Kernel:
             raise _error(s)
 
 
+class _Launcher:
+    """kernel[grid]: called with the arguments, by position or by parameter name."""
+
+    def __init__(self, kernel, grid):
+        self._kernel, self._grid = kernel, grid
+
+    def __call__(self, *args, **kwargs):
+        return self._kernel.launch(self._grid, *args, **kwargs)
+
+
 class Module:
-    """A compiled .ph file: its kernels are attributes (module.vecadd), and
+    """A compiled .ph file (or source text, compile()): its kernels are attributes (module.vecadd), and
     module["entry__NAME_V"] picks one config."""
 
-    def __init__(self, path):
+    def __init__(self, path, source=None):
         self.path = os.fspath(path)
         self._handle = None
         self._device = None   # the GPU it runs on: the current one at load, or its first launch's tensors'
@@ -416,7 +450,10 @@ class Module:
             self._device = _torch_device()
             _use_device(self._device)
         h = _vp()
-        s = _module_load_file(self.path.encode(), ctypes.byref(h))
+        if source is None:
+            s = _module_load_file(self.path.encode(), ctypes.byref(h))
+        else:
+            s = _module_load_string(self.path.encode(), source.encode(), ctypes.byref(h))
         if s == _ERR_NOT_FOUND:
             raise FileNotFoundError(_last_error().decode(errors="replace").rstrip("\n"))
         if s != _OK:
@@ -451,6 +488,14 @@ def load(path):
     CompileError with the diagnostics (file:line:col: error: ...); a file
     that cannot be read raises FileNotFoundError."""
     return Module(path)
+
+
+def compile(source, name="<string>"):
+    """Compiles Phobos source text into a Module; name names it in
+    diagnostics (name:line:col: error: ...), which raise CompileError."""
+    if not isinstance(source, str):
+        raise TypeError(f"compile: source must be a str, got {type(source).__name__}")
+    return Module(name, source)
 
 
 def cdiv(a, b):

@@ -305,3 +305,48 @@ def test_attention_backward_against_numpy(causal):
     ds = p * (do64 @ v64.T - (do64 * ref_o).sum(axis=1, keepdims=True))
     for name, got, want in (("dq", dq, ds @ k64 * scale), ("dk", dk, ds.T @ q64 * scale), ("dv", dv, p.T @ do64)):
         assert np.abs(got - want).max() < 2e-2, name
+
+
+def test_version_is_the_librarys():
+    assert phobos.__version__ == phobos.version()
+    assert all(part.isdigit() for part in phobos.__version__.split("."))
+
+
+def test_arguments_by_parameter_name(vecadd):
+    x, y = np.arange(256, dtype=np.float32), np.full(256, 2.0, np.float32)
+    z = np.full(256, np.nan, np.float32)
+    vecadd[(2,)](x, Z=z, Y=y)
+    np.testing.assert_array_equal(z, x + y)
+    z[:] = np.nan
+    vecadd(X=x, Y=y, Z=z, grid=(2,))
+    np.testing.assert_array_equal(z, x + y)
+    with pytest.raises(TypeError, match=r"vecadd has no parameter named 'W'"):
+        vecadd[(2,)](x, y, W=z)
+    with pytest.raises(TypeError, match=r"vecadd: argument X given by position and by name"):
+        vecadd[(2,)](x, y, z, X=x)
+    with pytest.raises(TypeError, match=r"vecadd: missing argument Z"):
+        vecadd[(2,)](x, Y=y)
+
+
+def test_read_only_buffers_are_refused(vecadd):
+    x, y, z = (np.zeros(256, np.float32) for _ in range(3))
+    frozen = np.frombuffer(bytes(256 * 4), dtype=np.float32)   # an immutable bytes buffer
+    with pytest.raises(ValueError, match=r"argument Z .* is read-only"):
+        vecadd[(2,)](x, y, frozen)
+    z.flags.writeable = False
+    with pytest.raises(ValueError, match=r"argument Z .* is read-only"):
+        vecadd[(2,)](x, y, z)
+    assert not z.any()   # nothing was written
+
+
+def test_a_kernel_from_a_source_string():
+    source = open(example("vecadd")).read()
+    k = phobos.compile(source, name="mine.ph").vecadd
+    x = np.arange(256, dtype=np.float32)
+    z = np.full(256, np.nan, np.float32)
+    k[(2,)](x, x, z)
+    np.testing.assert_array_equal(z, 2 * x)
+    with pytest.raises(phobos.CompileError, match=r"mine.ph:4:\d+: error:"):
+        phobos.compile("import phobos.lang as ph\n@ph.kernel\ndef k(n: ph.i32):\n    x: ph.let = n / 2\n", name="mine.ph")
+    with pytest.raises(TypeError, match=r"source must be a str"):
+        phobos.compile(b"bytes")
