@@ -2,12 +2,13 @@
 #   make            build build/bin/phc and build/libphc.a
 #   make demo       install what is missing, build, compile the attention tutorial and check it
 #   make check      install what is missing, build, run every test and example check
-#   make attention-check   the tutorial's check (interpreter; GPU once the runtime lands)
+#   make attention-check   the tutorial's check (on the GPU when there is one, else the interpreter)
 #   make bench      benchmarks: the front end; on a GPU, attention and GEMM beside PyTorch, one table
 #   make pytest-check   the Python package (python/phobos) on the interpreter, with pytest
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make ptx-identical  phc's output for every .ph file and 300 generated programs, against recorded hashes
 #   make layers-check   the folders keep their layers (tests/layers.py, docs/architecture.md)
+#   make gpu-bundle     build/gpu: what make gpucheck and make bench need on a GPU machine without LLVM
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
 # Debian packages are installed on first use when missing (as root, or via sudo).
