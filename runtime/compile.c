@@ -26,11 +26,6 @@ bool ph_internal_time_asked(void)
     return v && *v && strcmp(v, "0");
 }
 
-void ph_internal_print_times(const char *what, int configs, const CodegenTimes *t)
-{
-    driver_print_times(what, configs, t);
-}
-
 /* The program's errors, when it has some, are the message; else the driver's. */
 static ph_status compile_module(const char *name, const char *source, const SemaOptions *sema, const char *arch,
                                 const CodegenOptions *cg, CgEmit emit, char **text)

@@ -15,6 +15,7 @@
 #include "base/util.h"
 #include "cache.h"
 #include "codegen/codegen.h"
+#include "driver/driver.h"
 #include "error.h"
 #include "module.h"
 #include "parallel.h"
@@ -54,7 +55,7 @@ int ph_internal_config_ptx(ph_module *m, int config, const char *arch, char **pt
     CodegenTimes times = {0};
     bool timed = ph_internal_time_asked();
     int failed = config_ptx(m, config, arch, ptx, from_cache, timed ? &times : NULL, err, errlen);
-    if (timed && !failed && !*from_cache) ph_internal_print_times(m->ir->funcs[config]->name, 1, &times);
+    if (timed && !failed && !*from_cache) driver_print_times(m->ir->funcs[config]->name, 1, &times);
     return failed;
 }
 
@@ -80,7 +81,7 @@ static void print_batch_times(const PtxBatch *b, int n, int threads, double ms)
     int generated = 0;
     for (int i = 0; i < n; i++) {
         if (b->failed[i] || b->from_cache[i]) continue;
-        ph_internal_print_times(b->m->ir->funcs[b->configs[i]]->name, 1, &b->times[i]);
+        driver_print_times(b->m->ir->funcs[b->configs[i]]->name, 1, &b->times[i]);
         generated++;
     }
     threads = threads < n ? threads : n;

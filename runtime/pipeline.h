@@ -31,9 +31,7 @@ int ph_internal_config_codegen(IrFunc *f, const char *arch, int opt_level, bool 
  * PHOBOS_OPT=O0, O2 or O3, else the default, O2. */
 int ph_internal_opt_level(void);
 /* Whether PHOBOS_TIME_COMPILE asks (any value but empty or 0) for the
- * code generator's time on stderr; and that report's line: what was
- * generated, in how many configs, and where the time went. */
+ * code generator's time on stderr (the line is driver_print_times'). */
 bool ph_internal_time_asked(void);
-void ph_internal_print_times(const char *what, int configs, const struct CodegenTimes *t);
 
 #endif
