@@ -6,11 +6,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "autotune.h"
 #include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "device.h"
 #include "error.h"
 #include "jit.h"
@@ -36,6 +38,27 @@ static void leave_context(const Device *d, CUcontext saved)
 
 /* ---- devices ---- */
 
+/* The target a device of compute capability major.minor runs: sm_90a's
+ * wgmma on 9.0 (H100, H200), sm_80 code on every other chip from 8.0 on;
+ * PHOBOS_ARCH names another the device can run (sm_90 on 9.0: the
+ * mma.sync path where wgmma would be taken). */
+static ph_status device_arch(Device *d, int ordinal, int major, int minor)
+{
+    const char *want = getenv("PHOBOS_ARCH");
+    const char *arch = major == 9 && minor == 0 ? "sm_90a" : "sm_80";
+    if (want && *want) {
+        if (!target_find(want)) return ph_internal_failf(PH_ERR_INVALID, "PHOBOS_ARCH=%s names no target (%s)", want, target_names());
+        /* sm_XY runs on X.Y and later; sm_XYa on X.Y alone */
+        int sm = atoi(want + 3), cc = major * 10 + minor;
+        if (sm > cc || (want[strlen(want) - 1] == 'a' && sm != cc))
+            return ph_internal_failf(PH_ERR_INVALID, "PHOBOS_ARCH=%s: device %d (compute capability %d.%d) cannot run %s code", want, ordinal,
+                                     major, minor, want);
+        arch = want;
+    }
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    return PH_OK;
+}
+
 /* Retains the primary context of device `ordinal` (in range) and reads
  * what launches need to know of it. */
 static ph_status device_open(Device *d, int ordinal)
@@ -55,8 +78,8 @@ static ph_status device_open(Device *d, int ordinal)
     cu->DeviceGetAttribute(&d->max_threads, ATTR_MAX_THREADS_PER_BLOCK, d->dev);
     if (cu->DeviceGetAttribute(&d->max_shared, ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev) || d->max_shared < CODEGEN_MAX_STATIC_SHARED)
         d->max_shared = CODEGEN_MAX_STATIC_SHARED;   /* every device of compute capability 8.0 and later has this much */
-    /* sm_80 code runs on every later chip; sm_90 where it is one */
-    snprintf(d->arch, sizeof d->arch, major == 9 ? "sm_90" : "sm_80");
+    ph_status st = device_arch(d, ordinal, major, minor);
+    if (st) return st;
     char name[200] = "";
     cu->DeviceGetName(name, sizeof name, d->dev);
     snprintf(d->name, sizeof d->name, "%s, sm_%d%d, %d SMs", name, major, minor, sms);

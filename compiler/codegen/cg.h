@@ -124,6 +124,10 @@ void smem_discard(Cg *c);
 bool smem_place(Cg *c);
 void smem_place_area(Cg *c);
 int smem_buffer(Cg *c, SmemKind kind, int64_t bytes);
+/* A buffer that holds dot operands (a ring, a region): aligned as the target asks. */
+int smem_operand_buffer(Cg *c, SmemKind kind, int64_t bytes);
+/* The SHARED layout of a rows x cols dot operand the target's engines read in place. */
+const Layout *operand_layout(Cg *c, int rows, int cols, int elem_bytes);
 int64_t smem_offset(Cg *c, int buf);
 void smem_access(Cg *c, int buf, bool write);
 void smem_access_together(Cg *c, int buf, bool write);
@@ -177,6 +181,11 @@ void emit_reduce(Cg *c, const IrOp *op);
 
 /* cg_operands.c */
 ValueId operand_root(Cg *c, ValueId v, bool *transposed);
+/* The ring slot value a dot operand is read in place from, when it is one
+ * (not transposed): 0 otherwise. */
+ValueId operand_ring_root(Cg *c, ValueId operand);
+/* Its start in the shared area, in bytes, where it is of dtype dt: NULL otherwise. */
+LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt);
 void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);

@@ -154,12 +154,18 @@ void emit_atomic_add(Cg *c, const IrOp *op) { write_window(c, op, true); }
  * layout_shared_offset's arithmetic, emitted (i32 row and col, unsigned). */
 LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col)
 {
+    LLVMValueRef atom_at = NULL;
+    if (l->atom) {
+        atom_at = mul(c, udiv(c, col, l->atom), (int64_t)l->rows * l->atom * l->elem);
+        col = urem(c, col, l->atom);
+    }
     LLVMValueRef in_row = mul(c, col, l->elem);
     if (l->max_phase > 1) {
         LLVMValueRef phase = urem(c, udiv(c, row, l->per_phase), l->max_phase);
         in_row = LLVMBuildXor(c->b, in_row, mul(c, phase, 16), "");
     }
-    return offset_add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
+    LLVMValueRef at = offset_add(c, mul(c, row, (int64_t)l->stride * l->elem), in_row);
+    return atom_at ? offset_add(c, atom_at, at) : at;
 }
 
 LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset)
@@ -188,9 +194,9 @@ static void find_rings(Cg *c, const IrBlock *blk)
             c->ring_of[op->res[0]] = op->axis;
             if (c->ring_buf[op->axis] < 0) {
                 const Layout *l = c->plan.of[op->res[0]];
-                int64_t slot = (int64_t)l->rows * l->stride * l->elem;
+                int64_t slot = layout_shared_size(l);
                 c->ring_slot_bytes[op->axis] = slot;
-                c->ring_buf[op->axis] = smem_buffer(c, SMEM_RING, op->ival * slot);
+                c->ring_buf[op->axis] = smem_operand_buffer(c, SMEM_RING, op->ival * slot);
                 c->ring_at[op->axis] = smem_offset(c, c->ring_buf[op->axis]);
             }
         }

@@ -22,6 +22,21 @@ ValueId operand_root(Cg *c, ValueId v, bool *transposed)
     }
 }
 
+ValueId operand_ring_root(Cg *c, ValueId operand)
+{
+    bool tr;
+    ValueId root = operand_root(c, operand, &tr);
+    const Layout *l = c->plan.of[root];
+    return !tr && l && l->kind == LAY_SHARED ? root : 0;
+}
+
+LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt)
+{
+    ValueId root = operand_ring_root(c, operand);
+    if (!root || vtype(c, root).dt != dt || !c->vals[root].v) return NULL;
+    return c->vals[root].v[0];
+}
+
 /* Writes dot operand v to shared buffer buf as dtype dt, element (r, c)
  * at byte base + layout_shared_offset(sl, r, c) of the area. The write's
  * access is recorded once the value is at hand (its conversion may use
@@ -41,7 +56,7 @@ void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const La
 static bool runs_stay_together(const Layout *sl, int64_t base, int n)
 {
     int64_t run = (int64_t)n * sl->elem;
-    return 16 % run == 0 && (int64_t)sl->stride * sl->elem % run == 0 && base % run == 0;
+    return 16 % run == 0 && (int64_t)sl->stride * sl->elem % run == 0 && (!sl->atom || sl->atom % n == 0) && base % run == 0;
 }
 
 static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl)
@@ -95,8 +110,9 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
                 if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
-                int buf = smem_buffer(c, SMEM_REGION, layout_shared_bytes(t.shape[0], t.shape[1], 2));
-                Region r = {root, tr, dt, smem_offset(c, buf), layout_shared(c->layouts, t.shape[0], t.shape[1], 2), def_depth[root], buf};
+                const Layout *sl = operand_layout(c, t.shape[0], t.shape[1], 2);
+                int buf = smem_operand_buffer(c, SMEM_REGION, layout_shared_size(sl));
+                Region r = {root, tr, dt, smem_offset(c, buf), sl, def_depth[root], buf};
                 vec_push(&c->regions, r);
             }
         }

@@ -14,6 +14,7 @@
  * never a wrong address; the area is one array, static while it fits
  * CODEGEN_MAX_STATIC_SHARED bytes, else the block's dynamic shared memory. */
 #include "cg.h"
+#include "target.h"
 
 #include <string.h>
 
@@ -52,16 +53,30 @@ bool smem_place(Cg *c)
     return true;
 }
 
-int smem_buffer(Cg *c, SmemKind kind, int64_t bytes)
+static int aligned_buffer(Cg *c, SmemKind kind, int64_t bytes, int align)
 {
     bytes = round16(bytes);
-    if (!c->smem_replay) return smem_add_buffer(&c->smem_plan, kind, bytes, SMEM_ALIGN);
+    if (!c->smem_replay) return smem_add_buffer(&c->smem_plan, kind, bytes, align);
     int id = c->smem_next_buf++;
     if (id >= c->smem_plan.bufs.len || c->smem_plan.bufs.data[id].kind != kind || c->smem_plan.bufs.data[id].bytes != bytes) {
         cg_fail(c, NULL, "internal error: the second emission asks for other shared buffers than the first");
         return 0;
     }
     return id;
+}
+
+int smem_buffer(Cg *c, SmemKind kind, int64_t bytes) { return aligned_buffer(c, kind, bytes, SMEM_ALIGN); }
+
+int smem_operand_buffer(Cg *c, SmemKind kind, int64_t bytes)
+{
+    int align = c->target->operand_align > SMEM_ALIGN ? c->target->operand_align : SMEM_ALIGN;
+    return aligned_buffer(c, kind, bytes, align);
+}
+
+const Layout *operand_layout(Cg *c, int rows, int cols, int elem_bytes)
+{
+    const Layout *l = c->target->operand_layout ? c->target->operand_layout(c->layouts, rows, cols, elem_bytes) : NULL;
+    return l ? l : layout_shared(c->layouts, rows, cols, elem_bytes);
 }
 
 int64_t smem_offset(Cg *c, int buf)
@@ -116,6 +131,9 @@ LLVMValueRef smem_byte_ptr(Cg *c, LLVMValueRef offset)
  * extern array. The constant <entry>_dynamic_shared_bytes (codegen.h) keeps
  * the size the launch must ask for; external, so the optimizer keeps it and
  * the PTX shows it. */
+/* The area's start: as aligned as any buffer in it asks. */
+static unsigned area_align(Cg *c) { return c->target->operand_align > SMEM_ALIGN ? (unsigned)c->target->operand_align : SMEM_ALIGN; }
+
 static void place_dynamic_shared(Cg *c, int64_t bytes)
 {
     char name[300];
@@ -123,7 +141,7 @@ static void place_dynamic_shared(Cg *c, int64_t bytes)
     LLVMTypeRef at = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 0);
     LLVMValueRef area = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
     LLVMSetLinkage(area, LLVMExternalLinkage);
-    LLVMSetAlignment(area, 16);
+    LLVMSetAlignment(area, area_align(c));
     LLVMReplaceAllUsesWith(c->smem, area);
     LLVMDeleteGlobal(c->smem);
     snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_DYNAMIC_SHARED_SUFFIX);
@@ -150,7 +168,7 @@ void smem_place_area(Cg *c)
         LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
         LLVMSetInitializer(g, LLVMGetUndef(at));
         LLVMSetLinkage(g, LLVMInternalLinkage);
-        LLVMSetAlignment(g, 16);
+        LLVMSetAlignment(g, area_align(c));
         LLVMReplaceAllUsesWith(c->smem, g);
         LLVMDeleteGlobal(c->smem);
     } else {

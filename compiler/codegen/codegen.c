@@ -208,7 +208,7 @@ static void emit_func(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->layouts = layout_table_new();
-    LayoutDotPolicy dots = {engine_result_layout, c->target};
+    LayoutDotPolicy dots = {engine_result_layout, c->target, c->target->operand_layout};
     c->plan = layout_plan(f, c->layouts, &dots);   /* where each tile value lives */
     emit_kernel(c, f, false);
     LLVMDeleteFunction(c->fn);

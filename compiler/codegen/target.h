@@ -67,6 +67,11 @@ struct Target {
     const CopyEngine *copy;
     const TargetPass *passes;  /* ended by a row without a name; NULL: none */
     const TargetIsa *isa;
+    /* the SHARED layout of the tiles dots read from shared memory (ring
+     * slots, regions), and the alignment of their buffers; NULL and 0:
+     * layout_shared, 16 bytes */
+    const Layout *(*operand_layout)(LayoutTable *t, int rows, int cols, int elem_bytes);
+    int operand_align;
     /* the PTX as printed, rewritten (malloc'd; NULL when out of memory);
      * NULL: none */
     char *(*fix_ptx)(const char *ptx);

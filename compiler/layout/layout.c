@@ -210,6 +210,19 @@ const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes)
     return intern(t, &l);
 }
 
+const Layout *layout_shared_atoms(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    int64_t row_bytes = (int64_t)cols * elem_bytes;
+    if (row_bytes == 32 || row_bytes == 64) return layout_shared(t, rows, cols, elem_bytes);
+    if (row_bytes % 128) return NULL;
+    Layout l = shared_fields(rows, 128 / elem_bytes, elem_bytes);
+    l.cols = cols;
+    if (row_bytes > 128) l.atom = 128 / elem_bytes;
+    return intern(t, &l);
+}
+
+int64_t layout_shared_size(const Layout *l) { return (int64_t)l->rows * (l->atom ? l->cols : l->stride) * l->elem; }
+
 const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes)
 {
     Layout l = shared_fields(rows, cols, elem_bytes);
@@ -220,9 +233,14 @@ const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_b
 
 int64_t layout_shared_offset(const Layout *l, int row, int col)
 {
+    int64_t atom_at = 0;
+    if (l->atom) {
+        atom_at = (int64_t)(col / l->atom) * l->rows * l->atom * l->elem;
+        col %= l->atom;
+    }
     int64_t in_row = (int64_t)col * l->elem;
     if (l->max_phase > 1) in_row ^= (int64_t)(row / l->per_phase % l->max_phase) * 16;
-    return (int64_t)row * l->stride * l->elem + in_row;
+    return atom_at + (int64_t)row * l->stride * l->elem + in_row;
 }
 
 /* Whole phase periods of rows (per_phase * max_phase) keep the XOR of a
@@ -234,15 +252,27 @@ int64_t layout_shared_offset(const Layout *l, int row, int col)
  * alone. */
 LayoutShift layout_shared_shift(const Layout *l, int drow, int dcol)
 {
+    int64_t atoms_at = 0;
+    if (l->atom) {
+        atoms_at = (int64_t)(dcol / l->atom) * l->rows * l->atom * l->elem;
+        dcol %= l->atom;
+    }
     int64_t col_bytes = (int64_t)dcol * l->elem, group = (int64_t)l->max_phase * 16;
     LayoutShift s;
     s.xor_bytes = l->max_phase > 1 ? col_bytes % group : 0;
-    s.add_bytes = col_bytes - s.xor_bytes + (int64_t)drow * l->stride * l->elem;
+    s.add_bytes = atoms_at + col_bytes - s.xor_bytes + (int64_t)drow * l->stride * l->elem;
     return s;
 }
 
+/* In atoms, a shift holds where the column stays in its atom's place: the
+ * shift's part inside an atom does not carry the column into the next. */
 bool layout_shared_shift_holds(const Layout *l, int col, int drow, int dcol)
 {
+    if (l->atom) {
+        if (col % l->atom + dcol % l->atom >= l->atom) return false;
+        col %= l->atom;
+        dcol %= l->atom;
+    }
     if (l->max_phase == 1) return true;
     LayoutShift s = layout_shared_shift(l, drow, dcol);
     return drow % (l->per_phase * l->max_phase) == 0 && (int64_t)dcol * l->elem % 16 == 0 &&
@@ -278,7 +308,10 @@ void layout_str(const Layout *l, char *buf, size_t n)
         snprintf(buf, n, "slice(%s, axis %d)", p, l->axis);
         break;
     case LAY_SHARED:
-        if (l->max_phase > 1)
+        if (l->atom)
+            snprintf(buf, n, "shared[%dx%d: atoms of %d columns, swizzled, vec %d, per phase %d, max phase %d]", l->rows, l->cols,
+                     l->atom, l->vec, l->per_phase, l->max_phase);
+        else if (l->max_phase > 1)
             snprintf(buf, n, "shared[%dx%d: swizzled, vec %d, per phase %d, max phase %d]", l->rows, l->cols, l->vec, l->per_phase,
                      l->max_phase);
         else if (l->stride != l->cols)
@@ -525,7 +558,8 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     case OP_COPY_ASYNC: {
         IrType t = ir_vtype(f, r);
-        of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
+        of[r] = ps->dots && ps->dots->slot ? ps->dots->slot(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt))
+                                           : layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;
     }
     case OP_WAIT_ASYNC:

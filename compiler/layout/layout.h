@@ -50,9 +50,15 @@ typedef struct Layout {
      * the 16-byte chunks of vec elements are swizzled (Triton's
      * SwizzledSharedEncoding): chunk j of row r lies at chunk
      * j ^ ((r / per_phase) % max_phase) of that row; max_phase 1 leaves
-     * them in place. layout_shared_offset is the map. */
+     * them in place. layout_shared_offset is the map. Where atom is
+     * non-zero the tile is cut along its columns into atoms of atom
+     * columns (cols / atom of them), each a rows x atom tile of its own
+     * laid out as above (stride == atom), one after another: the
+     * arrangement of 128-byte rows that Hopper's matrix descriptors and
+     * bulk tensor copies read and write. */
     int stride, elem;
     int vec, per_phase, max_phase;
+    int atom;
 } Layout;
 
 /* Interned layouts: equal layouts are the same pointer. */
@@ -72,6 +78,16 @@ const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 const Layout *layout_shared(LayoutTable *t, int rows, int cols, int elem_bytes);
 /* The bytes such a tile takes. */
 int64_t layout_shared_bytes(int rows, int cols, int elem_bytes);
+/* The hardware's swizzled arrangement (wgmma's shared matrix
+ * descriptors, TMA's SWIZZLE_32B/64B/128B): rows of 32 or 64 bytes as
+ * layout_shared has them (which is that swizzle already); wider rows cut
+ * into atoms of 128-byte rows, each 8-row group's 16-byte chunks XORed
+ * with the row % 8, so that byte address bits 4-6 are XORed with bits
+ * 7-9 once the tile starts 1024-byte aligned. NULL for rows of other
+ * widths (not a whole 32, 64 or multiple of 128 bytes). */
+const Layout *layout_shared_atoms(LayoutTable *t, int rows, int cols, int elem_bytes);
+/* The bytes a SHARED layout's tile takes. */
+int64_t layout_shared_size(const Layout *l);
 /* Row-major, neither swizzled nor padded: words the FMA engine reads one
  * at a time. */
 const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes);
@@ -193,6 +209,9 @@ bool layout_same_map(const Layout *a, const Layout *b);
 typedef struct {
     const Layout *(*result)(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *ctx);
     const void *ctx;
+    /* the SHARED layout of a ring slot (a tile an asynchronous copy
+     * fills, which dots read in place); NULL: layout_shared */
+    const Layout *(*slot)(LayoutTable *t, int rows, int cols, int elem_bytes);
 } LayoutDotPolicy;
 
 /* The layout pass: one layout per tile value of f (NULL for scalars and

@@ -13,24 +13,6 @@
 
 #include <stdlib.h>
 
-/* The ring slot value a tensor-core operand is read in place from, when
- * it is one (not transposed, of the dot's dtype): NULL otherwise. */
-static ValueId ring_root(Cg *c, ValueId operand)
-{
-    bool tr;
-    ValueId root = operand_root(c, operand, &tr);
-    const Layout *l = c->plan.of[root];
-    return !tr && l && l->kind == LAY_SHARED ? root : 0;
-}
-
-/* Its start in the shared area, in bytes. */
-static LLVMValueRef ring_operand(Cg *c, ValueId operand, DType dt)
-{
-    ValueId root = ring_root(c, operand);
-    if (!root || vtype(c, root).dt != dt || !c->vals[root].v) return NULL;
-    return c->vals[root].v[0];
-}
-
 /* The ldmatrix row addresses of one operand in layout sl at byte base of
  * area: a thread's own row and column (from its lane and warp), then per
  * 8x8 matrix a constant step of whole 8-row and 8-column blocks. The
@@ -86,7 +68,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     int64_t abase = 0, bbase = 0;   /* in bytes of the area */
     const Region *ra = find_region(c, op->args[0], at.dt), *rb = find_region(c, op->args[1], at.dt);
     /* operands in a ring slot are read where they lie */
-    LLVMValueRef aring = ring_operand(c, op->args[0], at.dt), bring = ring_operand(c, op->args[1], at.dt);
+    LLVMValueRef aring = operand_ring_at(c, op->args[0], at.dt), bring = operand_ring_at(c, op->args[1], at.dt);
     /* An A operand held in an MMA layout whose warps own whole rows, split
      * like the result's, is already in fragments: FlashAttention-2 keeps P
      * in registers this way. */
@@ -97,15 +79,15 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;
     /* the buffer each operand is read from: its region, its ring, or scratch written here (only for
      * the operands written: B's alone where A is in registers or a region) */
-    int abuf = ra ? ra->buf : aring ? ring_buffer_of(c, ring_root(c, op->args[0])) : -1;
-    int bbuf = rb ? rb->buf : bring ? ring_buffer_of(c, ring_root(c, op->args[1])) : -1;
+    int abuf = ra ? ra->buf : aring ? ring_buffer_of(c, operand_ring_root(c, op->args[0])) : -1;
+    int bbuf = rb ? rb->buf : bring ? ring_buffer_of(c, operand_ring_root(c, op->args[1])) : -1;
     if (write_a) abuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(M, K, 2)), abase = smem_offset(c, abuf);
     if (write_b) bbuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(brows, bcols, 2)), bbase = smem_offset(c, bbuf);
     if (ra) { abase = ra->base; sa = ra->lay; }
     if (rb) { bbase = rb->base; sb = rb->lay; }
     LLVMValueRef abase_v = i32c(c, abase), bbase_v = i32c(c, bbase);
-    if (aring) { abase_v = aring; sa = home_layout(c, ring_root(c, op->args[0])); }
-    if (bring) { bbase_v = bring; sb = home_layout(c, ring_root(c, op->args[1])); }
+    if (aring) { abase_v = aring; sa = home_layout(c, operand_ring_root(c, op->args[0])); }
+    if (bring) { bbase_v = bring; sb = home_layout(c, operand_ring_root(c, op->args[1])); }
     if (write_a) operand_to_smem(c, op->args[0], at.dt, abuf, abase, sa);
     if (write_b) operand_to_smem(c, op->args[1], at.dt, bbuf, bbase, sb);
 

@@ -39,4 +39,4 @@ static const Layout *tensorcore_result(LayoutTable *t, const IrFunc *f, const Ir
     return layout_dot_on_tensorcores(f, dot) ? mma_sync_result_layout(t, f, dot) : NULL;
 }
 
-const LayoutDotPolicy mma_sync_layouts = {tensorcore_result, NULL};
+const LayoutDotPolicy mma_sync_layouts = {tensorcore_result, NULL, NULL};

@@ -1,8 +1,8 @@
 /* targets.c: the rows of NVIDIA's targets (codegen/target.h).
  *
- * Both write PTX ISA 8.0 and prefer the tensor cores (mma.sync) to FMA
- * loops, and fill ring slots with cp.async; they differ in the chip the
- * back end schedules for and ptxas assembles for. */
+ * All write PTX ISA 8.0 and fill ring slots with cp.async; sm_80 and sm_90
+ * prefer mma.sync to FMA loops and differ in the chip the back end
+ * schedules for and ptxas assembles for; sm_90a puts wgmma first. */
 #include "codegen/target.h"
 
 #include "nvidia/targets.h"
@@ -23,8 +23,8 @@ const Target nvidia_sm80 = {
     .fix_ptx = ptxas_workarounds,
 };
 
-/* Hopper through Ampere's instructions: wgmma and TMA would be an sm_90a
- * row of their own (docs/architecture.md, "Targets"). */
+/* Hopper through Ampere's instructions, the code that runs on every
+ * Hopper part (and the mma.sync path on one that has wgmma). */
 const Target nvidia_sm90 = {
     .name = "sm_90",
     .sm = 90,
@@ -36,5 +36,32 @@ const Target nvidia_sm90 = {
     .copy = &copy_cp_async,
     .passes = NULL,
     .isa = &nvidia_isa,
+    .fix_ptx = ptxas_workarounds,
+};
+
+static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_fma, NULL};
+
+/* 16-bit dot operands in the hardware's swizzle, which wgmma's matrix
+ * descriptors read (and ldmatrix as well as today's layout) */
+static const Layout *hopper_operand_layout(LayoutTable *t, int rows, int cols, int elem_bytes)
+{
+    return elem_bytes == 2 ? layout_shared_atoms(t, rows, cols, elem_bytes) : NULL;
+}
+
+/* Hopper with its own instructions (wgmma, which needs the "a" target):
+ * the dots wgmma takes on it, the rest as on sm_90. */
+const Target nvidia_sm90a = {
+    .name = "sm_90a",
+    .sm = 90,
+    .ptx_version = 80,
+    .llvm_cpu = "sm_90a",
+    .llvm_features = "+ptx80",
+    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
+    .dots = hopper_dots,
+    .copy = &copy_cp_async,
+    .passes = NULL,
+    .isa = &nvidia_isa,
+    .operand_layout = hopper_operand_layout,
+    .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
     .fix_ptx = ptxas_workarounds,
 };

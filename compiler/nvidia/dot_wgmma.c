@@ -1,0 +1,149 @@
+/* dot_wgmma.c: Hopper's warpgroup dot engine (wgmma.mma_async, sm_90a).
+ *
+ * Expects: a dot layout_dot_on_tensorcores takes whose A rows are 64 per
+ * warpgroup of the block (M == 16 x warps: one m64 instruction a
+ * warpgroup, its result the MMA layout with every warp along rows, which
+ * is the wgmma accumulator's: warp w, lane l, value i holds row 16w + l/4
+ * + 8((i/2)%2), column 2(l%4) + i%2 + 8(i/4)), N at most 256, and
+ * operand rows the hardware's swizzle can hold (layout_shared_atoms); A
+ * read from memory, not computed (a computed A stays in registers on the
+ * mma.sync engine).
+ * Guarantees: both operands are read from shared memory through matrix
+ * descriptors, where they lie (a ring slot, a region: the target gives
+ * both layout_shared_atoms) or written to scratch in that layout; the
+ * result is in the accumulator registers when the dot ends (its group
+ * waited for), and no wgmma reads shared memory after it. */
+#include "codegen/dot.h"
+#include "nvidia/ptx_asm.h"
+#include "nvidia/targets.h"
+
+#include <stdlib.h>
+
+/* Rows of rows x cols 16-bit elements that a descriptor can address. */
+static bool swizzle_holds(int cols) { return cols * 2 == 32 || cols * 2 == 64 || (cols * 2) % 128 == 0; }
+
+/* Whether the value a dot operand is made from is read from memory (a
+ * load, a ring slot, a loop's carried slot) rather than computed. */
+static bool read_from_memory(const IrFunc *f, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    while (d && (d->kind == OP_CONVERT || d->kind == OP_TRANSPOSE)) d = f->values[d->args[0]].def;
+    return !d || d->kind == OP_LOAD || d->kind == OP_COPY_ASYNC || d->kind == OP_WAIT_ASYNC;
+}
+
+static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
+{
+    if (!layout_dot_on_tensorcores(f, dot) || f->threads % 128) return false;
+    IrType a = ir_vtype(f, dot->args[0]), b = ir_vtype(f, dot->args[1]);
+    bool tb = dot->flags & DOT_TRANS_B;
+    int M = a.shape[0], K = a.shape[1], N = tb ? b.shape[0] : b.shape[1];
+    if (M != 16 * (f->threads / 32) || N > 256 || !swizzle_holds(K)) return false;
+    if (!tb && N % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
+    return read_from_memory(f, dot->args[0]) && read_from_memory(f, dot->args[1]);
+}
+
+static const Layout *wgmma_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot)
+{
+    IrType r = ir_vtype(f, dot->res[0]);
+    return layout_mma_for(t, r.shape[0], r.shape[1], f->threads, true);
+}
+
+/* Where an operand is read from: its buffer, its start (bytes in the
+ * area) and its SHARED layout. */
+typedef struct {
+    int buf;
+    LLVMValueRef at;
+    const Layout *sl;
+} Operand;
+
+static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
+{
+    const Region *r = find_region(c, v, dt);
+    if (r) return (Operand){r->buf, i32c(c, r->base), r->lay};
+    LLVMValueRef ring = operand_ring_at(c, v, dt);
+    if (ring) {
+        ValueId root = operand_ring_root(c, v);
+        return (Operand){ring_buffer_of(c, root), ring, home_layout(c, root)};
+    }
+    const Layout *sl = layout_shared_atoms(c->layouts, rows, cols, 2);
+    int buf = smem_operand_buffer(c, SMEM_SCRATCH, layout_shared_size(sl));
+    operand_to_smem(c, v, dt, buf, smem_offset(c, buf), sl);
+    return (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
+}
+
+/* The columns of one swizzle atom, its bytes, and the descriptor's swizzle mode. */
+static int atom_cols(const Layout *sl) { return sl->atom ? sl->atom : sl->cols; }
+static int64_t atom_bytes(const Layout *sl) { return (int64_t)sl->rows * atom_cols(sl) * sl->elem; }
+static int swizzle_mode(const Layout *sl)
+{
+    int row = atom_cols(sl) * sl->elem;
+    return row == 128 ? 1 : row == 64 ? 2 : 3;
+}
+
+/* Whether sl is the arrangement the descriptor describes. */
+static bool descriptor_layout(const Layout *sl)
+{
+    int row = atom_cols(sl) * sl->elem;
+    return sl->kind == LAY_SHARED && sl->elem == 2 && sl->stride == atom_cols(sl) && sl->per_phase * sl->max_phase == 8 &&
+           (row == 32 || row == 64 || row == 128);
+}
+
+/* The descriptor of the matrix at byte at of the area, the leading and
+ * stride byte offsets lbo and sbo, in swizzle mode of sl (i64). */
+static LLVMValueRef descriptor(Cg *c, LLVMValueRef at, const Layout *sl, int64_t lbo, int64_t sbo)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, smem_byte_ptr(c, at), c->ti64, "");
+    LLVMValueRef start = LLVMBuildLShr(B, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 0x3FFFF, 0), ""), LLVMConstInt(c->ti64, 4, 0), "");
+    uint64_t fixed = (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | (uint64_t)swizzle_mode(sl) << 62;
+    return LLVMBuildOr(B, start, LLVMConstInt(c->ti64, fixed, 0), "");
+}
+
+static LLVMValueRef desc_plus(Cg *c, LLVMValueRef d, int64_t bytes)
+{
+    return bytes ? LLVMBuildAdd(c->b, d, LLVMConstInt(c->ti64, (unsigned long long)(bytes >> 4), 0), "") : d;
+}
+
+/* The byte offset of column k0 (a multiple of 16) of a K-major operand's row 0. */
+static int64_t k_major_step(const Layout *sl, int k0) { return k0 / atom_cols(sl) * atom_bytes(sl) + (int64_t)(k0 % atom_cols(sl)) * sl->elem; }
+
+static void emit_dot_wgmma(Cg *c, const IrOp *op)
+{
+    IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
+    const Layout *l = c->plan.of[op->res[0]];
+    bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
+    int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    Operand a = place_operand(c, op->args[0], at.dt, M, K);
+    Operand b = place_operand(c, op->args[1], at.dt, tb ? N : K, tb ? K : N);
+    if (!descriptor_layout(a.sl) || !descriptor_layout(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
+        cg_fail(c, op, "internal error: a wgmma operand lies in shared memory in a layout no descriptor describes");
+        return;
+    }
+    Slots acc = cg_get(c, op->args[2], l);
+    int n = layout_nslots(l);
+    LLVMValueRef *d = xmalloc(sizeof *d * (size_t)n);
+    for (int i = 0; i < n; i++) d[i] = acc.v[i];
+    smem_access(c, a.buf, false);
+    smem_access_together(c, b.buf, false);
+    /* A: warpgroup g's 64 rows, whole 8-row groups of 8 x row bytes */
+    int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
+    LLVMValueRef wg_rows = mul(c, udiv(c, c->warp, 4), 64 * a_row);
+    LLVMValueRef da = descriptor(c, offset_add(c, a.at, wg_rows), a.sl, 16, 8 * a_row);
+    int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
+    /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
+    LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
+    ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
+    ptx_wgmma_fence(c);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
+        ptx_wgmma_mma(c, N, bf, desc_plus(c, da, k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, d);
+    }
+    ptx_wgmma_commit(c);
+    ptx_wgmma_wait(c, 0, d, n);
+    Slots out = new_slots(n, l);
+    for (int i = 0; i < n; i++) out.v[i] = d[i];
+    c->vals[op->res[0]] = out;
+    free(d);
+}
+
+const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout};

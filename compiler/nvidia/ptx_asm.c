@@ -1,0 +1,74 @@
+/* ptx_asm.c: inline PTX for what LLVM 19 has no intrinsic for (ptx_asm.h). */
+#include "codegen/cg.h"
+#include "nvidia/ptx_asm.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* An asm statement of text with constraints cons over args, returning ret
+ * (void: none). */
+static LLVMValueRef asm_call(Cg *c, const char *text, const char *cons, LLVMTypeRef ret, LLVMValueRef *args, int n)
+{
+    LLVMTypeRef pts[300];
+    for (int i = 0; i < n; i++) pts[i] = LLVMTypeOf(args[i]);
+    LLVMTypeRef fty = LLVMFunctionType(ret, pts, (unsigned)n, 0);
+    LLVMValueRef fn = LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons), 1, 0, LLVMInlineAsmDialectATT, 0);
+    return LLVMBuildCall2(c->b, fty, fn, args, (unsigned)n, "");
+}
+
+static void asm_plain(Cg *c, const char *text) { asm_call(c, text, "~{memory}", c->tvoid, NULL, 0); }
+
+void ptx_fence_proxy_async(Cg *c) { asm_plain(c, "fence.proxy.async.shared::cta;"); }
+void ptx_wgmma_fence(Cg *c) { asm_plain(c, "wgmma.fence.sync.aligned;"); }
+void ptx_wgmma_commit(Cg *c) { asm_plain(c, "wgmma.commit_group.sync.aligned;"); }
+
+/* "=f,=f,...,<inputs>,0,1,...,~{memory}": n outputs tied to the last n inputs */
+static size_t tied_constraints(char *buf, size_t cap, int n, const char *inputs)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, cap - len, "=f,");
+    len += (size_t)snprintf(buf + len, cap - len, "%s", inputs);
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(buf + len, cap - len, "%s%d", len && buf[len - 1] != ',' ? "," : "", i);
+    len += (size_t)snprintf(buf + len, cap - len, ",~{memory}");
+    return len;
+}
+
+static void take_results(Cg *c, LLVMValueRef r, LLVMValueRef *acc, int n)
+{
+    for (int i = 0; i < n; i++) acc[i] = n == 1 ? r : LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
+}
+
+static LLVMTypeRef f32_struct(Cg *c, int n)
+{
+    LLVMTypeRef fs[128];
+    for (int i = 0; i < n; i++) fs[i] = c->tf32;
+    return n == 1 ? c->tf32 : LLVMStructTypeInContext(c->ctx, fs, (unsigned)n, 0);
+}
+
+void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n)
+{
+    char text[64], cons[1200];
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+    tied_constraints(cons, sizeof cons, n, "");
+    LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, n), acc, n);
+    take_results(c, r, acc, n);
+}
+
+void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+{
+    int nacc = n / 2;
+    char text[2000], cons[1200];
+    size_t len = (size_t)snprintf(text, sizeof text,
+                                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + 2,
+                                  n, bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16");
+    for (int i = 0; i < nacc; i++) len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", i ? ", " : "", i);
+    snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nacc, nacc + 1, b_mn_major ? 1 : 0);
+    tied_constraints(cons, sizeof cons, nacc, "l,l,r,");
+    LLVMValueRef args[3 + 128];
+    args[0] = da;
+    args[1] = db;
+    args[2] = i32c(c, 1);   /* scale-d: D = A B + D */
+    for (int i = 0; i < nacc; i++) args[3 + i] = acc[i];
+    LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, nacc), args, 3 + nacc);
+    take_results(c, r, acc, nacc);
+}
