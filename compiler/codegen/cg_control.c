@@ -23,6 +23,19 @@ static LLVMTypeRef slot_ty(Cg *c, ValueId v, const Layout *l)
 /* The layout a block argument or op result carried through control flow has. */
 static const Layout *carried_layout(Cg *c, ValueId v) { return is_tile(c, v) ? home_layout(c, v) : NULL; }
 
+/* The results of loop op that a DOT_ASYNC dot of its body yields, waited
+ * for by that dot's engine. */
+static void drain_async_dots(Cg *c, const IrOp *op)
+{
+    const IrOp *yield = op->body->ops[op->body->nops - 1];
+    for (int i = 0; i < op->nres && i < yield->nargs; i++) {
+        const IrOp *d = c->f->values[yield->args[i]].def;
+        if (!d || d->kind != OP_DOT || !(d->flags & DOT_ASYNC)) continue;
+        const DotEngine *e = dot_engine_for(c->target, c->f, d);
+        if (e && e->drain) e->drain(c, &c->vals[op->res[i]]);
+    }
+}
+
 static void emit_for(Cg *c, const IrOp *op)
 {
     const IrBlock *body = op->body;
@@ -71,6 +84,7 @@ static void emit_for(Cg *c, const IrOp *op)
     cache_truncate(c, mark);
     free_yielded(y, ncar);
     LLVMPositionBuilderAtEnd(c->b, done);
+    drain_async_dots(c, op);
 }
 
 static void emit_if(Cg *c, const IrOp *op)

@@ -333,6 +333,26 @@ static void end_module(Cg *c)
 }
 
 /* Every function of m into the module, which LLVM's verifier then checks. 0 or 1. */
+/* f through the target's passes, when it has any: on a copy, which they
+ * change; f stays as the caller gave it. */
+static void emit_target_func(Cg *c, const IrFunc *f)
+{
+    if (!c->target->passes || !c->target->passes[0].name) {
+        emit_func(c, f);
+        return;
+    }
+    IrFunc *g = ir_func_clone(f);
+    for (const TargetPass *p = c->target->passes; p->name; p++) p->run(g);
+    char msg[300];
+    if (ir_verify(g, msg, sizeof msg)) {
+        snprintf(c->err, c->errlen, "internal error: %s's passes leave invalid IR: %s", c->target->name, msg);
+        c->failed = true;
+    } else {
+        emit_func(c, g);
+    }
+    ir_func_free(g);
+}
+
 static int lower_module(Cg *c, const IrModule *m, const CodegenOptions *o)
 {
     begin_line_info(c, o);
@@ -345,7 +365,7 @@ static int lower_module(Cg *c, const IrModule *m, const CodegenOptions *o)
             c->failed = true;
             break;
         }
-        emit_func(c, m->funcs[i]);
+        emit_target_func(c, m->funcs[i]);
     }
     end_line_info(c);
     if (c->failed) return 1;

@@ -27,6 +27,10 @@ typedef struct DotEngine {
     /* the layout of an accepted dot's result, NULL: the default (BLOCKED);
      * the layout pass asks (layout.h, LayoutDotPolicy) */
     const Layout *(*result_layout)(LayoutTable *t, const IrFunc *f, const IrOp *dot);
+    /* an engine whose DOT_ASYNC dots leave their work in flight: waits
+     * for it, replacing acc's slots (the result of the loop that carries
+     * such a dot's result, where the loop ends); NULL: none */
+    void (*drain)(Cg *c, Slots *acc);
 } DotEngine;
 
 #pragma GCC visibility push(hidden)

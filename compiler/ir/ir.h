@@ -67,7 +67,10 @@ typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_FLOORDIV, BIN_MOD, BIN_MA
 typedef enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE, CMP_COUNT } IrCmp;
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
 
-enum { DOT_TRANS_B = 1 };
+/* DOT_ASYNC: a target's pass found the dot may run on past its issue,
+ * the loop carrying its result waiting for it at its end (the code
+ * generator's business; the dot means what it always does). */
+enum { DOT_TRANS_B = 1, DOT_ASYNC = 2 };
 
 /* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
  * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
@@ -83,7 +86,7 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE, OP_ATOMIC_ADD: index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;

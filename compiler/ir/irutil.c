@@ -41,6 +41,49 @@ IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args)
     return c;
 }
 
+static IrBlock *clone_block(IrFunc *to, const IrBlock *b);
+
+static IrOp *clone_op_deep(IrFunc *to, const IrOp *op)
+{
+    IrOp *c = arena_alloc(to->arena, sizeof *c);
+    *c = *op;
+    c->args = arena_alloc(to->arena, sizeof *c->args * (size_t)(op->nargs + 1));
+    c->res = arena_alloc(to->arena, sizeof *c->res * (size_t)(op->nres + 1));
+    for (int i = 0; i < op->nargs; i++) c->args[i] = op->args[i];
+    for (int i = 0; i < op->nres; i++) {
+        c->res[i] = op->res[i];
+        to->values[op->res[i]].def = c;
+    }
+    c->body = op->body ? clone_block(to, op->body) : NULL;
+    c->els = op->els ? clone_block(to, op->els) : NULL;
+    return c;
+}
+
+static IrBlock *clone_block(IrFunc *to, const IrBlock *b)
+{
+    IrBlock *c = ir_block_new(to);
+    c->nargs = b->nargs;
+    c->args = arena_alloc(to->arena, sizeof *c->args * (size_t)(b->nargs + 1));
+    for (int i = 0; i < b->nargs; i++) c->args[i] = b->args[i];
+    c->nops = c->cap = b->nops;
+    c->ops = arena_alloc(to->arena, sizeof *c->ops * (size_t)(b->nops + 1));
+    for (int i = 0; i < b->nops; i++) c->ops[i] = clone_op_deep(to, b->ops[i]);
+    return c;
+}
+
+IrFunc *ir_func_clone(const IrFunc *f)
+{
+    Arena *a = arena_new();
+    IrFunc *c = arena_alloc(a, sizeof *c);
+    *c = *f;
+    c->arena = a;
+    c->capvalues = f->nvalues + 1;
+    c->values = xcalloc((size_t)c->capvalues, sizeof *c->values);
+    for (int i = 0; i < f->nvalues; i++) c->values[i] = f->values[i];
+    c->body = clone_block(c, f->body);
+    return c;
+}
+
 void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to)
 {
     for (int i = 0; i < blk->nops; i++) {

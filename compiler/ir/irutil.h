@@ -10,6 +10,11 @@ void ir_block_insert(IrFunc *f, IrBlock *b, int index, IrOp *op);
 void ir_block_remove(IrBlock *b, int index);
 /* A copy of op (not of regions) reading args instead of its own, with new results. */
 IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args);
+/* A copy of f whose blocks and ops are its own, with the same value
+ * numbers, for passes that change it while f stays as it is (a target's
+ * passes, run by the code generator). It borrows f's names, parameters
+ * and meta-parameters: free it (ir_func_free) before f. */
+IrFunc *ir_func_clone(const IrFunc *f);
 /* Every use of from inside blk (nested blocks too) reads to instead. */
 void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to);
 /* Adds a carried value to loop op: init before the loop; returns the new

@@ -139,11 +139,16 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         ptx_wgmma_mma(c, N, bf, desc_plus(c, da, k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, d);
     }
     ptx_wgmma_commit(c);
-    ptx_wgmma_wait(c, 0, d, n);
+    /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
+    ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);
+    /* and every warpgroup's: the copies after an async dot may refill that slot */
+    if (op->flags & DOT_ASYNC) smem_fixed_barrier(c);
     Slots out = new_slots(n, l);
     for (int i = 0; i < n; i++) out.v[i] = d[i];
     c->vals[op->res[0]] = out;
     free(d);
 }
 
-const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout};
+static void drain_wgmma(Cg *c, Slots *acc) { ptx_wgmma_wait(c, 0, acc->v, acc->n); }
+
+const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma};

@@ -40,6 +40,7 @@ const Target nvidia_sm90 = {
 };
 
 static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_fma, NULL};
+static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {NULL, NULL}};
 
 /* 16-bit dot operands in the hardware's swizzle, which wgmma's matrix
  * descriptors read (and ldmatrix as well as today's layout) */
@@ -59,7 +60,7 @@ const Target nvidia_sm90a = {
     .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
     .dots = hopper_dots,
     .copy = &copy_cp_async,
-    .passes = NULL,
+    .passes = hopper_passes,
     .isa = &nvidia_isa,
     .operand_layout = hopper_operand_layout,
     .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
