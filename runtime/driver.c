@@ -53,6 +53,7 @@ bool ph_internal_load_driver(void)
     *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime_v2");
     if (!cu.EventElapsedTime) *(void **)&cu.EventElapsedTime = dlsym(lib, "cuEventElapsedTime");
     if (!cu.EventElapsedTime) { dlclose(lib); memset(&cu, 0, sizeof cu); return false; }
+    *(void **)&cu.TensorMapEncodeTiled = dlsym(lib, "cuTensorMapEncodeTiled");   /* optional: copies go without it */
     cu_loaded = true;   /* lib stays open for the life of the process */
     return true;
 }

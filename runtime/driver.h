@@ -62,6 +62,11 @@ typedef struct {
     CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
     CUresult (*EventDestroy)(CUevent);
     CUresult (*GetErrorString)(CUresult, const char **);
+    /* cuTensorMapEncodeTiled (CUDA 12.0 and later; NULL before): map,
+     * data type, rank, address, dims, strides in bytes, box, element
+     * strides, interleave, swizzle, L2 promotion, out-of-bounds fill */
+    CUresult (*TensorMapEncodeTiled)(void *, int, unsigned, void *, const unsigned long long *, const unsigned long long *,
+                                     const unsigned *, const unsigned *, int, int, int, int);
 } PhDriver;
 
 /* From now on the runtime calls these instead of libcuda.so.1 (every

@@ -159,6 +159,40 @@ static void gpu_release(ph_module *m)
 
 /* ---- launches ---- */
 
+/* Tensor map j of config st for this launch's tensors, in k->maps: the
+ * tensor as a [dim0, dim1] array of 2-byte elements (the bytes are moved,
+ * not read, so f16 and bf16 alike), the box the config copies, zeros
+ * outside. Whether the driver could build it: it cannot where the address
+ * or the row stride is not a multiple of 16 bytes, and then the kernel
+ * copies that tensor by cp.async. */
+static bool build_map(ph_kernel *k, const CodegenCopyDesc *d, int j, const IrFunc *f, const ph_arg *args)
+{
+    const PhDriver *cu = ph_internal_driver();
+    if (!cu->TensorMapEncodeTiled || !k->maps || d->param < 0 || d->param >= f->nparams || !f->params[d->param].is_tensor) return false;
+    const ph_arg *a = &args[d->param];
+    unsigned long long dims[2] = {(unsigned long long)(f->params[d->param].rank == 2 ? a->dims[1] : 1), (unsigned long long)a->dims[0]};
+    unsigned long long strides[1] = {dims[0] * 2};
+    unsigned box[2] = {(unsigned)d->cols, (unsigned)d->rows}, elem[2] = {1, 1};
+    int swizzle = d->swizzle == 128 ? 3 : d->swizzle == 64 ? 2 : d->swizzle == 32 ? 1 : 0;
+    enum { UINT16 = 1, INTERLEAVE_NONE = 0, L2_PROMOTION_128B = 2, OOB_FILL_ZEROS = 0 };
+    if (!a->ptr || a->ptr % 16 || strides[0] % 16 || !dims[0] || !dims[1]) return false;
+    return !cu->TensorMapEncodeTiled(k->maps + 128 * j, UINT16, 2, (void *)(uintptr_t)a->ptr, dims, strides, box, elem, INTERLEAVE_NONE,
+                                     swizzle, L2_PROMOTION_128B, OOB_FILL_ZEROS);
+}
+
+/* The launch's parameters after the ABI's: config st's maps, then their flags (codegen.h). */
+static void pack_copy_descriptors(ph_kernel *k, const Config *st, const IrFunc *f, const ph_arg *args)
+{
+    int n = k->nvalues, nd = st->ndescs;
+    for (int j = 0; j < nd; j++) {
+        k->map_ok[j] = build_map(k, &st->descs[j], j, f, args);
+        if (!k->map_ok[j] && k->maps) memset(k->maps + 128 * j, 0, 128);
+        static unsigned char no_map[128];   /* what a kernel told 0 never reads */
+        k->params[n + j] = k->maps ? (void *)(k->maps + 128 * j) : (void *)no_map;
+        k->params[n + nd + j] = &k->map_ok[j];
+    }
+}
+
 /* Launches config `cfg` of k (an index into k's configs, loaded) on grid g. */
 static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph_arg *args)
 {
@@ -166,6 +200,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     const Config *st = &k->module->state[k->first + cfg];
     ph_internal_pack_args(k->values, f, args);
+    pack_copy_descriptors(k, st, f, args);
     CUresult r = cu->LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, k->stream, k->params, NULL);
     return r ? ph_internal_cuda_fail(r, "cuLaunchKernel") : PH_OK;
 }

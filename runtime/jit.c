@@ -148,6 +148,7 @@ void ph_internal_jit_ptx(const Device *d, const char *name, const char *ptx, Jit
     const PhDriver *cu = ph_internal_driver();
     j->done = true;
     j->shared = codegen_dynamic_shared_bytes(ptx, name);
+    j->ndescs = codegen_copy_descriptors(ptx, name, j->descs);
     j->too_big = j->shared > d->max_shared;
     if (j->too_big) return;
     CUcontext saved = NULL;
@@ -193,6 +194,8 @@ ph_status ph_internal_config_take_jit(ph_module *m, int c, const Jit *j)
     bool reported = ptxas_report_of(j->info, m->ir->funcs[c]->name, &report);
     st->spill_stores = reported ? (int)report.spill_stores : -1;
     st->spill_loads = reported ? (int)report.spill_loads : -1;
+    st->ndescs = j->ndescs;
+    memcpy(st->descs, j->descs, sizeof st->descs);
     st->state = CONFIG_LOADED;
     if (ph_internal_env_asked("PHOBOS_STATS")) print_stats(m, c);
     return PH_OK;

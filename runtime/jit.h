@@ -14,6 +14,8 @@
 typedef struct {
     bool done;           /* ph_internal_jit_ptx ran */
     int64_t shared;      /* the dynamic shared memory the PTX asks for */
+    int ndescs;          /* the bulk copy descriptors it asks for */
+    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
     bool too_big;        /* more than a block of the device may have: not given to the driver */
     CUresult r;          /* the driver's answer; mod is the module when 0 */
     CUmodule mod;

@@ -28,8 +28,11 @@ static void kernel_scratch_init(ph_kernel *k)
     k->tuner = ph_internal_tuner_new(&k->module->ir->funcs[k->first], k->count, k->module->key);
     k->eligible = xcalloc((size_t)k->count, sizeof *k->eligible);
     k->grids = xcalloc((size_t)k->count, sizeof *k->grids);
-    k->params = xcalloc((size_t)n + 1, sizeof *k->params);
+    k->params = xcalloc((size_t)n + 2 * CODEGEN_MAX_COPY_DESCS + 1, sizeof *k->params);
     k->values = xcalloc((size_t)n + 1, sizeof *k->values);
+    k->nvalues = n;
+    /* NULL when out of memory: launches then copy without descriptors */
+    if (posix_memalign((void **)&k->maps, 64, 128 * CODEGEN_MAX_COPY_DESCS)) k->maps = NULL;
     for (int i = 0; i < n; i++) k->params[i] = &k->values[i];
 }
 
@@ -41,6 +44,7 @@ static void kernel_free(ph_kernel *k)
     free(k->grids);
     free(k->params);
     free(k->values);
+    free(k->maps);
 }
 
 /* Config c's meta-parameters, as every launch passes them to the grid callback. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "codegen/codegen.h"
 #include "driver.h"
 #include "ir/ir.h"
 #include "phobos.h"
@@ -26,6 +27,11 @@ struct ph_kernel {
     unsigned (*grids)[3];
     void **params;
     uint64_t *values;
+    /* the bulk copy descriptors a launch passes after values' (codegen.h),
+     * built for its tensors, and whether each could be */
+    unsigned char *maps;       /* CODEGEN_MAX_COPY_DESCS maps of 128 bytes, 64-byte aligned */
+    int32_t map_ok[CODEGEN_MAX_COPY_DESCS];
+    int nvalues;
     CUstream stream;           /* the launch in progress's, its timing's too */
 };
 
@@ -40,6 +46,8 @@ typedef struct {
     CUfunction fn;
     unsigned shared_bytes; /* CONFIG_LOADED: the dynamic shared memory each launch asks for */
     int spill_stores, spill_loads;   /* CONFIG_LOADED: bytes, as the JIT's log says; -1 when it does not */
+    int ndescs;            /* CONFIG_LOADED: the bulk copy descriptors its PTX asks for */
+    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
     char *why;             /* CONFIG_REFUSED: the driver's words, or ours */
     const char **meta_names;  /* its meta-parameters as the grid callback sees them, */
     int64_t *meta_values;     /* built once with the module (the names are the IR's) */

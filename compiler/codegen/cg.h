@@ -85,6 +85,13 @@ typedef struct {
     int ring_buf[CG_MAX_RINGS];  /* by ring: its buffer */
     bool ring_in_flight[CG_MAX_RINGS];    /* copied into since the last wait for every group */
     int *ring_of;                /* by value: the ring a ring-slot value lies in, -1 none */
+    /* the copy engine's bulk copy descriptors: the entry's parameters
+     * after the ABI's (codegen.h), the map and its flag (i32) */
+    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
+    int ndescs;
+    LLVMValueRef desc_map[CODEGEN_MAX_COPY_DESCS], desc_ok[CODEGEN_MAX_COPY_DESCS];
+    LLVMValueRef copy_state[4];  /* the copy engine's: what its begin made (counters, a buffer's offset) */
+    int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
     LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
     LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */

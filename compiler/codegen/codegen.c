@@ -101,6 +101,37 @@ static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
     }
 }
 
+/* The copy descriptors' parameters after the ABI's np (codegen.h): each
+ * map passed by value, 128 bytes aligned to 64, then the flags; and the
+ * constant that lists them for the launch. */
+static void declare_copy_descriptors(Cg *c, int np)
+{
+    int nd = c->ndescs;
+    if (!nd) return;
+    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
+    LLVMTypeRef map = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 128);
+    LLVMValueRef words[1 + 4 * CODEGEN_MAX_COPY_DESCS];
+    words[0] = i32c(c, nd);
+    for (int j = 0; j < nd; j++) {
+        unsigned at = (unsigned)(np + j + 1);   /* attribute indices count parameters from 1 */
+        LLVMAddAttributeAtIndex(c->fn, at, LLVMCreateTypeAttribute(c->ctx, byval, map));
+        LLVMAddAttributeAtIndex(c->fn, at, LLVMCreateEnumAttribute(c->ctx, align, 64));
+        c->desc_map[j] = LLVMGetParam(c->fn, (unsigned)(np + j));
+        c->desc_ok[j] = LLVMGetParam(c->fn, (unsigned)(np + nd + j));
+        const CodegenCopyDesc *d = &c->descs[j];
+        words[1 + 4 * j] = i32c(c, d->param), words[2 + 4 * j] = i32c(c, d->rows);
+        words[3 + 4 * j] = i32c(c, d->cols), words[4 + 4 * j] = i32c(c, d->swizzle);
+    }
+    char name[300];
+    snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_COPY_DESCS_SUFFIX);
+    LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)(1 + 4 * nd));
+    if (LLVMGetNamedGlobal(c->mod, name)) return;   /* the second emission's */
+    LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 4);
+    LLVMSetInitializer(g, LLVMConstArray2(c->ti32, words, (uint64_t)(1 + 4 * nd)));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetAlignment(g, 4);
+}
+
 /* The kernel's LLVM function and its parameters, by the kernel ABI (ir/abi.h). */
 static void declare_kernel(Cg *c, const IrFunc *f)
 {
@@ -110,10 +141,13 @@ static void declare_kernel(Cg *c, const IrFunc *f)
     int np = ir_abi_params(f->params, f->nparams, NULL);
     IrAbiParam *abi = xcalloc((size_t)np + 1, sizeof *abi);
     ir_abi_params(f->params, f->nparams, abi);
-    LLVMTypeRef *pts = xcalloc((size_t)np + 1, sizeof *pts);
+    int nd = c->ndescs;
+    LLVMTypeRef *pts = xcalloc((size_t)(np + 2 * nd) + 1, sizeof *pts);
     for (int k = 0; k < np; k++) pts[k] = abi_param_ty(c, f, abi[k]);
-    c->fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->tvoid, pts, (unsigned)np, 0));
+    for (int j = 0; j < nd; j++) pts[np + j] = LLVMPointerTypeInContext(c->ctx, 0), pts[np + nd + j] = c->ti32;
+    c->fn = LLVMAddFunction(c->mod, f->name, LLVMFunctionType(c->tvoid, pts, (unsigned)(np + 2 * nd), 0));
     free(pts);
+    declare_copy_descriptors(c, np);
     LLVMSetFunctionCallConv(c->fn, 71 /* PTX_Kernel */);
     size_t np1 = (size_t)f->nparams + 1;
     c->tensor_ptr = xcalloc(np1, sizeof(LLVMValueRef));
@@ -144,6 +178,15 @@ static void plan_operand_regions(Cg *c, const IrFunc *f)
     free(def_depth);
 }
 
+static bool has_rings(const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->kind == OP_COPY_ASYNC || (b->ops[i]->body && has_rings(b->ops[i]->body)) ||
+            (b->ops[i]->els && has_rings(b->ops[i]->els)))
+            return true;
+    return false;
+}
+
 /* The body, op by op in program order, after the thread's index. */
 static void emit_body(Cg *c, const IrFunc *f)
 {
@@ -157,6 +200,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->warp = udiv(c, c->tid, 32);
     c->lane = urem(c, c->tid, 32);
     c->vals = xcalloc((size_t)f->nvalues + 1, sizeof *c->vals);
+    if (c->target->copy->begin && has_rings(f->body)) c->target->copy->begin(c);
     emit_block(c, f->body, NULL, NULL);
     /* the body ends with a return, so the insert point is a dead block */
     LLVMBuildUnreachable(c->b);
@@ -183,6 +227,9 @@ static void free_emission_state(Cg *c, const IrFunc *f)
  * body; replay: the second, with the shared-memory plan made. */
 static void emit_kernel(Cg *c, const IrFunc *f, bool replay)
 {
+    c->ndescs = 0;
+    c->copy_buf = -1;
+    if (c->target->copy->plan) c->target->copy->plan(c, f);
     declare_kernel(c, f);
     if (replay) describe_kernel(c, f);
     else c->di_kernel = NULL;   /* the first emission is discarded: no line information */

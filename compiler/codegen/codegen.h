@@ -58,6 +58,25 @@ typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
  * In ptxinfo.c, with the other readers of PTX text. */
 int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
 
+/* Bulk copy descriptors (Hopper's tensor maps): a copy engine may ask the
+ * launch for one per (tensor, box) it copies with the bulk tensor copy.
+ * The entry then takes, after the parameters of ir/abi.h, one 128-byte
+ * parameter (64-byte aligned) per descriptor, the map
+ * cuTensorMapEncodeTiled writes, then one i32 per descriptor: nonzero when
+ * the launch could build it (16-byte aligned address and row stride), 0
+ * when the kernel is to copy that tensor without it. The PTX constant
+ * NAME_copy_descriptors (u32: their count, then per descriptor its tensor
+ * parameter's index in IrFunc.params, the box's rows, its columns, and
+ * the shared-memory swizzle in bytes: 0, 32, 64 or 128) says which. The
+ * tensor is read as a [dim0, dim1] array of 2-byte elements, rows dim1
+ * elements apart; coordinates outside it read zeros. */
+enum { CODEGEN_MAX_COPY_DESCS = 8 };
+typedef struct { int param, rows, cols, swizzle; } CodegenCopyDesc;
+#define CODEGEN_COPY_DESCS_SUFFIX "_copy_descriptors"
+/* The descriptors entry of ptx asks for, into out (at most
+ * CODEGEN_MAX_COPY_DESCS): their count, 0 for none. In ptxinfo.c. */
+int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc *out);
+
 /* Lowers every function of m into one module and emits it as LLVM IR text
  * or PTX. On success returns 0 and a malloc'd NUL-terminated text in *out;
  * otherwise 1 with a message in err. Threads may call it at once: each

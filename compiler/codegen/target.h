@@ -44,6 +44,12 @@ typedef struct TargetIsa {
  * SHARED layout). */
 typedef struct CopyEngine {
     const char *name;
+    /* before the entry is declared: the bulk copy descriptors the engine
+     * will use (Cg.descs, codegen.h), NULL: none */
+    void (*plan)(Cg *c, const IrFunc *f);
+    /* at the body's entry, where the kernel has rings: the engine's own
+     * set-up (barriers in shared memory, counters), NULL: none */
+    void (*begin)(Cg *c);
     void (*copy)(Cg *c, const IrOp *op, const Layout *slot, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0);
     void (*commit)(Cg *c);               /* closes the group of the copies issued since the last */
     void (*wait)(Cg *c, int pending);    /* until at most pending groups are in flight */

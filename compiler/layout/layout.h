@@ -210,7 +210,8 @@ typedef struct {
     const Layout *(*result)(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *ctx);
     const void *ctx;
     /* the SHARED layout of a ring slot (a tile an asynchronous copy
-     * fills, which dots read in place); NULL: layout_shared */
+     * fills, which dots read in place); NULL, or NULL returned:
+     * layout_shared */
     const Layout *(*slot)(LayoutTable *t, int rows, int cols, int elem_bytes);
 } LayoutDotPolicy;
 

@@ -48,8 +48,23 @@ static void annotate(Cg *c, const char *key, int value)
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
 }
 
+/* The copy descriptors are read where the launch put them (the parameter
+ * space): without grid_constant LLVM 19 copies a parameter whose address
+ * is taken to local memory, where the bulk copy cannot read it. */
+static void annotate_grid_constants(Cg *c)
+{
+    if (!c->ndescs) return;
+    unsigned first = LLVMCountParams(c->fn) - 2 * (unsigned)c->ndescs;
+    LLVMMetadataRef idx[CODEGEN_MAX_COPY_DESCS];
+    for (int j = 0; j < c->ndescs; j++) idx[j] = LLVMValueAsMetadata(i32c(c, first + (unsigned)j + 1));   /* counted from 1 */
+    LLVMMetadataRef ann[3] = {LLVMValueAsMetadata(c->fn), LLVMMDStringInContext2(c->ctx, "grid_constant", 13),
+                              LLVMMDNodeInContext2(c->ctx, idx, (size_t)c->ndescs)};
+    LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
+}
+
 static void annotate_kernel(Cg *c)
 {
+    annotate_grid_constants(c);
     /* .maxntid tells ptxas the block size, so it can spend registers */
     annotate(c, "maxntidx", c->T);
     /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */

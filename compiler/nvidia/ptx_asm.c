@@ -72,3 +72,28 @@ void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bo
     LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, nacc), args, 3 + nacc);
     take_results(c, r, acc, nacc);
 }
+
+LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3) { return LLVMBuildPtrToInt(c->b, ptr3, c->ti32, ""); }
+
+void ptx_fence_mbarrier_init(Cg *c) { asm_plain(c, "fence.mbarrier_init.release.cluster;"); }
+
+void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes)
+{
+    LLVMValueRef args[2] = {bar, bytes};
+    asm_call(c, "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", c->tvoid, args, 2);
+}
+
+LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity)
+{
+    LLVMValueRef args[2] = {bar, parity};
+    LLVMValueRef r = asm_call(c, "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.b32 $0, 1, 0, p;\n}",
+                              "=r,r,r,~{memory}", c->ti32, args, 2);
+    return LLVMBuildICmp(c->b, LLVMIntNE, r, i32c(c, 0), "");
+}
+
+void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef bar)
+{
+    LLVMValueRef args[5] = {dst, map, x, y, bar};
+    asm_call(c, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+             "r,l,r,r,r,~{memory}", c->tvoid, args, 5);
+}

@@ -31,6 +31,20 @@ void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n);
  * b_mn_major), replaced in place by the results. */
 void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc);
 
+/* Shared-memory addresses below are i32 offsets in the shared window
+ * (ptx_shared_address). */
+LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3);
+/* fence.mbarrier_init.release.cluster: initialised mbarriers visible to the async proxy. */
+void ptx_fence_mbarrier_init(Cg *c);
+/* mbarrier.expect_tx: bytes more to arrive at bar before its phase completes. */
+void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes);
+/* mbarrier.try_wait.parity: whether the phase of parity `parity` (i32 0 or 1) of bar has completed (i1). */
+LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity);
+/* cp.async.bulk.tensor.2d, tile mode: the box of tensor map `map` (the
+ * parameter's generic address) at column x, row y (i32) to shared dst,
+ * its bytes completing on mbarrier bar. */
+void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef bar);
+
 #pragma GCC visibility pop
 
 #endif

@@ -71,6 +71,33 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry)
     return 0;
 }
 
+/* The constant's line: ".visible .const .align 4 .b8 NAME_copy_descriptors[N] = {b0, b1, ...};",
+ * its u32 words little-endian bytes, as LLVM prints an i32 array. */
+int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc *out)
+{
+    char name[600];
+    snprintf(name, sizeof name, " %s%s[", entry, CODEGEN_COPY_DESCS_SUFFIX);
+    const char *p = strstr(ptx, name);
+    if (!p || !(p = strstr(p, "= {"))) return 0;
+    p += 3;
+    uint32_t words[1 + 4 * CODEGEN_MAX_COPY_DESCS] = {0};
+    int nbytes = 0;
+    while (*p && *p != '}' && nbytes < 4 * (1 + 4 * CODEGEN_MAX_COPY_DESCS)) {
+        char *end;
+        unsigned long b = strtoul(p, &end, 10);
+        if (end == p) break;
+        words[nbytes / 4] |= (uint32_t)(b & 0xff) << (8 * (nbytes % 4));
+        nbytes++;
+        p = end;
+        while (*p == ',' || *p == ' ') p++;
+    }
+    int n = (int)words[0];
+    if (n < 0 || n > CODEGEN_MAX_COPY_DESCS) return 0;
+    for (int j = 0; j < n; j++)
+        out[j] = (CodegenCopyDesc){(int)words[1 + 4 * j], (int)words[2 + 4 * j], (int)words[3 + 4 * j], (int)words[4 + 4 * j]};
+    return n;
+}
+
 /* ptxas -v, per entry:
  *   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
  *   ptxas info    : Function properties for NAME

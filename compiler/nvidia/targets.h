@@ -17,6 +17,7 @@ extern const struct Target nvidia_sm90a;  /* H100 and H200 with wgmma */
 extern const struct DotEngine dot_mma_sync;   /* dot_mma.c: mma.sync m16n8k16, sm_80 and up */
 extern const struct DotEngine dot_wgmma;      /* dot_wgmma.c: wgmma.mma_async from shared memory, sm_90a */
 extern const struct CopyEngine copy_cp_async;  /* copy_cp_async.c: cp.async.cg into ring slots, sm_80 and up */
+extern const struct CopyEngine copy_tma;       /* copy_tma.c: bulk tensor copies on mbarriers, sm_90a */
 extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */
 /* wgmma_async.c: sm_90a's pass, a K loop's wgmma left in flight (DOT_ASYNC) */
 void wgmma_async(IrFunc *f);

@@ -1,0 +1,167 @@
+/* copy_tma.c: sm_90a's copy engine: ring slots filled by the bulk tensor
+ * copy (TMA), one thread issuing a slot's box (one per 128-byte-row atom)
+ * against a tensor map the launch builds, completing on an mbarrier.
+ *
+ * Groups: each commit closes a group; group g completes on mbarrier g % 8
+ * of the kernel's eight, whose (g / 8)-th phase it is: the issuing thread
+ * adds each box's bytes to the barrier's expected transactions and, at the
+ * commit, arrives (the one arrival the barrier counts); a wait for all but
+ * `pending` groups waits, in every thread, for each phase not yet waited
+ * for up to that group's. A copy whose slot layout the bulk copy cannot
+ * write, or whose tensor map the launch could not build (an address or row
+ * stride not 16-byte aligned: the map's flag is 0), goes by cp.async as on
+ * sm_80, and the waits wait for those groups too.
+ *
+ * Expects: ring slots in layout_shared_atoms (the target's operand layout),
+ * 1024-byte aligned. Guarantees: what copy_cp_async guarantees (every
+ * element of the window in the slot, zero outside the tensor: the bulk
+ * copy's out-of-bounds fill), the slot's bytes visible to every thread that
+ * waited for its group. */
+#include "codegen/target.h"
+#include "nvidia/ptx_asm.h"
+#include "nvidia/targets.h"
+
+enum { TMA_BARRIERS = 8 };   /* groups in flight at once at most: more than a ring's stages */
+
+static int box_cols(const Layout *l) { return l->atom ? l->atom : l->cols; }
+
+/* A slot the bulk copy writes: 2-byte elements in the hardware's swizzle, at most 256 rows a box. */
+static bool bulk_layout(const Layout *l)
+{
+    if (!l || l->kind != LAY_SHARED) return false;
+    int row = box_cols(l) * l->elem;
+    return l->kind == LAY_SHARED && l->elem == 2 && l->rows <= 256 && l->stride == box_cols(l) &&
+           l->per_phase * l->max_phase == 8 && (row == 32 || row == 64 || row == 128);
+}
+
+/* The descriptor of op's copies, added when new; -1 where op goes by cp.async. */
+static int descriptor_of(Cg *c, const IrOp *op, bool add)
+{
+    const Layout *l = c->plan.of[op->res[0]];
+    if (!bulk_layout(l) || c->f->params[op->param].rank != 2) return -1;
+    CodegenCopyDesc d = {op->param, l->rows, box_cols(l), box_cols(l) * l->elem};
+    for (int j = 0; j < c->ndescs; j++)
+        if (c->descs[j].param == d.param && c->descs[j].rows == d.rows && c->descs[j].cols == d.cols && c->descs[j].swizzle == d.swizzle)
+            return j;
+    if (!add || c->ndescs == CODEGEN_MAX_COPY_DESCS) return -1;
+    c->descs[c->ndescs] = d;
+    return c->ndescs++;
+}
+
+static void plan_block(Cg *c, const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++) {
+        if (b->ops[i]->kind == OP_COPY_ASYNC) descriptor_of(c, b->ops[i], true);
+        if (b->ops[i]->body) plan_block(c, b->ops[i]->body);
+        if (b->ops[i]->els) plan_block(c, b->ops[i]->els);
+    }
+}
+
+static void plan_descriptors(Cg *c, const IrFunc *f) { plan_block(c, f->body); }
+
+/* copy_state: the groups committed and waited for (i32 variables) */
+enum { COMMITTED, WAITED };
+
+static LLVMValueRef barrier_base(Cg *c) { return i32c(c, smem_offset(c, c->copy_buf)); }
+
+/* The shared address of group g's mbarrier. */
+static LLVMValueRef group_barrier(Cg *c, LLVMValueRef g)
+{
+    LLVMValueRef off = offset_add(c, barrier_base(c), mul(c, urem(c, g, TMA_BARRIERS), 8));
+    return ptx_shared_address(c, smem_byte_ptr(c, off));
+}
+
+static LLVMValueRef is_thread0(Cg *c) { return LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), ""); }
+
+static void begin_barriers(Cg *c)
+{
+    LLVMBuilderRef B = c->b;
+    c->copy_buf = smem_buffer(c, SMEM_REGION, 8 * TMA_BARRIERS);
+    smem_access(c, c->copy_buf, true);
+    for (int i = 0; i < 2; i++) {
+        c->copy_state[i] = LLVMBuildAlloca(B, c->ti32, i == COMMITTED ? "groups" : "waited");
+        LLVMBuildStore(B, i32c(c, 0), c->copy_state[i]);
+    }
+    Guard g = guard_begin(c, is_thread0(c));
+    LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
+    for (int b = 0; b < TMA_BARRIERS; b++) {
+        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, 1)};
+        cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
+    }
+    ptx_fence_mbarrier_init(c);
+    guard_end(c, g);
+    smem_fixed_barrier(c);
+}
+
+static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+{
+    int j = descriptor_of(c, op, false);
+    if (j < 0) {
+        copy_cp_async.copy(c, op, l, at, r0, c0);
+        return;
+    }
+    LLVMBuilderRef B = c->b;
+    smem_access(c, c->copy_buf, false);
+    LLVMBasicBlockRef bulk = new_bb(c, "tma"), fallback = new_bb(c, "tmafb"), done = new_bb(c, "tmad");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), bulk, fallback);
+    LLVMPositionBuilderAtEnd(B, bulk);
+    Guard g = guard_begin(c, is_thread0(c));
+    ptx_fence_proxy_async(c);   /* the slot's last readers read it through the generic proxy */
+    LLVMValueRef bar = group_barrier(c, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""));
+    int cols = box_cols(l), atoms = l->cols / cols;
+    ptx_mbarrier_expect_tx(c, bar, i32c(c, (int64_t)l->rows * l->cols * l->elem));
+    LLVMValueRef x = LLVMBuildTrunc(B, c0, c->ti32, ""), y = LLVMBuildTrunc(B, r0, c->ti32, "");
+    for (int a = 0; a < atoms; a++) {
+        LLVMValueRef dst = ptx_shared_address(c, smem_byte_ptr(c, offset_add(c, at, i32c(c, (int64_t)a * l->rows * cols * l->elem))));
+        ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
+    }
+    guard_end(c, g);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, fallback);
+    copy_cp_async.copy(c, op, l, at, r0, c0);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+static void commit_bulk(Cg *c)
+{
+    LLVMBuilderRef B = c->b;
+    if (c->copy_buf < 0) {
+        copy_cp_async.commit(c);
+        return;
+    }
+    smem_access(c, c->copy_buf, false);
+    LLVMValueRef groups = LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], "");
+    Guard g = guard_begin(c, is_thread0(c));
+    LLVMValueRef bar = smem_byte_ptr(c, offset_add(c, barrier_base(c), mul(c, urem(c, groups, TMA_BARRIERS), 8)));
+    cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
+    guard_end(c, g);
+    LLVMBuildStore(B, add(c, groups, i32c(c, 1)), c->copy_state[COMMITTED]);
+    copy_cp_async.commit(c);
+}
+
+/* Every group up to committed - 1 - pending: each mbarrier phase not yet waited for, in order. */
+static void wait_bulk(Cg *c, int pending)
+{
+    LLVMBuilderRef B = c->b;
+    copy_cp_async.wait(c, pending);
+    if (c->copy_buf < 0) return;
+    smem_access(c, c->copy_buf, false);
+    LLVMValueRef last = LLVMBuildSub(B, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""), i32c(c, 1 + pending), "");
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), head = new_bb(c, "tmaw"), spin = new_bb(c, "tmas"), next = new_bb(c, "tman"),
+                      done = new_bb(c, "tmawd");
+    (void)pre;
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef w = LLVMBuildLoad2(B, c->ti32, c->copy_state[WAITED], "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, w, last, ""), spin, done);
+    LLVMPositionBuilderAtEnd(B, spin);
+    LLVMValueRef parity = LLVMBuildAnd(B, udiv(c, w, TMA_BARRIERS), i32c(c, 1), "");
+    LLVMBuildCondBr(B, ptx_mbarrier_try_wait(c, group_barrier(c, w), parity), next, spin);
+    LLVMPositionBuilderAtEnd(B, next);
+    LLVMBuildStore(B, add(c, w, i32c(c, 1)), c->copy_state[WAITED]);
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+const CopyEngine copy_tma = {"tma", plan_descriptors, begin_barriers, copy_bulk, commit_bulk, wait_bulk};
