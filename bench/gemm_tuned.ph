@@ -1,7 +1,10 @@
 """f16 matrix multiplication C = A @ B with f32 accumulation on the tensor
 cores, with the tile shapes and pipeline depths the autotuner tries: A and
-B arrive by cp.async into S-stage rings, K is a run-time bound, and windows
-past the edges read 0, so no size needs to be a multiple of a block."""
+B arrive through S-stage rings (cp.async, or TMA on sm_90a), K is a
+run-time bound, and windows past the edges read 0, so no size needs to be
+a multiple of a block. Blocks take their tiles in groups of GM tile rows,
+column by column within a group, so that a wave of blocks reads a few
+rows of A and columns of B many times while they are in L2."""
 
 import phobos.lang as ph
 
@@ -10,10 +13,16 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(BM=[64, 128], BN=[128], BK=[32, 64], NT=[128], S=[2, 3])
+@ph.autotune(BM=[64, 128], BN=[128, 256], BK=[32, 64], NT=[128, 256], S=[3], GM=[8])
 def gemm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f16][M, N]):
-    m0: ph.let = ph.ctx.block.x * BM
-    n0: ph.let = ph.ctx.block.y * BN
+    tiles_m: ph.let = (M + BM - 1) // BM
+    tiles_n: ph.let = (N + BN - 1) // BN
+    pid: ph.let = ph.ctx.block.x + ph.ctx.block.y * ph.ctx.grid.x
+    group: ph.let = GM * tiles_n
+    first_m: ph.let = (pid // group) * GM
+    rows: ph.let = ph.min(tiles_m - first_m, GM)
+    m0: ph.let = (first_m + (pid % group) % rows) * BM
+    n0: ph.let = ((pid % group) // rows) * BN
     acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
     for k0 in range(0, K, BK):
         acc += ph.dot(A[m0:+BM, k0:+BK], B[k0:+BK, n0:+BN])
