@@ -164,7 +164,7 @@ Test(runtime, configs_are_assembled_by_ptxas_and_cached)
         ph_module_free(m);
     }
     char *ran = tu_read_file(runs);
-    cr_assert(!strncmp(ran, "-v -arch=sm_90 -o ", 18), "ptxas ran as: %s", ran);
+    cr_assert(!strncmp(ran, "-v -arch=sm_90a -o ", 19), "ptxas ran as: %s", ran);
     free(ran);
     unsetenv("PHOBOS_CACHE_DIR");
     ph_shutdown();

@@ -9,8 +9,9 @@
  * `pending` groups waits, in every thread, for each phase not yet waited
  * for up to that group's. A copy whose slot layout the bulk copy cannot
  * write, or whose tensor map the launch could not build (an address or row
- * stride not 16-byte aligned: the map's flag is 0), goes by cp.async as on
- * sm_80, and the waits wait for those groups too.
+ * stride not 16-byte aligned: the map's flag is 0), or whose window starts
+ * inside a 16-byte unit of its row, goes by cp.async as on sm_80, and the
+ * waits wait for those groups too.
  *
  * Expects: ring slots in layout_shared_atoms (the target's operand layout),
  * 1024-byte aligned. Guarantees: what copy_cp_async guarantees (every
@@ -103,7 +104,12 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
     LLVMBuilderRef B = c->b;
     smem_access(c, c->copy_buf, false);
     LLVMBasicBlockRef bulk = new_bb(c, "tma"), fallback = new_bb(c, "tmafb"), done = new_bb(c, "tmad");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), bulk, fallback);
+    /* the box's first column on a 16-byte boundary too: the hardware faults
+     * (an illegal instruction) on a bulk tensor copy that starts inside one */
+    LLVMValueRef col_aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)(16 / l->elem - 1), 0), ""),
+                                             LLVMConstInt(c->ti64, 0, 0), "");
+    LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), col_aligned, "");
+    LLVMBuildCondBr(B, ok, bulk, fallback);
     LLVMPositionBuilderAtEnd(B, bulk);
     Guard g = guard_begin(c, is_thread0(c));
     ptx_fence_proxy_async(c);   /* the slot's last readers read it through the generic proxy */
