@@ -158,3 +158,16 @@ Test(target, sm90a_rings_and_regions_start_1024_byte_aligned, .timeout = 300)
     ir_module_free(gemm);
     free(diags);
 }
+
+/* A ring of rows sm_90a's swizzle cannot hold (f16 [64, 48]: 96 bytes)
+ * keeps the ldmatrix layout: tests/gpu/ops.ph, which has such rings,
+ * compiles for sm_90a. */
+Test(target, sm90a_rings_of_rows_its_swizzle_cannot_hold_keep_the_ldmatrix_layout, .timeout = 300)
+{
+    IrModule *m = driver_compile_file("tests/gpu/ops.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    char *ptx = emit_for(m, "sm_90a");
+    cr_expect_not_null(strstr(ptx, ".target sm_90a"));
+    free(ptx);
+    ir_module_free(m);
+}
