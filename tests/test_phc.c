@@ -359,13 +359,16 @@ static long long declared_shared(const char *ptx, const char *name)
 }
 
 /* ptxas -v's report, from a stand-in named by $PTXAS: run with -v and the
- * target, each config's figures read from its own part of the report. */
+ * target, each config's figures read from its own part of the report, and
+ * a second line for the config whose wgmma pipeline ptxas says it broke. */
 Test(phc, stats_read_what_ptxas_reports)
 {
     char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
     fake_ptxas(dir,
                "echo \"$@\" > \"$0.args\"\n"
                "cat >&2 <<'EOF'\n"
+               "ptxas info    : (C7519) warpgroup.arrive is injected in around line 9 by compiler to allow use of registers in GMMA in function 'vecadd__BLOCK_256'\n"
+               "ptxas info    : (C7519) warpgroup.arrive is injected in around line 7 by compiler to allow use of registers in GMMA in function 'vecadd__BLOCK_256'\n"
                "ptxas info    : Compiling entry function 'vecadd__BLOCK_128' for 'sm_80'\n"
                "ptxas info    : Function properties for vecadd__BLOCK_128\n"
                "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
@@ -381,7 +384,9 @@ Test(phc, stats_read_what_ptxas_reports)
         "vecadd__BLOCK_128: 40 registers, 8 bytes spill stores, 12 bytes spill loads, 16 bytes stack frame, "
         "512 bytes static shared, 0 bytes dynamic shared\n"
         "vecadd__BLOCK_256: 32 registers, 0 bytes spill stores, 0 bytes spill loads, 0 bytes stack frame, "
-        "0 bytes static shared, 0 bytes dynamic shared\n");
+        "0 bytes static shared, 0 bytes dynamic shared\n"
+        "vecadd__BLOCK_256: wgmma pipeline lost: 2 warpgroup.arrive injected (C7519); first: (C7519) warpgroup.arrive is "
+        "injected in around line 9 by compiler to allow use of registers in GMMA\n");
     cr_expect(strstr(out, ".entry vecadd__BLOCK_128(") != NULL, "the PTX is still the output");
     char path[128];
     snprintf(path, sizeof path, "%s/ptxas.args", dir);

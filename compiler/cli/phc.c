@@ -52,7 +52,10 @@ static const char usage[] =
     "  --stats            for each config, on standard error: registers, spills, stack\n"
     "                     frame (local memory), static and dynamic shared memory, from\n"
     "                     ptxas -v ($PTXAS, $CUDA_HOME/bin, by default /usr/local/cuda/bin,\n"
-    "                     or PATH); without ptxas, the shared memory alone\n"
+    "                     or PATH), and a second line where ptxas says the config's wgmma\n"
+    "                     pipeline was lost (wgmma serialized; C7517, C7519: a wait or\n"
+    "                     arrive injected): how many, and the first; without ptxas, the\n"
+    "                     shared memory alone\n"
     "  -o FILE, --output=FILE\n"
     "                     write the output to FILE instead of standard output (- is\n"
     "                     standard output); nothing is written when there are errors\n"
@@ -283,7 +286,8 @@ static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, c
 }
 
 /* --stats: a line per config on standard error, what ptxas -v reports of
- * it and the dynamic shared memory its launch asks for (codegen.h); with
+ * it and the dynamic shared memory its launch asks for (codegen.h), and a
+ * second where ptxas says its wgmma pipeline was lost (ptxinfo.h); with
  * no ptxas, one line that says so, then what phc knows: the shared memory
  * each config's PTX declares. */
 static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
@@ -309,6 +313,8 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
             fprintf(stderr, "%s: %d registers, %lld bytes spill stores, %lld bytes spill loads, %lld bytes stack frame, "
                             "%lld bytes static shared, %lld bytes dynamic shared\n", entry, r.registers,
                     (long long)r.spill_stores, (long long)r.spill_loads, (long long)r.stack_frame, (long long)r.shared, dynamic);
+            char lost[600];
+            if (ptxas_wgmma_text(&r.wgmma, lost, sizeof lost)) fprintf(stderr, "%s: %s\n", entry, lost);
         } else {
             fprintf(stderr, "phc: --stats: %s is not in what ptxas -v printed:\n%s", entry, log);
             status = EXIT_INTERNAL;
