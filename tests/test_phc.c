@@ -121,6 +121,7 @@ Test(phc, help_and_version)
                                           "--time-passes", "exit status"};
     for (size_t i = 0; i < sizeof options / sizeof *options; i++)
         cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
+    cr_expect(strstr(out, "--arch=TARGET      the target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90)") != NULL, "%s", out);
     free(out); free(err);
     cr_assert_eq(phc("-h", &out, &err), 0);
     cr_expect(strstr(out, "usage: phc") != NULL);
@@ -803,7 +804,7 @@ Test(phc, exit_status_of_each_bad_command_line)
         {"examples/vecadd/vecadd.ph --kernel", "option '--kernel' needs a value"},
         {"examples/vecadd/vecadd.ph -o", "option '-o' needs a value"},
         {"--emit=bogus examples/vecadd/vecadd.ph", "unknown --emit kind 'bogus'"},
-        {"--arch sm_70 examples/vecadd/vecadd.ph", "unknown --arch 'sm_70'"},
+        {"--arch sm_70 examples/vecadd/vecadd.ph", "unknown --arch 'sm_70' (sm_80, sm_86, sm_89, sm_90, sm_90a)"},
         {"-O1 examples/vecadd/vecadd.ph", "unknown optimization level '-O1'"},
         {"--kernel nope examples/vecadd/vecadd.ph", "no kernel named 'nope'"},
         {"-D BLOCK examples/vecadd/vecadd.ph", "-D expects NAME=VALUE"},
@@ -824,6 +825,26 @@ Test(phc, exit_status_of_each_bad_command_line)
     }
     free(phc_out("--check tests/golden/syntax_error.ph", 1));
     free(phc_out("--check examples/vecadd/vecadd.ph", 0));
+}
+
+/* Every target --arch names: sm_86 and sm_89 write sm_80's code; sm_90a
+ * puts wgmma first (the configs it does not take on mma.sync), where sm_90
+ * has mma.sync alone for the same program. */
+Test(phc, arch_names_each_target, .timeout = 120)
+{
+    static const struct { const char *args, *target, *has, *lacks; } want[] = {
+        {"--arch=sm_86 examples/matmul/matmul.ph", ".target sm_80", "mma.sync.aligned", "wgmma"},
+        {"--arch=sm_89 examples/matmul/matmul.ph", ".target sm_80", "mma.sync.aligned", "wgmma"},
+        {"--arch=sm_90a tests/gpu/gemm_wgmma.ph", ".target sm_90a", "wgmma.mma_async.sync.aligned.m64n", NULL},
+        {"--arch=sm_90 tests/gpu/gemm_wgmma.ph", ".target sm_90\n", "mma.sync.aligned", "wgmma"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char *ptx = phc_out(want[i].args, 0), *sm80 = i < 2 ? phc_out("--arch=sm_80 examples/matmul/matmul.ph", 0) : NULL;
+        cr_expect(strstr(ptx, want[i].target) && strstr(ptx, want[i].has), "phc %s", want[i].args);
+        cr_expect(!want[i].lacks || !strstr(ptx, want[i].lacks), "phc %s: %s", want[i].args, want[i].lacks);
+        if (sm80) cr_expect_str_eq(ptx, sm80, "phc %s: not sm_80's code", want[i].args);
+        free(ptx); free(sm80);
+    }
 }
 
 /* Runs phc after env with its standard error on a pseudo-terminal, as in

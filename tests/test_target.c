@@ -49,7 +49,7 @@ static bool any_tensorcore_kernel(const IrModule *m)
 Test(target, a_registered_row_is_found_and_listed)
 {
     cr_expect_eq(target_find("test_fma"), &test_fma);
-    cr_expect_str_eq(target_names(), "sm_80, sm_90, sm_90a, test_fma");
+    cr_expect_str_eq(target_names(), "sm_80, sm_86, sm_89, sm_90, sm_90a, test_fma");
     cr_expect_null(target_find("sm_70"));
     cr_expect_str_eq(target_find("sm_90")->name, "sm_90");
 }

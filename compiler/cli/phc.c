@@ -29,6 +29,7 @@ typedef struct {
     int64_t define_values[64];
 } Options;
 
+/* a format: the targets' names and the default fill its two %s */
 static const char usage[] =
     "usage: phc [options] FILE.ph\n"
     "       phc [options] -          (the program from standard input)\n"
@@ -43,7 +44,9 @@ static const char usage[] =
     "                     (default ptx; layouts: where each tile value lives on the GPU;\n"
     "                     cubin runs ptxas: $PTXAS, $CUDA_HOME/bin, by default\n"
     "                     /usr/local/cuda/bin, or PATH)\n"
-    "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
+    "  --arch=TARGET      the target: %s (default %s);\n"
+    "                     sm_86, sm_89: sm_80's code, which ptxas assembles for their\n"
+    "                     chip; sm_90a: Hopper's wgmma first (H100, H200)\n"
     "  -O0, -O2, -O3      no LLVM optimization (readable LLVM IR and PTX); phc's pipeline\n"
     "                     (default); LLVM's full -O3 pipeline (slower to compile)\n"
     "  -lineinfo, --lineinfo\n"
@@ -160,7 +163,7 @@ static int option_error(int c, char **argv)
 static int take_option(Options *o, int c, char **argv)
 {
     switch (c) {
-    case 'h': case OPT_HELP: fputs(usage, stdout); exit(EXIT_OK);
+    case 'h': case OPT_HELP: printf(usage, target_names(), target_default()); exit(EXIT_OK);
     case OPT_VERSION: printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK);
     case OPT_PASSES:
         for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
