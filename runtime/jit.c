@@ -78,8 +78,9 @@ ph_status ph_internal_config_stats(ph_module *m, int c, ph_stats *out)
     return PH_OK;
 }
 
-/* PHOBOS_STATS's line for config c, just loaded. */
-static void print_stats(ph_module *m, int c)
+/* PHOBOS_STATS's line for config c, just loaded, and a second where
+ * ptxas said its wgmma pipeline was lost (report: ptxas's, if any). */
+static void print_stats(ph_module *m, int c, const PtxasReport *report)
 {
     ph_stats s;
     if (ph_internal_config_stats(m, c, &s)) {
@@ -92,6 +93,8 @@ static void print_stats(ph_module *m, int c)
     fprintf(stderr, "phobos: %s: %d registers, %s, %d bytes local memory, %d bytes static shared, %d bytes dynamic shared, "
                     "%d threads (at most %d)\n", s.config, s.registers, spills, s.local_bytes, s.static_shared_bytes,
             s.dynamic_shared_bytes, s.threads, s.max_threads_per_block);
+    char lost[600];
+    if (ptxas_wgmma_text(&report->wgmma, lost, sizeof lost)) fprintf(stderr, "phobos: %s: %s\n", s.config, lost);
 }
 
 /* ---- assembling ---- */
@@ -197,7 +200,7 @@ ph_status ph_internal_config_take_jit(ph_module *m, int c, const Jit *j)
     st->ndescs = j->ndescs;
     memcpy(st->descs, j->descs, sizeof st->descs);
     st->state = CONFIG_LOADED;
-    if (ph_internal_env_asked("PHOBOS_STATS")) print_stats(m, c);
+    if (ph_internal_env_asked("PHOBOS_STATS")) print_stats(m, c, &report);
     return PH_OK;
 }
 

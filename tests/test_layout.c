@@ -2,7 +2,9 @@
  * need no GPU: the shapes each layout takes, how many slots a thread holds,
  * interning, the plan the pass makes for the tutorial's kernels, and the map
  * from (warp, lane, slot) to element for every layout the pass produces for
- * the examples, the GPU suite's programs and generated ones. */
+ * the examples, the GPU suite's programs and generated ones; the shared
+ * layouts, Hopper's swizzled atoms against the hardware's definition, and
+ * the wgmma accumulator. */
 #include <criterion/criterion.h>
 #include <glob.h>
 
@@ -686,4 +688,161 @@ Test(shared_layout, every_shape_of_the_programs_maps_without_bank_conflicts, .ti
     cr_assert_gt(swizzled, 10, "%d of %d shapes swizzled", swizzled, s.n);
     layout_table_free(t);
     globfree(&g);
+}
+
+/* ---- layout_shared_atoms: the hardware's swizzle (wgmma, TMA) ---- */
+
+/* The swizzle as the hardware documents it, written here from its
+ * definition and not from the code under test: a tile of rows of
+ * row_bytes (32, 64 or a multiple of 128) is cut into column atoms of
+ * min(row_bytes, 128) bytes a row, each rows * atom bytes, one after
+ * another; inside an atom the unswizzled address a = row * atom + byte
+ * has its 16-byte chunk bits XORed with the bits above the first 128
+ * bytes: bits 4-6 ^= bits 7-9 (128-byte rows), 4-5 ^= 7-8 (64), 4 ^= 7
+ * (32). */
+static int64_t hardware_swizzle(int rows, int row_bytes, int row, int byte)
+{
+    int atom = row_bytes < 128 ? row_bytes : 128;
+    int64_t chunk_mask = atom == 128 ? 7 : atom == 64 ? 3 : 1;
+    int64_t a = (int64_t)row * atom + byte % atom;
+    a ^= ((a >> 7) & chunk_mask) << 4;
+    return (int64_t)(byte / atom) * rows * atom + a;
+}
+
+Test(shared_atoms, every_element_lies_where_the_hardware_swizzle_puts_it)
+{
+    LayoutTable *t = layout_table_new();
+    static const int rows_of[] = {8, 16, 64, 72, 256}, row_bytes_of[] = {32, 64, 128, 256, 384, 512};
+    for (size_t ri = 0; ri < sizeof rows_of / sizeof *rows_of; ri++)
+        for (size_t wi = 0; wi < sizeof row_bytes_of / sizeof *row_bytes_of; wi++) {
+            int rows = rows_of[ri], row_bytes = row_bytes_of[wi], cols = row_bytes / 2;
+            const Layout *l = layout_shared_atoms(t, rows, cols, 2);
+            cr_assert_not_null(l, "[%d, %d] of f16", rows, cols);
+            cr_assert_eq(l->kind, LAY_SHARED);
+            cr_assert_eq(layout_shared_size(l), (int64_t)rows * row_bytes, "[%d, %d]: neither padded nor short", rows, cols);
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++) {
+                    int64_t want = hardware_swizzle(rows, row_bytes, r, 2 * c), got = layout_shared_offset(l, r, c);
+                    if (got != want) cr_assert_fail("[%d, %d] of f16: (%d, %d) at %lld, the hardware's at %lld", rows, cols, r, c, (long long)got, (long long)want);
+                }
+        }
+    /* the reference itself, by hand: 128-byte rows, row 1's chunk 0 is its chunk 1;
+     * a second atom starts after the first's rows */
+    cr_assert_eq(hardware_swizzle(8, 128, 1, 0), 128 + 16);
+    cr_assert_eq(hardware_swizzle(8, 256, 0, 128), 8 * 128);
+    cr_assert_eq(hardware_swizzle(8, 64, 2, 0), 128 + 16);
+    cr_assert_eq(hardware_swizzle(8, 32, 4, 16), 128);
+    layout_table_free(t);
+}
+
+Test(shared_atoms, elements_take_distinct_offsets_inside_the_tile)
+{
+    LayoutTable *t = layout_table_new();
+    static const int rows_of[] = {1, 8, 24, 64, 128};
+    for (size_t ri = 0; ri < sizeof rows_of / sizeof *rows_of; ri++)
+        for (int elem = 2; elem <= 4; elem += 2)
+            for (int row_bytes = 32; row_bytes <= 1024; row_bytes += 32) {
+                int rows = rows_of[ri], cols = row_bytes / elem;
+                const Layout *l = layout_shared_atoms(t, rows, cols, elem);
+                if (!l) continue;
+                int64_t size = layout_shared_size(l);
+                cr_assert_geq(size, (int64_t)rows * row_bytes);
+                unsigned char *used = calloc((size_t)size, 1);
+                for (int r = 0; r < rows; r++)
+                    for (int c = 0; c < cols; c++) {
+                        int64_t at = layout_shared_offset(l, r, c);
+                        if (at < 0 || at + elem > size || at % elem)
+                            cr_assert_fail("[%d, %d] of %d bytes: (%d, %d) at %lld, outside %lld bytes", rows, cols, elem, r, c, (long long)at, (long long)size);
+                        for (int k = 0; k < elem; k++) {
+                            if (used[at + k]) cr_assert_fail("[%d, %d] of %d bytes: (%d, %d) overlaps another element at %lld", rows, cols, elem, r, c, (long long)at);
+                            used[at + k] = 1;
+                        }
+                    }
+                free(used);
+            }
+    layout_table_free(t);
+}
+
+/* Every shift by whole 8-row and 8-column steps, from every element of
+ * small atom tiles: where layout_shared_shift_holds says so, the shift is
+ * the map's; and it says so where the code generator relies on it (whole
+ * atoms along the columns; 16-column k steps inside an atom from
+ * columns 0 and 8; whole 8-row swizzle periods). */
+Test(shared_atoms, shifts_agree_with_the_map_where_they_hold)
+{
+    LayoutTable *t = layout_table_new();
+    int64_t held = 0;
+    for (int elem = 2; elem <= 4; elem += 2)
+        for (int rows = 8; rows <= 32; rows += 8)
+            for (int row_bytes = 32; row_bytes <= 512; row_bytes *= 2) {
+                int cols = row_bytes / elem;
+                const Layout *l = layout_shared_atoms(t, rows, cols, elem);
+                cr_assert_not_null(l);
+                int atom = l->atom ? l->atom : cols;
+                for (int dr = 0; dr < rows; dr += 8)
+                    for (int dc = 0; dc < cols; dc += 8) {
+                        LayoutShift sh = layout_shared_shift(l, dr, dc);
+                        for (int r = 0; r + dr < rows; r++)
+                            for (int c = 0; c + dc < cols; c++) {
+                                if (!layout_shared_shift_holds(l, c, dr, dc)) continue;
+                                held++;
+                                int64_t want = layout_shared_offset(l, r + dr, c + dc);
+                                int64_t got = (layout_shared_offset(l, r, c) ^ sh.xor_bytes) + sh.add_bytes;
+                                if (got != want)
+                                    cr_assert_fail("[%d, %d] of %d bytes: (%d, %d) moved by (%d, %d): %lld, not %lld", rows, cols, elem, r, c, dr, dc,
+                                                   (long long)got, (long long)want);
+                            }
+                        if (dc % atom == 0)
+                            for (int c = 0; c < cols; c++)
+                                cr_expect(layout_shared_shift_holds(l, c, dr, dc), "[%d, %d] of %d bytes: column %d by whole atoms (%d, %d)", rows, cols, elem, c, dr, dc);
+                        if (elem == 2 && dc % 16 == 0)
+                            for (int c = 0; c <= 8 && c + dc % atom < atom; c += 8)
+                                cr_expect(layout_shared_shift_holds(l, c, dr, dc), "[%d, %d]: column %d by a k step (%d, %d)", rows, cols, c, dr, dc);
+                    }
+            }
+    cr_assert_gt(held, 100000);
+    layout_table_free(t);
+}
+
+Test(shared_atoms, rows_the_hardware_swizzle_cannot_hold_have_none)
+{
+    LayoutTable *t = layout_table_new();
+    static const int bad[] = {16, 48, 96, 160, 192, 320};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_expect_null(layout_shared_atoms(t, 64, bad[i] / 2, 2), "f16 rows of %d bytes", bad[i]);
+        cr_expect_null(layout_shared_atoms(t, 64, bad[i] / 4, 4), "f32 rows of %d bytes", bad[i]);
+    }
+    cr_expect_not_null(layout_shared_atoms(t, 64, 384 / 2, 2), "three 128-byte atoms");
+    cr_expect_eq(layout_shared_atoms(t, 64, 128, 2)->atom, 64, "256-byte rows: atoms of 64 halves");
+    cr_expect_eq(layout_shared_atoms(t, 64, 64, 2)->atom, 0, "one atom: no cut");
+    layout_table_free(t);
+}
+
+/* wgmma's accumulator (m64nNk16, one warpgroup's 64 rows; warpgroups one
+ * after another along the rows) is the MMA layout the engine asks for:
+ * warp w of 4 holds rows 16w + lane/4 (+8), columns 2(lane%4) (+1) of
+ * every 8 columns. */
+Test(shared_atoms, the_wgmma_accumulator_is_the_mma_layout_with_warps_along_rows)
+{
+    LayoutTable *t = layout_table_new();
+    for (int threads = 128; threads <= 512; threads *= 2)
+        for (int cols = 8; cols <= 256; cols += 8) {
+            int warps = threads / 32, rows = 16 * warps;
+            const Layout *l = layout_mma_for(t, rows, cols, threads, true);
+            cr_assert_not_null(l, "[%d, %d] in %d threads", rows, cols, threads);
+            cr_assert_eq(layout_nslots(l), cols / 2, "[%d, %d]: N/2 values a thread", rows, cols);
+            for (int w = 0; w < warps; w++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int i = 0; i < cols / 2; i++) {
+                        int r, c;
+                        bool valid, owner;
+                        layout_elem_of(l, w, lane, i, &r, &c, &valid, &owner);
+                        int want_r = 64 * (w / 4) + 16 * (w % 4) + lane / 4 + 8 * ((i / 2) % 2);
+                        int want_c = 2 * (lane % 4) + i % 2 + 8 * (i / 4);
+                        if (!valid || !owner || r != want_r || c != want_c)
+                            cr_assert_fail("[%d, %d] in %d threads: warp %d lane %d slot %d holds (%d, %d)%s, wgmma's (%d, %d)", rows, cols, threads, w,
+                                           lane, i, r, c, valid ? "" : " (not valid)", want_r, want_c);
+                    }
+        }
+    layout_table_free(t);
 }

@@ -121,6 +121,7 @@ Test(phc, help_and_version)
                                           "--time-passes", "exit status"};
     for (size_t i = 0; i < sizeof options / sizeof *options; i++)
         cr_expect(strstr(out, options[i]) != NULL, "--help does not mention %s", options[i]);
+    cr_expect(strstr(out, "--arch=TARGET      the target: sm_80, sm_86, sm_89, sm_90, sm_90a (default sm_90)") != NULL, "%s", out);
     free(out); free(err);
     cr_assert_eq(phc("-h", &out, &err), 0);
     cr_expect(strstr(out, "usage: phc") != NULL);
@@ -359,13 +360,16 @@ static long long declared_shared(const char *ptx, const char *name)
 }
 
 /* ptxas -v's report, from a stand-in named by $PTXAS: run with -v and the
- * target, each config's figures read from its own part of the report. */
+ * target, each config's figures read from its own part of the report, and
+ * a second line for the config whose wgmma pipeline ptxas says it broke. */
 Test(phc, stats_read_what_ptxas_reports)
 {
     char dir[] = "/tmp/phc-fake-ptxas.XXXXXX", env[256], *out, *err;
     fake_ptxas(dir,
                "echo \"$@\" > \"$0.args\"\n"
                "cat >&2 <<'EOF'\n"
+               "ptxas info    : (C7519) warpgroup.arrive is injected in around line 9 by compiler to allow use of registers in GMMA in function 'vecadd__BLOCK_256'\n"
+               "ptxas info    : (C7519) warpgroup.arrive is injected in around line 7 by compiler to allow use of registers in GMMA in function 'vecadd__BLOCK_256'\n"
                "ptxas info    : Compiling entry function 'vecadd__BLOCK_128' for 'sm_80'\n"
                "ptxas info    : Function properties for vecadd__BLOCK_128\n"
                "    16 bytes stack frame, 8 bytes spill stores, 12 bytes spill loads\n"
@@ -381,7 +385,9 @@ Test(phc, stats_read_what_ptxas_reports)
         "vecadd__BLOCK_128: 40 registers, 8 bytes spill stores, 12 bytes spill loads, 16 bytes stack frame, "
         "512 bytes static shared, 0 bytes dynamic shared\n"
         "vecadd__BLOCK_256: 32 registers, 0 bytes spill stores, 0 bytes spill loads, 0 bytes stack frame, "
-        "0 bytes static shared, 0 bytes dynamic shared\n");
+        "0 bytes static shared, 0 bytes dynamic shared\n"
+        "vecadd__BLOCK_256: wgmma pipeline lost: 2 warpgroup.arrive injected (C7519); first: (C7519) warpgroup.arrive is "
+        "injected in around line 9 by compiler to allow use of registers in GMMA\n");
     cr_expect(strstr(out, ".entry vecadd__BLOCK_128(") != NULL, "the PTX is still the output");
     char path[128];
     snprintf(path, sizeof path, "%s/ptxas.args", dir);
@@ -798,7 +804,7 @@ Test(phc, exit_status_of_each_bad_command_line)
         {"examples/vecadd/vecadd.ph --kernel", "option '--kernel' needs a value"},
         {"examples/vecadd/vecadd.ph -o", "option '-o' needs a value"},
         {"--emit=bogus examples/vecadd/vecadd.ph", "unknown --emit kind 'bogus'"},
-        {"--arch sm_70 examples/vecadd/vecadd.ph", "unknown --arch 'sm_70'"},
+        {"--arch sm_70 examples/vecadd/vecadd.ph", "unknown --arch 'sm_70' (sm_80, sm_86, sm_89, sm_90, sm_90a)"},
         {"-O1 examples/vecadd/vecadd.ph", "unknown optimization level '-O1'"},
         {"--kernel nope examples/vecadd/vecadd.ph", "no kernel named 'nope'"},
         {"-D BLOCK examples/vecadd/vecadd.ph", "-D expects NAME=VALUE"},
@@ -819,6 +825,26 @@ Test(phc, exit_status_of_each_bad_command_line)
     }
     free(phc_out("--check tests/golden/syntax_error.ph", 1));
     free(phc_out("--check examples/vecadd/vecadd.ph", 0));
+}
+
+/* Every target --arch names: sm_86 and sm_89 write sm_80's code; sm_90a
+ * puts wgmma first (the configs it does not take on mma.sync), where sm_90
+ * has mma.sync alone for the same program. */
+Test(phc, arch_names_each_target, .timeout = 120)
+{
+    static const struct { const char *args, *target, *has, *lacks; } want[] = {
+        {"--arch=sm_86 examples/matmul/matmul.ph", ".target sm_80", "mma.sync.aligned", "wgmma"},
+        {"--arch=sm_89 examples/matmul/matmul.ph", ".target sm_80", "mma.sync.aligned", "wgmma"},
+        {"--arch=sm_90a tests/gpu/gemm_wgmma.ph", ".target sm_90a", "wgmma.mma_async.sync.aligned.m64n", NULL},
+        {"--arch=sm_90 tests/gpu/gemm_wgmma.ph", ".target sm_90\n", "mma.sync.aligned", "wgmma"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char *ptx = phc_out(want[i].args, 0), *sm80 = i < 2 ? phc_out("--arch=sm_80 examples/matmul/matmul.ph", 0) : NULL;
+        cr_expect(strstr(ptx, want[i].target) && strstr(ptx, want[i].has), "phc %s", want[i].args);
+        cr_expect(!want[i].lacks || !strstr(ptx, want[i].lacks), "phc %s: %s", want[i].args, want[i].lacks);
+        if (sm80) cr_expect_str_eq(ptx, sm80, "phc %s: not sm_80's code", want[i].args);
+        free(ptx); free(sm80);
+    }
 }
 
 /* Runs phc after env with its standard error on a pseudo-terminal, as in

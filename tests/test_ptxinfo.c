@@ -1,7 +1,8 @@
 /* test_ptxinfo.c: reading a config's costs back from text: ptxas -v's
  * report as two releases of ptxas print it, an entry whose name begins
- * another's, an entry the report lacks; and the shared memory PTX
- * declares, statically (at module scope or demoted into the entry) or
+ * another's, an entry the report lacks; the messages that say an entry's
+ * wgmma pipeline was lost, ahead of the reports; and the shared memory
+ * PTX declares, statically (at module scope or demoted into the entry) or
  * dynamically. */
 #include <criterion/criterion.h>
 
@@ -103,4 +104,70 @@ Test(ptxinfo, shared_memory_the_ptx_declares)
     cr_expect_eq(codegen_dynamic_shared_bytes(ptx, "c"), 64512);
     cr_expect_eq(codegen_dynamic_shared_bytes(ptx, "a"), 0);
     cr_expect_eq(ptx_static_shared_bytes(ptx, "nope"), 0);
+}
+
+/* CUDA 13's ptxas -v -arch=sm_90a: the wgmma messages come first, in no
+ * order of entries, each naming its function at the end (these three
+ * from bench/attention_tuned.ph as phc compiled it, and from PTX edited
+ * to read an accumulator mid-stage and to call an extern function). */
+static const char sm90a_log[] =
+    "ptxas info    : (C7519) warpgroup.arrive is injected in around line 174430 by compiler to allow use of registers in GMMA in function 'attn_bwd_dq__D_64__BR_64__BC_32__NT_128'\n"
+    "ptxas info    : (C7519) warpgroup.arrive is injected in around line 173869 by compiler to allow use of registers in GMMA in function 'attn_bwd_dq__D_64__BR_64__BC_32__NT_128'\n"
+    "ptxas info    : (C7517) warpgroup.wait is injected in around line 1049 by compiler to allow use of registers defined by GMMA in function 'gemm'\n"
+    "ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions are serialized due to program dependence on "
+    "compiler-inserted WG.AR in divergent path in the function 'gemm'\n"
+    "ptxas info    : (C7519) warpgroup.arrive is injected in around line 1057 by compiler to allow use of registers in GMMA in function 'gemm'\n"
+    "ptxas info    : 0 bytes gmem\n"
+    "ptxas info    : Compiling entry function 'attn_bwd_dq__D_64__BR_64__BC_32__NT_128' for 'sm_90a'\n"
+    "ptxas info    : Function properties for attn_bwd_dq__D_64__BR_64__BC_32__NT_128\n"
+    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    "ptxas info    : Used 124 registers, used 1 barriers, 32768 bytes smem\n"
+    "ptxas info    : Compile time = 960.451 ms\n"
+    "ptxas info    : Compiling entry function 'gemm__S_3' for 'sm_90a'\n"
+    "ptxas info    : Function properties for gemm__S_3\n"
+    "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+    "ptxas info    : Used 156 registers, used 1 barriers\n"
+    "ptxas info    : Compiling entry function 'gemm' for 'sm_90a'\n"
+    "ptxas info    : Function properties for gemm\n"
+    "    256 bytes stack frame, 768 bytes spill stores, 512 bytes spill loads\n"
+    "ptxas info    : Used 162 registers, used 1 barriers\n";
+
+Test(ptxinfo, wgmma_pipelines_lost_per_entry)
+{
+    PtxasReport r;
+    cr_assert(ptxas_report_of(sm90a_log, "attn_bwd_dq__D_64__BR_64__BC_32__NT_128", &r));
+    cr_expect_eq(r.registers, 124);
+    cr_expect_eq(r.shared, 32768);
+    cr_expect_eq(r.wgmma.arrive_injected, 2);
+    cr_expect_eq(r.wgmma.wait_injected + r.wgmma.serialized, 0);
+    cr_expect_str_eq(r.wgmma.first, "(C7519) warpgroup.arrive is injected in around line 174430 by compiler to allow use of registers in GMMA");
+    char text[600];
+    cr_expect(ptxas_wgmma_text(&r.wgmma, text, sizeof text));
+    cr_expect_str_eq(text, "wgmma pipeline lost: 2 warpgroup.arrive injected (C7519); first: (C7519) warpgroup.arrive is injected in "
+                           "around line 174430 by compiler to allow use of registers in GMMA");
+
+    cr_assert(ptxas_report_of(sm90a_log, "gemm", &r));
+    cr_expect_eq(r.registers, 162);
+    cr_expect_eq(r.spill_stores, 768);
+    cr_expect_eq(r.wgmma.serialized, 1);
+    cr_expect_eq(r.wgmma.wait_injected, 1);
+    cr_expect_eq(r.wgmma.arrive_injected, 1);
+    cr_expect_str_eq(r.wgmma.first, "(C7517) warpgroup.wait is injected in around line 1049 by compiler to allow use of registers defined by GMMA");
+    cr_expect(ptxas_wgmma_text(&r.wgmma, text, sizeof text));
+    cr_expect_not_null(strstr(text, "lost: 1 serialized, 1 warpgroup.wait injected (C7517), 1 warpgroup.arrive injected (C7519); first: "));
+
+    /* "gemm" begins "gemm__S_3", whose pipeline is whole */
+    cr_assert(ptxas_report_of(sm90a_log, "gemm__S_3", &r));
+    cr_expect_eq(r.registers, 156);
+    cr_expect_eq(r.wgmma.serialized + r.wgmma.wait_injected + r.wgmma.arrive_injected, 0);
+    cr_expect_not(ptxas_wgmma_text(&r.wgmma, text, sizeof text));
+    cr_expect_str_eq(text, "");
+
+    /* messages of an entry whose report is missing are still read */
+    cr_expect_not(ptxas_report_of(sm90a_log, "attn", &r));
+    cr_expect_eq(r.wgmma.arrive_injected, 0, "'attn' is no function the messages name");
+    cr_expect_not(ptxas_report_of("ptxas info    : (C7519) warpgroup.arrive is injected in around line 7 by compiler to allow use of "
+                                  "registers in GMMA in function 'k'\r\n", "k", &r));
+    cr_expect_eq(r.wgmma.arrive_injected, 1);
+    cr_expect_str_eq(r.wgmma.first, "(C7519) warpgroup.arrive is injected in around line 7 by compiler to allow use of registers in GMMA");
 }

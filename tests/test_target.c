@@ -4,10 +4,13 @@
  * without a tensor-core instruction, while sm_80 and sm_90 use mma.sync
  * for the same programs. The suite adds a row and edits no file of the
  * code generator: that is what it shows. It links the code generator's
- * objects (as test_cpusim does), the engines' symbols with them. */
+ * objects (as test_cpusim does), the engines' symbols with them. A row
+ * that wraps sm_90a's wgmma engine reads the shared-memory plan the code
+ * generator placed: sm_90a's rings start 1024-byte aligned. */
 #include <criterion/criterion.h>
 #include <glob.h>
 
+#include "codegen/cg.h"
 #include "codegen/codegen.h"
 #include "codegen/target.h"
 #include "driver/targets.h"
@@ -46,7 +49,7 @@ static bool any_tensorcore_kernel(const IrModule *m)
 Test(target, a_registered_row_is_found_and_listed)
 {
     cr_expect_eq(target_find("test_fma"), &test_fma);
-    cr_expect_str_eq(target_names(), "sm_80, sm_90, test_fma");
+    cr_expect_str_eq(target_names(), "sm_80, sm_86, sm_89, sm_90, sm_90a, test_fma");
     cr_expect_null(target_find("sm_70"));
     cr_expect_str_eq(target_find("sm_90")->name, "sm_90");
 }
@@ -78,4 +81,93 @@ Test(target, a_row_of_fma_only_compiles_every_example_without_tensor_cores, .tim
     }
     cr_expect_geq(tensorcore_programs, 1, "no example uses the tensor cores: the control shows nothing");
     globfree(&g);
+}
+
+/* sm_90a's rings and regions start 1024-byte aligned, where the 128-byte
+ * swizzle's pattern starts (its descriptors leave the base offset 0), and
+ * so does the area: the plan as placed, read by a row of sm_90a's whose
+ * wgmma engine is wrapped, over gemm_wgmma and a kernel with two rings of
+ * 1536 bytes after one of 6144, which 16-byte alignment puts off 1024
+ * (the control: the same row asking 16 bytes does). */
+static const char two_rings_src[] =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n@ph.tensorcore\n@ph.launch(128)\n@ph.stages(3)\n"
+    "def two(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][N, K], D: ph.tensor[ph.f16][N, K],\n"
+    "        C: ph.tensor[ph.f32][M, N], E: ph.tensor[ph.f32][M, N]):\n"
+    "    m0: ph.let = ph.ctx.block.x * 64\n"
+    "    acc: ph.var[ph.tile[ph.f32][64, 16]] = 0.0\n"
+    "    acd: ph.var[ph.tile[ph.f32][64, 16]] = 0.0\n"
+    "    for k0 in range(0, K, 16):\n"
+    "        acc += ph.dot_t(A[m0:+64, k0:+16], B[0:+16, k0:+16])\n"
+    "        acd += ph.dot_t(A[m0:+64, k0:+16], D[0:+16, k0:+16])\n"
+    "    C[m0:+64, 0:+16] = acc\n"
+    "    E[m0:+64, 0:+16] = acd\n";
+
+static int plan_aligned, plan_misaligned;
+
+static void wgmma_reading_the_plan(Cg *c, const IrOp *dot)
+{
+    target_find("sm_90a")->dots[0]->emit(c, dot);
+    for (int i = 0; c->smem_replay && i < c->smem_plan.bufs.len; i++) {
+        const SmemBuf *b = &c->smem_plan.bufs.data[i];
+        if (b->kind != SMEM_SCRATCH && b->first >= 0) *(b->offset % 1024 ? &plan_misaligned : &plan_aligned) += 1;
+    }
+}
+
+/* m's PTX for sm_90a with its wgmma engine wrapped and its operands
+ * operand_align bytes aligned */
+static char *emit_reading_the_plan(const IrModule *m, int operand_align)
+{
+    static DotEngine wgmma;
+    static const DotEngine *dots[8];
+    const Target *sm90a = target_find("sm_90a");
+    Target row = *sm90a;
+    wgmma = *sm90a->dots[0];
+    wgmma.emit = wgmma_reading_the_plan;
+    dots[0] = &wgmma;
+    for (int i = 1; i < 7 && (dots[i] = sm90a->dots[i]); i++) {}
+    row.dots = dots;
+    row.operand_align = operand_align;
+    CodegenOptions o = {.target = &row, .opt_level = CODEGEN_OPT_DEFAULT};
+    char *out = NULL, err[2048];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "%s", err);
+    return out;
+}
+
+Test(target, sm90a_rings_and_regions_start_1024_byte_aligned, .timeout = 300)
+{
+    char *diags = NULL;
+    IrModule *two = tu_compile("two_rings.ph", two_rings_src, NULL, &diags);
+    cr_assert_not_null(two, "%s", diags);
+    IrModule *gemm = driver_compile_file("tests/gpu/gemm_wgmma.ph", NULL, stderr);
+    cr_assert_not_null(gemm, "run from the repository root");
+    for (int align = 1024; align >= 16; align /= 64) {
+        plan_aligned = plan_misaligned = 0;
+        char *ptx = emit_reading_the_plan(two, align);
+        free(emit_reading_the_plan(gemm, align));
+        cr_assert_gt(plan_aligned + plan_misaligned, 0, "no wgmma dot read a ring");
+        if (align == 1024) {
+            cr_expect_eq(plan_misaligned, 0, "%d of %d rings off 1024 bytes", plan_misaligned, plan_aligned + plan_misaligned);
+            cr_expect_not_null(strstr(ptx, ".shared .align 1024 .b8 two_smem["), "the area itself:\n%.600s", ptx);
+        } else {
+            cr_expect_gt(plan_misaligned, 0, "the control: at 16-byte alignment the rings lie at 1024 anyway");
+        }
+        free(ptx);
+    }
+    ir_module_free(two);
+    ir_module_free(gemm);
+    free(diags);
+}
+
+/* A ring of rows sm_90a's swizzle cannot hold (f16 [64, 48]: 96 bytes)
+ * keeps the ldmatrix layout: tests/gpu/ops.ph, which has such rings,
+ * compiles for sm_90a. */
+Test(target, sm90a_rings_of_rows_its_swizzle_cannot_hold_keep_the_ldmatrix_layout, .timeout = 300)
+{
+    IrModule *m = driver_compile_file("tests/gpu/ops.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    char *ptx = emit_for(m, "sm_90a");
+    cr_expect_not_null(strstr(ptx, ".target sm_90a"));
+    free(ptx);
+    ir_module_free(m);
 }

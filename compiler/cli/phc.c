@@ -29,6 +29,7 @@ typedef struct {
     int64_t define_values[64];
 } Options;
 
+/* a format: the targets' names and the default fill its two %s */
 static const char usage[] =
     "usage: phc [options] FILE.ph\n"
     "       phc [options] -          (the program from standard input)\n"
@@ -43,7 +44,9 @@ static const char usage[] =
     "                     (default ptx; layouts: where each tile value lives on the GPU;\n"
     "                     cubin runs ptxas: $PTXAS, $CUDA_HOME/bin, by default\n"
     "                     /usr/local/cuda/bin, or PATH)\n"
-    "  --arch=SM          sm_80 | sm_90 (default sm_90)\n"
+    "  --arch=TARGET      the target: %s (default %s);\n"
+    "                     sm_86, sm_89: sm_80's code, which ptxas assembles for their\n"
+    "                     chip; sm_90a: Hopper's wgmma first (H100, H200)\n"
     "  -O0, -O2, -O3      no LLVM optimization (readable LLVM IR and PTX); phc's pipeline\n"
     "                     (default); LLVM's full -O3 pipeline (slower to compile)\n"
     "  -lineinfo, --lineinfo\n"
@@ -52,7 +55,10 @@ static const char usage[] =
     "  --stats            for each config, on standard error: registers, spills, stack\n"
     "                     frame (local memory), static and dynamic shared memory, from\n"
     "                     ptxas -v ($PTXAS, $CUDA_HOME/bin, by default /usr/local/cuda/bin,\n"
-    "                     or PATH); without ptxas, the shared memory alone\n"
+    "                     or PATH), and a second line where ptxas says the config's wgmma\n"
+    "                     pipeline was lost (wgmma serialized; C7517, C7519: a wait or\n"
+    "                     arrive injected): how many, and the first; without ptxas, the\n"
+    "                     shared memory alone\n"
     "  -o FILE, --output=FILE\n"
     "                     write the output to FILE instead of standard output (- is\n"
     "                     standard output); nothing is written when there are errors\n"
@@ -157,7 +163,7 @@ static int option_error(int c, char **argv)
 static int take_option(Options *o, int c, char **argv)
 {
     switch (c) {
-    case 'h': case OPT_HELP: fputs(usage, stdout); exit(EXIT_OK);
+    case 'h': case OPT_HELP: printf(usage, target_names(), target_default()); exit(EXIT_OK);
     case OPT_VERSION: printf("phc %d.%d.%d\n", PH_VERSION_MAJOR, PH_VERSION_MINOR, PH_VERSION_PATCH); exit(EXIT_OK);
     case OPT_PASSES:
         for (const IrPass *p = ir_passes; p->name; p++) printf("%-8s %s\n", p->name, p->what);
@@ -283,7 +289,8 @@ static int ptxas_verbose(const char *ptxas, const char *arch, const char *ptx, c
 }
 
 /* --stats: a line per config on standard error, what ptxas -v reports of
- * it and the dynamic shared memory its launch asks for (codegen.h); with
+ * it and the dynamic shared memory its launch asks for (codegen.h), and a
+ * second where ptxas says its wgmma pipeline was lost (ptxinfo.h); with
  * no ptxas, one line that says so, then what phc knows: the shared memory
  * each config's PTX declares. */
 static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
@@ -309,6 +316,8 @@ static int print_stats(const Options *o, const IrModule *ir, const char *ptx)
             fprintf(stderr, "%s: %d registers, %lld bytes spill stores, %lld bytes spill loads, %lld bytes stack frame, "
                             "%lld bytes static shared, %lld bytes dynamic shared\n", entry, r.registers,
                     (long long)r.spill_stores, (long long)r.spill_loads, (long long)r.stack_frame, (long long)r.shared, dynamic);
+            char lost[600];
+            if (ptxas_wgmma_text(&r.wgmma, lost, sizeof lost)) fprintf(stderr, "%s: %s\n", entry, lost);
         } else {
             fprintf(stderr, "phc: --stats: %s is not in what ptxas -v printed:\n%s", entry, log);
             status = EXIT_INTERNAL;

@@ -10,8 +10,8 @@
 
 enum { MAX_TARGETS = 16 };
 
-static const Target *table[MAX_TARGETS] = {&nvidia_sm80, &nvidia_sm90, &nvidia_sm90a};
-static int ntargets = 3;
+static const Target *table[MAX_TARGETS] = {&nvidia_sm80, &nvidia_sm86, &nvidia_sm89, &nvidia_sm90, &nvidia_sm90a};
+static int ntargets = 5;
 static char names[MAX_TARGETS * 24];   /* target_names', rebuilt as rows are added */
 static pthread_once_t names_once = PTHREAD_ONCE_INIT;
 

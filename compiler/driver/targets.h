@@ -14,7 +14,7 @@ const struct Target *target_find(const char *name);
 /* The name of the target a compile without an arch is for: "sm_90". */
 const char *target_default(void);
 
-/* The known names for a message, in the table's order: "sm_80, sm_90". */
+/* The known names for a message, in the table's order: "sm_80, sm_86, sm_89, sm_90, sm_90a". */
 const char *target_names(void);
 
 /* Adds a row after the built-in ones (a test's target, say); a row of a

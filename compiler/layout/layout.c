@@ -558,6 +558,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         break;
     case OP_COPY_ASYNC: {
         IrType t = ir_vtype(f, r);
+        /* a policy's slot layout may not take the tile (f32, rows its swizzle cannot hold) */
         of[r] = ps->dots && ps->dots->slot ? ps->dots->slot(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt)) : NULL;
         if (!of[r]) of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;

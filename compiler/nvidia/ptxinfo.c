@@ -1,6 +1,6 @@
 /* ptxinfo.c: a config's costs read back from text (ptxinfo.h): the shared
  * memory its PTX declares, and ptxas -v's report of registers, stack
- * frame, spills and shared memory. */
+ * frame, spills and shared memory, and of wgmma pipelines lost. */
 #include "ptxinfo.h"
 
 #include <ctype.h>
@@ -106,9 +106,67 @@ int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc
  * The entry's part runs from its "Function properties" to the next
  * function's; "smem" is absent when the entry has no static shared
  * memory, and older releases add "N bytes cmem[0]" and leave out barriers. */
+/* ptxas's wgmma messages come before the entries' reports, one a line,
+ * each ending with the function it is about:
+ *   ptxas info    : (C7519) warpgroup.arrive is injected in around line 1057 by
+ *       compiler to allow use of registers in GMMA in function 'NAME'
+ *   ptxas info    : (C7520) Potential Performance Loss: wgmma.mma_async instructions
+ *       are serialized due to ... in the function 'NAME'
+ * (each one line in the log). The kind is told by its words, not its
+ * code, which differs between the serialization reasons. */
+static void count_wgmma_line(const char *line, size_t len, PtxasWgmma *w)
+{
+    char text[1024];
+    snprintf(text, sizeof text, "%.*s", (int)(len < sizeof text ? len : sizeof text - 1), line);
+    if (strstr(text, "wgmma.mma_async instructions are serialized")) w->serialized++;
+    else if (strstr(text, "warpgroup.wait is injected")) w->wait_injected++;
+    else if (strstr(text, "warpgroup.arrive is injected")) w->arrive_injected++;
+    else return;
+    if (w->first[0]) return;
+    const char *body = strstr(text, " : ");
+    body = body ? body + 3 : text;
+    static const char *const name_intro[] = {" in the function '", " in function '"};
+    size_t keep = strlen(body);
+    for (size_t i = 0; i < sizeof name_intro / sizeof *name_intro; i++) {
+        const char *at = strstr(body, name_intro[i]);
+        if (at && (size_t)(at - body) < keep) keep = (size_t)(at - body);
+    }
+    snprintf(w->first, sizeof w->first, "%.*s", (int)keep, body);
+}
+
+static void read_wgmma_messages(const char *log, const char *entry, PtxasWgmma *w)
+{
+    char tail[600];
+    int tail_len = snprintf(tail, sizeof tail, "function '%s'", entry);
+    for (const char *line = log; *line;) {
+        size_t len = strcspn(line, "\n");
+        size_t end = len;
+        while (end && (line[end - 1] == '\r' || line[end - 1] == ' ')) end--;
+        if (tail_len > 0 && end >= (size_t)tail_len && !memcmp(line + end - tail_len, tail, (size_t)tail_len))
+            count_wgmma_line(line, end, w);
+        line += len + (line[len] == '\n');
+    }
+}
+
+bool ptxas_wgmma_text(const PtxasWgmma *w, char *buf, size_t n)
+{
+    if (n) buf[0] = 0;
+    if (!w->serialized && !w->wait_injected && !w->arrive_injected) return false;
+    size_t len = (size_t)snprintf(buf, n, "wgmma pipeline lost:");
+    const char *sep = " ";
+    if (w->serialized && len < n) len += (size_t)snprintf(buf + len, n - len, "%s%d serialized", sep, w->serialized), sep = ", ";
+    if (w->wait_injected && len < n)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d warpgroup.wait injected (C7517)", sep, w->wait_injected), sep = ", ";
+    if (w->arrive_injected && len < n)
+        len += (size_t)snprintf(buf + len, n - len, "%s%d warpgroup.arrive injected (C7519)", sep, w->arrive_injected);
+    if (len < n) snprintf(buf + len, n - len, "; first: %s", w->first);
+    return true;
+}
+
 bool ptxas_report_of(const char *log, const char *entry, PtxasReport *r)
 {
-    *r = (PtxasReport){-1, -1, -1, -1, -1};
+    *r = (PtxasReport){-1, -1, -1, -1, -1, {0}};
+    read_wgmma_messages(log, entry, &r->wgmma);
     static const char props[] = "Function properties for ";
     char head[600];
     snprintf(head, sizeof head, "%s%s", props, entry);

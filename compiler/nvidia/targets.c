@@ -66,3 +66,34 @@ const Target nvidia_sm90a = {
     .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
     .fix_ptx = ptxas_workarounds,
 };
+
+/* Ampere's GA10x parts (sm_86: A10, A40, RTX 30) and Ada (sm_89: L4, L40,
+ * RTX 40): sm_80's code (PTX .target sm_80), which they run; a row of
+ * their own names the chip ptxas assembles for (phc --emit=cubin). */
+const Target nvidia_sm86 = {
+    .name = "sm_86",
+    .sm = 86,
+    .ptx_version = 80,
+    .llvm_cpu = "sm_80",
+    .llvm_features = "+ptx80",
+    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
+    .dots = ampere_dots,
+    .copy = &copy_cp_async,
+    .passes = NULL,
+    .isa = &nvidia_isa,
+    .fix_ptx = ptxas_workarounds,
+};
+
+const Target nvidia_sm89 = {
+    .name = "sm_89",
+    .sm = 89,
+    .ptx_version = 80,
+    .llvm_cpu = "sm_80",
+    .llvm_features = "+ptx80",
+    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
+    .dots = ampere_dots,
+    .copy = &copy_cp_async,
+    .passes = NULL,
+    .isa = &nvidia_isa,
+    .fix_ptx = ptxas_workarounds,
+};

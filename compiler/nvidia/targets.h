@@ -1,4 +1,4 @@
-/* targets.h: NVIDIA's targets (sm_80, sm_90) and the parts their rows
+/* targets.h: NVIDIA's targets (sm_80, sm_86, sm_89, sm_90, sm_90a) and the parts their rows
  * name: the mma.sync dot engine, the cp.async copy engine, the NVPTX
  * intrinsic hooks and the PTX fix-ups. compiler/driver/targets.c lists
  * the rows; the code generator reaches the parts only through a row. */
@@ -10,6 +10,8 @@
 #pragma GCC visibility push(hidden)
 
 extern const struct Target nvidia_sm80;   /* A100 and every later chip */
+extern const struct Target nvidia_sm86;   /* GA10x, Ada (sm_89): sm_80's code, ptxas for their chip */
+extern const struct Target nvidia_sm89;
 extern const struct Target nvidia_sm90;   /* H100 through Ampere's instructions */
 extern const struct Target nvidia_sm90a;  /* H100 and H200 with wgmma */
 

@@ -227,7 +227,8 @@ typedef struct {
  * launch used, or k's only one) as a launch would, and fills *out through
  * cuFuncGetAttribute. Needs a GPU: on the interpreter it is PH_ERR_STATE.
  * With the environment variable PHOBOS_STATS=1, each config prints these
- * figures in one line on stderr when it is loaded. */
+ * figures in one line on stderr when it is loaded, and a second where
+ * ptxas says its wgmma pipeline was lost (docs/runtime.md). */
 ph_status ph_kernel_stats(ph_kernel *k, const char *config, ph_stats *out);
 
 /* ---- ahead of time: a module's code as text, as phc writes it ----
@@ -236,7 +237,8 @@ typedef enum { PH_EMIT_PTX = 0, PH_EMIT_LLVM } ph_emit;
 
 /* A zeroed struct asks for every kernel and config, as optimized PTX for sm_90. */
 typedef struct {
-    const char *arch;                 /* "sm_80" or "sm_90"; NULL: "sm_90" */
+    const char *arch;                 /* a target, as phc --arch names it: "sm_80", "sm_86", "sm_89" (sm_80's
+                                       * code), "sm_90" or "sm_90a" (wgmma); NULL: "sm_90"; another: PH_ERR_INVALID */
     ph_emit emit;                     /* PTX, or the LLVM IR handed to the NVPTX backend */
     int no_opt;                       /* nonzero: no LLVM optimization (phc -O0) */
     const char *kernel;               /* only this kernel; NULL: every kernel */
