@@ -464,3 +464,25 @@ Test(cpusim_wgmma, a_descriptor_with_another_swizzle_mode_gives_wrong_results)
         ir_module_free(m);
     }
 }
+
+/* Inline asm the executor does not know fails the load with its text,
+ * rather than running as something else. */
+Test(cpusim_wgmma, unknown_inline_asm_is_refused_at_load)
+{
+    char *diags = NULL, err[512];
+    IrModule *m = tu_compile("one_stage.ph", ONE_STAGE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    static const char *const texts[] = {"bar.arrive 1, 64;", "wgmma.mma_async.sync.aligned.m64n8k16.f32.e4m3.e4m3 {$0}, $1, $2, 1, 1, 1;",
+                                        "wgmma.wait_group.sync.aligned;"};
+    for (int i = 0; i < 3; i++) {
+        char ir[512];
+        snprintf(ir, sizeof ir, "define ptx_kernel void @k() {\n  call void asm sideeffect \"%s\", \"~{memory}\"()\n  ret void\n}\n",
+                 texts[i]);
+        cpusim *s = NULL;
+        cr_expect_eq(cpusim_load_llvm(m, ir, &s, err, sizeof err), PH_ERR_COMPILE, "%s: loaded", texts[i]);
+        cr_expect_null(s);
+        cr_expect(strstr(err, "inline asm the executor does not model") && strstr(err, texts[i]), "%s", err);
+    }
+    ir_module_free(m);
+}
