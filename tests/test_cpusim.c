@@ -14,8 +14,10 @@
  * through the difftest engine, on the inputs `cpufuzz --regress` gives
  * it. The executor's own checks of bad launches are tested too, and its
  * model of the GPU's fused multiply-adds; its model of shared-memory races
- * and cp.async is tested in test_cpusim_races.c. The code generator's
- * emitted shared-memory addresses are checked against layout.c's map. */
+ * and cp.async is tested in test_cpusim_races.c, sm_90a's wgmma in
+ * test_cpusim_wgmma.c (the runs both suites make: tests/cpusim/
+ * simharness.h). The code generator's emitted shared-memory addresses are
+ * checked against layout.c's map. */
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS, setenv */
 #include <criterion/criterion.h>
 #include <dirent.h>
