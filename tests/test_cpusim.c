@@ -14,9 +14,11 @@
  * through the difftest engine, on the inputs `cpufuzz --regress` gives
  * it. The executor's own checks of bad launches are tested too, and its
  * model of the GPU's fused multiply-adds; its model of shared-memory races
- * and cp.async is tested in test_cpusim_races.c. The code generator's
- * emitted shared-memory addresses are checked against layout.c's map. */
-#define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
+ * and cp.async is tested in test_cpusim_races.c, sm_90a's wgmma in
+ * test_cpusim_wgmma.c (the runs both suites make: tests/cpusim/
+ * simharness.h). The code generator's emitted shared-memory addresses are
+ * checked against layout.c's map. */
+#define _DEFAULT_SOURCE   /* MAP_ANONYMOUS, setenv */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -30,125 +32,15 @@
 #include "cpusim.h"
 #include "difftest.h"
 #include "opsharness.h"
+#include "simharness.h"
 #include "testutil.h"
 
-#define GUARD_BYTES 256
-#define GUARD_FILL 0xa5
-#define PAGE 4096
-
-static cpusim *load(const IrModule *m)
-{
-    char err[1024];
-    cpusim *s = NULL;
-    ph_status st = cpusim_load(m, &s, err, sizeof err);
-    cr_assert_eq(st, PH_OK, "cpusim_load: %s", err);
-    return s;
-}
-
-/* A tensor's memory: bytes bytes with at least GUARD_BYTES of fill on
- * either side, between two inaccessible pages, so a store just outside the
- * tensor changes the fill and one further out faults. */
-typedef struct { unsigned char *map, *data; size_t span, bytes; } Zone;
-
-static Zone zone_new(const void *init, size_t bytes)
-{
-    Zone z = {.bytes = bytes};
-    z.span = (bytes + 2 * GUARD_BYTES + PAGE - 1) / PAGE * PAGE;
-    z.map = mmap(NULL, z.span + 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    cr_assert_neq(z.map, MAP_FAILED);
-    mprotect(z.map, PAGE, PROT_NONE);
-    mprotect(z.map + PAGE + z.span, PAGE, PROT_NONE);
-    memset(z.map + PAGE, GUARD_FILL, z.span);
-    z.data = z.map + PAGE + z.span - GUARD_BYTES - bytes;
-    memcpy(z.data, init, bytes);
-    return z;
-}
-
-/* The offset from the tensor's start of the first fill byte that changed; 0 if none. */
-static long zone_damage(const Zone *z)
-{
-    for (unsigned char *p = z->map + PAGE; p < z->map + PAGE + z->span; p++) {
-        if (p == z->data) p += z->bytes;
-        if (p < z->map + PAGE + z->span && *p != GUARD_FILL) return (long)(p - z->data);
-    }
-    return 0;
-}
-
-static void zone_free(Zone *z) { munmap(z->map, z->span + 2 * PAGE); }
-
-/* Runs config f on the executor and in the interpreter over a 4 x 3 grid;
- * returns the elements that differ plus the tensors whose guards changed. */
-static int run_config(cpusim *s, const IrFunc *f)
-{
-    int n = f->nparams, bad = 0;
-    IrArg iargs[16];
-    ph_arg sargs[16];
-    void *host[16] = {0};
-    Zone zone[16] = {{0}};
-    size_t count[16] = {0};
-    cr_assert_leq(n, 16);
-    host_args(f, iargs, host, count);
-    for (int i = 0; i < n; i++) {
-        const IrParam *p = &f->params[i];
-        if (!p->is_tensor) {
-            sargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : ph_f32(iargs[i].f);
-            continue;
-        }
-        zone[i] = zone_new(host[i], count[i] * elem_bytes(p->dt));
-        ph_devptr ptr = (ph_devptr)(uintptr_t)zone[i].data;
-        sargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : ph_tensor1(ptr, iargs[i].dims[0]);
-    }
-    char err[512];
-    unsigned grid[3] = {4, 3, 1};
-    ph_status st = cpusim_launch(s, f->name, grid, sargs, n, err, sizeof err);
-    if (st != PH_OK) {
-        cr_log_error("%s", err);
-        bad++;
-    }
-    int igrid[3] = {4, 3, 1};
-    cr_assert_eq(ir_interp(f, iargs, n, igrid, err, sizeof err), 0, "%s", err);
-    for (int i = 0; i < n; i++) {
-        const IrParam *p = &f->params[i];
-        if (!p->is_tensor) continue;
-        if (st == PH_OK) {
-            bad += compare_tensor("cpusim", f, p, host[i], zone[i].data, count[i]);
-            long at = zone_damage(&zone[i]);
-            if (at) {
-                cr_log_error("%s: %s: written at byte %ld, outside its %zu bytes", f->name, p->name, at, zone[i].bytes);
-                bad++;
-            }
-        }
-        free(host[i]);
-        zone_free(&zone[i]);
-    }
-    return bad;
-}
-
-/* Every config of the program at path, at least min_configs of them, on
- * the executor and in the interpreter. */
-static void every_config_matches(const char *path, int min_configs)
-{
-    IrModule *m = driver_compile_file(path, NULL, stderr);
-    cr_assert_not_null(m);
-    cr_assert_geq(m->nfuncs, min_configs);
-    cpusim *s = load(m);
-    int failed = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        int bad = run_config(s, m->funcs[i]);
-        if (bad) cr_log_error("%s: %d elements or guards differ", m->funcs[i]->name, bad);
-        failed += bad != 0;
-    }
-    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
-    cpusim_free(s);
-    ir_module_free(m);
-}
-
-Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_config_matches(OPS, 21); }
+Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_config_matches(OPS, 21, "sm_90"); }
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
-Test(cpusim, every_gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("bench/gemm_tuned.ph", 8); }
+Test(cpusim, every_gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("bench/gemm_tuned.ph", 8, "sm_90"); }
 
 /* ---- atomic adds ---- */
 
@@ -218,91 +110,17 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
     ir_module_free(m);
 }
 
-/* ---- the attention tutorial ---- */
-
-/* The executor as one of examples/host.h's launchers. */
-static int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err,
-                      size_t errlen)
-{
-    ph_arg a[64];
-    if (nargs > 64) return 1;
-    for (int i = 0; i < nargs; i++) {
-        const IrParam *p = &f->params[i];
-        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
-        else a[i] = ph_tensor2((uintptr_t)args[i].data, args[i].dims[0], p->rank == 2 ? args[i].dims[1] : 1);
-    }
-    unsigned g[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};
-    return cpusim_launch(l->ctx, f->name, g, a, nargs, err, errlen) != PH_OK;
-}
-
-/* The forward and backward passes of path's kernels at Z 1, H 2, N_CTX
- * 128, HEAD_DIM 64, causal and not, on the executor and in the interpreter
- * from the same inputs: every output and gradient must agree. */
-static void attention_matches_the_interpreter(const char *path)
-{
-    IrModule *m = driver_compile_file(path, NULL, stderr);
-    cr_assert_not_null(m);
-    AttnSize size = {1, 2, 128, 64, 0.5};
-    AttnKernels k;
-    cr_assert_eq(attn_pick(m, &size, &k), 0);
-    cpusim *s = load(m);
-    HostLauncher sim = {"cpusim", sim_launch, s};
-    size_t rows = (size_t)(size.z * size.h * size.n), elems = rows * (size_t)size.d;
-    /* AttnBufs' order: q k v dout, then what the kernels write: o dq dk dv lse delta */
-    const char *names[10] = {"Q", "K", "V", "dO", "O", "dQ", "dK", "dV", "L", "Delta"};
-    const IrFunc *writer[10] = {NULL, NULL, NULL, NULL, k.fwd, k.dq, k.dkdv, k.dkdv, k.fwd, k.delta};
-    int failed = 0;
-    for (int causal = 0; causal < 2; causal++) {
-        void *want[10];
-        Zone got[10];
-        HostRng r;
-        host_rng_seed(&r, 42 + (uint64_t)causal);
-        for (int i = 0; i < 10; i++) {
-            DType dt = i < 8 ? DT_F16 : DT_F32;
-            size_t n = i < 8 ? elems : rows;
-            want[i] = host_alloc(dt, n);
-            if (i < 4) host_fill_normal(dt, want[i], n, 0.0, i == 3 ? 1.0 : 0.5, &r);
-            else host_poison(dt, want[i], n);
-            got[i] = zone_new(want[i], n * host_dtype_size(dt));
-        }
-        AttnBufs wb = {want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7], want[8], want[9]};
-        AttnBufs gb = {(uint16_t *)got[0].data, (uint16_t *)got[1].data, (uint16_t *)got[2].data, (uint16_t *)got[3].data,
-                       (uint16_t *)got[4].data, (uint16_t *)got[5].data, (uint16_t *)got[6].data, (uint16_t *)got[7].data,
-                       (float *)got[8].data, (float *)got[9].data};
-        cr_assert_eq(attn_run(&host_interpreter, &k, &size, causal, &wb), 0);
-        cr_assert_eq(attn_run(&sim, &k, &size, causal, &gb), 0, "the executor refused a launch (see above)");
-        for (int i = 4; i < 10; i++) {
-            IrParam p = {.name = names[i], .is_tensor = true, .dt = i < 8 ? DT_F16 : DT_F32};
-            size_t n = i < 8 ? elems : rows;
-            /* O reaches Delta and the gradients rounded to f16, where both
-             * sides may be a rounding apart: sums over D of such terms differ
-             * by more than compare_tensor's 1e-4 (the tutorial's own check
-             * allows 1e-2) */
-            int bad = compare_tensor_within(causal ? "cpusim (causal)" : "cpusim", writer[i], &p, want[i], got[i].data, n,
-                                            1e-3, i < 8 ? 8e-3 : 2e-3);
-            long at = zone_damage(&got[i]);
-            if (at) cr_log_error("%s: written at byte %ld, outside its %zu bytes", names[i], at, got[i].bytes);
-            failed += bad || at;
-        }
-        for (int i = 0; i < 10; i++) {
-            free(want[i]);
-            zone_free(&got[i]);
-        }
-    }
-    cr_expect_eq(failed, 0, "%d of 12 outputs differ from the interpreter", failed);
-    cpusim_free(s);
-    ir_module_free(m);
-}
+/* ---- the attention tutorial (simharness.h) ---- */
 
 Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
 {
-    attention_matches_the_interpreter("examples/attention/attention.ph");
+    attention_matches_the_interpreter("examples/attention/attention.ph", "sm_90", 0);
 }
 
 /* The fused backward: dQ added up by the dK/dV kernel's atomic adds. */
 Test(cpusim, fused_attention_matches_the_interpreter, .timeout = 600)
 {
-    attention_matches_the_interpreter("tests/gpu/attention_fused.ph");
+    attention_matches_the_interpreter("tests/gpu/attention_fused.ph", "sm_90", 0);
 }
 
 /* ---- bad launches: a status and a message, never a crash ---- */

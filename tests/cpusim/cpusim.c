@@ -41,7 +41,11 @@
  * any thread, its own included, is a race. At the wait the bytes count as
  * written there by the issuing thread, so another thread's read needs a
  * barrier after the wait; a thread that ends with copies in flight fails
- * the launch. */
+ * the launch.
+ *
+ * sm_90a: wgmma's inline PTX is recognised and lowered by cpusim_asm.c and
+ * modelled, a warpgroup collective with its proxy fence and its groups in
+ * flight, by cpusim_wgmma.c (which says how). */
 #define _GNU_SOURCE
 #include "cpusim_impl.h"
 
@@ -117,6 +121,7 @@ static void fiber_main(void)
     if (me->ncopies)
         launch_fail(L, "block (%u, %u, %u) thread %d ends with a cp.async (in %s) never waited for", L->block[0], L->block[1],
                     L->block[2], L->cur, site_name(L->s, me->copies[0].site));
+    wgmma_thread_end(L, L->cur);
     /* returning resumes uc_link, the scheduler */
 }
 
@@ -132,6 +137,7 @@ static void run_block(Launch *L)
         th->st = TH_READY;
     }
     drop_async_copies(L);
+    drop_wgmma(L);
     next_epoch(L->s);
     L->block_epoch = L->s->epoch;
     L->unwritten.seen = false;
@@ -265,6 +271,7 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     L.th = calloc((size_t)k->threads, sizeof *L.th);
     if (!L.th) return status_message(PH_ERR_INVALID, err, errlen, "out of memory");
     L.ntensors = tensor_spans(k, slots, L.tensors);
+    L.area = k->area >= 0 ? &s->shared[k->area] : NULL;
     static unsigned char altstack[1 << 16];
     FaultTrap old;
     trap_faults(&old, altstack, sizeof altstack);
@@ -279,6 +286,8 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     current_launch = NULL;
     untrap_faults(&old);
     drop_async_copies(&L);
+    drop_wgmma(&L);
+    free(L.wgmma);
     for (int t = 0; t < L.T; t++) free(L.th[t].copies);
     free(L.th);
     if (L.failed) return status_message(PH_ERR_INVALID, err, errlen, "%s: %s", k->name, L.msg);

@@ -29,6 +29,11 @@ typedef struct cpusim cpusim;
  * m may be freed afterwards. PH_OK, or a status with a message in err. */
 ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen);
 
+/* The same for target arch ("sm_80", "sm_90", "sm_90a"; cpusim_load is
+ * sm_90). sm_90a's inline PTX of wgmma and fence.proxy.async is modelled
+ * (cpusim_wgmma.c); other inline asm is refused. */
+ph_status cpusim_load_arch(const IrModule *m, const char *arch, cpusim **out, char *err, size_t errlen);
+
 /* The same from LLVM IR text instead of codegen_emit's: m still names the
  * kernels and gives their threads and parameters. For tests that run a
  * changed module (a barrier taken out, say). */
@@ -49,7 +54,9 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
  * never waited for, a cp.async whose source (src_size bytes) lies outside
  * every tensor argument by its dims, misaligned or with src_size past its
  * size, a shared access outside the shared areas, a bad ldmatrix
- * address, or a memory fault (an access
+ * address, a wgmma hazard (cpusim_wgmma.c: a missing proxy fence, a write
+ * of bytes a wgmma in flight reads, a thread ending with one in flight),
+ * or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
  * and written past. */

@@ -2,8 +2,10 @@
  * scheduler and launches; cpusim_intrinsics.c: the intrinsics and warp
  * collectives it models; cpusim_shared.c: shared-memory races and
  * cp.async; cpusim_module.c: loading and JIT compilation;
- * cpusim_rewrite.c: the module's rewrites for the host): the intrinsics'
- * ids, the loaded module, a launch in progress. */
+ * cpusim_rewrite.c: the module's rewrites for the host; cpusim_asm.c:
+ * sm_90a's inline PTX recognised and made calls; cpusim_wgmma.c: Hopper's
+ * wgmma and its proxy fence): the intrinsics' ids, the loaded module, a
+ * launch in progress. */
 #ifndef PHC_CPUSIM_IMPL_H
 #define PHC_CPUSIM_IMPL_H
 
@@ -24,7 +26,9 @@ enum {
     IN_EX2, IN_EX2_FTZ, IN_LG2, IN_RSQRT, IN_FMAX, IN_FMIN,
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
-    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS, IN_COUNT
+    IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
+    /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
+    IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -45,7 +49,23 @@ typedef struct {
     int threads, nparams;
     IrParam *params;                       /* kinds and ranks only (names not kept) */
     void (*entry)(const uint64_t *slots);
+    int area;                              /* its shared area (an index into cpusim.shared), -1 if none */
 } SimKernel;
+
+/* One inline asm call of the module, as cpusim_asm.c read its text: which
+ * instruction, its immediates, and which argument (slot) is which operand. */
+typedef struct {
+    int op;                 /* IN_WGMMA ... IN_FENCE_PROXY_ASYNC */
+    int32_t site;           /* where it is (cpusim.sites) */
+    int pending;            /* wait_group's N */
+    int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2 */
+    bool bf16;              /* mma: bf16 operands, else f16 */
+    bool trans_a, trans_b;  /* mma: A M-major, B N-major (imm-trans-a, -b) */
+    int scale_a, scale_b;   /* mma: imm-scale-a, -b (1 or -1) */
+    int desc_a, desc_b, scale_d;   /* mma: the arguments holding them */
+    int nacc;               /* the accumulators: outputs 0.., each tied to argument acc[i] */
+    int *acc;
+} AsmCall;
 
 /* The race shadow of one shared byte: who wrote it last and who read it,
  * each in which barrier epoch, and the access sites (indexes into
@@ -58,11 +78,20 @@ typedef struct {
     uint64_t w_epoch, r_epoch;
     uint16_t writer, reader[2], copier;
     int32_t w_site, r_site[2], c_site;
+    /* wgmma (cpusim_wgmma.c): the fence count when last written (a
+     * fence.proxy.async since orders the write before the async proxy's
+     * reads); how many wgmmas in flight read the byte, the last one's
+     * warpgroup and site */
+    uint32_t w_tick;
+    uint16_t wg_reads, wg_group;
+    int32_t wg_site;
 } ByteShadow;
 
 typedef struct { char *name; unsigned char *addr; size_t bytes; ByteShadow *shadow; } SharedArea;
 
 #define STACK_BYTES (1u << 20)
+/* Every shared area starts on a multiple of this (cpusim_module.c says why). */
+#define SHARED_AREA_ALIGN (1u << 18)
 #define PAGE 4096u
 
 struct cpusim {
@@ -76,6 +105,8 @@ struct cpusim {
     int nstacks;
     char **sites;                          /* each instrumented access: "function, block %name" */
     int nsites;
+    AsmCall *asm_calls;                    /* the inline asm calls, by the index their wrappers pass */
+    int nasm_calls;
     uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
 };
 
@@ -106,7 +137,23 @@ typedef struct {
     int ncopies, copies_cap;
     uint32_t groups;        /* cp.async groups committed; the open one's number */
     int32_t async_site;     /* the site of the cp.async operation it is at */
+    int32_t asm_call;       /* the inline asm call it is at (cpusim.asm_calls) */
+    uint32_t wg_groups;     /* wgmma groups committed; the open one's number */
+    uint32_t fenced_at;     /* the fence count after its last fence.proxy.async; 0 none */
 } Thread;
+
+/* A wgmma.mma_async in flight: issued by warpgroup wg into its group
+ * number group, until a wait_group of each of its four warps covers it.
+ * It read (at issue) the 16-byte chunks at offsets chunk[] of area. */
+typedef struct {
+    int wg;
+    uint32_t group;
+    unsigned waited;        /* a bit per warp of the warpgroup whose wait covered it */
+    int32_t site;
+    SharedArea *area;
+    int nchunks;
+    uint32_t *chunk;
+} WgmmaInFlight;
 
 /* The bytes a tensor argument spans, by its dims: what a cp.async may read. */
 typedef struct { uint64_t lo, hi; } TensorSpan;
@@ -130,6 +177,10 @@ typedef struct {
     } unwritten;
     TensorSpan tensors[256];
     int ntensors;
+    SharedArea *area;       /* the kernel's shared area, where a wgmma descriptor points */
+    uint32_t fence_tick;    /* fence.proxy.async executed so far in the launch */
+    WgmmaInFlight *wgmma;   /* the block's wgmmas in flight */
+    int nwgmma, wgmma_cap;
     bool failed;
     char msg[640];
 } Launch;
@@ -187,10 +238,41 @@ void drop_async_copies(Launch *L);
 /* ---- cpusim_module.c: loading ---- */
 /* The id of the intrinsic named name, -1 when the executor does not model it. */
 int intrinsic_id(const char *name);
+/* A value passed to the executor as a 64-bit slot, and back (pointers,
+ * integers, f32 and pairs of 16-bit floats). */
+bool slot_type_ok(LLVMTypeRef t);
+LLVMValueRef to_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v);
+LLVMValueRef from_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v, LLVMTypeRef t);
+LLVMValueRef slot_ptr(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef base, unsigned i);
 
 /* ---- cpusim_rewrite.c: the module's rewrites ---- */
+/* A site's description: "function, block %name", then what. */
+int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb, const char *what);
 void instrument_shared_accesses(cpusim *s, LLVMModuleRef mod);
 int define_dynamic_shared(LLVMModuleRef mod, LLVMValueRef kernel, char *err, size_t errlen);
 void fuse_multiply_adds(LLVMModuleRef mod);
+
+/* ---- cpusim_asm.c: inline PTX made calls ---- */
+/* Replaces every inline asm call of mod by a call of a wrapper that
+ * passes it to sim_asm; 1, with a message, on asm text it does not know. */
+int lower_inline_asm(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen);
+void free_asm_calls(cpusim *s);
+
+/* ---- cpusim_wgmma.c: wgmma and the async proxy ---- */
+/* Called by the wrappers: in[] holds asm call `call`'s arguments, out[]
+ * receives its outputs. */
+void sim_asm(int32_t call, const uint64_t *in, uint64_t *out);
+/* Computes warpgroup lo / 128's wgmma once its 128 threads posted it;
+ * false while some have not, or the launch failed. */
+bool release_wgmma(Launch *L, int lo);
+/* The wait_group of the warp whose lanes from w posted it. */
+void warp_wgmma_wait(Launch *L, Thread *w);
+/* Thread t ends: false, the launch failed, when its warp left a wgmma in flight. */
+bool wgmma_thread_end(Launch *L, int t);
+/* Forgets every wgmma in flight and the threads' wgmma state (before a
+ * block, after the launch). */
+void drop_wgmma(Launch *L);
+/* A write of a byte a wgmma in flight reads: fails the launch. */
+void wgmma_overwrite_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off);
 
 #endif

@@ -1,8 +1,9 @@
 /* cpusim_intrinsics.c: what the executor computes for the llvm.nvvm.*
  * intrinsics the IR wrappers pass it (special registers, barriers, the
  * approximate math, PTX max/min), the warp collectives once every lane has
- * posted (shfl.sync, ldmatrix, mma in the PTX ISA's fragment layouts), and
- * the half and bfloat libcalls of the x86 back end. */
+ * posted (shfl.sync, ldmatrix, mma in the PTX ISA's fragment layouts;
+ * wgmma's in cpusim_wgmma.c), and the half and bfloat libcalls of the x86
+ * back end. */
 #define _GNU_SOURCE
 #include "cpusim_impl.h"
 
@@ -24,6 +25,8 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
+    /* inline PTX (cpusim_asm.c), named for messages */
+    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async",
 };
 
 /* llvm.maxnum / minnum.f32 as NVPTX lowers them, PTX max.f32 / min.f32 as
@@ -188,6 +191,10 @@ bool release_warps(Launch *L)
                 posted++;
             }
         if (!posted || posted != n) continue;
+        if (op == IN_WGMMA) {   /* a warpgroup's: computed once its four warps posted it */
+            any |= release_wgmma(L, lo);
+            continue;
+        }
         if (op != IN_SHFL_I32 && op != IN_SHFL_F32 && n != 32) {
             launch_fail(L, "warp %d: %s needs 32 lanes, the block gives it %d", lo / 32, intrinsic_names[op], n);
             return false;
@@ -200,6 +207,7 @@ bool release_warps(Launch *L)
         case IN_LDM_X4_TRANS: warp_ldmatrix(L, w, 4, true); break;
         case IN_MMA_F16: warp_mma(w, false); break;
         case IN_MMA_BF16: warp_mma(w, true); break;
+        case IN_WGMMA_WAIT: warp_wgmma_wait(L, w); break;
         }
         for (int l = 0; l < n; l++) w[l].st = TH_READY;
         any = true;

@@ -38,13 +38,13 @@ static bool is_word_type(LLVMTypeRef t)
     return e == LLVMHalfTypeKind || e == LLVMBFloatTypeKind;
 }
 
-static bool slot_type_ok(LLVMTypeRef t)
+bool slot_type_ok(LLVMTypeRef t)
 {
     LLVMTypeKind k = LLVMGetTypeKind(t);
     return k == LLVMPointerTypeKind || (k == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) <= 64) || is_word_type(t);
 }
 
-static LLVMValueRef to_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v)
+LLVMValueRef to_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v)
 {
     LLVMTypeRef t = LLVMTypeOf(v), i64 = LLVMInt64TypeInContext(ctx);
     switch (LLVMGetTypeKind(t)) {
@@ -54,7 +54,7 @@ static LLVMValueRef to_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v
     }
 }
 
-static LLVMValueRef from_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v, LLVMTypeRef t)
+LLVMValueRef from_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef v, LLVMTypeRef t)
 {
     switch (LLVMGetTypeKind(t)) {
     case LLVMPointerTypeKind: return LLVMBuildIntToPtr(b, v, t, "");
@@ -63,7 +63,7 @@ static LLVMValueRef from_slot(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef
     }
 }
 
-static LLVMValueRef slot_ptr(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef base, unsigned i)
+LLVMValueRef slot_ptr(LLVMBuilderRef b, LLVMContextRef ctx, LLVMValueRef base, unsigned i)
 {
     LLVMTypeRef i64 = LLVMInt64TypeInContext(ctx);
     LLVMValueRef idx = LLVMConstInt(i64, i, 0);
@@ -157,6 +157,7 @@ static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen
     for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
         if (!LLVMIsDeclaration(f) && LLVMGetFunctionCallConv(f) == 71 /* PTX_Kernel */ && define_dynamic_shared(mod, f, err, errlen))
             return 1;
+    if (lower_inline_asm(s, mod, err, errlen)) return 1;
     instrument_shared_accesses(s, mod);
     fuse_multiply_adds(mod);
     LLVMValueRef next;
@@ -172,8 +173,14 @@ static int prepare_module(cpusim *s, LLVMModuleRef mod, char *err, size_t errlen
             add_trampoline(mod, f);
         }
     }
+    /* a wgmma descriptor holds bits 4-17 of a shared address, and the
+     * hardware swizzles by address bits: an area on a 256 KiB boundary
+     * (above the GPU's 228 KiB) makes both the offset's */
     for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
-        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3) LLVMSetLinkage(g, LLVMExternalLinkage);
+        if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) == 3) {
+            LLVMSetLinkage(g, LLVMExternalLinkage);
+            LLVMSetAlignment(g, SHARED_AREA_ALIGN);
+        }
     char *msg = NULL;
     if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
         snprintf(err, errlen, "internal error: the retargeted module does not verify: %.300s", msg ? msg : "");
@@ -218,6 +225,18 @@ static int set_host_layout(LLVMModuleRef mod, char *err, size_t errlen)
     return bad;
 }
 
+/* The shared area of kernel name (codegen: NAME_smem, or NAME_shared when
+ * dynamic), -1 if none. */
+static int kernel_area(const cpusim *s, const char *name)
+{
+    size_t len = strlen(name);
+    for (int i = 0; i < s->nshared; i++) {
+        const char *a = s->shared[i].name;
+        if (!strncmp(a, name, len) && (!strcmp(a + len, "_smem") || !strcmp(a + len, CODEGEN_DYNAMIC_AREA_SUFFIX))) return i;
+    }
+    return -1;
+}
+
 /* Finds each kernel's trampoline and each shared global once compiled. */
 static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, size_t errlen)
 {
@@ -254,7 +273,10 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         a->shadow = calloc(a->bytes ? a->bytes : 1, sizeof *a->shadow);
         for (size_t i = 0; i < a->bytes; i++) a->shadow[i].copier = NO_THREAD;
         if (!a->addr) return snprintf(err, errlen, "shared global %s has no address", name), 1;
+        if ((uintptr_t)a->addr % SHARED_AREA_ALIGN)
+            return snprintf(err, errlen, "shared global %s at %p, not on a 256 KiB boundary", name, (void *)a->addr), 1;
     }
+    for (int i = 0; i < s->nkernels; i++) s->kernels[i].area = kernel_area(s, s->kernels[i].name);
     return 0;
 }
 
@@ -298,11 +320,15 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
     return PH_OK;
 }
 
-ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
+ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen) { return cpusim_load_arch(m, "sm_90", out, err, errlen); }
+
+ph_status cpusim_load_arch(const IrModule *m, const char *arch, cpusim **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (!m) return status_message(PH_ERR_INVALID, err, errlen, "no module");
-    CodegenOptions o = {.target = target_find("sm_90"), .opt_level = CODEGEN_OPT_DEFAULT};
+    const struct Target *t = arch ? target_find(arch) : NULL;
+    if (!t) return status_message(PH_ERR_INVALID, err, errlen, "no target named %s", arch ? arch : "(null)");
+    CodegenOptions o = {.target = t, .opt_level = CODEGEN_OPT_DEFAULT};
     char *text = NULL;
     if (codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, errlen)) return PH_ERR_COMPILE;
     ph_status st = cpusim_load_llvm(m, text, out, err, errlen);
@@ -318,6 +344,7 @@ void cpusim_free(cpusim *s)
     for (int i = 0; i < s->nshared; i++) { free(s->shared[i].name); free(s->shared[i].shadow); }
     for (int i = 0; i < s->nsites; i++) free(s->sites[i]);
     free(s->sites);
+    free_asm_calls(s);
     free(s->shared);
     if (s->stacks) munmap(s->stacks, (size_t)s->nstacks * (STACK_BYTES + PAGE));
     if (s->ee) LLVMDisposeExecutionEngine(s->ee);   /* owns the module */

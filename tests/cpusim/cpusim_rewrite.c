@@ -69,7 +69,7 @@ static int shared_accesses(LLVMValueRef inst, LLVMTargetDataRef td, SharedAccess
 
 /* A site's description: "function, block %name" (the names --emit=llvm
  * prints), then what, if any. */
-static int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb, const char *what)
+int32_t add_site(cpusim *s, LLVMValueRef fn, LLVMBasicBlockRef bb, const char *what)
 {
     size_t len;
     const char *fname = LLVMGetValueName2(fn, &len);

@@ -69,6 +69,10 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
             in_flight_fail(L, t, kind, site, a, i, b);
             return false;
         }
+        if (kind != ACCESS_READ && b->wg_reads) {
+            wgmma_overwrite_fail(L, t, kind, site, a, i);
+            return false;
+        }
         if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
             L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
             L->unwritten.site = site;
@@ -86,7 +90,7 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
         if (kind == ACCESS_COPY) {
             continue;   /* marked in flight by the caller, once every byte passed */
         } else if (kind == ACCESS_WRITE) {
-            b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site;
+            b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site, b->w_tick = L->fence_tick;
         } else if (b->r_epoch != e) {
             b->r_epoch = e, b->reader[0] = (uint16_t)t, b->r_site[0] = site, b->reader[1] = NO_THREAD;
         } else if (b->reader[0] != t && b->reader[1] == NO_THREAD) {
@@ -205,7 +209,7 @@ void wait_async_copies(Launch *L, int t, uint32_t pending)
         for (unsigned j = 0; j < c->bytes; j++) {
             ByteShadow *b = &c->area->shadow[c->off + j];
             b->copier = NO_THREAD;
-            b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site;
+            b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site, b->w_tick = L->fence_tick;
         }
     }
     th->ncopies = kept;
