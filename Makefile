@@ -365,6 +365,11 @@ examples-check: $(EXAMPLES)
 gpucheck:
 	BUILD=$(BUILD) sh tests/gpucheck.sh
 
+# compute-sanitizer over the tuned GEMM and attention configs, both paths (tests/gpusanitize.sh).
+.PHONY: gpusanitize
+gpusanitize:
+	BUILD=$(BUILD) sh tests/gpusanitize.sh
+
 check: deps
 	$(MAKE) all
 	$(MAKE) test

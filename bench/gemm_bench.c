@@ -6,7 +6,7 @@
  * grid of blocks and a K shorter than M and N (fewer iterations for each
  * block's pipeline to fill and drain) cost against the cube.
  *
- *   gemm_bench [--tsv PATH] PROGRAM.ph
+ *   gemm_bench [--tsv PATH] [--shape M N K] PROGRAM.ph
  *
  * Each figure is timed as gpubench.h says; TFLOP/s = 2·M·N·K / time. A
  * line per shape with the config the autotuner chose; with --tsv, the
@@ -14,7 +14,9 @@
  * fails is a row "n/a" with the runtime's message, and the exit status
  * is 1. Every shape's result is then checked: C poisoned, one more
  * launch, and 1024 sampled elements against a double-precision dot of the
- * same f16 inputs; a wrong one fails the bench. */
+ * same f16 inputs; a wrong one fails the bench. --shape runs that one
+ * shape instead of the grid (make gpusanitize: small, under
+ * compute-sanitizer, every config launched while the autotuner times it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +26,7 @@
 #include "base/half.h"
 
 typedef struct { int64_t m, n, k; } Shape;
-static const Shape shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};
-enum { MAX_DIM = 8192 };
+static const Shape grid_shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};
 
 typedef struct {
     ph_kernel *gemm;
@@ -49,11 +50,17 @@ static ph_status multiply(void *user)
     return ph_launch(w->gemm, grid_tiles, w, args, 3);
 }
 
-/* A and B as large as the largest shape needs, random and independent; a
- * smaller shape uses their beginning. */
-static ph_status alloc_buffers(Gemm *w)
+/* A, B and C as large as the largest of the shapes needs, A and B random
+ * and independent; a smaller shape uses their beginning. */
+static ph_status alloc_buffers(Gemm *w, const Shape *shapes, size_t nshapes)
 {
-    size_t n = (size_t)MAX_DIM * MAX_DIM;
+    size_t n = 1;
+    for (size_t i = 0; i < nshapes; i++) {
+        size_t mk = (size_t)(shapes[i].m * shapes[i].k), kn = (size_t)(shapes[i].k * shapes[i].n), mn = (size_t)(shapes[i].m * shapes[i].n);
+        if (mk > n) n = mk;
+        if (kn > n) n = kn;
+        if (mn > n) n = mn;
+    }
     ph_status s = ph_malloc(&w->a, n * 2);
     if (!s) s = ph_malloc(&w->b, n * 2);
     if (!s) s = ph_malloc(&w->c, n * 2);
@@ -98,11 +105,25 @@ static int check_product(Gemm *w)
 int main(int argc, char **argv)
 {
     const char *path = NULL, *tsv_path = NULL;
+    const Shape *shapes = grid_shapes;
+    size_t nshapes = sizeof grid_shapes / sizeof *grid_shapes;
+    Shape one = {0, 0, 0};
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
-        else if (argv[i][0] != '-' && !path) path = argv[i];
-        else {
-            fprintf(stderr, "usage: %s [--tsv PATH] PROGRAM.ph\n", argv[0]);
+        if (!strcmp(argv[i], "--tsv") && i + 1 < argc) {
+            tsv_path = argv[++i];
+        } else if (!strcmp(argv[i], "--shape") && i + 3 < argc) {
+            one = (Shape){atoll(argv[i + 1]), atoll(argv[i + 2]), atoll(argv[i + 3])};
+            i += 3;
+            if (one.m < 1 || one.n < 1 || one.k < 1) {
+                fprintf(stderr, "%s: --shape M N K takes three positive sizes\n", argv[0]);
+                return 2;
+            }
+            shapes = &one;
+            nshapes = 1;
+        } else if (argv[i][0] != '-' && !path) {
+            path = argv[i];
+        } else {
+            fprintf(stderr, "usage: %s [--tsv PATH] [--shape M N K] PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }
@@ -122,14 +143,14 @@ int main(int argc, char **argv)
     }
     printf("%s on %s: f16 in, f32 accumulation, f16 out\n", what, ph_device_name());
     int failed = 0;
-    if (alloc_buffers(&w)) {
+    if (alloc_buffers(&w, shapes, nshapes)) {
         fprintf(stderr, "%s: %s\n", what, ph_last_error());
         failed = 1;
     }
     FILE *tsv = NULL;
     if (!failed && tsv_path && !(tsv = gpubench_tsv_open(tsv_path, path, "impl\tM\tN\tK\tms\tconfig"))) failed = 1;
     int broken = failed;   /* after a driver error nothing more is timed */
-    for (size_t i = 0; i < sizeof shapes / sizeof *shapes && !broken; i++) {
+    for (size_t i = 0; i < nshapes && !broken; i++) {
         w.s = shapes[i];
         double ms = -1;
         ph_status st = gpubench_time(b, multiply, &w, GPUBENCH_GEMM_REPS, &ms);

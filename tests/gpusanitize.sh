@@ -1,0 +1,57 @@
+#!/bin/sh
+# gpusanitize.sh: compute-sanitizer's memcheck, racecheck and synccheck over
+# every tuned GEMM and attention config at a small size, on the sm_90a path
+# and on the mma.sync path (PHOBOS_ARCH=sm_90), from a build folder made
+# elsewhere (make gpu-bundle); builds nothing. The GEMM runs once per path
+# and tool at 256 x 256 x 256 with the autotuner on, so every config of
+# bench/gemm_tuned.ph is launched (and checked by the sanitizer) while it is
+# timed; the attention check runs each config index of
+# bench/attention_tuned.ph (PHOBOS_CONFIG_INDEX, as gpucheck.sh does) at
+# Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
+# tool's summary at 0 errors (0 hazards) and the check passing.
+# SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a space-separated list
+# each), for a device session too short for all of them.
+BUILD=${BUILD:-build}
+export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
+SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck}
+ARCHS=${SANITIZE_ARCHS:-sm_90a sm_90}
+[ -x "$SAN" ] || { echo "gpusanitize: no compute-sanitizer ($SAN)"; exit 1; }
+status=0 runs=0
+
+# sanitize LABEL COMMAND...: one run under $tool; its summary line, and the
+# report's first lines when it found anything or the command failed
+sanitize() {
+    label=$1
+    shift
+    out=$("$SAN" --tool "$tool" --error-exitcode 99 "$@" 2>&1)
+    rc=$?
+    runs=$((runs + 1))
+    summary=$(printf '%s\n' "$out" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1 | sed 's/^========= //')
+    echo "  $label: ${summary:-no summary} (exit $rc)"
+    if [ $rc != 0 ]; then
+        status=1
+        printf '%s\n' "$out" | grep -v '^=========     ' | head -30 | sed 's/^/    /'
+    fi
+}
+
+for arch in $ARCHS; do
+    export PHOBOS_ARCH=$arch
+    for tool in $TOOLS; do
+        echo "== $tool, $arch"
+        sanitize "gemm_tuned.ph 256x256x256, every config" "$BUILD/bench/gemm_bench" --shape 256 256 256 bench/gemm_tuned.ph
+        for d in 64 128; do
+            n=$(PHOBOS_CONFIG_INDEX=0 "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d 2>&1 |
+                sed -n 's/^configs that fit: //p' | tr ',' '\n' | awk '$2 > most { most = $2 } END { print most + 0 }')
+            i=0
+            while [ $i -lt "${n:-0}" ]; do
+                PHOBOS_CONFIG_INDEX=$i sanitize "attention D $d, config index $i" \
+                    "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d
+                i=$((i + 1))
+            done
+        done
+    done
+done
+[ $status = 0 ] && echo "gpusanitize: $runs runs, 0 errors" || echo "gpusanitize: FAILED"
+exit $status
