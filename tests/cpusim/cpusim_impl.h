@@ -294,6 +294,8 @@ bool end_epoch(Launch *L);
 void sim_shared_access(uint64_t addr, uint64_t bytes, int32_t kind, int32_t site);
 void sim_async_site(int32_t site);
 bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
+/* Whether bytes bytes at addr lie in one tensor argument, by its dims. */
+bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes);
 void wait_async_copies(Launch *L, int t, uint32_t pending);
 void drop_async_copies(Launch *L);
 

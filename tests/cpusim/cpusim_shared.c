@@ -136,7 +136,7 @@ void sim_async_site(int32_t site)
     L->th[L->cur].async_site = site;
 }
 
-static bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes)
+bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes)
 {
     for (int i = 0; i < L->ntensors; i++) {
         const TensorSpan *ts = &L->tensors[i];

@@ -179,8 +179,10 @@ static const SimTensorMap *map_of(Launch *L, const AsmCall *a, uint64_t p)
 }
 
 /* The box at column x, row y of map's tensor, as shared memory at off
- * will hold it (swizzled), zeros outside the tensor. */
-static unsigned char *read_box(const SimTensorMap *m, int64_t x, int64_t y, size_t off)
+ * will hold it (swizzled), zeros outside the tensor; NULL, the launch
+ * failed, when an element inside the map's dims lies outside every tensor
+ * argument (a map that does not describe its tensor). */
+static unsigned char *read_box(Launch *L, const AsmCall *a, const SimTensorMap *m, int64_t x, int64_t y, size_t off)
 {
     size_t row = (size_t)m->box_cols * 2, bytes = row * (size_t)m->box_rows;
     unsigned char *data = calloc(bytes, 1);
@@ -189,7 +191,15 @@ static unsigned char *read_box(const SimTensorMap *m, int64_t x, int64_t y, size
             int64_t gx = x + c, gy = y + r;
             if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1]) continue;
             size_t at = (size_t)swizzled_offset((int64_t)(off + (size_t)r * row + (size_t)c * 2), m->swizzle) - off;
-            memcpy(data + at, (const void *)(uintptr_t)(m->base + (uint64_t)(gy * m->row_stride + gx * 2)), 2);
+            uint64_t src = m->base + (uint64_t)(gy * m->row_stride + gx * 2);
+            if (!tensor_holds(L, src, 2)) {
+                block_fail(L, "a bulk tensor copy (in %s) through descriptor %d's map reads element (%lld, %lld) at %p, outside "
+                              "every tensor argument",
+                           site_name(L->s, a->site), m->desc, (long long)gy, (long long)gx, (void *)(uintptr_t)src);
+                free(data);
+                return NULL;
+            }
+            memcpy(data + at, (const void *)(uintptr_t)src, 2);
         }
     return data;
 }
@@ -209,13 +219,14 @@ static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
         setcontext(&L->sched);
     }
     if (!check_shared_access(L, t, (uintptr_t)area->addr + off, bytes, ACCESS_BULK, a->site)) setcontext(&L->sched);
+    unsigned char *data = read_box(L, a, m, (int32_t)lo32(in[2]), (int32_t)lo32(in[3]), off);
+    if (!data) setcontext(&L->sched);
     MBarrier *mb = &L->mbar[b];
     if (L->nbulk == L->bulk_cap) {
         L->bulk_cap = L->bulk_cap ? 2 * L->bulk_cap : 16;
         L->bulk = realloc(L->bulk, sizeof *L->bulk * (size_t)L->bulk_cap);
     }
-    L->bulk[L->nbulk++] = (BulkCopy){b, mb->phases, area, off, bytes,
-                                     read_box(m, (int32_t)lo32(in[2]), (int32_t)lo32(in[3]), off)};
+    L->bulk[L->nbulk++] = (BulkCopy){b, mb->phases, area, off, bytes, data};
     for (unsigned j = 0; j < bytes; j++) {
         ByteShadow *s = &area->shadow[off + j];
         s->tma = TMA_IN_FLIGHT, s->tma_bar = (uint8_t)b, s->tma_phase = mb->phases, s->c_site = a->site;
