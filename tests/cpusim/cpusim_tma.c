@@ -17,7 +17,8 @@
  * completes, so the others run, and a wait no thread can satisfy is a
  * deadlock (cpusim.c). Errors: an mbarrier used before its init, a phase
  * whose copies completed more bytes than expect_tx announced (on the GPU
- * the phase completes early, its waiters read stale bytes).
+ * the phase completes early, its waiters read stale bytes), a box starting
+ * inside a 16-byte unit of its row (the H200 faults on it).
  *
  * The bulk copy reads its box at issue (zeros outside the tensor, negative
  * coordinates too) and lays it out as the hardware's swizzle does (the
@@ -218,8 +219,15 @@ static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
                    area ? "not 128-byte aligned" : "outside shared memory");
         setcontext(&L->sched);
     }
+    int32_t x = (int32_t)lo32(in[2]);
+    if (x % 8) {   /* 2-byte elements: 8 a 16-byte unit */
+        block_fail(L, "a bulk tensor copy (in %s) whose box starts at column %d, inside a 16-byte unit of its row (the H200 "
+                      "faults on it: an illegal instruction)",
+                   site_name(L->s, a->site), x);
+        setcontext(&L->sched);
+    }
     if (!check_shared_access(L, t, (uintptr_t)area->addr + off, bytes, ACCESS_BULK, a->site)) setcontext(&L->sched);
-    unsigned char *data = read_box(L, a, m, (int32_t)lo32(in[2]), (int32_t)lo32(in[3]), off);
+    unsigned char *data = read_box(L, a, m, x, (int32_t)lo32(in[3]), off);
     if (!data) setcontext(&L->sched);
     MBarrier *mb = &L->mbar[b];
     if (L->nbulk == L->bulk_cap) {
