@@ -8,7 +8,12 @@
  * changed by hand: each change (the proxy fence taken out, a wait_group
  * that waits for one group too few, the barrier after the wait taken out,
  * the drain at the loop's end taken out, a descriptor's swizzle mode
- * changed) must fail the launch or its results. */
+ * changed) must fail the launch or its results. Then sm_90a's copy engine
+ * (cpusim_tma.c): ring slots go by the bulk tensor copy where the launch
+ * builds the tensor map and the window starts on a 16-byte unit, else by
+ * the threads, as counted by the executor; and its hazards, by changed IR
+ * (a try_wait on the other parity, expect_tx with the wrong byte count,
+ * no mbarrier.init, a descriptor with another swizzle or box). */
 #include "simharness.h"
 #include "codegen/codegen.h"
 #include "driver/targets.h"
@@ -155,6 +160,9 @@ static void every_config_at_shapes(IrModule *m, int min_configs, const Shape *sh
             failed += st != PH_OK || bad;
         }
     cr_expect_eq(failed, 0, "%d of %d runs fail or differ from the interpreter", failed, m->nfuncs * nshapes);
+    unsigned long bulk, async;
+    cpusim_copy_counts(s, &bulk, &async);
+    cr_expect_gt(bulk, 0, "the rings' slots filled by the bulk tensor copy");
     cpusim_free(s);
     ir_module_free(m);
 }
@@ -329,18 +337,31 @@ static void replace_all(char **text, const char *from, const char *to)
     *text = out;
 }
 
-/* Runs m's one config from llvm_ir at M 130, N 200, K 160 (several K
- * tiles, every ring slot refilled). The status, its message in err;
- * *bad: the elements that differ from the interpreter (not logged: the
- * changed IR is expected to give some). */
-static ph_status run_ir(const IrModule *m, const char *llvm_ir, int *bad, char *err, size_t errlen)
+/* Runs m's one config from llvm_ir at shape sh. The status, its message
+ * in err; *bad: the elements that differ from the interpreter (not
+ * logged: the changed IR is expected to give some); copies (may be NULL):
+ * the bulk tensor copies and the cp.asyncs issued. */
+static ph_status run_ir_at(const IrModule *m, const char *llvm_ir, Shape sh, int *bad, unsigned long copies[2], char *err,
+                           size_t errlen)
 {
     cpusim *s = NULL;
     cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
-    ph_status st = run_shape(s, m->funcs[0], (Shape){130, 200, 160}, true, bad, err, errlen);
+    ph_status st = run_shape(s, m->funcs[0], sh, true, bad, err, errlen);
+    if (copies) cpusim_copy_counts(s, &copies[0], &copies[1]);
     cpusim_free(s);
     return st;
 }
+
+/* At M 130, N 200, K 160: several K tiles, every ring slot refilled, rows
+ * of A and B 16-byte aligned (the bulk copy takes every slot). */
+static ph_status run_ir(const IrModule *m, const char *llvm_ir, int *bad, char *err, size_t errlen)
+{
+    return run_ir_at(m, llvm_ir, (Shape){130, 200, 160}, bad, NULL, err, errlen);
+}
+
+/* K 162: A's rows 324 bytes apart, so no tensor map for A (its flag 0):
+ * A's slots go by cp.async, B's by the bulk copy. */
+static const Shape K_UNALIGNED = {130, 200, 162};
 
 #define RING_ONE_WG "@ph.autotune(BM=[64], BN=[128], BK=[32], NT=[128], S=[3])"
 #define RING_TWO_WG "@ph.autotune(BM=[128], BN=[128], BK=[64], NT=[256], S=[3])"
@@ -361,7 +382,9 @@ Test(cpusim_wgmma, the_async_wgmma_loop_as_emitted_runs_right)
 }
 
 /* Without fence.proxy.async, the wgmma (the async proxy) reads bytes the
- * cp.asyncs (the generic proxy) wrote, or the threads stored. */
+ * cp.asyncs (the generic proxy) wrote, or the threads stored (A's slots
+ * by cp.async: K_UNALIGNED; the bulk copy's writes are the async proxy's
+ * own). */
 Test(cpusim_wgmma, a_wgmma_without_a_proxy_fence_is_reported)
 {
     char *diags = NULL, err[1024];
@@ -369,12 +392,12 @@ Test(cpusim_wgmma, a_wgmma_without_a_proxy_fence_is_reported)
     cr_assert_not_null(stored, "%s", diags);
     free(diags);
     IrModule *ms[2] = {ring, stored};
-    const char *writer[2] = {"the cp.async.wait.group completing its cp.async", "gemm__BM_64__BN_64, block %"};
+    const char *writer[2] = {", block %cps", "gemm__BM_64__BN_64, block %"};
     for (int i = 0; i < 2; i++) {
         char *ir = sm90a_ir(ms[i]);
         cr_assert_gt(blank_lines(ir, NULL, "asm sideeffect \"fence.proxy.async.shared::cta;\"", -1), 0);
         int bad;
-        cr_expect_eq(run_ir(ms[i], ir, &bad, err, sizeof err), PH_ERR_INVALID, "no fence, no error");
+        cr_expect_eq(run_ir_at(ms[i], ir, K_UNALIGNED, &bad, NULL, err, sizeof err), PH_ERR_INVALID, "no fence, no error");
         cr_log_info("%s", err);
         cr_expect(strstr(err, "'s wgmma.mma_async (in ") && strstr(err, "with no fence.proxy.async after it"), "%s", err);
         cr_expect(strstr(err, writer[i]) && (i == 0 || !strstr(err, "cp.async")), "%s", err);
@@ -396,7 +419,7 @@ Test(cpusim_wgmma, a_wait_group_that_leaves_the_last_groups_wgmma_in_flight_is_r
         int bad;
         cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "wait_group 2, no error");
         cr_log_info("%s", err);
-        cr_expect(strstr(err, "'s cp.async writes byte ") && strstr(err, "wgmma.mma_async (in ") &&
+        cr_expect(strstr(err, "'s bulk tensor copy writes byte ") && strstr(err, "wgmma.mma_async (in ") &&
                   strstr(err, "may still be reading"), "%s", err);
         free(ir);
         ir_module_free(m);
@@ -417,7 +440,7 @@ Test(cpusim_wgmma, a_slot_refilled_with_no_barrier_after_the_wait_is_reported)
         int bad;
         cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "no barrier, no error");
         cr_log_info("%s", err);
-        cr_expect(strstr(err, "shared-memory race in block ") && strstr(err, "'s cp.async writes byte ") &&
+        cr_expect(strstr(err, "shared-memory race in block ") && strstr(err, "'s bulk tensor copy writes byte ") &&
                   strstr(err, ", wgmma.wait_group) with no barrier between"), "%s", err);
         free(ir);
         ir_module_free(m);
@@ -463,6 +486,210 @@ Test(cpusim_wgmma, a_descriptor_with_another_swizzle_mode_gives_wrong_results)
         free(ir);
         ir_module_free(m);
     }
+}
+
+/* ---- the copy engine: ring slots by the bulk tensor copy, on mbarriers ---- */
+
+/* The slots go by the bulk copy where the launch could build the tensor
+ * maps, by cp.async for A where it could not (K_UNALIGNED), with the
+ * interpreter's results either way. */
+Test(cpusim_wgmma, ring_slots_go_by_the_bulk_copy_where_the_tensor_map_allows)
+{
+    const char *configs[2] = {RING_ONE_WG, RING_TWO_WG};
+    for (int i = 0; i < 2; i++) {
+        IrModule *m = gemm_config(configs[i]);
+        char *ir = sm90a_ir(m), err[1024];
+        int bad;
+        unsigned long aligned[2], unaligned[2];
+        cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
+        cr_expect_eq(bad, 0);
+        cr_expect_eq(run_ir_at(m, ir, (Shape){130, 200, 160}, &bad, aligned, err, sizeof err), PH_OK, "%s", err);
+        cr_expect(aligned[0] > 0 && aligned[1] == 0, "aligned: %lu bulk copies, %lu cp.asyncs", aligned[0], aligned[1]);
+        cr_expect_eq(run_ir_at(m, ir, K_UNALIGNED, &bad, unaligned, err, sizeof err), PH_OK, "%s", err);
+        cr_expect_eq(bad, 0);
+        cr_expect(unaligned[0] > 0 && unaligned[0] < aligned[0], "K 162: %lu bulk copies (B's), at K 160 %lu", unaligned[0],
+                  aligned[0]);
+        free(ir);
+        ir_module_free(m);
+    }
+}
+
+/* ops.ph's ringdot from k1 = 3 (opsharness.h): the first loop's windows
+ * start on 16-byte units (the bulk copy), the second's inside one (copied
+ * by the threads: the GPU faults on such a bulk copy); from k1 = 8 both
+ * loops' go by the bulk copy. */
+Test(cpusim_wgmma, a_window_starting_inside_a_16_byte_unit_goes_by_cp_async, .timeout = 300)
+{
+    IrModule *m = driver_compile_file(OPS, NULL, stderr);
+    cr_assert_not_null(m);
+    int kept = 0, all = m->nfuncs;
+    for (int i = 0; i < all; i++) {   /* ringdot's configs but BK 48 (crashes_sm90a_codegen) first */
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->kernel, "ringdot") || crashes_sm90a_codegen(f)) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    cr_assert_geq(kept, 2);
+    m->nfuncs = kept;
+    cpusim *s = load_arch(m, "sm_90a");
+    for (int i = 0; i < kept; i++) {
+        unsigned long bulk[3], async;
+        const int k1[2] = {3, 8};
+        cpusim_copy_counts(s, &bulk[0], &async);
+        for (int j = 0; j < 2; j++) {
+            cr_expect_eq(run_config_with(s, m->funcs[i], "k1", k1[j]), 0, "%s from k1 = %d differs from the interpreter",
+                         m->funcs[i]->name, k1[j]);
+            cpusim_copy_counts(s, &bulk[j + 1], &async);
+        }
+        unsigned long from3 = bulk[1] - bulk[0], from8 = bulk[2] - bulk[1];
+        cr_expect(from3 > 0 && from8 > from3 * 3 / 2, "%s: %lu bulk copies from k1 = 3, %lu from k1 = 8", m->funcs[i]->name, from3,
+                  from8);
+    }
+    cpusim_free(s);
+    m->nfuncs = all;
+    ir_module_free(m);
+}
+
+/* The last i32 operand of each line of text holding needle: a constant
+ * changed by change(c), or a value XORed with 1 by an instruction put
+ * before the line. How many it changed. */
+static int change_last_operand(char **text, const char *needle, long (*change)(long))
+{
+    size_t cap = strlen(*text) * 2 + 4096;
+    char *out = malloc(cap), *o = out;
+    const char *p = *text;
+    int n = 0;
+    for (const char *k; (k = strstr(p, needle));) {
+        const char *line = k, *eol = strchr(k, '\n');
+        while (line > p && line[-1] != '\n') line--;
+        const char *op = NULL;
+        for (const char *q = line; q < eol; q++)
+            if (!strncmp(q, "i32 ", 4)) op = q + 4;
+        const char *end = op ? strchr(op, ')') : NULL;
+        cr_assert(op && end && end < eol, "no i32 operand: %.*s", (int)(eol - line), line);
+        o += sprintf(o, "%.*s", (int)(line - p), p);
+        if (*op == '%') {
+            o += sprintf(o, "  %%changed%d = xor i32 %.*s, 1\n%.*s%%changed%d", n, (int)(end - op), op, (int)(op - line), line, n);
+        } else {
+            o += sprintf(o, "%.*s%ld", (int)(op - line), line, change(strtol(op, NULL, 10)));
+        }
+        o += sprintf(o, "%.*s", (int)(eol - end), end);
+        p = eol;
+        n++;
+    }
+    strcpy(o, p);
+    free(*text);
+    *text = out;
+    return n;
+}
+
+static long flip(long c) { return c ^ 1; }
+static long twice(long c) { return 2 * c; }
+static long half(long c) { return c / 2; }
+
+/* try_wait.parity on the other parity: the first wait of each mbarrier
+ * passes at once (the phase before the first counts as complete), before
+ * the bulk copy landed. */
+Test(cpusim_wgmma, a_wait_on_the_wrong_mbarrier_phase_is_reported)
+{
+    IrModule *m = gemm_config(RING_ONE_WG);
+    char *ir = sm90a_ir(m), err[1024];
+    cr_assert_gt(change_last_operand(&ir, "mbarrier.try_wait.parity", flip), 0);
+    int bad;
+    cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "the wrong phase, no error");
+    cr_log_info("%s", err);
+    cr_expect(strstr(err, "that a bulk tensor copy (in ") && strstr(err, "mbarrier"), "%s", err);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* expect_tx announcing twice the bytes: the phase never completes, every
+ * thread waits (a deadlock); half of them: the copies complete more bytes
+ * than expected (the GPU would complete the phase early). */
+Test(cpusim_wgmma, expect_tx_with_the_wrong_byte_count_is_reported)
+{
+    long (*changes[2])(long) = {twice, half};
+    for (int i = 0; i < 2; i++) {
+        IrModule *m = gemm_config(RING_ONE_WG);
+        char *ir = sm90a_ir(m), err[1024];
+        cr_assert_gt(change_last_operand(&ir, "mbarrier.expect_tx", changes[i]), 0);
+        int bad;
+        cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "the wrong byte count, no error");
+        cr_log_info("%s", err);
+        if (i == 0)
+            cr_expect(strstr(err, "deadlock in block ") && strstr(err, "128 waiting on mbarriers") &&
+                      strstr(err, "waits for 0 arrivals and 12288 transaction bytes"), "%s", err);
+        else
+            cr_expect(strstr(err, "completes 2048 transaction bytes more than its expect_tx announced"), "%s", err);
+        free(ir);
+        ir_module_free(m);
+    }
+}
+
+/* The mbarriers never initialised: the first expect_tx is reported. */
+Test(cpusim_wgmma, an_mbarrier_never_initialised_is_reported)
+{
+    IrModule *m = gemm_config(RING_ONE_WG);
+    char *ir = sm90a_ir(m), err[1024];
+    cr_assert_eq(blank_lines(ir, NULL, "call void @llvm.nvvm.mbarrier.init.shared(", -1), 8);
+    int bad;
+    cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "no init, no error");
+    cr_log_info("%s", err);
+    cr_expect(strstr(err, "which no mbarrier.init initialised"), "%s", err);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* Field `field` (1: box rows, 3: swizzle) of every descriptor in the
+ * NAME_copy_descriptors lists of text (codegen.h), changed by change;
+ * how many it changed. The executor builds its tensor maps from them as
+ * the runtime does. */
+static int change_descriptors(char **text, int field, long (*change)(long))
+{
+    int n = 0;
+    char *out = malloc(strlen(*text) + 4096), *o = out;
+    const char *p = *text;
+    for (const char *k; (k = strstr(p, "_copy_descriptors = "));) {
+        const char *list = strstr(k, "] ["), *eol = strchr(k, '\n');
+        cr_assert(list && list < eol);
+        o += sprintf(o, "%.*s", (int)(list + 3 - p), p);
+        const char *q = list + 3, *last = q;
+        long count = strtol(q + 4, NULL, 10);
+        for (int i = 0; (q = strstr(q, "i32 ")) && q < eol; i++) {
+            char *end;
+            long v = strtol(q + 4, &end, 10);
+            bool changed = i >= 1 && i <= 4 * count && (i - 1) % 4 == field;
+            o += sprintf(o, "%si32 %ld", i ? ", " : "", changed ? change(v) : v);
+            n += changed;
+            q = last = end;
+        }
+        p = last;
+    }
+    strcpy(o, p);
+    free(*text);
+    *text = out;
+    return n;
+}
+
+static long next_swizzle(long sw) { return sw == 128 ? 64 : sw == 64 ? 32 : 128; }
+
+/* The descriptors' swizzle changed: the bulk copy lays the box out in
+ * another pattern than the wgmma descriptors read, so the results differ;
+ * their rows doubled: each box more bytes than the expect_tx says. */
+Test(cpusim_wgmma, a_tensor_map_with_another_box_or_swizzle_is_reported_or_gives_wrong_results)
+{
+    IrModule *m = gemm_config(RING_ONE_WG);
+    char *ir = sm90a_ir(m), *ir2 = strdup(ir), err[1024];
+    cr_assert_eq(change_descriptors(&ir, 3, next_swizzle), 2);
+    int bad = 0;
+    ph_status st = run_ir(m, ir, &bad, err, sizeof err);
+    cr_expect(st == PH_OK && bad > 1000, "%s: %d elements differ", err, bad);
+    cr_assert_eq(change_descriptors(&ir2, 1, twice), 2);
+    cr_expect_eq(run_ir(m, ir2, &bad, err, sizeof err), PH_ERR_INVALID, "boxes of twice the rows, no error");
+    cr_log_info("%s", err);
+    free(ir);
+    free(ir2);
+    ir_module_free(m);
 }
 
 /* Inline asm the executor does not know fails the load with its text,

@@ -45,7 +45,10 @@
  *
  * sm_90a: wgmma's inline PTX is recognised and lowered by cpusim_asm.c and
  * modelled, a warpgroup collective with its proxy fence and its groups in
- * flight, by cpusim_wgmma.c (which says how). */
+ * flight, by cpusim_wgmma.c (which says how); the mbarriers and the bulk
+ * tensor copy by cpusim_tma.c: a thread whose try_wait fails is parked
+ * until its phase completes, and a block whose threads are all parked or
+ * at barriers that cannot be released is a deadlock. */
 #define _GNU_SOURCE
 #include "cpusim_impl.h"
 
@@ -138,6 +141,7 @@ static void run_block(Launch *L)
     }
     drop_async_copies(L);
     drop_wgmma(L);
+    drop_tma(L);
     next_epoch(L->s);
     L->block_epoch = L->s->epoch;
     L->unwritten.seen = false;
@@ -150,6 +154,7 @@ static void run_block(Launch *L)
                 L->in_thread = false;
             }
         if (L->failed) return;
+        if (wake_mbarrier_waiters(L)) continue;
         if (release_warps(L)) continue;
         if (L->failed) return;
         int live = 0, at_barrier = 0, at_warp = 0;
@@ -159,7 +164,7 @@ static void run_block(Launch *L)
             at_warp += L->th[t].st == TH_WARP;
         }
         if (!live) {
-            end_epoch(L);
+            if (end_epoch(L)) tma_block_end(L);
             return;
         }
         if (at_barrier == live) {
@@ -169,8 +174,14 @@ static void run_block(Launch *L)
             next_epoch(L->s);
             continue;
         }
-        launch_fail(L, "deadlock in block (%u, %u, %u): %d threads at a barrier, %d at warp collectives, %d exited",
-                    L->block[0], L->block[1], L->block[2], at_barrier, at_warp, L->T - live);
+        /* the bulk copies complete as late as they can: a read that does not wait for one sees it in flight */
+        if (land_bulk_copies(L)) continue;
+        if (L->failed) return;
+        char waiting[300];
+        describe_mbarrier_wait(L, waiting, sizeof waiting);
+        launch_fail(L, "deadlock in block (%u, %u, %u): %d threads at a barrier, %d at warp collectives, %d waiting on mbarriers, "
+                    "%d exited%s",
+                    L->block[0], L->block[1], L->block[2], at_barrier, at_warp, live - at_barrier - at_warp, L->T - live, waiting);
         return;
     }
 }
@@ -207,7 +218,8 @@ ph_status status_message(ph_status st, char *err, size_t errlen, const char *fmt
 
 /* Packs the arguments into slots as the kernel's trampoline reads them
  * (codegen.h: a tensor is pointer, dim0, dim1; dim1 1 for rank 1). */
-static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, uint64_t *slots, char *err, size_t errlen)
+static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, uint64_t *slots, int *nslots, char *err,
+                           size_t errlen)
 {
     if (nargs != k->nparams)
         return status_message(PH_ERR_ARGS, err, errlen, "%s takes %d arguments, got %d", k->name, k->nparams, nargs);
@@ -230,6 +242,7 @@ static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, ui
             slots[n++] = f32_slot(args[i].f32);
         }
     }
+    *nslots = n;
     return PH_OK;
 }
 
@@ -262,14 +275,16 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     if (!k) return status_message(PH_ERR_NOT_FOUND, err, errlen, "no entry named %s", kernel ? kernel : "(null)");
     if (!grid || !grid[0] || !grid[1] || !grid[2]) return status_message(PH_ERR_GRID, err, errlen, "%s: a grid of zero blocks", k->name);
     if (nargs < 0 || nargs > 256) return status_message(PH_ERR_ARGS, err, errlen, "%s: %d arguments", k->name, nargs);
-    uint64_t slots[3 * 256 + 1];
-    ph_status st = pack_args(k, args, nargs, slots, err, errlen);
+    uint64_t slots[3 * 256 + 2 * CODEGEN_MAX_COPY_DESCS + 1];
+    int nslots = 0;
+    ph_status st = pack_args(k, args, nargs, slots, &nslots, err, errlen);
     if (st != PH_OK) return st;
     if (current_launch) return status_message(PH_ERR_STATE, err, errlen, "a launch is already running");
     if (ensure_stacks(s, k->threads)) return status_message(PH_ERR_INVALID, err, errlen, "no memory for %d fiber stacks", k->threads);
     Launch L = {.s = s, .k = k, .slots = slots, .grid = {grid[0], grid[1], grid[2]}, .T = k->threads};
     L.th = calloc((size_t)k->threads, sizeof *L.th);
     if (!L.th) return status_message(PH_ERR_INVALID, err, errlen, "out of memory");
+    pack_tensor_maps(&L, args, slots, nslots);
     L.ntensors = tensor_spans(k, slots, L.tensors);
     L.area = k->area >= 0 ? &s->shared[k->area] : NULL;
     static unsigned char altstack[1 << 16];
@@ -287,7 +302,9 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     untrap_faults(&old);
     drop_async_copies(&L);
     drop_wgmma(&L);
+    drop_tma(&L);
     free(L.wgmma);
+    free(L.bulk);
     for (int t = 0; t < L.T; t++) free(L.th[t].copies);
     free(L.th);
     if (L.failed) return status_message(PH_ERR_INVALID, err, errlen, "%s: %s", k->name, L.msg);

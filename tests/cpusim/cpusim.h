@@ -31,7 +31,8 @@ ph_status cpusim_load(const IrModule *m, cpusim **out, char *err, size_t errlen)
 
 /* The same for target arch ("sm_80", "sm_90", "sm_90a"; cpusim_load is
  * sm_90). sm_90a's inline PTX of wgmma and fence.proxy.async is modelled
- * (cpusim_wgmma.c); other inline asm is refused. */
+ * (cpusim_wgmma.c), and the mbarriers and bulk tensor copy (cpusim_tma.c);
+ * other inline asm is refused. */
 ph_status cpusim_load_arch(const IrModule *m, const char *arch, cpusim **out, char *err, size_t errlen);
 
 /* The same from LLVM IR text instead of codegen_emit's: m still names the
@@ -56,12 +57,21 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
  * size, a shared access outside the shared areas, a bad ldmatrix
  * address, a wgmma hazard (cpusim_wgmma.c: a missing proxy fence, a write
  * of bytes a wgmma in flight reads, a thread ending with one in flight),
+ * an mbarrier or bulk tensor copy hazard (cpusim_tma.c: an access of bytes
+ * a bulk copy wrote before a wait on the phase that completes it, an
+ * mbarrier used uninitialised, more transaction bytes than expected, a
+ * copy through a map the launch could not build, a block ending with a
+ * copy in flight; a wait that can never succeed is a deadlock),
  * or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read
  * and written past. */
 ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], const ph_arg *args, int nargs,
                         char *err, size_t errlen);
+
+/* The bulk tensor copies (boxes) and cp.asyncs s issued so far, over all
+ * its launches: which path sm_90a's copies took. */
+void cpusim_copy_counts(const cpusim *s, unsigned long *bulk, unsigned long *async);
 
 void cpusim_free(cpusim *s);
 

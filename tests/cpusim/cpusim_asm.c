@@ -1,5 +1,7 @@
 /* cpusim_asm.c: sm_90a's inline PTX (compiler/nvidia/ptx_asm.c: wgmma's
- * fence, mma_async, commit_group and wait_group, fence.proxy.async) made
+ * fence, mma_async, commit_group and wait_group, fence.proxy.async; the
+ * mbarrier init fence, expect_tx and try_wait.parity, the bulk tensor
+ * copy) made
  * calls into the executor. Each asm call is recognised by its text and
  * constraints, and its callee replaced by a wrapper of the same type that
  * stores its arguments to a slot array and calls sim_asm with the call's
@@ -14,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The constraint string's outputs ("=f"), and for each input the output
- * it is tied to ("0", "1"...) or -1; false when it has another form. */
+/* The constraint string's outputs ("=f", or "=r": try_wait's), and for
+ * each input the output it is tied to ("0", "1"...) or -1; false when it
+ * has another form. */
 static bool read_constraints(const char *cons, size_t len, int *nout, int *tied, int nin)
 {
     char *text = strndup(cons, len), *save = NULL;
@@ -24,7 +27,7 @@ static bool read_constraints(const char *cons, size_t len, int *nout, int *tied,
     *nout = 0;
     for (char *c = strtok_r(text, ",", &save); c && ok; c = strtok_r(NULL, ",", &save)) {
         if (!strncmp(c, "~{", 2)) continue;   /* clobbers */
-        if (!strcmp(c, "=f")) {
+        if (!strcmp(c, "=f") || !strcmp(c, "=r")) {
             ok = in == 0;
             ++*nout;
         } else if (in >= nin) {
@@ -89,6 +92,27 @@ static bool read_mma(const char *text, AsmCall *a, int nin, int nout)
     return a->desc_a >= 0 && a->desc_a < nin && a->desc_b >= 0 && a->desc_b < nin && a->scale_d >= 0 && a->scale_d < nin;
 }
 
+/* The copy engine's asm texts (ptx_asm.c), each with its operands in a
+ * fixed order: the mbarrier's shared address first (try_wait: after its
+ * result), the bulk copy's destination, map, x, y and mbarrier. */
+static const char *const tma_texts[] = {
+    "fence.mbarrier_init.release.cluster;",
+    "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;",
+    "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.b32 $0, 1, 0, p;\n}",
+    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+};
+static const int tma_inputs[] = {0, 2, 2, 5}, tma_outputs[] = {0, 0, 1, 0};
+
+static bool read_tma(const char *text, AsmCall *a)
+{
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(text, tma_texts[i])) {
+            a->op = IN_FENCE_MBAR_INIT + i;
+            return true;
+        }
+    return false;
+}
+
 /* What the asm text of call says, into a; false if the executor does not
  * know it. */
 static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
@@ -114,10 +138,16 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
     } else if (strstr(text, "wgmma.mma_async")) {
         ok = read_mma(text, a, nin, nout);
     } else {
-        ok = false;
+        ok = read_tma(text, a);
     }
-    /* mma's other inputs are the descriptors and scale-d, wait_group's none */
-    ok = ok && a->op && tie_accumulators(a, tied, nin, nout) && nin == nout + (a->op == IN_WGMMA ? 3 : 0);
+    if (a->op >= IN_FENCE_MBAR_INIT) {   /* no accumulators: an i32 result at most, untied */
+        for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
+        ok = ok && nout == tma_outputs[a->op - IN_FENCE_MBAR_INIT] && nin == tma_inputs[a->op - IN_FENCE_MBAR_INIT];
+        a->acc = xmalloc(sizeof *a->acc);
+    } else {
+        /* mma's other inputs are the descriptors and scale-d, wait_group's none */
+        ok = ok && a->op && tie_accumulators(a, tied, nin, nout) && nin == nout + (a->op == IN_WGMMA ? 3 : 0);
+    }
     free(tied);
     free(text);
     return ok;
@@ -187,6 +217,10 @@ static const char *asm_what(int op)
     case IN_WGMMA: return ", wgmma.mma_async";
     case IN_WGMMA_WAIT: return ", wgmma.wait_group";
     case IN_FENCE_PROXY_ASYNC: return ", fence.proxy.async";
+    case IN_MBAR_EXPECT_TX: return ", mbarrier.expect_tx";
+    case IN_MBAR_TRY_WAIT: return ", mbarrier.try_wait";
+    case IN_BULK_TENSOR: return ", the bulk tensor copy";
+    case IN_FENCE_MBAR_INIT: return ", fence.mbarrier_init";
     default: return ", wgmma";
     }
 }

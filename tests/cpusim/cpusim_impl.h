@@ -4,12 +4,14 @@
  * cp.async; cpusim_module.c: loading and JIT compilation;
  * cpusim_rewrite.c: the module's rewrites for the host; cpusim_asm.c:
  * sm_90a's inline PTX recognised and made calls; cpusim_wgmma.c: Hopper's
- * wgmma and its proxy fence): the intrinsics' ids, the loaded module, a
- * launch in progress. */
+ * wgmma and its proxy fence; cpusim_tma.c: mbarriers, the bulk tensor copy
+ * and the tensor maps the launch passes it): the intrinsics' ids, the
+ * loaded module, a launch in progress. */
 #ifndef PHC_CPUSIM_IMPL_H
 #define PHC_CPUSIM_IMPL_H
 
 #include "cpusim.h"
+#include "codegen/codegen.h"
 #include "base/half.h"
 
 #include <llvm-c/Core.h>
@@ -27,8 +29,10 @@ enum {
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
+    IN_MBAR_INIT, IN_MBAR_ARRIVE,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
-    IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_COUNT
+    IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC,
+    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -50,12 +54,14 @@ typedef struct {
     IrParam *params;                       /* kinds and ranks only (names not kept) */
     void (*entry)(const uint64_t *slots);
     int area;                              /* its shared area (an index into cpusim.shared), -1 if none */
+    int ndescs;                            /* its bulk copy descriptors (NAME_copy_descriptors, codegen.h) */
+    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
 } SimKernel;
 
 /* One inline asm call of the module, as cpusim_asm.c read its text: which
  * instruction, its immediates, and which argument (slot) is which operand. */
 typedef struct {
-    int op;                 /* IN_WGMMA ... IN_FENCE_PROXY_ASYNC */
+    int op;                 /* IN_WGMMA ... IN_BULK_TENSOR */
     int32_t site;           /* where it is (cpusim.sites) */
     int pending;            /* wait_group's N */
     int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2 */
@@ -85,7 +91,14 @@ typedef struct {
     uint32_t w_tick;
     uint16_t wg_reads, wg_group;
     int32_t wg_site;
+    /* the bulk tensor copy (cpusim_tma.c): TMA_IN_FLIGHT from its issue
+     * until its mbarrier's phase tma_phase completes, then TMA_LANDED
+     * (written by the async proxy) until a thread writes the byte; the
+     * copy's site is c_site */
+    uint8_t tma, tma_bar;
+    uint32_t tma_phase;
 } ByteShadow;
+enum { TMA_NONE, TMA_IN_FLIGHT, TMA_LANDED };
 
 typedef struct { char *name; unsigned char *addr; size_t bytes; ByteShadow *shadow; } SharedArea;
 
@@ -108,11 +121,15 @@ struct cpusim {
     AsmCall *asm_calls;                    /* the inline asm calls, by the index their wrappers pass */
     int nasm_calls;
     uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
+    unsigned long bulk_copies, async_copies;   /* issued so far, over every launch (cpusim_copy_counts) */
 };
 
 /* ---- a launch in progress ---- */
 
-typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_EXITED } ThreadState;
+typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_MBARRIER, TH_EXITED } ThreadState;
+
+/* mbarriers a block may use at once (the code generator's take 8) */
+#define MAX_MBARRIERS 16
 
 /* A cp.async in flight: its source was read at issue (the GPU reads it
  * some time before the wait; another thread's store to it meanwhile would
@@ -140,7 +157,44 @@ typedef struct {
     int32_t asm_call;       /* the inline asm call it is at (cpusim.asm_calls) */
     uint32_t wg_groups;     /* wgmma groups committed; the open one's number */
     uint32_t fenced_at;     /* the fence count after its last fence.proxy.async; 0 none */
+    uint32_t mb_seen[MAX_MBARRIERS];   /* per mbarrier: the phases its try_waits saw complete */
+    int mb_wait;            /* TH_MBARRIER: the mbarrier (Launch.mbar) it waits on, for parity mb_parity */
+    uint32_t mb_parity;
 } Thread;
+
+/* An mbarrier of the block (cpusim_tma.c): its place, init count,
+ * arrivals still pending in the current phase, transaction bytes still
+ * expected (negative: more completed than expected), phases completed. */
+typedef struct {
+    SharedArea *area;
+    size_t off;
+    uint32_t count, pending, phases;
+    int64_t tx;
+} MBarrier;
+
+/* A bulk tensor copy in flight: its box, read at issue and laid out as
+ * shared memory will hold it, to land, completing its bytes on mbarrier
+ * bar (issued in its phase `phase`). */
+typedef struct {
+    int bar;
+    uint32_t phase;
+    SharedArea *area;
+    size_t off;
+    unsigned bytes;
+    unsigned char *data;
+} BulkCopy;
+
+/* What the executor puts in a descriptor's 128-byte kernel parameter
+ * instead of the driver's opaque tensor map: what the runtime's
+ * cuTensorMapEncodeTiled call says (runtime/exec_gpu.c build_map). */
+typedef struct {
+    uint64_t magic;         /* SIM_MAP_MAGIC */
+    uint64_t base;
+    int64_t dims[2];        /* elements: the row's (dim 1 of the tensor), then the rows */
+    int64_t row_stride;     /* bytes */
+    int32_t box_rows, box_cols, swizzle, desc;
+} SimTensorMap;
+#define SIM_MAP_MAGIC 0x70686f626f73746dull
 
 /* A wgmma.mma_async in flight: issued by warpgroup wg into its group
  * number group, until a wait_group of each of its four warps covers it.
@@ -181,14 +235,20 @@ typedef struct {
     uint32_t fence_tick;    /* fence.proxy.async executed so far in the launch */
     WgmmaInFlight *wgmma;   /* the block's wgmmas in flight */
     int nwgmma, wgmma_cap;
+    MBarrier mbar[MAX_MBARRIERS];   /* the block's mbarriers, in order of first init */
+    int nmbar;
+    BulkCopy *bulk;         /* the block's bulk tensor copies in flight */
+    int nbulk, bulk_cap;
+    _Alignas(64) unsigned char maps[CODEGEN_MAX_COPY_DESCS][128];   /* the descriptors' parameters */
+    uint32_t map_ok[CODEGEN_MAX_COPY_DESCS];
     bool failed;
     char msg[640];
 } Launch;
 
 /* A shared access as the instrumented code reports it. ACCESS_COPY is a
- * cp.async's issue: checked as a write, but what it leaves is the copy in
- * flight, the write coming at its wait. */
-enum { ACCESS_READ, ACCESS_WRITE, ACCESS_COPY };
+ * cp.async's issue, ACCESS_BULK a bulk tensor copy's: checked as a write,
+ * but what it leaves is the copy in flight, the write coming later. */
+enum { ACCESS_READ, ACCESS_WRITE, ACCESS_COPY, ACCESS_BULK };
 
 /* An intrinsic's argument or result slot as a 32-bit word or an f32. */
 static inline uint32_t lo32(uint64_t v) { return (uint32_t)v; }
@@ -222,6 +282,8 @@ void add_libcalls(void);
 
 /* ---- cpusim_shared.c: shared-memory races and cp.async ---- */
 const char *site_name(const cpusim *s, int32_t site);
+/* " reads", " writes", "'s cp.async writes"...: kind's verb after a thread's number. */
+const char *access_verb(int kind);
 /* Records thread t's access; false, the launch failed, on a race or an
  * access outside shared memory. */
 bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int kind, int32_t site);
@@ -232,6 +294,8 @@ bool end_epoch(Launch *L);
 void sim_shared_access(uint64_t addr, uint64_t bytes, int32_t kind, int32_t site);
 void sim_async_site(int32_t site);
 bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in);
+/* Whether bytes bytes at addr lie in one tensor argument, by its dims. */
+bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes);
 void wait_async_copies(Launch *L, int t, uint32_t pending);
 void drop_async_copies(Launch *L);
 
@@ -274,5 +338,28 @@ bool wgmma_thread_end(Launch *L, int t);
 void drop_wgmma(Launch *L);
 /* A write of a byte a wgmma in flight reads: fails the launch. */
 void wgmma_overwrite_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off);
+
+/* ---- cpusim_tma.c: mbarriers and the bulk tensor copy ---- */
+/* The descriptors' parameters after the ABI's slots (from slot n): the
+ * maps, then their flags; the tensor arguments are args. */
+void pack_tensor_maps(Launch *L, const ph_arg *args, uint64_t *slots, int n);
+/* mbarrier.init and arrive (intrinsics), expect_tx, try_wait and the bulk
+ * copy (inline asm, call a). */
+void sim_mbarrier_intrinsic(Launch *L, int id, const uint64_t *in, uint64_t *out);
+void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out);
+/* Lands every bulk copy in flight, its complete_tx counted; false when
+ * none was in flight, or the launch failed. */
+bool land_bulk_copies(Launch *L);
+/* Resumes the threads whose mbarrier phase completed; true when any did. */
+bool wake_mbarrier_waiters(Launch *L);
+/* Thread t's access of byte b (at off of a), which a bulk copy wrote or
+ * is writing: false, the launch failed, when t may not touch it yet. */
+bool tma_access_ok(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, ByteShadow *b);
+/* Before a block: no mbarrier, no copy in flight, no byte a copy wrote. */
+void drop_tma(Launch *L);
+/* At the block's end: false, the launch failed, with a copy still in flight. */
+bool tma_block_end(Launch *L);
+/* The deadlock's detail for a thread waiting on an mbarrier, into buf. */
+void describe_mbarrier_wait(const Launch *L, char *buf, size_t len);
 
 #endif

@@ -25,8 +25,10 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
+    "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared",
     /* inline PTX (cpusim_asm.c), named for messages */
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async",
+    "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
 };
 
 /* llvm.maxnum / minnum.f32 as NVPTX lowers them, PTX max.f32 / min.f32 as
@@ -63,6 +65,7 @@ void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
         me->st = TH_BARRIER;
         yield_to_scheduler(L, me);
         return;
+    case IN_MBAR_INIT: case IN_MBAR_ARRIVE: sim_mbarrier_intrinsic(L, id, in, out); return;
     case IN_CP_COMMIT: me->groups++; return;
     case IN_CP_WAIT_GROUP: wait_async_copies(L, L->cur, lo32(in[0])); return;
     case IN_CP_WAIT_ALL:   /* commit_group, then wait_group 0 */

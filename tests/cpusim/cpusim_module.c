@@ -127,11 +127,15 @@ static int lower_intrinsic(LLVMModuleRef mod, LLVMValueRef decl, int id, char *e
 }
 
 /* Gives kernel fn the C convention and a trampoline NAME.simentry(ptr
- * slots) that loads each parameter from its slot and calls it. */
+ * slots) that loads each parameter from its slot and calls it. A tensor
+ * map's byval parameter becomes a plain pointer: the slot points at the
+ * map the launch built (cpusim_tma.c), which the kernel only passes on. */
 static void add_trampoline(LLVMModuleRef mod, LLVMValueRef fn)
 {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMSetFunctionCallConv(fn, LLVMCCallConv);
+    unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5);
+    for (unsigned i = 0; i < LLVMCountParams(fn); i++) LLVMRemoveEnumAttributeAtIndex(fn, i + 1, byval);
     LLVMTypeRef fty = LLVMGlobalGetValueType(fn), ptr = LLVMPointerTypeInContext(ctx, 0);
     unsigned n = LLVMCountParamTypes(fty);
     LLVMTypeRef *pts = calloc(n ? n : 1, sizeof *pts);
@@ -237,6 +241,27 @@ static int kernel_area(const cpusim *s, const char *name)
     return -1;
 }
 
+/* Kernel name's bulk copy descriptors, from the global
+ * NAME_copy_descriptors (codegen.h) if it has one; false when it is
+ * malformed. */
+static bool read_copy_descriptors(LLVMModuleRef mod, const char *name, SimKernel *k)
+{
+    char gname[600];
+    snprintf(gname, sizeof gname, "%s%s", name, CODEGEN_COPY_DESCS_SUFFIX);
+    LLVMValueRef g = LLVMGetNamedGlobal(mod, gname), init = g ? LLVMGetInitializer(g) : NULL;
+    k->ndescs = 0;
+    if (!g) return true;
+    if (!init || LLVMGetTypeKind(LLVMTypeOf(init)) != LLVMArrayTypeKind) return false;
+    unsigned n = LLVMGetArrayLength2(LLVMTypeOf(init));
+    int v[1 + 4 * CODEGEN_MAX_COPY_DESCS];
+    for (unsigned i = 0; i < n && i < 1 + 4 * CODEGEN_MAX_COPY_DESCS; i++)
+        v[i] = (int)LLVMConstIntGetSExtValue(LLVMGetAggregateElement(init, i));
+    if (n < 1 || v[0] < 0 || v[0] > CODEGEN_MAX_COPY_DESCS || n != 1 + 4 * (unsigned)v[0]) return false;
+    k->ndescs = v[0];
+    for (int j = 0; j < k->ndescs; j++) k->descs[j] = (CodegenCopyDesc){v[1 + 4 * j], v[2 + 4 * j], v[3 + 4 * j], v[4 + 4 * j]};
+    return true;
+}
+
 /* Finds each kernel's trampoline and each shared global once compiled. */
 static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, size_t errlen)
 {
@@ -260,6 +285,7 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         if (!addr || k->threads < 1 || k->threads > 1024)
             return snprintf(err, errlen, "%s: no compiled entry, or %d threads", f->name, k->threads), 1;
         k->entry = (void (*)(const uint64_t *))(uintptr_t)addr;
+        if (!read_copy_descriptors(mod, f->name, k)) return snprintf(err, errlen, "%s: a malformed copy descriptor list", f->name), 1;
     }
     for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
         if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3) continue;

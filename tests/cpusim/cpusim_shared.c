@@ -11,7 +11,10 @@
 
 /* ---- shared-memory races ---- */
 
-static const char *access_verb(int kind) { return kind == ACCESS_READ ? " reads" : kind == ACCESS_WRITE ? " writes" : "'s cp.async writes"; }
+const char *access_verb(int kind)
+{
+    return kind == ACCESS_READ ? " reads" : kind == ACCESS_WRITE ? " writes" : kind == ACCESS_COPY ? "'s cp.async writes" : "'s bulk tensor copy writes";
+}
 
 const char *site_name(const cpusim *s, int32_t site)
 {
@@ -69,6 +72,7 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
             in_flight_fail(L, t, kind, site, a, i, b);
             return false;
         }
+        if (b->tma && !tma_access_ok(L, t, kind, site, a, i, b)) return false;
         if (kind != ACCESS_READ && b->wg_reads) {
             wgmma_overwrite_fail(L, t, kind, site, a, i);
             return false;
@@ -76,7 +80,7 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
         if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
             L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
             L->unwritten.site = site;
-        if (b->w_epoch == e && b->writer != t) {
+        if (b->w_epoch == e && b->writer != t && b->tma != TMA_LANDED) {
             race_fail(L, t, kind, site, a, i, b->writer, true, b->w_site);
             return false;
         }
@@ -87,10 +91,10 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
                 return false;
             }
         }
-        if (kind == ACCESS_COPY) {
+        if (kind == ACCESS_COPY || kind == ACCESS_BULK) {
             continue;   /* marked in flight by the caller, once every byte passed */
         } else if (kind == ACCESS_WRITE) {
-            b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site, b->w_tick = L->fence_tick;
+            b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site, b->w_tick = L->fence_tick, b->tma = TMA_NONE;
         } else if (b->r_epoch != e) {
             b->r_epoch = e, b->reader[0] = (uint16_t)t, b->r_site[0] = site, b->reader[1] = NO_THREAD;
         } else if (b->reader[0] != t && b->reader[1] == NO_THREAD) {
@@ -132,7 +136,7 @@ void sim_async_site(int32_t site)
     L->th[L->cur].async_site = site;
 }
 
-static bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes)
+bool tensor_holds(const Launch *L, uint64_t addr, uint64_t bytes)
 {
     for (int i = 0; i < L->ntensors; i++) {
         const TensorSpan *ts = &L->tensors[i];
@@ -176,6 +180,7 @@ bool issue_async_copy(Launch *L, int t, int id, const uint64_t *in)
         th->copies = realloc(th->copies, sizeof *th->copies * (size_t)th->copies_cap);
     }
     AsyncCopy *c = &th->copies[th->ncopies++];
+    L->s->async_copies++;
     c->area = shared_area_of(L->s, dst, bytes);
     c->off = dst - (uintptr_t)c->area->addr;
     c->bytes = bytes;
@@ -208,7 +213,7 @@ void wait_async_copies(Launch *L, int t, uint32_t pending)
         memcpy(c->area->addr + c->off, c->data, c->bytes);
         for (unsigned j = 0; j < c->bytes; j++) {
             ByteShadow *b = &c->area->shadow[c->off + j];
-            b->copier = NO_THREAD;
+            b->copier = NO_THREAD, b->tma = TMA_NONE;
             b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site, b->w_tick = L->fence_tick;
         }
     }

@@ -45,6 +45,7 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
     case IN_FENCE_PROXY_ASYNC: me->fenced_at = ++L->fence_tick; return;
     case IN_WGMMA_FENCE: return;
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
+    case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: sim_tma_asm(L, a, in, out); return;
     default:   /* the collectives: mma_async and wait_group */
         me->asm_call = call;
         me->st = TH_WARP;
@@ -165,6 +166,7 @@ static bool read_operands(Launch *L, int g, const AsmCall *a, uint64_t da, uint6
 static bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced)
 {
     if (b->w_epoch < L->block_epoch) return true;   /* not this block's: end_epoch's unwritten read */
+    if (b->tma == TMA_LANDED) return true;          /* a bulk copy's: the async proxy's own write */
     return L->th[b->writer].fenced_at > b->w_tick || min_fenced > b->w_tick;
 }
 
@@ -344,6 +346,6 @@ void wgmma_overwrite_fail(Launch *L, int t, int kind, int32_t site, const Shared
     const ByteShadow *b = &a->shadow[off];
     launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d%s byte %zu of %s (in %s) that warpgroup %d's "
                 "wgmma.mma_async (in %s) may still be reading: a wgmma.wait_group of each of its warps has not covered it yet",
-                L->block[0], L->block[1], L->block[2], t, kind == ACCESS_WRITE ? " writes" : "'s cp.async writes", off, a->name,
+                L->block[0], L->block[1], L->block[2], t, access_verb(kind), off, a->name,
                 site_name(L->s, site), b->wg_group, site_name(L->s, b->wg_site));
 }

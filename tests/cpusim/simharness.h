@@ -66,9 +66,10 @@ static inline long zone_damage(const Zone *z)
 
 static inline void zone_free(Zone *z) { munmap(z->map, z->span + 2 * PAGE); }
 
-/* Runs config f on the executor and in the interpreter over a 4 x 3 grid;
- * returns the elements that differ plus the tensors whose guards changed. */
-static inline int run_config(cpusim *s, const IrFunc *f)
+/* Runs config f on the executor and in the interpreter over a 4 x 3 grid,
+ * the i32 parameter named scalar (if not NULL) given value; returns the
+ * elements that differ plus the tensors whose guards changed. */
+static inline int run_config_with(cpusim *s, const IrFunc *f, const char *scalar, int32_t value)
 {
     int n = f->nparams, bad = 0;
     IrArg iargs[16];
@@ -78,6 +79,8 @@ static inline int run_config(cpusim *s, const IrFunc *f)
     size_t count[16] = {0};
     cr_assert_leq(n, 16);
     host_args(f, iargs, host, count);
+    for (int i = 0; i < n && scalar; i++)
+        if (!f->params[i].is_tensor && !strcmp(f->params[i].name, scalar)) iargs[i].i = value;
     for (int i = 0; i < n; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
@@ -113,6 +116,8 @@ static inline int run_config(cpusim *s, const IrFunc *f)
     }
     return bad;
 }
+
+static inline int run_config(cpusim *s, const IrFunc *f) { return run_config_with(s, f, NULL, 0); }
 
 /* Every config of module m on the executor (arch's code) and in the
  * interpreter; the configs that differ. */
