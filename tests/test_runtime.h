@@ -154,6 +154,13 @@ static struct {
     int nrecords;
     bool slow_launches;     /* each launch takes a while before it reads its parameters */
     int inconsistent;       /* launches whose parameters were not one launch's */
+    struct {                     /* each cuTensorMapEncodeTiled call */
+        int dtype, swizzle, l2, oob;
+        unsigned rank, box[2], elem[2];
+        uint64_t addr, dims[2], strides[1];
+    } maps[16];
+    int nmaps;
+    void *launch_params[32];     /* the last launch's parameters (pointers to them), the first 32 */
     CUdeviceptr allocated[256];  /* each allocation, */
     int alloc_device[256];       /* and the device whose context was current then */
     int nallocs;
@@ -345,10 +352,31 @@ static CUresult fake_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
         int64_t n = *(int64_t *)params[1] * *(int64_t *)params[2];
         for (int64_t i = 0; i < n; i++) x[i] += 1.0f;
     }
+    /* the array ends with a NULL (the runtime sizes it with room to spare) */
+    for (int i = 0; i < 32; i++) fake.launch_params[i] = i && !fake.launch_params[i - 1] ? NULL : params[i];
     fake.launched_shared[fake.nlaunches % 256] = smem;
     fake.launched_on[fake.nlaunches % 256] = st;
     fake.launched_device[fake.nlaunches % 256] = current_device();
     snprintf(fake.launched[fake.nlaunches++ % 256], sizeof fake.launched[0], "%s", (const char *)f);
+    return 0;
+}
+/* Records the call; the map's first 8 bytes hold the address, as a mark. */
+static CUresult fake_tensor_map(void *map, int dtype, unsigned rank, void *addr, const unsigned long long *dims,
+                                const unsigned long long *strides, const unsigned *box, const unsigned *elem, int interleave,
+                                int swizzle, int l2, int oob)
+{
+    (void)interleave;
+    if (rank != 2 || fake.nmaps == 16) return 1;
+    fake.maps[fake.nmaps].dtype = dtype, fake.maps[fake.nmaps].swizzle = swizzle;
+    fake.maps[fake.nmaps].l2 = l2, fake.maps[fake.nmaps].oob = oob, fake.maps[fake.nmaps].rank = rank;
+    fake.maps[fake.nmaps].addr = (uint64_t)(uintptr_t)addr;
+    for (int i = 0; i < 2; i++) {
+        fake.maps[fake.nmaps].dims[i] = dims[i];
+        fake.maps[fake.nmaps].box[i] = box[i];
+        fake.maps[fake.nmaps].elem[i] = elem[i];
+    }
+    fake.maps[fake.nmaps++].strides[0] = strides[0];
+    memcpy(map, &addr, sizeof addr);
     return 0;
 }
 static CUresult fake_event(CUevent *e, unsigned f) { (void)f; *e = (CUevent)&fake; return 0; }
@@ -390,7 +418,7 @@ static void use_fake_driver(void)
         .EventRecord = fake_record, .EventSynchronize = fake_sync, .EventElapsedTime = fake_elapsed,
         .EventDestroy = fake_destroy, .GetErrorString = fake_error,
         .MemAlloc = fake_alloc, .MemFree = fake_free, .MemcpyDtoD = fake_dtod, .MemsetD8 = fake_memset,
-        .MemcpyDtoDAsync = fake_dtod_async, .MemsetD8Async = fake_memset_async,
+        .MemcpyDtoDAsync = fake_dtod_async, .MemsetD8Async = fake_memset_async, .TensorMapEncodeTiled = fake_tensor_map,
     };
     ph_internal_use_driver(&d);
     setenv("PHOBOS_CACHE_DIR", "off", 1);

@@ -408,3 +408,66 @@ Test(runtime, kernel_params_describe_the_signature)
     cr_assert_eq(p.rank, 1);
     ph_module_free(m);
 }
+
+/* On a 9.0 device (sm_90a) an entry that copies by TMA takes a tensor map
+ * per (tensor, box) and a flag each after the ABI's parameters: the maps
+ * built from the launch's tensors (dims innermost first, the row stride in
+ * bytes, the box the entry copies, the 128-byte swizzle, zeros outside),
+ * the flag 1; a tensor whose rows are no multiple of 16 bytes gets no map
+ * and the flag 0, and its map's bytes are zeros. */
+static const char *tma_gemm_src =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(128)\n"
+    "@ph.stages(2)\n"
+    "def g(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f16][M, N]):\n"
+    "    m0: ph.let = ph.ctx.block.x * 64\n"
+    "    acc: ph.var[ph.tile[ph.f32][64, 128]] = 0.0\n"
+    "    for k0 in range(0, K, 64):\n"
+    "        acc += ph.dot(A[m0:+64, k0:+64], B[k0:+64, 0:+128])\n"
+    "    C[m0:+64, 0:+128] = ph.f16(acc)\n";
+
+Test(runtime, tensor_maps_are_built_from_the_launchs_tensors)
+{
+    use_fake_driver();
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("g.ph", tma_gemm_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "g", &k), PH_OK);
+    ph_arg args[3] = {ph_tensor2_t(0x10000, PH_F16, 256, 192), ph_tensor2_t(0x40000, PH_F16, 192, 128),
+                      ph_tensor2_t(0x80000, PH_F16, 256, 128)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 3), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nmaps, 2, "a map for A's ring and one for B's");
+    const uint64_t want_addr[2] = {0x10000, 0x40000}, want_dims[2][2] = {{192, 256}, {128, 192}}, want_stride[2] = {384, 256};
+    for (int j = 0; j < 2; j++) {
+        cr_expect_eq(fake.maps[j].addr, want_addr[j]);
+        cr_expect_eq(fake.maps[j].dims[0], want_dims[j][0], "map %d: dim 0 (columns) %llu", j, (unsigned long long)fake.maps[j].dims[0]);
+        cr_expect_eq(fake.maps[j].dims[1], want_dims[j][1], "map %d: dim 1 (rows) %llu", j, (unsigned long long)fake.maps[j].dims[1]);
+        cr_expect_eq(fake.maps[j].strides[0], want_stride[j], "map %d: row stride %llu bytes", j, (unsigned long long)fake.maps[j].strides[0]);
+        cr_expect(fake.maps[j].box[0] == 64 && fake.maps[j].box[1] == 64, "map %d: box %u x %u", j, fake.maps[j].box[0], fake.maps[j].box[1]);
+        cr_expect(fake.maps[j].swizzle == 3 && fake.maps[j].dtype == 1 && fake.maps[j].oob == 0 && fake.maps[j].elem[0] == 1,
+                  "map %d: 128-byte swizzle, 2-byte elements, zeros outside", j);
+    }
+    /* the launch's parameters: A, B, C (3 each), the two maps, their flags */
+    for (int j = 0; j < 2; j++) {
+        uint64_t mark;
+        memcpy(&mark, fake.launch_params[9 + j], 8);
+        cr_expect_eq(mark, want_addr[j], "parameter %d is map %d", 9 + j, j);
+        cr_expect_eq(*(int32_t *)fake.launch_params[11 + j], 1, "map %d's flag", j);
+    }
+    cr_expect_null(fake.launch_params[13]);
+
+    args[0] = ph_tensor2_t(0x10000, PH_F16, 256, 100);   /* rows of 200 bytes: no map for A */
+    args[1] = ph_tensor2_t(0x40000, PH_F16, 100, 128);
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 3), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(fake.nmaps, 3, "B's map alone");
+    cr_expect_eq(fake.maps[2].addr, 0x40000);
+    cr_expect_eq(fake.maps[2].dims[1], 100);
+    cr_expect_eq(*(int32_t *)fake.launch_params[11], 0, "A's flag");
+    cr_expect_eq(*(int32_t *)fake.launch_params[12], 1, "B's flag");
+    static const unsigned char zeros[128];
+    cr_expect_eq(memcmp(fake.launch_params[9], zeros, 128), 0, "A's map is zeros");
+    ph_module_free(m);
+    ph_shutdown();
+}
