@@ -269,15 +269,18 @@ gpufuzz:
 	LD_LIBRARY_PATH="$(BUILD)/gpulibs$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH}" $(BUILD)/tests/gpufuzz --backend gpu \
 	    --seed $(GPUFUZZ_SEED) $(if $(GPUFUZZ_COUNT),--count $(GPUFUZZ_COUNT),--seconds $(GPUFUZZ_SECONDS)) --out $(BUILD)/gpufuzz
 
-# The regressions and a fixed batch of 200 programs (about a minute) on the CPU
-# executor of generated code, against the interpreter; both run, and either
-# failing fails the target. Plain build only: the executor runs JIT-compiled
+# The regressions and a fixed batch of 200 programs (about a minute each) on the
+# CPU executor of generated code, against the interpreter, for sm_90 (Ampere's
+# instructions) and sm_90a (wgmma, TMA); all run, and any failing fails the target. Plain build only: the executor runs JIT-compiled
 # code, which the sanitizers do not follow.
 .PHONY: cpufuzz-check cpufuzz
 cpufuzz-check: $(BUILD)/tests/cpufuzz
 	@status=0; \
-	$(BUILD)/tests/cpufuzz --out $(BUILD)/cpufuzz --regress tests/difftest/regressions/*.ph || status=1; \
-	$(BUILD)/tests/cpufuzz --seed 1 --count 200 --no-reduce --out $(BUILD)/cpufuzz || status=1; \
+	for arch in sm_90 sm_90a; do \
+	    echo "cpufuzz-check: $$arch"; \
+	    PHOBOS_ARCH=$$arch $(BUILD)/tests/cpufuzz --out $(BUILD)/cpufuzz --regress tests/difftest/regressions/*.ph || status=1; \
+	    PHOBOS_ARCH=$$arch $(BUILD)/tests/cpufuzz --seed 1 --count 200 --no-reduce --out $(BUILD)/cpufuzz || status=1; \
+	done; \
 	exit $$status
 
 # Random seeds for CPUFUZZ_SECONDS (or CPUFUZZ_COUNT programs), findings

@@ -1,6 +1,7 @@
 /* difftest_cpusim.c: the CPU executor of generated code (tests/cpusim) as a
  * difftest back end: the same LLVM IR the GPU gets, run on the host, so the
- * generator's programs check the code generator where there is no GPU. */
+ * generator's programs check the code generator where there is no GPU.
+ * PHOBOS_ARCH names the target it compiles for (sm_90a: wgmma and TMA). */
 #include "cpusim.h"
 #include "difftest.h"
 
@@ -11,7 +12,9 @@ static DtRunStatus cpusim_backend_load(DtBackend *b, const char *source, const I
 {
     (void)source;
     cpusim *s;
-    if (cpusim_load(m, &s, err, errlen) != PH_OK) return DT_RUN_FAILED;
+    /* the target the GPU runtime would pick by the same variable; sm_90 (Ampere's instructions) by default */
+    const char *arch = getenv("PHOBOS_ARCH");
+    if (cpusim_load_arch(m, arch && *arch ? arch : "sm_90", &s, err, errlen) != PH_OK) return DT_RUN_FAILED;
     b->state = s;
     return DT_RUN_OK;
 }
