@@ -223,6 +223,16 @@ const Layout *layout_shared_atoms(LayoutTable *t, int rows, int cols, int elem_b
 
 int64_t layout_shared_size(const Layout *l) { return (int64_t)l->rows * (l->atom ? l->cols : l->stride) * l->elem; }
 
+int layout_shared_atom_cols(const Layout *l) { return l->atom ? l->atom : l->cols; }
+
+int layout_shared_hw_swizzle(const Layout *l)
+{
+    if (!l || l->kind != LAY_SHARED || l->elem != 2) return 0;
+    int cols = layout_shared_atom_cols(l), row = cols * l->elem;
+    bool swizzled = l->stride == cols && l->per_phase * l->max_phase == 8;
+    return swizzled && (row == 32 || row == 64 || row == 128) ? row : 0;
+}
+
 const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes)
 {
     Layout l = shared_fields(rows, cols, elem_bytes);

@@ -88,6 +88,13 @@ int64_t layout_shared_bytes(int rows, int cols, int elem_bytes);
 const Layout *layout_shared_atoms(LayoutTable *t, int rows, int cols, int elem_bytes);
 /* The bytes a SHARED layout's tile takes. */
 int64_t layout_shared_size(const Layout *l);
+/* The columns of one atom of SHARED layout l (its row, when it has no atoms). */
+int layout_shared_atom_cols(const Layout *l);
+/* The hardware swizzle SHARED layout l is, as the span of its rows in
+ * bytes (32, 64 or 128: what wgmma's descriptors and TMA's SWIZZLE_*B
+ * name), for 2-byte elements in atoms as layout_shared_atoms makes them;
+ * 0 when it is none of them (or l is NULL or no SHARED layout). */
+int layout_shared_hw_swizzle(const Layout *l);
 /* Row-major, neither swizzled nor padded: words the FMA engine reads one
  * at a time. */
 const Layout *layout_shared_plain(LayoutTable *t, int rows, int cols, int elem_bytes);

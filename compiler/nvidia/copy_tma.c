@@ -24,23 +24,17 @@
 
 enum { TMA_BARRIERS = 8 };   /* groups in flight at once at most: more than a ring's stages */
 
-static int box_cols(const Layout *l) { return l->atom ? l->atom : l->cols; }
+static int box_cols(const Layout *l) { return layout_shared_atom_cols(l); }
 
-/* A slot the bulk copy writes: 2-byte elements in the hardware's swizzle, at most 256 rows a box. */
-static bool bulk_layout(const Layout *l)
-{
-    if (!l || l->kind != LAY_SHARED) return false;
-    int row = box_cols(l) * l->elem;
-    return l->kind == LAY_SHARED && l->elem == 2 && l->rows <= 256 && l->stride == box_cols(l) &&
-           l->per_phase * l->max_phase == 8 && (row == 32 || row == 64 || row == 128);
-}
+/* A slot the bulk copy writes: in the hardware's swizzle, at most 256 rows a box. */
+static bool bulk_layout(const Layout *l) { return layout_shared_hw_swizzle(l) && l->rows <= 256; }
 
 /* The descriptor of op's copies, added when new; -1 where op goes by cp.async. */
 static int descriptor_of(Cg *c, const IrOp *op, bool add)
 {
     const Layout *l = c->plan.of[op->res[0]];
     if (!bulk_layout(l) || c->f->params[op->param].rank != 2) return -1;
-    CodegenCopyDesc d = {op->param, l->rows, box_cols(l), box_cols(l) * l->elem};
+    CodegenCopyDesc d = {op->param, l->rows, box_cols(l), layout_shared_hw_swizzle(l)};
     for (int j = 0; j < c->ndescs; j++)
         if (c->descs[j].param == d.param && c->descs[j].rows == d.rows && c->descs[j].cols == d.cols && c->descs[j].swizzle == d.swizzle)
             return j;
@@ -65,12 +59,13 @@ enum { COMMITTED, WAITED };
 
 static LLVMValueRef barrier_base(Cg *c) { return i32c(c, smem_offset(c, c->copy_buf)); }
 
-/* The shared address of group g's mbarrier. */
-static LLVMValueRef group_barrier(Cg *c, LLVMValueRef g)
+/* Group g's mbarrier (a shared pointer), and its address in the shared window. */
+static LLVMValueRef group_barrier_ptr(Cg *c, LLVMValueRef g)
 {
-    LLVMValueRef off = offset_add(c, barrier_base(c), mul(c, urem(c, g, TMA_BARRIERS), 8));
-    return ptx_shared_address(c, smem_byte_ptr(c, off));
+    return smem_byte_ptr(c, offset_add(c, barrier_base(c), mul(c, urem(c, g, TMA_BARRIERS), 8)));
 }
+
+static LLVMValueRef group_barrier(Cg *c, LLVMValueRef g) { return ptx_shared_address(c, group_barrier_ptr(c, g)); }
 
 static LLVMValueRef is_thread0(Cg *c) { return LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), ""); }
 
@@ -139,7 +134,7 @@ static void commit_bulk(Cg *c)
     smem_access(c, c->copy_buf, false);
     LLVMValueRef groups = LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], "");
     Guard g = guard_begin(c, is_thread0(c));
-    LLVMValueRef bar = smem_byte_ptr(c, offset_add(c, barrier_base(c), mul(c, urem(c, groups, TMA_BARRIERS), 8)));
+    LLVMValueRef bar = group_barrier_ptr(c, groups);
     cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
     guard_end(c, g);
     LLVMBuildStore(B, add(c, groups, i32c(c, 1)), c->copy_state[COMMITTED]);
@@ -154,9 +149,7 @@ static void wait_bulk(Cg *c, int pending)
     if (c->copy_buf < 0) return;
     smem_access(c, c->copy_buf, false);
     LLVMValueRef last = LLVMBuildSub(B, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""), i32c(c, 1 + pending), "");
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), head = new_bb(c, "tmaw"), spin = new_bb(c, "tmas"), next = new_bb(c, "tman"),
-                      done = new_bb(c, "tmawd");
-    (void)pre;
+    LLVMBasicBlockRef head = new_bb(c, "tmaw"), spin = new_bb(c, "tmas"), next = new_bb(c, "tman"), done = new_bb(c, "tmawd");
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, head);
     LLVMValueRef w = LLVMBuildLoad2(B, c->ti32, c->copy_state[WAITED], "");

@@ -72,20 +72,12 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
 }
 
 /* The columns of one swizzle atom, its bytes, and the descriptor's swizzle mode. */
-static int atom_cols(const Layout *sl) { return sl->atom ? sl->atom : sl->cols; }
+static int atom_cols(const Layout *sl) { return layout_shared_atom_cols(sl); }
 static int64_t atom_bytes(const Layout *sl) { return (int64_t)sl->rows * atom_cols(sl) * sl->elem; }
 static int swizzle_mode(const Layout *sl)
 {
-    int row = atom_cols(sl) * sl->elem;
+    int row = layout_shared_hw_swizzle(sl);
     return row == 128 ? 1 : row == 64 ? 2 : 3;
-}
-
-/* Whether sl is the arrangement the descriptor describes. */
-static bool descriptor_layout(const Layout *sl)
-{
-    int row = atom_cols(sl) * sl->elem;
-    return sl->kind == LAY_SHARED && sl->elem == 2 && sl->stride == atom_cols(sl) && sl->per_phase * sl->max_phase == 8 &&
-           (row == 32 || row == 64 || row == 128);
 }
 
 /* The descriptor of the matrix at byte at of the area, the leading and
@@ -115,7 +107,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     Operand a = place_operand(c, op->args[0], at.dt, M, K);
     Operand b = place_operand(c, op->args[1], at.dt, tb ? N : K, tb ? K : N);
-    if (!descriptor_layout(a.sl) || !descriptor_layout(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
+    if (!layout_shared_hw_swizzle(a.sl) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
         cg_fail(c, op, "internal error: a wgmma operand lies in shared memory in a layout no descriptor describes");
         return;
     }

@@ -9,35 +9,20 @@
 
 static const DotEngine *const ampere_dots[] = {&dot_mma_sync, &dot_fma, NULL};
 
-const Target nvidia_sm80 = {
-    .name = "sm_80",
-    .sm = 80,
-    .ptx_version = 80,
-    .llvm_cpu = "sm_80",
-    .llvm_features = "+ptx80",
-    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
-    .dots = ampere_dots,
-    .copy = &copy_cp_async,
-    .passes = NULL,
-    .isa = &nvidia_isa,
-    .fix_ptx = ptxas_workarounds,
-};
+/* A row with Ampere's instructions (mma.sync, cp.async), named row_name
+ * for chip row_sm, its code scheduled for LLVM CPU cpu. */
+#define AMPERE_ROW(row_name, row_sm, cpu)                                                                             \
+    {                                                                                                                 \
+        .name = row_name, .sm = row_sm, .ptx_version = 80, .llvm_cpu = cpu, .llvm_features = "+ptx80",                \
+        .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY, .dots = ampere_dots, .copy = &copy_cp_async, .passes = NULL, \
+        .isa = &nvidia_isa, .fix_ptx = ptxas_workarounds,                                                             \
+    }
+
+const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80");
 
 /* Hopper through Ampere's instructions, the code that runs on every
  * Hopper part (and the mma.sync path on one that has wgmma). */
-const Target nvidia_sm90 = {
-    .name = "sm_90",
-    .sm = 90,
-    .ptx_version = 80,
-    .llvm_cpu = "sm_90",
-    .llvm_features = "+ptx80",
-    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
-    .dots = ampere_dots,
-    .copy = &copy_cp_async,
-    .passes = NULL,
-    .isa = &nvidia_isa,
-    .fix_ptx = ptxas_workarounds,
-};
+const Target nvidia_sm90 = AMPERE_ROW("sm_90", 90, "sm_90");
 
 static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_fma, NULL};
 static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {NULL, NULL}};
@@ -70,30 +55,6 @@ const Target nvidia_sm90a = {
 /* Ampere's GA10x parts (sm_86: A10, A40, RTX 30) and Ada (sm_89: L4, L40,
  * RTX 40): sm_80's code (PTX .target sm_80), which they run; a row of
  * their own names the chip ptxas assembles for (phc --emit=cubin). */
-const Target nvidia_sm86 = {
-    .name = "sm_86",
-    .sm = 86,
-    .ptx_version = 80,
-    .llvm_cpu = "sm_80",
-    .llvm_features = "+ptx80",
-    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
-    .dots = ampere_dots,
-    .copy = &copy_cp_async,
-    .passes = NULL,
-    .isa = &nvidia_isa,
-    .fix_ptx = ptxas_workarounds,
-};
+const Target nvidia_sm86 = AMPERE_ROW("sm_86", 86, "sm_80");
 
-const Target nvidia_sm89 = {
-    .name = "sm_89",
-    .sm = 89,
-    .ptx_version = 80,
-    .llvm_cpu = "sm_80",
-    .llvm_features = "+ptx80",
-    .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY,
-    .dots = ampere_dots,
-    .copy = &copy_cp_async,
-    .passes = NULL,
-    .isa = &nvidia_isa,
-    .fix_ptx = ptxas_workarounds,
-};
+const Target nvidia_sm89 = AMPERE_ROW("sm_89", 89, "sm_80");
