@@ -172,3 +172,29 @@ Test(target, sm90a_rings_of_rows_its_swizzle_cannot_hold_keep_the_ldmatrix_layou
     free(ptx);
     ir_module_free(m);
 }
+
+/* On sm_90a the tuned attention forward whose row block is one m64 a
+ * warpgroup (BR 16 x warps) runs both dots on wgmma: Q K^T from shared
+ * memory, P V with P from registers (the MMA accumulator of Q K^T,
+ * converted in place), and no mma.sync is left. */
+Test(target, sm90a_attention_forward_runs_both_dots_on_wgmma_with_p_from_registers, .timeout = 300)
+{
+    IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    int all = m->nfuncs, kept = 0;
+    for (int i = 0; i < all; i++) {
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->kernel, "attn_fwd") || !strstr(f->name, f->threads == 256 ? "__BR_128__" : "__BR_64__")) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    cr_assert_geq(kept, 8);
+    m->nfuncs = kept;
+    char *ptx = emit_for(m, "sm_90a");
+    cr_expect_null(strstr(ptx, "mma.sync"), "an mma.sync is left");
+    cr_expect_not_null(strstr(ptx, "k16.f32.f16.f16 {"), "no wgmma");
+    cr_expect_not_null(strstr(ptx, "}, {%r"), "no wgmma with A from registers");
+    free(ptx);
+    m->nfuncs = all;
+    ir_module_free(m);
+}

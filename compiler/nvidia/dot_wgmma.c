@@ -5,14 +5,16 @@
  * warpgroup, its result the MMA layout with every warp along rows, which
  * is the wgmma accumulator's: warp w, lane l, value i holds row 16w + l/4
  * + 8((i/2)%2), column 2(l%4) + i%2 + 8(i/4)), N at most 256, and
- * operand rows the hardware's swizzle can hold (layout_shared_atoms); A
- * read from memory, not computed (a computed A stays in registers on the
- * mma.sync engine).
- * Guarantees: both operands are read from shared memory through matrix
- * descriptors, where they lie (a ring slot, a region: the target gives
- * both layout_shared_atoms) or written to scratch in that layout; the
- * result is in the accumulator registers when the dot ends (its group
- * waited for), and no wgmma reads shared memory after it. */
+ * operand rows the hardware's swizzle can hold (layout_shared_atoms); B
+ * read from memory, not computed.
+ * Guarantees: B, and an A read from memory, are read from shared memory
+ * through matrix descriptors, where they lie (a ring slot, a region: the
+ * target gives both layout_shared_atoms) or written to scratch in that
+ * layout; a computed A (P in attention) is read from registers, in the
+ * MMA layout with warps along rows (converted to it where it lies
+ * otherwise: the accumulator of an earlier dot already is); the result is
+ * in the accumulator registers when the dot ends (its group waited for),
+ * and no wgmma reads shared memory after it. */
 #include "codegen/dot.h"
 #include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
@@ -39,7 +41,29 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
     int M = a.shape[0], K = a.shape[1], N = tb ? b.shape[0] : b.shape[1];
     if (M != 16 * (f->threads / 32) || N > 256 || !swizzle_holds(K)) return false;
     if (!tb && N % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
-    return read_from_memory(f, dot->args[0]) && read_from_memory(f, dot->args[1]);
+    return read_from_memory(f, dot->args[1]);
+}
+
+/* Whether A is taken from registers: computed, and not a transpose the
+ * layout pass folded into the dot (that one is written to scratch
+ * transposed). */
+static bool a_in_registers(Cg *c, const IrOp *dot)
+{
+    return !read_from_memory(c->f, dot->args[0]) && !c->plan.absorbed[dot->args[0]];
+}
+
+/* The four registers of A's fragment for columns k0..k0+15: the MMA
+ * layout's pieces 2(k0/16) and 2(k0/16)+1, rows g then g+8 of each, two
+ * columns a register. */
+static void a_fragment(Cg *c, const Slots *a, DType dt, int k0, LLVMValueRef out[4])
+{
+    LLVMTypeRef pair = LLVMVectorType(dtype_ty(c, dt), 2);
+    for (int r = 0; r < 4; r++) {
+        int piece = 2 * (k0 / 16) + (r >> 1), i0 = (r & 1) * 2;
+        LLVMValueRef x = LLVMBuildInsertElement(c->b, LLVMGetUndef(pair), a->v[piece * 4 + i0], i32c(c, 0), "");
+        x = LLVMBuildInsertElement(c->b, x, a->v[piece * 4 + i0 + 1], i32c(c, 1), "");
+        out[r] = LLVMBuildBitCast(c->b, x, c->ti32, "");
+    }
 }
 
 static const Layout *wgmma_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot)
@@ -105,9 +129,19 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     const Layout *l = c->plan.of[op->res[0]];
     bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
-    Operand a = place_operand(c, op->args[0], at.dt, M, K);
+    bool a_regs = a_in_registers(c, op);
+    Slots aval = {0};
+    Operand a = {0};
+    if (a_regs) {
+        const Layout *al = layout_mma_for(c->layouts, M, K, c->T, true);
+        if (al->kind != LAY_MMA || al->wn != 1 || al->tm != 1) {
+            cg_fail(c, op, "internal error: a wgmma register A operand in a layout other than one 16-row slice a warp");
+            return;
+        }
+        aval = cg_get(c, op->args[0], al);
+    } else a = place_operand(c, op->args[0], at.dt, M, K);
     Operand b = place_operand(c, op->args[1], at.dt, tb ? N : K, tb ? K : N);
-    if (!layout_shared_hw_swizzle(a.sl) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
+    if ((!a_regs && !layout_shared_hw_swizzle(a.sl)) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
         cg_fail(c, op, "internal error: a wgmma operand lies in shared memory in a layout no descriptor describes");
         return;
     }
@@ -115,22 +149,34 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int n = layout_nslots(l);
     LLVMValueRef *d = xmalloc(sizeof *d * (size_t)n);
     for (int i = 0; i < n; i++) d[i] = acc.v[i];
-    smem_access(c, a.buf, false);
-    smem_access_together(c, b.buf, false);
-    /* A: warpgroup g's 64 rows, whole 8-row groups of 8 x row bytes */
-    int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
-    LLVMValueRef wg_rows = mul(c, udiv(c, c->warp, 4), 64 * a_row);
-    LLVMValueRef da = descriptor(c, offset_add(c, a.at, wg_rows), a.sl, 16, 8 * a_row);
+    LLVMValueRef da = NULL, *afr = NULL;
+    if (a_regs) {
+        smem_access(c, b.buf, false);
+        afr = xmalloc(sizeof *afr * (size_t)(K / 16 * 4));
+        for (int k0 = 0; k0 < K; k0 += 16) a_fragment(c, &aval, at.dt, k0, &afr[k0 / 16 * 4]);
+    } else {
+        smem_access(c, a.buf, false);
+        smem_access_together(c, b.buf, false);
+        /* A: warpgroup g's 64 rows, whole 8-row groups of 8 x row bytes */
+        int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
+        LLVMValueRef wg_rows = mul(c, udiv(c, c->warp, 4), 64 * a_row);
+        da = descriptor(c, offset_add(c, a.at, wg_rows), a.sl, 16, 8 * a_row);
+    }
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
-    ptx_wgmma_fence(c);
+    /* register A passes through the fence, 64 registers a statement (one fence is enough, more are harmless) */
+    int nregs = a_regs ? K / 16 * 4 : 0;
+    for (int i = 0; i < nregs; i += 64) ptx_wgmma_fence_regs(c, afr + i, nregs - i < 64 ? nregs - i : 64);
+    if (!a_regs) ptx_wgmma_fence(c);
     for (int k0 = 0; k0 < K; k0 += 16) {
         int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
-        ptx_wgmma_mma(c, N, bf, desc_plus(c, da, k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, d);
+        if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[k0 / 16 * 4], desc_plus(c, db, bstep), !tb, d);
+        else ptx_wgmma_mma(c, N, bf, desc_plus(c, da, k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, d);
     }
     ptx_wgmma_commit(c);
+    free(afr);
     /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
     ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);
     /* and every warpgroup's: the copies after an async dot may refill that slot */

@@ -54,23 +54,59 @@ void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n)
     take_results(c, r, acc, n);
 }
 
-void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+/* One wgmma.mma_async whose A is na inputs (one descriptor, or four
+ * registers), then B's descriptor and scale-d, then the tied accumulators. */
+static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
 {
     int nacc = n / 2;
-    char text[2000], cons[1200];
+    char text[2000], cons[1200], inputs[40] = "";
     size_t len = (size_t)snprintf(text, sizeof text,
-                                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {", nacc + 2,
-                                  n, bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16");
+                                  "{\n.reg .pred p;\nsetp.ne.b32 p, $%d, 0;\nwgmma.mma_async.sync.aligned.m64n%dk16.f32.%s.%s {",
+                                  nacc + na + 1, n, bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16");
     for (int i = 0; i < nacc; i++) len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", i ? ", " : "", i);
-    snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nacc, nacc + 1, b_mn_major ? 1 : 0);
-    tied_constraints(cons, sizeof cons, nacc, "l,l,r,");
-    LLVMValueRef args[3 + 128];
-    args[0] = da;
-    args[1] = db;
-    args[2] = i32c(c, 1);   /* scale-d: D = A B + D */
-    for (int i = 0; i < nacc; i++) args[3 + i] = acc[i];
-    LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, nacc), args, 3 + nacc);
+    if (na == 1) {
+        /* A from a descriptor: K-major (imm-trans-a 0) */
+        snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nacc, nacc + 1, b_mn_major ? 1 : 0);
+        strcpy(inputs, "l,l,r,");
+    } else {
+        /* A from registers: no transpose operand for A */
+        snprintf(text + len, sizeof text - len, "}, {$%d, $%d, $%d, $%d}, $%d, p, 1, 1, %d;\n}", nacc, nacc + 1, nacc + 2, nacc + 3,
+                 nacc + 4, b_mn_major ? 1 : 0);
+        strcpy(inputs, "r,r,r,r,l,r,");
+    }
+    tied_constraints(cons, sizeof cons, nacc, inputs);
+    LLVMValueRef args[6 + 128];
+    int k = 0;
+    for (int i = 0; i < na; i++) args[k++] = a[i];
+    args[k++] = db;
+    args[k++] = i32c(c, 1);   /* scale-d: D = A B + D */
+    for (int i = 0; i < nacc; i++) args[k++] = acc[i];
+    LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, nacc), args, k);
     take_results(c, r, acc, nacc);
+}
+
+void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+{
+    wgmma_mma(c, n, bf16, &da, 1, db, b_mn_major, acc);
+}
+
+void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+{
+    wgmma_mma(c, n, bf16, a, 4, db, b_mn_major, acc);
+}
+
+void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n)
+{
+    char cons[800];
+    size_t len = 0;
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(cons + len, sizeof cons - len, "=r,");
+    for (int i = 0; i < n; i++) len += (size_t)snprintf(cons + len, sizeof cons - len, "%d,", i);
+    snprintf(cons + len, sizeof cons - len, "~{memory}");
+    LLVMTypeRef ts[128];
+    for (int i = 0; i < n; i++) ts[i] = c->ti32;
+    LLVMTypeRef ret = n == 1 ? c->ti32 : LLVMStructTypeInContext(c->ctx, ts, (unsigned)n, 0);
+    LLVMValueRef r = asm_call(c, "wgmma.fence.sync.aligned;", cons, ret, regs, n);
+    for (int i = 0; i < n; i++) regs[i] = n == 1 ? r : LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
 }
 
 LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3) { return LLVMBuildPtrToInt(c->b, ptr3, c->ti32, ""); }

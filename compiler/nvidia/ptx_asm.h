@@ -30,6 +30,14 @@ void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n);
  * descriptor da) times B (16 x n from descriptor db, MN-major where
  * b_mn_major), replaced in place by the results. */
 void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc);
+/* The same with A from registers: a[0..4) (i32, two 16-bit elements
+ * each) are the thread's A fragment of rows 16w..16w+15 (w its warp in
+ * the warpgroup) and 16 columns, in mma.sync m16n8k16's A order. */
+void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc);
+/* wgmma.fence with regs[0..n) (i32) passed through it (tied): they are
+ * written before the fence, and the wgmma that read the results come
+ * after it, as a register A operand must be. */
+void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n);
 
 /* Shared-memory addresses below are i32 offsets in the shared window
  * (ptx_shared_address). */

@@ -63,7 +63,9 @@ static int argument_of(int operand, int nout) { return operand - nout; }
 
 /* wgmma.mma_async as ptx_wgmma_mma writes it: a scale-d predicate set
  * from one operand, then m64nNk16.f32.T.T {$0..} descA, descB, p,
- * imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b. */
+ * imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b; or, as
+ * ptx_wgmma_mma_regs does, A as four registers {$a0, $a1, $a2, $a3}
+ * and no imm-trans-a. */
 static bool read_mma(const char *text, AsmCall *a, int nin, int nout)
 {
     const char *setp = strstr(text, "setp.ne.b32 p, $"), *mma = strstr(text, "wgmma.mma_async.sync.aligned.m64n");
@@ -79,7 +81,15 @@ static bool read_mma(const char *text, AsmCall *a, int nin, int nout)
         if (sscanf(p, i ? ", $%d%n" : "$%d%n", &k, &len) != 1 || k != i) return false;
         p += len;
     }
-    if (sscanf(p, "}, $%d, $%d, p, %d, %d, %d, %d;", &da, &db, &sa, &sb, &ta, &tb) != 6) return false;
+    int ra[4];
+    if (sscanf(p, "}, {$%d, $%d, $%d, $%d}, $%d, p, %d, %d, %d;", &ra[0], &ra[1], &ra[2], &ra[3], &db, &sa, &sb, &tb) == 8) {
+        da = -1, ta = 0;
+        for (int i = 0; i < 4; i++) {
+            a->reg_a[i] = argument_of(ra[i], nout);
+            if (a->reg_a[i] < 0 || a->reg_a[i] >= nin) return false;
+        }
+    } else if (sscanf(p, "}, $%d, $%d, p, %d, %d, %d, %d;", &da, &db, &sa, &sb, &ta, &tb) != 6)
+        return false;
     bool bf = !strcmp(t1, "bf16");
     if (strcmp(t1, t2) || (!bf && strcmp(t1, "f16")) || n < 8 || n > 256 || n % 8 || nout != n / 2) return false;
     if ((sa != 1 && sa != -1) || (sb != 1 && sb != -1) || (ta != 0 && ta != 1) || (tb != 0 && tb != 1)) return false;
@@ -88,8 +98,8 @@ static bool read_mma(const char *text, AsmCall *a, int nin, int nout)
     a->bf16 = bf;
     a->scale_a = sa, a->scale_b = sb;
     a->trans_a = ta, a->trans_b = tb;
-    a->desc_a = argument_of(da, nout), a->desc_b = argument_of(db, nout), a->scale_d = argument_of(scale, nout);
-    return a->desc_a >= 0 && a->desc_a < nin && a->desc_b >= 0 && a->desc_b < nin && a->scale_d >= 0 && a->scale_d < nin;
+    a->desc_a = da < 0 ? -1 : argument_of(da, nout), a->desc_b = argument_of(db, nout), a->scale_d = argument_of(scale, nout);
+    return (da < 0 || (a->desc_a >= 0 && a->desc_a < nin)) && a->desc_b >= 0 && a->desc_b < nin && a->scale_d >= 0 && a->scale_d < nin;
 }
 
 /* The copy engine's asm texts (ptx_asm.c), each with its operands in a
@@ -146,7 +156,8 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         a->acc = xmalloc(sizeof *a->acc);
     } else {
         /* mma's other inputs are the descriptors and scale-d, wait_group's none */
-        ok = ok && a->op && tie_accumulators(a, tied, nin, nout) && nin == nout + (a->op == IN_WGMMA ? 3 : 0);
+        int others = a->op != IN_WGMMA ? 0 : a->desc_a < 0 ? 6 : 3;
+        ok = ok && a->op && tie_accumulators(a, tied, nin, nout) && nin == nout + others;
     }
     free(tied);
     free(text);

@@ -68,7 +68,8 @@ typedef struct {
     bool bf16;              /* mma: bf16 operands, else f16 */
     bool trans_a, trans_b;  /* mma: A M-major, B N-major (imm-trans-a, -b) */
     int scale_a, scale_b;   /* mma: imm-scale-a, -b (1 or -1) */
-    int desc_a, desc_b, scale_d;   /* mma: the arguments holding them */
+    int desc_a, desc_b, scale_d;   /* mma: the arguments holding them (desc_a -1: A from registers) */
+    int reg_a[4];           /* mma with A from registers: the arguments of its fragment */
     int nacc;               /* the accumulators: outputs 0.., each tied to argument acc[i] */
     int *acc;
 } AsmCall;

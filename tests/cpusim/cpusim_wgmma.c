@@ -3,7 +3,8 @@
  *
  * wgmma.mma_async is a warpgroup collective: once the 128 threads of a
  * warpgroup posted the same one (same descriptors, same group), A (64 x
- * 16) and B (16 x N) are read from the kernel's shared area through the
+ * 16; or from the threads' registers, in mma.sync's A fragment order) and
+ * B (16 x N) are read from the kernel's shared area through the
  * descriptors (start, leading and stride byte offsets, the 128, 64 or
  * 32-byte swizzle; K-major or, with imm-trans, MN-major), converted to
  * f32, and A B added into each thread's accumulators (warp w of the
@@ -43,7 +44,9 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
     const AsmCall *a = &L->s->asm_calls[call];
     switch (a->op) {
     case IN_FENCE_PROXY_ASYNC: me->fenced_at = ++L->fence_tick; return;
-    case IN_WGMMA_FENCE: return;
+    case IN_WGMMA_FENCE:   /* registers passed through it come out unchanged */
+        for (int i = 0; i < a->nacc; i++) out[i] = in[a->acc[i]];
+        return;
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
     case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: sim_tma_asm(L, a, in, out); return;
     default:   /* the collectives: mma_async and wait_group */
@@ -134,14 +137,33 @@ static bool descriptor_known(Launch *L, int g, const AsmCall *a, uint64_t d, con
     return false;
 }
 
-/* A (64 x 16) and B (16 x N) through the descriptors; the chunks read to
- * chunks. */
+/* A (64 x 16) from warpgroup g's registers: thread (warp w, lane l)'s
+ * register r holds row 16w + l/4 + 8(r%2), columns 2(l%4) + 8(r/2) and
+ * one more, the first in the low half. */
+static void registers_a(Launch *L, int g, const AsmCall *a, float A[64][16])
+{
+    for (int t = g * WG_THREADS; t < (g + 1) * WG_THREADS; t++) {
+        int w = (t / 32) % 4, l = t % 32;
+        for (int r = 0; r < 4; r++) {
+            uint32_t x = lo32(L->th[t].in[a->reg_a[r]]);
+            int row = 16 * w + l / 4 + 8 * (r % 2), col = 2 * (l % 4) + 8 * (r / 2);
+            for (int h = 0; h < 2; h++) {
+                uint16_t e = (uint16_t)(x >> (16 * h));
+                A[row][col + h] = a->bf16 ? ph_bf16_to_f32(e) : ph_f16_to_f32(e);
+            }
+        }
+    }
+}
+
+/* A (64 x 16) through its descriptor or from registers, B (16 x N)
+ * through its descriptor; the chunks read to chunks. */
 static bool read_operands(Launch *L, int g, const AsmCall *a, uint64_t da, uint64_t db, float A[64][16], float (*B)[256],
                           uint32_t *chunks, int *nchunks)
 {
-    if (!descriptor_known(L, g, a, da, "A") || !descriptor_known(L, g, a, db, "B")) return false;
+    if ((a->desc_a >= 0 && !descriptor_known(L, g, a, da, "A")) || !descriptor_known(L, g, a, db, "B")) return false;
     Descriptor dA = decode(da), dB = decode(db);
-    for (int r = 0; r < 64; r++)
+    if (a->desc_a < 0) registers_a(L, g, a, A);
+    for (int r = 0; a->desc_a >= 0 && r < 64; r++)
         for (int k = 0; k < 16; k++) {
             int64_t off = a->trans_a ? mn_major_at(&dA, k, r) : k_major_at(&dA, r, k);
             if (!read_element(L, g, a, off, &A[r][k], chunks, nchunks)) return false;
@@ -222,7 +244,8 @@ static bool uniform_issue(Launch *L, int g, const AsmCall *a)
         const Thread *th = &L->th[t];
         const char *what = th->asm_call != t0->asm_call ? "is at another wgmma.mma_async"
                          : th->wg_groups != t0->wg_groups ? "has committed other wgmma groups"
-                         : th->in[a->desc_a] != t0->in[a->desc_a] || th->in[a->desc_b] != t0->in[a->desc_b] ? "gives other descriptors"
+                         : (a->desc_a >= 0 && th->in[a->desc_a] != t0->in[a->desc_a]) || th->in[a->desc_b] != t0->in[a->desc_b]
+                             ? "gives other descriptors"
                          : lo32(th->in[a->scale_d]) != lo32(t0->in[a->scale_d]) ? "gives another scale-d" : NULL;
         if (what) {
             wg_fail(L, g, a->site, "thread %d %s than thread %d", t, what, g * WG_THREADS);
@@ -269,7 +292,7 @@ bool release_wgmma(Launch *L, int lo)
     float A[64][16], (*B)[256] = malloc(sizeof(float[16][256]));
     uint32_t *chunks = malloc(sizeof *chunks * (64 * 16 + 16 * 256));
     int nchunks = 0;
-    bool ok = read_operands(L, g, a, t0->in[a->desc_a], t0->in[a->desc_b], A, B, chunks, &nchunks) &&
+    bool ok = read_operands(L, g, a, a->desc_a >= 0 ? t0->in[a->desc_a] : 0, t0->in[a->desc_b], A, B, chunks, &nchunks) &&
               check_reads(L, g, a, chunks, nchunks);
     if (ok) {
         keep_in_flight(L, g, a, t0->wg_groups, chunks, nchunks);
