@@ -263,7 +263,8 @@ void emit_wait_async(Cg *c, const IrOp *op)
             if (op->ival == 0) c->ring_in_flight[r] = false;
         }
     c->target->copy->wait(c, op->ival);
-    if (op->nargs) smem_fixed_barrier(c);
+    if (op->nargs && (op->flags & WAIT_SLOTS_RELEASED) && c->target->copy->publish) c->target->copy->publish(c);
+    else if (op->nargs) smem_fixed_barrier(c);
     for (int i = 0; i < op->nargs; i++) {
         Slots s = c->vals[op->args[i]];
         if (!s.v) s = cg_get(c, op->args[i], home_layout(c, op->args[i]));

@@ -53,6 +53,10 @@ typedef struct CopyEngine {
     void (*copy)(Cg *c, const IrOp *op, const Layout *slot, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0);
     void (*commit)(Cg *c);               /* closes the group of the copies issued since the last */
     void (*wait)(Cg *c, int pending);    /* until at most pending groups are in flight */
+    /* after a wait whose slots an async dot releases: the waited copies
+     * made visible to every thread, which needs a block barrier only for
+     * copies the threads issued themselves; NULL: a barrier */
+    void (*publish)(Cg *c);
 } CopyEngine;
 
 /* An IR pass a target adds after the standard pipeline (a Hopper

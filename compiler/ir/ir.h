@@ -69,8 +69,13 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
 
 /* DOT_ASYNC: a target's pass found the dot may run on past its issue,
  * the loop carrying its result waiting for it at its end (the code
- * generator's business; the dot means what it always does). */
+ * generator's business; the dot means what it always does).
+ * WAIT_SLOTS_RELEASED (OP_WAIT_ASYNC): the same pass found the slots the
+ * copies after this wait refill are released by an async dot's barrier,
+ * so the wait needs a barrier only to publish copies the threads made
+ * themselves (the code generator asks its copy engine). */
 enum { DOT_TRANS_B = 1, DOT_ASYNC = 2 };
+enum { WAIT_SLOTS_RELEASED = 1 };
 
 /* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
  * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
@@ -86,7 +91,7 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE, OP_ATOMIC_ADD: index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;

@@ -11,7 +11,10 @@
  * write, or whose tensor map the launch could not build (an address or row
  * stride not 16-byte aligned: the map's flag is 0), or whose window starts
  * inside a 16-byte unit of its row, goes by cp.async as on sm_80, and the
- * waits wait for those groups too.
+ * waits wait for those groups too. A wait whose slots an async dot
+ * releases (WAIT_SLOTS_RELEASED) needs no block barrier for the bulk
+ * copies' bytes (each waiting thread saw the phase complete): publish
+ * runs one only once a copy of the kernel went by cp.async.
  *
  * Expects: ring slots in layout_shared_atoms (the target's operand layout),
  * 1024-byte aligned. Guarantees: what copy_cp_async guarantees (every
@@ -54,8 +57,11 @@ static void plan_block(Cg *c, const IrBlock *b)
 
 static void plan_descriptors(Cg *c, const IrFunc *f) { plan_block(c, f->body); }
 
-/* copy_state: the groups committed and waited for (i32 variables) */
-enum { COMMITTED, WAITED };
+/* copy_state: the groups committed and waited for, and whether a copy
+ * went by cp.async (i32 variables; the last the same in every thread:
+ * copies are the whole block's, their fallback decided by kernel
+ * parameters and window starts) */
+enum { COMMITTED, WAITED, BY_THREADS, COPY_STATES };
 
 static LLVMValueRef barrier_base(Cg *c) { return i32c(c, smem_offset(c, c->copy_buf)); }
 
@@ -74,8 +80,9 @@ static void begin_barriers(Cg *c)
     LLVMBuilderRef B = c->b;
     c->copy_buf = smem_buffer(c, SMEM_REGION, 8 * TMA_BARRIERS);
     smem_access(c, c->copy_buf, true);
-    for (int i = 0; i < 2; i++) {
-        c->copy_state[i] = LLVMBuildAlloca(B, c->ti32, i == COMMITTED ? "groups" : "waited");
+    static const char *const names[COPY_STATES] = {"groups", "waited", "by_threads"};
+    for (int i = 0; i < COPY_STATES; i++) {
+        c->copy_state[i] = LLVMBuildAlloca(B, c->ti32, names[i]);
         LLVMBuildStore(B, i32c(c, 0), c->copy_state[i]);
     }
     Guard g = guard_begin(c, is_thread0(c));
@@ -89,11 +96,18 @@ static void begin_barriers(Cg *c)
     smem_fixed_barrier(c);
 }
 
+/* cp.async, as sm_80 copies, noted for publish */
+static void copy_by_threads(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+{
+    if (c->copy_buf >= 0) LLVMBuildStore(c->b, i32c(c, 1), c->copy_state[BY_THREADS]);
+    copy_cp_async.copy(c, op, l, at, r0, c0);
+}
+
 static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
 {
     int j = descriptor_of(c, op, false);
     if (j < 0) {
-        copy_cp_async.copy(c, op, l, at, r0, c0);
+        copy_by_threads(c, op, l, at, r0, c0);
         return;
     }
     LLVMBuilderRef B = c->b;
@@ -119,7 +133,7 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
     guard_end(c, g);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, fallback);
-    copy_cp_async.copy(c, op, l, at, r0, c0);
+    copy_by_threads(c, op, l, at, r0, c0);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
 }
@@ -163,4 +177,24 @@ static void wait_bulk(Cg *c, int pending)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
-const CopyEngine copy_tma = {"tma", plan_descriptors, begin_barriers, copy_bulk, commit_bulk, wait_bulk};
+/* A bulk copy's bytes are visible to each thread its wait saw complete;
+ * a barrier only once some copy went by cp.async (a uniform branch). The
+ * shared-memory plan is not told of it: it may not run, so the plan
+ * orders the other buffers' accesses with barriers of its own. */
+static void publish_bulk(Cg *c)
+{
+    if (c->copy_buf < 0) {
+        smem_fixed_barrier(c);
+        return;
+    }
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef any = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildLoad2(B, c->ti32, c->copy_state[BY_THREADS], ""), i32c(c, 0), "");
+    LLVMBasicBlockRef bar = new_bb(c, "tmapub"), done = new_bb(c, "tmapubd");
+    LLVMBuildCondBr(B, any, bar, done);
+    LLVMPositionBuilderAtEnd(B, bar);
+    barrier(c);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+const CopyEngine copy_tma = {"tma", plan_descriptors, begin_barriers, copy_bulk, commit_bulk, wait_bulk, publish_bulk};

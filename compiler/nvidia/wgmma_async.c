@@ -9,8 +9,9 @@
  * the loop's carried accumulator, the dot is DOT_ASYNC (its engine waits
  * for the previous iteration's group after issuing it, and the loop's end
  * for the last) and the body's copies and commits come after it: a slot is
- * refilled only once the wgmma that read it has completed. Other loops are
- * left as they are. */
+ * refilled only once the wgmma that read it has completed; the waits the
+ * dot's operands come from are WAIT_SLOTS_RELEASED (their barrier is the
+ * copy engine's to keep or drop). Other loops are left as they are. */
 #include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
@@ -80,6 +81,8 @@ static void async_loop(IrFunc *f, IrOp *loop)
     }
     for (int i = 0; i < nmoved; i++) ir_block_insert(f, body, at + 1 + i, moved[i]);
     dot->flags |= DOT_ASYNC;
+    /* the refills now follow the dot's release of the slots they overwrite */
+    for (int a = 0; a < 2; a++) ((IrOp *)f->values[dot->args[a]].def)->flags |= WAIT_SLOTS_RELEASED;
 }
 
 static void async_block(IrFunc *f, IrBlock *b)
