@@ -168,6 +168,13 @@ ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
     return ph_internal_failf(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
 }
 
+int ph_module_kernel_count(const ph_module *m) { return m ? m->nkernels : -1; }
+
+const char *ph_module_kernel_name(const ph_module *m, int i)
+{
+    return m && i >= 0 && i < m->nkernels ? m->kernels[i].name : NULL;
+}
+
 int ph_kernel_param_count(const ph_kernel *k)
 {
     return k ? k->module->ir->funcs[k->first]->nparams : -1;

@@ -409,6 +409,21 @@ Test(runtime, kernel_params_describe_the_signature)
     ph_module_free(m);
 }
 
+/* A module lists its kernels by name, in the source's order, not its configs. */
+Test(runtime, a_module_lists_its_kernels)
+{
+    ph_module *m;
+    get(&m, "vadd");
+    cr_assert_eq(ph_module_kernel_count(m), 2, "vadd (two configs) and twod");
+    cr_assert_str_eq(ph_module_kernel_name(m, 0), "vadd");
+    cr_assert_str_eq(ph_module_kernel_name(m, 1), "twod");
+    cr_assert_null(ph_module_kernel_name(m, 2));
+    cr_assert_null(ph_module_kernel_name(m, -1));
+    cr_assert_eq(ph_module_kernel_count(NULL), -1);
+    cr_assert_null(ph_module_kernel_name(NULL, 0));
+    ph_module_free(m);
+}
+
 /* On a 9.0 device (sm_90a) an entry that copies by TMA takes a tensor map
  * per (tensor, box) and a flag each after the ABI's parameters: the maps
  * built from the launch's tensors (dims innermost first, the row stride in

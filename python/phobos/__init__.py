@@ -107,6 +107,8 @@ _module_load_file = _sig("ph_module_load_file", _int, _cp, ctypes.POINTER(_vp))
 _module_load_string = _sig("ph_module_load_string", _int, _cp, _cp, ctypes.POINTER(_vp))
 _module_free = _sig("ph_module_free", None, _vp)
 _kernel_get = _sig("ph_kernel_get", _int, _vp, _cp, ctypes.POINTER(_vp))
+_kernel_count = _sig("ph_module_kernel_count", _int, _vp)
+_kernel_name = _sig("ph_module_kernel_name", _cp, _vp, _int)
 _kernel_param_count = _sig("ph_kernel_param_count", _int, _vp)
 _kernel_param = _sig("ph_kernel_param", _int, _vp, _int, ctypes.POINTER(_Param))
 _launch = _sig("ph_launch_stream", _int, _vp, _GridFn, _vp, ctypes.POINTER(_Arg), _int, _vp)
@@ -265,6 +267,9 @@ def _tensor_arg(kname, p, x):
         if any(s % x.itemsize for s in x.strides):
             raise ValueError(f"{where} has strides of {_tuple(x.strides)} bytes, not whole elements; pass a contiguous copy")
         strides = tuple(s // x.itemsize for s in x.strides)
+    elif isinstance(x, (bytes, memoryview)) and (isinstance(x, bytes) or x.readonly):
+        raise ValueError(f"{where} is an immutable buffer ({type(x).__name__}), which a kernel must not write; "
+                         f"pass a writable NumPy array")
     else:
         raise TypeError(f"{where} must be a NumPy array or a torch tensor, got {type(x).__name__}")
     if on_gpu != (_target == "gpu"):
@@ -460,6 +465,8 @@ class Module:
             raise _error(s)
         self._handle = h
         self._kernels = {}
+        # the kernels' names, in the source's order (ph_module_kernel_name)
+        self.kernels = tuple(_kernel_name(h, i).decode() for i in range(_kernel_count(h)))
 
     def kernel(self, name):
         if name not in self._kernels:
@@ -476,6 +483,12 @@ class Module:
 
     def __getitem__(self, name):
         return self.kernel(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.kernels))
+
+    def __repr__(self):
+        return f"<phobos module {self.path}: {', '.join(self.kernels)}>"
 
     def __del__(self):
         if self._handle is not None and _module_free is not None:

@@ -337,6 +337,17 @@ def test_read_only_buffers_are_refused(vecadd):
     with pytest.raises(ValueError, match=r"argument Z .* is read-only"):
         vecadd[(2,)](x, y, z)
     assert not z.any()   # nothing was written
+    for immutable in (bytes(256 * 4), memoryview(bytes(256 * 4))):
+        with pytest.raises(ValueError, match=r"argument Z .* is an immutable buffer"):
+            vecadd[(2,)](x, y, immutable)
+
+
+def test_a_module_lists_its_kernels():
+    m = phobos.load(example("attention"))
+    assert m.kernels == ("attn_fwd", "attn_bwd_delta", "attn_bwd_dkdv", "attn_bwd_dq")
+    assert set(m.kernels) <= set(dir(m))
+    assert phobos.load(example("vecadd")).kernels == ("vecadd",)
+    assert "attn_fwd" in repr(m)
 
 
 def test_a_kernel_from_a_source_string():
