@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-__all__ = ["load", "compile", "init", "shutdown", "target", "device_name", "version",
+__all__ = ["load", "compile", "kernel", "init", "shutdown", "target", "device_name", "version",
            "PhobosError", "CompileError", "LaunchError", "Module", "Kernel"]
 
 # ---- the library ----
@@ -509,6 +509,13 @@ def compile(source, name="<string>"):
     if not isinstance(source, str):
         raise TypeError(f"compile: source must be a str, got {type(source).__name__}")
     return Module(name, source)
+
+
+def kernel(fn):
+    """@phobos.kernel: a kernel written as a Python function in a .py file
+    (phobos.lang.kernel, @ph.kernel: see phobos/lang.py)."""
+    from . import lang
+    return lang.kernel(fn)
 
 
 def cdiv(a, b):
