@@ -409,8 +409,9 @@ Test(runtime, kernel_params_describe_the_signature)
     ph_module_free(m);
 }
 
-/* A module lists its kernels by name, in the source's order, not its configs. */
-Test(runtime, a_module_lists_its_kernels)
+/* A module lists its kernels by name, in the source's order, not its
+ * configs; a misspelt name gets the nearest kernel's offered. */
+Test(runtime, a_module_lists_its_kernels_and_offers_the_nearest)
 {
     ph_module *m;
     get(&m, "vadd");
@@ -421,6 +422,13 @@ Test(runtime, a_module_lists_its_kernels)
     cr_assert_null(ph_module_kernel_name(m, -1));
     cr_assert_eq(ph_module_kernel_count(NULL), -1);
     cr_assert_null(ph_module_kernel_name(NULL, 0));
+    ph_kernel *k;
+    cr_assert_eq(ph_kernel_get(m, "vad", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'vad' in this module; did you mean 'vadd'?");
+    cr_assert_eq(ph_kernel_get(m, "towd", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'towd' in this module; did you mean 'twod'?");
+    cr_assert_eq(ph_kernel_get(m, "matmul", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'matmul' in this module");
     ph_module_free(m);
 }
 

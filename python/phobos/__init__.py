@@ -472,7 +472,9 @@ class Module:
         if name not in self._kernels:
             k = _vp()
             if _kernel_get(self._handle, name.encode(), ctypes.byref(k)) != _OK:
-                raise AttributeError(f"{self.path}: no kernel named '{name}'")
+                # the runtime's words, with the nearest kernel's name when one is near
+                msg = _last_error().decode(errors="replace").rstrip("\n")
+                raise AttributeError(f"{self.path}: {msg} (its kernels: {', '.join(self.kernels)})")
             self._kernels[name] = Kernel(self, name, k)
         return self._kernels[name]
 

@@ -202,8 +202,13 @@ def test_bad_grids(vecadd):
 
 def test_unknown_kernel():
     m = phobos.load(example("vecadd"))
-    with pytest.raises(AttributeError, match=r"vecadd.ph: no kernel named 'nope'"):
+    with pytest.raises(AttributeError, match=r"vecadd.ph: no kernel named 'nope' in this module \(its kernels: vecadd\)$"):
         m.nope
+    with pytest.raises(AttributeError, match=r"no kernel named 'vecad' in this module; did you mean 'vecadd'\?"):
+        m.vecad
+    attention = phobos.load(example("attention"))
+    with pytest.raises(AttributeError, match=r"no kernel named 'attn_bwd_dk' in this module; did you mean 'attn_bwd_dq'\?"):
+        attention["attn_bwd_dk"]
 
 
 def test_bad_source_says_file_line_col(tmp_path):
