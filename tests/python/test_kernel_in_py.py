@@ -55,6 +55,13 @@ def test_phobos_kernel_and_a_meta_parameter_named_in_a_decorator():
     e = np.exp(x.astype(np.float64) - x.astype(np.float64).max(axis=1, keepdims=True))
     assert np.abs(y - e / e.sum(axis=1, keepdims=True)).max() < 1e-5
     assert softmax.last_config == "softmax__N_256__BM_16__T_64"
+    x, y = np.zeros((M, 100), np.float16), np.zeros((M, 100), np.float32)
+    with pytest.raises(phobos.LaunchError, match=r"^softmax: no config accepts these arguments: "
+                                                  r"softmax__N_128__BM_16__T_64 needs N = 128, got 100; "
+                                                  r"softmax__N_128__BM_16__T_128 needs N = 128, got 100; "
+                                                  r"softmax__N_256__BM_16__T_64 needs N = 256, got 100; "
+                                                  r"softmax__N_256__BM_16__T_128 needs N = 256, got 100$"):
+        softmax[(3,)](x, y)
 
 
 def test_a_kernel_functions_errors_are_at_the_py_files_line_and_column():
