@@ -27,6 +27,7 @@ _SONAME = "libphobos.so.0"
 
 def _candidates():
     """Where libphobos.so.0 may be, in the order tried: $PHOBOS_LIBRARY, the
+    copy a wheel carries (pip install . from a built tree: setup.py), the
     build folder of the source tree this package sits in, an installed
     prefix that pkg-config knows, then the loader's own search."""
     env = os.environ.get("PHOBOS_LIBRARY")
@@ -34,6 +35,7 @@ def _candidates():
         yield env
         return
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, _SONAME)
     yield os.path.join(here, "..", "..", "build", _SONAME)
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "phobos"], capture_output=True,
