@@ -213,6 +213,18 @@ static const Builtin *builtin_named(const char *name)
     return NULL;
 }
 
+/* The built-in whose name is nearest to a misspelt one (an edit or two), or NULL. */
+static const char *builtin_near(const char *name)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++) {
+        int d = edit_distance(name, builtins[i].name);
+        if (d < best_d && d < (int)strlen(name)) best = builtins[i].name, best_d = d;
+    }
+    return best;
+}
+
 /* Checks the callee, arity and keywords; NULL after an error. */
 static const Builtin *call_target(Sema *s, const Expr *e)
 {
@@ -226,7 +238,9 @@ static const Builtin *call_target(Sema *s, const Expr *e)
     }
     const Builtin *b = builtin_named(name);
     if (!b) {
-        sema_err(s, e->loc, "'%s.%s' is not a built-in function", s->alias, name);
+        const char *near = builtin_near(name);
+        if (near) sema_err(s, e->loc, "'%s.%s' is not a built-in function; did you mean '%s.%s'?", s->alias, name, s->alias, near);
+        else sema_err(s, e->loc, "'%s.%s' is not a built-in function", s->alias, name);
         return NULL;
     }
     for (int i = 0; i < e->nitems; i++) {

@@ -13,21 +13,31 @@
 
 static PhRuntime *const rt = &ph_internal_runtime;
 
+/* PH_ERR_NOT_ELIGIBLE, naming each of k's configs and why it refuses these arguments. */
+static ph_status none_accepts(const ph_kernel *k, const ph_arg *args)
+{
+    ph_internal_failf(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments: ", k->name);
+    for (int i = 0; i < k->count; i++) {
+        char why[512];
+        ph_internal_ineligible(k->module->ir->funcs[k->first + i], args, why, sizeof why);
+        ph_internal_fail_append("%s%s", i ? "; " : "", why);
+    }
+    return PH_ERR_NOT_ELIGIBLE;
+}
+
 /* A launch, the lock held. */
 static ph_status launch_kernel(ph_kernel *k, ph_grid_fn grid, void *user, const ph_arg *args, int nargs, CUstream stream)
 {
     const IrFunc *f0 = k->module->ir->funcs[k->first];
     ph_status s = ph_internal_check_args(f0, args, nargs);
     if (s) return s;
-    char why[512] = "";
     int *eligible = k->eligible, ne = 0;
     unsigned (*grids)[3] = k->grids;
     for (int i = 0; i < k->count; i++) {
-        char w[512];
-        if (ph_internal_ineligible(k->module->ir->funcs[k->first + i], args, w, sizeof w)) snprintf(why, sizeof why, "%s", w);
-        else eligible[ne++] = i;
+        char why[512];
+        if (!ph_internal_ineligible(k->module->ir->funcs[k->first + i], args, why, sizeof why)) eligible[ne++] = i;
     }
-    if (!ne) s = ph_internal_failf(PH_ERR_NOT_ELIGIBLE, "%s: no config accepts these arguments (%s)", k->name, why);
+    if (!ne) s = none_accepts(k, args);
     const Device *d = rt->ready ? &rt->devices[ph_internal_module_device(k->module)] : NULL;
     /* the grid callback runs once per eligible config */
     for (int i = 0; i < ne && !s; i++) {

@@ -157,6 +157,18 @@ void ph_module_free(ph_module *m)
     free(m);
 }
 
+/* The kernel of m whose name is nearest to a misspelt one (an edit or two), or NULL. */
+static const char *kernel_near(const ph_module *m, const char *name)
+{
+    const char *best = NULL;
+    int best_d = 3;
+    for (int i = 0; i < m->nkernels; i++) {
+        int d = edit_distance(name, m->kernels[i].name);
+        if (d < best_d && d < (int)strlen(name)) best = m->kernels[i].name, best_d = d;
+    }
+    return best;
+}
+
 ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
 {
     if (!m || !name || !out) return ph_internal_failf(PH_ERR_INVALID, "null argument to ph_kernel_get");
@@ -165,7 +177,16 @@ ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out)
     /* an entry name picks one config, with no autotuning */
     for (int i = 0; i < m->ir->nfuncs; i++)
         if (!strcmp(m->configs[i].name, name)) { *out = &m->configs[i]; return PH_OK; }
+    const char *near = kernel_near(m, name);
+    if (near) return ph_internal_failf(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module; did you mean '%s'?", name, near);
     return ph_internal_failf(PH_ERR_NOT_FOUND, "no kernel named '%s' in this module", name);
+}
+
+int ph_module_kernel_count(const ph_module *m) { return m ? m->nkernels : -1; }
+
+const char *ph_module_kernel_name(const ph_module *m, int i)
+{
+    return m && i >= 0 && i < m->nkernels ? m->kernels[i].name : NULL;
 }
 
 int ph_kernel_param_count(const ph_kernel *k)

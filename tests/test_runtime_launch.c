@@ -332,9 +332,12 @@ Test(runtime, the_interpreter_runs_launches_on_host_memory)
     cr_assert_eq(ph_launch_stream(k, grid_of_n, &n, args, 4, (void *)(uintptr_t)0x5000), PH_OK, "the stream is ignored: %s",
                  ph_last_error());
     for (int i = 0; i < 384; i++) cr_assert_float_eq(z[i], 2.0f * x[i] + y[i], 1e-6f, "z[%d] = %g", i, z[i]);
-    n = 100;   /* a multiple of no BLOCK */
+    n = 100;   /* a multiple of no BLOCK: each config says why it refuses */
     args[0].dims[0] = args[1].dims[0] = args[2].dims[0] = n;
     cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_NOT_ELIGIBLE);
+    cr_assert_str_eq(ph_last_error(), "vadd: no config accepts these arguments: "
+                     "vadd__BLOCK_128 promises N % BLOCK == 0, but N = 100 is not a multiple of 128; "
+                     "vadd__BLOCK_256 promises N % BLOCK == 0, but N = 100 is not a multiple of 256");
     args[0].dims[0] = 128;
     cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 4), PH_ERR_ARGS);
     cr_assert(strstr(ph_last_error(), "dim N is 128 in X but 100 in Y") != NULL, "%s", ph_last_error());
@@ -406,6 +409,29 @@ Test(runtime, kernel_params_describe_the_signature)
     cr_assert_eq(ph_kernel_param(k, 2, &p), PH_OK);
     cr_assert_str_eq(p.dim_names[0], "N");
     cr_assert_eq(p.rank, 1);
+    ph_module_free(m);
+}
+
+/* A module lists its kernels by name, in the source's order, not its
+ * configs; a misspelt name gets the nearest kernel's offered. */
+Test(runtime, a_module_lists_its_kernels_and_offers_the_nearest)
+{
+    ph_module *m;
+    get(&m, "vadd");
+    cr_assert_eq(ph_module_kernel_count(m), 2, "vadd (two configs) and twod");
+    cr_assert_str_eq(ph_module_kernel_name(m, 0), "vadd");
+    cr_assert_str_eq(ph_module_kernel_name(m, 1), "twod");
+    cr_assert_null(ph_module_kernel_name(m, 2));
+    cr_assert_null(ph_module_kernel_name(m, -1));
+    cr_assert_eq(ph_module_kernel_count(NULL), -1);
+    cr_assert_null(ph_module_kernel_name(NULL, 0));
+    ph_kernel *k;
+    cr_assert_eq(ph_kernel_get(m, "vad", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'vad' in this module; did you mean 'vadd'?");
+    cr_assert_eq(ph_kernel_get(m, "towd", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'towd' in this module; did you mean 'twod'?");
+    cr_assert_eq(ph_kernel_get(m, "matmul", &k), PH_ERR_NOT_FOUND);
+    cr_assert_str_eq(ph_last_error(), "no kernel named 'matmul' in this module");
     ph_module_free(m);
 }
 

@@ -1,5 +1,6 @@
 /* util.c: checked allocation and the arena. Out of memory ends the process
- * with a message: no caller can do better, and none needs to check. */
+ * with a message: no caller can do better, and none needs to check. And
+ * the edit distance that "did you mean" messages pick a name by. */
 #include "util.h"
 
 #include <stdio.h>
@@ -89,4 +90,25 @@ void arena_free(Arena *a)
         free(c);
     }
     free(a);
+}
+
+int edit_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= 64 || m >= 64) return (int)(n > m ? n : m);
+    int row[64];   /* the distances of a's prefixes to b's prefix so far */
+    for (size_t i = 0; i <= n; i++) row[i] = (int)i;
+    for (size_t j = 1; j <= m; j++) {
+        int diag = row[0];
+        row[0] = (int)j;
+        for (size_t i = 1; i <= n; i++) {
+            int up = row[i];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[i - 1] + 1 < best) best = row[i - 1] + 1;
+            row[i] = best;
+            diag = up;
+        }
+    }
+    return row[n];
 }

@@ -1,5 +1,6 @@
 /* util.h: the few helpers every layer of phc shares: checked allocation,
- * an arena for IR and AST nodes (freed in one call), growable arrays. */
+ * an arena for IR and AST nodes (freed in one call), growable arrays, the
+ * edit distance of two names. */
 #ifndef PHC_UTIL_H
 #define PHC_UTIL_H
 
@@ -12,6 +13,11 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+
+/* The edit distance (insertions, deletions, substitutions) of a and b,
+ * for "did you mean" in messages; names of 64 bytes or more are as far as
+ * their longer length. */
+int edit_distance(const char *a, const char *b);
 
 /* Bump allocator: every AST node and IR object lives in one, so a compilation
  * is freed with one arena_free. Allocations are zeroed and 16-byte aligned. */

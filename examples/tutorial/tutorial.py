@@ -5,7 +5,11 @@ result checked against NumPy."""
 
 import sys
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:   # the python3 first on PATH may not be the one `make deps` gave NumPy to
+    sys.exit(f"tutorial.py: {sys.executable} has no NumPy; `make deps` installs it for Debian's "
+             "/usr/bin/python3: run the commands with /usr/bin/python3, or `pip install numpy` for this one")
 
 import phobos
 

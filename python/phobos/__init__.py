@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 
-__all__ = ["load", "compile", "init", "shutdown", "target", "device_name", "version",
+__all__ = ["load", "compile", "kernel", "init", "shutdown", "target", "device_name", "version",
            "PhobosError", "CompileError", "LaunchError", "Module", "Kernel"]
 
 # ---- the library ----
@@ -27,6 +27,7 @@ _SONAME = "libphobos.so.0"
 
 def _candidates():
     """Where libphobos.so.0 may be, in the order tried: $PHOBOS_LIBRARY, the
+    copy a wheel carries (pip install . from a built tree: setup.py), the
     build folder of the source tree this package sits in, an installed
     prefix that pkg-config knows, then the loader's own search."""
     env = os.environ.get("PHOBOS_LIBRARY")
@@ -34,6 +35,7 @@ def _candidates():
         yield env
         return
     here = os.path.dirname(os.path.abspath(__file__))
+    yield os.path.join(here, _SONAME)
     yield os.path.join(here, "..", "..", "build", _SONAME)
     try:
         libdir = subprocess.run(["pkg-config", "--variable=libdir", "phobos"], capture_output=True,
@@ -107,6 +109,8 @@ _module_load_file = _sig("ph_module_load_file", _int, _cp, ctypes.POINTER(_vp))
 _module_load_string = _sig("ph_module_load_string", _int, _cp, _cp, ctypes.POINTER(_vp))
 _module_free = _sig("ph_module_free", None, _vp)
 _kernel_get = _sig("ph_kernel_get", _int, _vp, _cp, ctypes.POINTER(_vp))
+_kernel_count = _sig("ph_module_kernel_count", _int, _vp)
+_kernel_name = _sig("ph_module_kernel_name", _cp, _vp, _int)
 _kernel_param_count = _sig("ph_kernel_param_count", _int, _vp)
 _kernel_param = _sig("ph_kernel_param", _int, _vp, _int, ctypes.POINTER(_Param))
 _launch = _sig("ph_launch_stream", _int, _vp, _GridFn, _vp, ctypes.POINTER(_Arg), _int, _vp)
@@ -265,6 +269,9 @@ def _tensor_arg(kname, p, x):
         if any(s % x.itemsize for s in x.strides):
             raise ValueError(f"{where} has strides of {_tuple(x.strides)} bytes, not whole elements; pass a contiguous copy")
         strides = tuple(s // x.itemsize for s in x.strides)
+    elif isinstance(x, (bytes, memoryview)) and (isinstance(x, bytes) or x.readonly):
+        raise ValueError(f"{where} is an immutable buffer ({type(x).__name__}), which a kernel must not write; "
+                         f"pass a writable NumPy array")
     else:
         raise TypeError(f"{where} must be a NumPy array or a torch tensor, got {type(x).__name__}")
     if on_gpu != (_target == "gpu"):
@@ -460,12 +467,16 @@ class Module:
             raise _error(s)
         self._handle = h
         self._kernels = {}
+        # the kernels' names, in the source's order (ph_module_kernel_name)
+        self.kernels = tuple(_kernel_name(h, i).decode() for i in range(_kernel_count(h)))
 
     def kernel(self, name):
         if name not in self._kernels:
             k = _vp()
             if _kernel_get(self._handle, name.encode(), ctypes.byref(k)) != _OK:
-                raise AttributeError(f"{self.path}: no kernel named '{name}'")
+                # the runtime's words, with the nearest kernel's name when one is near
+                msg = _last_error().decode(errors="replace").rstrip("\n")
+                raise AttributeError(f"{self.path}: {msg} (its kernels: {', '.join(self.kernels)})")
             self._kernels[name] = Kernel(self, name, k)
         return self._kernels[name]
 
@@ -476,6 +487,12 @@ class Module:
 
     def __getitem__(self, name):
         return self.kernel(name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.kernels))
+
+    def __repr__(self):
+        return f"<phobos module {self.path}: {', '.join(self.kernels)}>"
 
     def __del__(self):
         if self._handle is not None and _module_free is not None:
@@ -496,6 +513,13 @@ def compile(source, name="<string>"):
     if not isinstance(source, str):
         raise TypeError(f"compile: source must be a str, got {type(source).__name__}")
     return Module(name, source)
+
+
+def kernel(fn):
+    """@phobos.kernel: a kernel written as a Python function in a .py file
+    (phobos.lang.kernel, @ph.kernel: see phobos/lang.py)."""
+    from . import lang
+    return lang.kernel(fn)
 
 
 def cdiv(a, b):

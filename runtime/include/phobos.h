@@ -153,6 +153,11 @@ void ph_module_free(ph_module *m);
 /* name is a kernel's name (launches autotune across its configs) or an
  * entry name such as attn_fwd__D_64__BR_32__BC_32 (that config only). */
 ph_status ph_kernel_get(ph_module *m, const char *name, ph_kernel **out);
+/* The number of m's kernels (-1 for a null m), and kernel i's name, in the
+ * source's order (NULL out of range): what ph_kernel_get takes, besides
+ * entry names. The names live as long as the module. */
+int ph_module_kernel_count(const ph_module *m);
+const char *ph_module_kernel_name(const ph_module *m, int i);
 
 /* A kernel's parameter, as its signature declares it: kind PH_ARG_TENSOR
  * with an element type ("f16", "bf16", "f32", "i32") and rank 1 or 2, each

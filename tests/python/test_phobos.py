@@ -202,8 +202,13 @@ def test_bad_grids(vecadd):
 
 def test_unknown_kernel():
     m = phobos.load(example("vecadd"))
-    with pytest.raises(AttributeError, match=r"vecadd.ph: no kernel named 'nope'"):
+    with pytest.raises(AttributeError, match=r"vecadd.ph: no kernel named 'nope' in this module \(its kernels: vecadd\)$"):
         m.nope
+    with pytest.raises(AttributeError, match=r"no kernel named 'vecad' in this module; did you mean 'vecadd'\?"):
+        m.vecad
+    attention = phobos.load(example("attention"))
+    with pytest.raises(AttributeError, match=r"no kernel named 'attn_bwd_dk' in this module; did you mean 'attn_bwd_dq'\?"):
+        attention["attn_bwd_dk"]
 
 
 def test_bad_source_says_file_line_col(tmp_path):
@@ -337,6 +342,17 @@ def test_read_only_buffers_are_refused(vecadd):
     with pytest.raises(ValueError, match=r"argument Z .* is read-only"):
         vecadd[(2,)](x, y, z)
     assert not z.any()   # nothing was written
+    for immutable in (bytes(256 * 4), memoryview(bytes(256 * 4))):
+        with pytest.raises(ValueError, match=r"argument Z .* is an immutable buffer"):
+            vecadd[(2,)](x, y, immutable)
+
+
+def test_a_module_lists_its_kernels():
+    m = phobos.load(example("attention"))
+    assert m.kernels == ("attn_fwd", "attn_bwd_delta", "attn_bwd_dkdv", "attn_bwd_dq")
+    assert set(m.kernels) <= set(dir(m))
+    assert phobos.load(example("vecadd")).kernels == ("vecadd",)
+    assert "attn_fwd" in repr(m)
 
 
 def test_a_kernel_from_a_source_string():
