@@ -180,13 +180,30 @@ static bool build_map(ph_kernel *k, const CodegenCopyDesc *d, int j, const IrFun
                                      swizzle, L2_PROMOTION_128B, OOB_FILL_ZEROS);
 }
 
-/* The launch's parameters after the ABI's: config st's maps, then their flags (codegen.h). */
-static void pack_copy_descriptors(ph_kernel *k, const Config *st, const IrFunc *f, const ph_arg *args)
+/* Whether map j was last built for config cfg's descriptor d and the
+ * same tensor (address, extents); notes it as built for them otherwise. */
+static bool map_cached(ph_kernel *k, int j, int cfg, const CodegenCopyDesc *d, const IrFunc *f, const ph_arg *args)
+{
+    bool tensor = d->param >= 0 && d->param < f->nparams && f->params[d->param].is_tensor;
+    const ph_arg *a = tensor ? &args[d->param] : NULL;
+    uint64_t ptr = a ? a->ptr : 0;
+    int64_t d0 = a ? a->dims[0] : 0, d1 = a && f->params[d->param].rank == 2 ? a->dims[1] : 0;
+    bool same = k->map_of[j].cfg == cfg && !memcmp(&k->map_of[j].desc, d, sizeof *d) && k->map_of[j].ptr == ptr &&
+                k->map_of[j].dims[0] == d0 && k->map_of[j].dims[1] == d1;
+    k->map_of[j].cfg = cfg, k->map_of[j].desc = *d, k->map_of[j].ptr = ptr, k->map_of[j].dims[0] = d0, k->map_of[j].dims[1] = d1;
+    return same;
+}
+
+/* The launch's parameters after the ABI's: config cfg's (st's) maps, then
+ * their flags (codegen.h); a map is built only when its tensor changed. */
+static void pack_copy_descriptors(ph_kernel *k, int cfg, const Config *st, const IrFunc *f, const ph_arg *args)
 {
     int n = k->nvalues, nd = st->ndescs;
     for (int j = 0; j < nd; j++) {
-        k->map_ok[j] = build_map(k, &st->descs[j], j, f, args);
-        if (!k->map_ok[j] && k->maps) memset(k->maps + 128 * j, 0, 128);
+        if (!map_cached(k, j, cfg, &st->descs[j], f, args)) {
+            k->map_ok[j] = build_map(k, &st->descs[j], j, f, args);
+            if (!k->map_ok[j] && k->maps) memset(k->maps + 128 * j, 0, 128);
+        }
         static unsigned char no_map[128];   /* what a kernel told 0 never reads */
         k->params[n + j] = k->maps ? (void *)(k->maps + 128 * j) : (void *)no_map;
         k->params[n + nd + j] = &k->map_ok[j];
@@ -200,7 +217,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     const Config *st = &k->module->state[k->first + cfg];
     ph_internal_pack_args(k->values, f, args);
-    pack_copy_descriptors(k, st, f, args);
+    pack_copy_descriptors(k, k->first + cfg, st, f, args);
     CUresult r = cu->LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, k->stream, k->params, NULL);
     return r ? ph_internal_cuda_fail(r, "cuLaunchKernel") : PH_OK;
 }

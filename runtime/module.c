@@ -33,6 +33,7 @@ static void kernel_scratch_init(ph_kernel *k)
     k->nvalues = n;
     /* NULL when out of memory: launches then copy without descriptors */
     if (posix_memalign((void **)&k->maps, 64, 128 * CODEGEN_MAX_COPY_DESCS)) k->maps = NULL;
+    for (int j = 0; j < CODEGEN_MAX_COPY_DESCS; j++) k->map_of[j].cfg = -1;   /* none built yet */
     for (int i = 0; i < n; i++) k->params[i] = &k->values[i];
 }
 

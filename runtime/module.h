@@ -31,6 +31,9 @@ struct ph_kernel {
      * built for its tensors, and whether each could be */
     unsigned char *maps;       /* CODEGEN_MAX_COPY_DESCS maps of 128 bytes, 64-byte aligned */
     int32_t map_ok[CODEGEN_MAX_COPY_DESCS];
+    /* what each map was last built from (its config, descriptor, tensor
+     * address and extents): a launch on the same tensors rebuilds nothing */
+    struct { int cfg; CodegenCopyDesc desc; uint64_t ptr; int64_t dims[2]; } map_of[CODEGEN_MAX_COPY_DESCS];
     int nvalues;
     CUstream stream;           /* the launch in progress's, its timing's too */
 };

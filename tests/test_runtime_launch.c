@@ -483,6 +483,12 @@ Test(runtime, tensor_maps_are_built_from_the_launchs_tensors)
         cr_expect_eq(*(int32_t *)fake.launch_params[11 + j], 1, "map %d's flag", j);
     }
     cr_expect_null(fake.launch_params[13]);
+    /* the same tensors again: the maps are kept, none rebuilt */
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 3), PH_OK, "%s", ph_last_error());
+    cr_expect_eq(fake.nmaps, 2, "maps rebuilt for the same tensors");
+    uint64_t kept;
+    memcpy(&kept, fake.launch_params[10], 8);
+    cr_expect_eq(kept, want_addr[1], "the kept map of B");
 
     args[0] = ph_tensor2_t(0x10000, PH_F16, 256, 100);   /* rows of 200 bytes: no map for A */
     args[1] = ph_tensor2_t(0x40000, PH_F16, 100, 128);
