@@ -187,29 +187,12 @@ Test(cpusim_wgmma, k_major_and_bf16_dots_over_every_swizzle_match_the_interprete
 
 /* ---- what test_cpusim.c runs for sm_90, for sm_90a ---- */
 
-/* ringdot's configs of BK 48 are left out: on sm_90a the code generator
- * crashes on them (a ring slot of 96-byte rows: layout.c gives it the
- * target's operand layout, which layout_shared_atoms leaves NULL for such
- * rows, with no fallback to layout_shared; cg_memory.c's find_rings then
- * reads the NULL layout). */
-static bool crashes_sm90a_codegen(const IrFunc *f) { return !strcmp(f->kernel, "ringdot") && host_meta(f, "BK") == 48; }
-
 Test(cpusim_wgmma, every_ops_and_gemm_tuned_config_matches_on_sm90a, .timeout = 600)
 {
     IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
-    int kept = 0, all = m->nfuncs;
-    for (int i = 0; i < all; i++) {   /* the crashing configs moved past nfuncs, freed with the rest */
-        IrFunc *f = m->funcs[i];
-        if (crashes_sm90a_codegen(f)) continue;
-        m->funcs[i] = m->funcs[kept];
-        m->funcs[kept++] = f;
-    }
-    cr_assert_geq(kept, 21);
-    m->nfuncs = kept;
     int failed = configs_that_differ(m, "sm_90a");
-    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, kept);
-    m->nfuncs = all;
+    cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
     ir_module_free(m);
     every_config_matches("bench/gemm_tuned.ph", 8, "sm_90a");
 }
@@ -525,9 +508,10 @@ Test(cpusim_wgmma, a_window_starting_inside_a_16_byte_unit_goes_by_cp_async, .ti
     IrModule *m = driver_compile_file(OPS, NULL, stderr);
     cr_assert_not_null(m);
     int kept = 0, all = m->nfuncs;
-    for (int i = 0; i < all; i++) {   /* ringdot's configs but BK 48 (crashes_sm90a_codegen) first */
+    /* ringdot's configs first, but BK 48's: 96-byte rows have no swizzle the bulk copy writes, the threads copy all */
+    for (int i = 0; i < all; i++) {
         IrFunc *f = m->funcs[i];
-        if (strcmp(f->kernel, "ringdot") || crashes_sm90a_codegen(f)) continue;
+        if (strcmp(f->kernel, "ringdot") || host_meta(f, "BK") == 48) continue;
         m->funcs[i] = m->funcs[kept];
         m->funcs[kept++] = f;
     }
