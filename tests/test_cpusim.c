@@ -37,6 +37,10 @@
 
 Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_config_matches(OPS, 21, "sm_90"); }
 
+/* tests/gpu/math.ph's math built-ins (their accuracy on many more inputs:
+ * test_cpusim_math.c). */
+Test(cpusim, every_math_config_matches_the_interpreter, .timeout = 600) { every_config_matches(MATH_OPS, 5, "sm_90"); }
+
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
