@@ -227,3 +227,45 @@ Test(cpusim_math, fma_rounds_once_as_fmaf, .timeout = 120)
     for (int i = 0; i < 5; i++) free(r.data[i]), free(want[i]);
     cpusim_free(sim);
 }
+
+/* ph.inf and ph.nan are float literals: -ph.inf folds, as -1.0 / 0.0 does
+ * (IEEE, not an error), and ph.max / ph.min of literals ignore a NaN and
+ * order -0.0 below 0.0 as the ops do; the interpreter and the generated
+ * code store the same bits. */
+Test(cpusim_math, inf_and_nan_are_literals)
+{
+    static const char src[] =
+        "import phobos.lang as ph\n\n"
+        "@ph.kernel\n"
+        "def consts(Z: ph.tensor[ph.f32][16]):\n"
+        "    Z[0:+1] = -ph.inf\n"
+        "    Z[1:+1] = -1.0 / 0.0\n"
+        "    Z[2:+1] = ph.inf - ph.inf\n"
+        "    Z[3:+1] = ph.max(1.0, ph.nan)\n"
+        "    Z[4:+1] = ph.min(ph.nan, -2.0)\n"
+        "    Z[5:+1] = ph.max(-0.0, 0.0)\n"
+        "    Z[6:+1] = ph.min(0.0, -0.0)\n"
+        "    Z[7:+1] = ph.tanh(-ph.inf) + ph.erf(ph.inf) + ph.sigmoid(-ph.inf)\n"
+        "    Z[8:+1] = ph.pow(ph.nan, 0.0) + ph.fma(ph.inf, 0.0, 1.0)\n"
+        "    Z[9:+1] = ph.f32(ph.f16(ph.inf)) + ph.f32(ph.bf16(-ph.inf))\n";
+    char *diags = NULL;
+    IrModule *m = tu_compile("consts.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    const float want[10] = {-INFINITY, -INFINITY, NAN, 1.0f, -2.0f, 0.0f, -0.0f, 0.0f, NAN, NAN};
+    float got[2][16] = {{0}};
+    char err[512];
+    IrArg a = {.data = got[0], .dims = {16, 0}};
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(m->funcs[0], &a, 1, grid, err, sizeof err), 0, "%s", err);
+    cpusim *sim = load(m);
+    ph_arg s = ph_tensor1((ph_devptr)(uintptr_t)got[1], 16);
+    unsigned g[3] = {1, 1, 1};
+    cr_assert_eq(cpusim_launch(sim, m->funcs[0]->name, g, &s, 1, err, sizeof err), PH_OK, "%s", err);
+    for (int side = 0; side < 2; side++)
+        for (int i = 0; i < 10; i++)
+            cr_expect(isnan(want[i]) ? isnan(got[side][i]) : got[side][i] == want[i] && signbit(got[side][i]) == signbit(want[i]),
+                      "%s: Z[%d] is %a, not %a", side ? "generated code" : "interpreter", i, got[side][i], want[i]);
+    cpusim_free(sim);
+    ir_module_free(m);
+}
