@@ -1,6 +1,7 @@
 /* test_cpusim.c: the code generator's output run on the CPU executor
  * (tests/cpusim/) against the interpreter, so the back end is checked
- * without a GPU. Every config of every kernel of tests/gpu/ops.ph runs on
+ * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
+ * tests/gpu/math.ph, the math built-ins) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
