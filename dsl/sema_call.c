@@ -1,5 +1,6 @@
 /* sema_call.c: the built-ins, ph.NAME(...) calls: dot, dot_t and
- * transpose, math, reductions, where, iota, converts, and the statements
+ * transpose, math (pow and fma among it), reductions, where, iota,
+ * converts, and the statements
  * online_softmax and atomic_add; each checks its arguments' count, shapes
  * and dtypes in the typing pass and emits its ops in the emitting pass. */
 #include "sema.h"
@@ -10,7 +11,7 @@
 
 typedef enum {
     B_DOT, B_DOT_T, B_TRANSPOSE, B_MATH, B_ABS, B_MAX, B_MIN, B_REDUCE, B_WHERE, B_IOTA, B_CONVERT, B_SOFTMAX,
-    B_ATOMIC_ADD,
+    B_ATOMIC_ADD, B_POW, B_FMA,
 } BuiltinKind;
 
 typedef struct { const char *name; BuiltinKind kind; int min, max; int sub; int axis; } Builtin;
@@ -19,6 +20,8 @@ static const Builtin builtins[] = {
     {"dot", B_DOT, 2, 2, 0, 0}, {"dot_t", B_DOT_T, 2, 2, 0, 0}, {"transpose", B_TRANSPOSE, 1, 1, 0, 0},
     {"exp", B_MATH, 1, 1, UN_EXP, 0}, {"exp2", B_MATH, 1, 1, UN_EXP2, 0}, {"log", B_MATH, 1, 1, UN_LOG, 0},
     {"log2", B_MATH, 1, 1, UN_LOG2, 0}, {"sqrt", B_MATH, 1, 1, UN_SQRT, 0}, {"rsqrt", B_MATH, 1, 1, UN_RSQRT, 0},
+    {"tanh", B_MATH, 1, 1, UN_TANH, 0}, {"erf", B_MATH, 1, 1, UN_ERF, 0}, {"sigmoid", B_MATH, 1, 1, UN_SIGMOID, 0},
+    {"pow", B_POW, 2, 2, BIN_POW, 0}, {"fma", B_FMA, 3, 3, 0, 0},
     {"abs", B_ABS, 1, 1, UN_ABS, 0}, {"max", B_MAX, 2, 2, BIN_MAX, 0}, {"min", B_MIN, 2, 2, BIN_MIN, 0},
     {"rowsum", B_REDUCE, 1, 1, RED_SUM, 1}, {"rowmax", B_REDUCE, 1, 1, RED_MAX, 1},
     {"rowmin", B_REDUCE, 1, 1, RED_MIN, 1}, {"colsum", B_REDUCE, 1, 1, RED_SUM, 0},
@@ -115,6 +118,66 @@ static Val math_call(Sema *s, const Expr *e, const Builtin *b, Val x)
     x = sema_coerce(s, x, dt, x.rank, x.dim, e->loc);
     if (val_bad(x)) return x;
     return sema_unary_op(s, b->sub, x, e->loc);
+}
+
+/* The dtype of a float built-in's operands: promoted as for an operator,
+ * an i32 (or integer literal) result taken as f32, as ph.exp takes it. */
+static DType float_promote(const Val *a, int n)
+{
+    Val acc = a[0];
+    for (int i = 1; i < n; i++) {
+        DType dt = sema_promote(acc, a[i]);
+        acc = (Val){.dt = dt, .weak = acc.weak && a[i].weak, .wfloat = dt != DT_I32};
+    }
+    return acc.dt == DT_I32 ? DT_F32 : acc.dt;
+}
+
+/* ph.pow(x, y) and ph.fma(a, b, c): floats, the operands promoted
+ * together and broadcast together (NumPy's rules, as for ph.where). */
+static Val float_nary_call(Sema *s, const Expr *e, const Builtin *b, Val *a, int n)
+{
+    char t[3][64];
+    for (int i = 0; i < n; i++) {
+        val_str(s, a[i], t[i], sizeof t[i]);
+        if (a[i].dt == DT_BOOL) {
+            sema_err(s, e->items[i]->loc, "ph.%s needs numbers, got %s", b->name, t[i]);
+            return val_error();
+        }
+    }
+    DType dt = float_promote(a, n);
+    Val shape = a[0];
+    for (int i = 1; i < n; i++) {
+        int rank, dim[2];
+        if (!sema_shape_bcast(s, shape, a[i], &rank, dim)) {
+            if (n == 2) sema_err(s, e->loc, "ph.%s: shapes %s and %s do not broadcast", b->name, t[0], t[1]);
+            else sema_err(s, e->loc, "ph.%s: shapes %s, %s and %s do not broadcast", b->name, t[0], t[1], t[2]);
+            return val_error();
+        }
+        shape = (Val){.dt = dt, .rank = rank, .dim = {dim[0], dim[1]}};
+    }
+    ValueId args[3];
+    for (int i = 0; i < n; i++) {
+        a[i] = sema_coerce(s, a[i], dt, shape.rank, shape.dim, e->loc);
+        if (val_bad(a[i])) return val_error();
+        args[i] = a[i].v;
+    }
+    Val r = {.dt = dt, .rank = shape.rank, .dim = {shape.dim[0], shape.dim[1]}};
+    if (s->emit) {
+        IrOp *op;
+        r.v = sema_emit1(s, b->kind == B_FMA ? OP_FMA : OP_BINARY, n, args, val_irtype(r), e->loc, &op);
+        op->sub = b->kind == B_FMA ? 0 : b->sub;
+    }
+    return r;
+}
+
+/* ph.max or ph.min of two literals, as the ops compute it: a NaN loses to
+ * a number and -0.0 is below 0.0 (scalarops.c). */
+static Val weak_max_min(bool max, Val a, Val b)
+{
+    double x = a.wfloat ? a.fval : (double)a.ival, y = b.wfloat ? b.fval : (double)b.ival;
+    if (!a.wfloat && !b.wfloat) return (max ? x >= y : x <= y) ? a : b;
+    double r = isnan(x) ? y : isnan(y) ? x : x == y ? (!signbit(x) == max ? x : y) : max ? fmax(x, y) : fmin(x, y);
+    return val_weak_float(r);
 }
 
 static Val convert_call(Sema *s, const Expr *e, DType dt, Val x)
@@ -296,14 +359,9 @@ Val sema_call(Sema *s, const Expr *e)
     }
     case B_MATH: case B_ABS: return math_call(s, e, b, a[0]);
     case B_MAX: case B_MIN:
-        if (a[0].weak && a[1].weak) {
-            bool fl = a[0].wfloat || a[1].wfloat;
-            double x = a[0].wfloat ? a[0].fval : (double)a[0].ival, y = a[1].wfloat ? a[1].fval : (double)a[1].ival;
-            bool first = b->kind == B_MAX ? x >= y : x <= y;
-            if (fl) return val_weak_float(first ? x : y);
-            return first ? a[0] : a[1];
-        }
+        if (a[0].weak && a[1].weak) return weak_max_min(b->kind == B_MAX, a[0], a[1]);
         return sema_elementwise(s, OP_BINARY, b->sub, T_EOF, a[0], a[1], e->loc, b->name);
+    case B_POW: case B_FMA: return float_nary_call(s, e, b, a, e->nitems);
     case B_REDUCE: return reduce_call(s, e, b, a[0]);
     case B_WHERE: return where_call(s, e, a[0], a[1], a[2]);
     case B_CONVERT: return convert_call(s, e, (DType)b->sub, a[0]);

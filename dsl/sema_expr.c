@@ -284,6 +284,9 @@ static Val attr_value(Sema *s, const Expr *e)
 {
     if (e->lhs && e->lhs->kind == EX_ATTR && e->lhs->lhs && e->lhs->lhs->kind == EX_ATTR) return ctx_value(s, e);
     const char *n = sema_ns_attr(s, e);
+    /* f32 constants that behave as float literals do (weak), so -ph.inf folds */
+    if (n && !strcmp(n, "inf")) return val_weak_float(INFINITY);
+    if (n && !strcmp(n, "nan")) return val_weak_float(NAN);
     if (n) sema_err(s, e->loc, "'%s.%s' is not a value", s->alias, n);
     else sema_err(s, e->loc, "attribute '.%s' is not supported here; only ph.NAME and ph.ctx.block/grid.x|y|z", e->name);
     return val_error();

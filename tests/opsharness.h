@@ -17,6 +17,7 @@
 #include "ir/ir.h"
 
 #define OPS "tests/gpu/ops.ph"
+#define MATH_OPS "tests/gpu/math.ph"   /* tanh, erf, sigmoid, pow, fma, inf, nan */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)
@@ -119,11 +120,12 @@ static inline int compare_tensor_within(const char *who, const IrFunc *f, const 
 }
 
 /* The kernels whose every operation is exact or exactly rounded on every
- * side (float // and %; max and min): their tensors must match the
- * interpreter's bit for bit, a zero's sign and a NaN's bits included. */
+ * side (float // and %; max and min; math.ph's fmas): their tensors must
+ * match the interpreter's bit for bit, a zero's sign and a NaN's bits
+ * included. */
 static inline bool compared_bitwise(const IrFunc *f)
 {
-    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax");
+    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax") || !strcmp(f->kernel, "fmas");
 }
 
 static inline int compare_tensor_bits(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,

@@ -1,6 +1,7 @@
 /* test_cpusim.c: the code generator's output run on the CPU executor
  * (tests/cpusim/) against the interpreter, so the back end is checked
- * without a GPU. Every config of every kernel of tests/gpu/ops.ph runs on
+ * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
+ * tests/gpu/math.ph, the math built-ins) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -36,6 +37,10 @@
 #include "testutil.h"
 
 Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_config_matches(OPS, 21, "sm_90"); }
+
+/* tests/gpu/math.ph's math built-ins (their accuracy on many more inputs:
+ * test_cpusim_math.c). */
+Test(cpusim, every_math_config_matches_the_interpreter, .timeout = 600) { every_config_matches(MATH_OPS, 5, "sm_90"); }
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and

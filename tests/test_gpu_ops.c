@@ -2,7 +2,8 @@
  * Every config of every kernel of tests/gpu/ops.ph (column and wide-row
  * reductions, transposes, masks and integer arithmetic, bf16 and FMA dots,
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
- * threads, windows past the tensors' edges) runs on the GPU and in the
+ * threads, windows past the tensors' edges), and of tests/gpu/math.ph
+ * (tanh, erf, sigmoid, pow, fma, inf and nan), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -93,13 +94,13 @@ Test(gpu_ops, harness_inputs_fit_every_config)
     ir_module_free(m);
 }
 
-Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300)
+static void every_config_of_file_matches(const char *path)
 {
     need_gpu();
-    IrModule *m = driver_compile_file(OPS, NULL, stderr);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
     ph_module *mod;
-    cr_assert_eq(ph_module_load_file(OPS, &mod), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_module_load_file(path, &mod), PH_OK, "%s", ph_last_error());
     int failed = 0;
     for (int i = 0; i < m->nfuncs; i++) {
         int bad = run_config(mod, m->funcs[i]);
@@ -110,6 +111,12 @@ Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300)
     ph_module_free(mod);
     ir_module_free(m);
 }
+
+Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(OPS); }
+
+/* tanh, erf, sigmoid, pow and fma on special values and random inputs,
+ * within the accuracy docs/language.md states for the GPU. */
+Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MATH_OPS); }
 
 /* ---- atomic adds ---- */
 

@@ -12,8 +12,9 @@
  *   - the generated LLVM IR run on the CPU executor (tests/cpusim/), on both.
  * Results compare bit for bit (a zero's sign counts; any NaN matches a
  * NaN), except the executor's exp/exp2/log/log2/rsqrt, which are the GPU's
- * approximations: within a few ulps there, special values exact, and a
- * subnormal result of exp/exp2 flushed to zero (ex2.approx.ftz). */
+ * approximations, and tanh/erf/sigmoid/pow, built on them: within a few
+ * ulps there, special values exact, and a subnormal result of
+ * exp/exp2/sigmoid/pow flushed to zero (ex2.approx.ftz). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
@@ -30,7 +31,7 @@ typedef struct {
     double a, b, want;  /* b unused for one-operand ops */
 } Case;
 
-enum { MAXCASES = 256 };
+enum { MAXCASES = 512 };
 static Case cases[MAXCASES];
 static int ncases;
 
@@ -178,6 +179,44 @@ static void f32_cases(void)
     cmp("lt", DT_F32, -inf, inf, 1);
 }
 
+/* tanh, erf, sigmoid: C's special values and limits; the rest correctly
+ * rounded from double (the interpreter's), within a few ulps elsewhere. */
+static void smooth_cases(void)
+{
+    const double inf = INFINITY, nan = NAN;
+    const double args[] = {inf, -inf, nan, 0.0, -0.0, 1e-30, 0.5, -0.54, 0.56, 0.99, -1.01, -3, 3.95, 20};
+    for (size_t i = 0; i < sizeof args / sizeof *args; i++) {
+        double x = (float)args[i];   /* the operand as the kernel holds it */
+        un("tanh", DT_F32, x, (float)tanh(x));
+        un("erf", DT_F32, x, (float)erf(x));
+        un("sigmoid", DT_F32, x, (float)(1 / (1 + exp(-x))));
+    }
+    un("tanh", DT_F32, 10, 1);
+    un("erf", DT_F32, 5, 1);
+    un("sigmoid", DT_F32, -100, (float)(1 / (1 + exp(100.0))));   /* subnormal: 0 on the GPU */
+    un("tanh", DT_F16, -0.25, ph_round_f16((float)tanh(-0.25)));
+    un("erf", DT_BF16, 1, ph_round_bf16((float)erf(1)));
+}
+
+/* pow: C's table of special cases, then a few ordinary values. */
+static void pow_cases(void)
+{
+    const double inf = INFINITY, nan = NAN;
+    const double table[][3] = {
+        {nan, 0.0, 1}, {nan, -0.0, 1}, {1, nan, 1}, {1, -inf, 1}, {-1, inf, 1}, {-1, -inf, 1},
+        {0.0, -3, inf}, {-0.0, -3, -inf}, {0.0, -2, inf}, {-0.0, -2, inf}, {-0.0, -0.5, inf}, {0.0, -inf, inf},
+        {0.0, 3, 0.0}, {-0.0, 3, -0.0}, {-0.0, 2, 0.0}, {-0.0, 0.5, 0.0}, {-0.0, inf, 0.0},
+        {0.5, -inf, inf}, {-2, -inf, 0.0}, {0.5, inf, 0.0}, {-2, inf, inf},
+        {-inf, -3, -0.0}, {-inf, -2, 0.0}, {-inf, 3, -inf}, {-inf, 2, inf}, {-inf, 0.5, inf},
+        {inf, -1, 0.0}, {inf, 0.5, inf}, {-2, 0.5, nan}, {-inf, nan, nan}, {nan, 1, nan}, {2, nan, nan},
+        {-2, 3, -8}, {-2, 2, 4}, {-1, 16777215, -1}, {-1, 16777216, 1}, {-1, 1e30, 1}, {2, 0.5, (float)sqrt(2)},
+        {10, 40, inf}, {10, -50, 0.0}, {3, -2, (float)(1.0 / 9)}, {0.75, 7.5, (float)pow(0.75, 7.5)},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++) bin("pow", DT_F32, table[i][0], table[i][1], table[i][2]);
+    bin("pow", DT_F16, -2, 3, -8);
+    bin("pow", DT_BF16, 3, 0.5, ph_round_bf16((float)sqrt(3)));
+}
+
 static void half_cases(void)
 {
     const double inf = INFINITY, nan = NAN;
@@ -260,6 +299,8 @@ static void all_cases(void)
     ncases = 0;
     i32_cases();
     f32_cases();
+    smooth_cases();
+    pow_cases();
     half_cases();
     convert_cases();
     bool_cases();
@@ -269,7 +310,8 @@ static void all_cases(void)
 
 static bool is_unary(const char *op)
 {
-    static const char *const names[] = {"neg", "not", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "convert"};
+    static const char *const names[] = {"neg", "not", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "convert",
+                                        "tanh", "erf", "sigmoid"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(op, names[i])) return true;
     return false;
@@ -410,7 +452,10 @@ static bool same(double got, double want)
 
 static bool approximate(const char *op)
 {
-    return !strcmp(op, "exp") || !strcmp(op, "exp2") || !strcmp(op, "log") || !strcmp(op, "log2") || !strcmp(op, "rsqrt");
+    static const char *const names[] = {"exp", "exp2", "log", "log2", "rsqrt", "tanh", "erf", "sigmoid", "pow"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(op, names[i])) return true;
+    return false;
 }
 
 static bool subnormal(double want) { return want != 0 && fabs(want) < 0x1p-126; }

@@ -203,6 +203,15 @@ LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValue
 LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a);
 LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_convert(Cg *c, LLVMValueRef v, DType from, DType to);
+/* a * b + d on dtype dt: one f32 fma, rounded to dt */
+LLVMValueRef scalar_fma(Cg *c, DType dt, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d);
+
+/* cg_math.c: on f32 values */
+LLVMValueRef math_tanh(Cg *c, LLVMValueRef x);
+LLVMValueRef math_erf(Cg *c, LLVMValueRef x);
+LLVMValueRef math_sigmoid(Cg *c, LLVMValueRef x);
+LLVMValueRef math_pow(Cg *c, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef math_fma(Cg *c, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d);
 
 /* cg_control.c */
 void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded);

@@ -208,7 +208,7 @@ static void emit_op(Cg *c, const IrOp *op)
         if (c->plan.absorbed[op->res[0]]) break;
         emit_elementwise(c, op);
         break;
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT:
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA:
         emit_elementwise(c, op);
         break;
     case OP_REDUCE: emit_reduce(c, op); break;

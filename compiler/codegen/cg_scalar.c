@@ -199,6 +199,7 @@ LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValue
     case BIN_DIV: r = LLVMBuildFDiv(B, x, y, ""); break;
     case BIN_MAX: case BIN_MIN: r = float_max_min(c, x, y, op == BIN_MAX); break;
     case BIN_FLOORDIV: case BIN_MOD: r = floor_divmod(c, x, y, op == BIN_FLOORDIV); break;
+    case BIN_POW: r = math_pow(c, x, y); break;
     default: r = x; break;
     }
     return from_f32(c, r, dt);
@@ -225,9 +226,17 @@ LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
     case UN_SQRT: r = call1f(c, "llvm.sqrt.f32", x); break;
     case UN_RSQRT: r = isa->rsqrt_fast(c, x); break;
     case UN_ABS: r = call1f(c, "llvm.fabs.f32", x); break;
+    case UN_TANH: r = math_tanh(c, x); break;
+    case UN_ERF: r = math_erf(c, x); break;
+    case UN_SIGMOID: r = math_sigmoid(c, x); break;
     default: r = x; break;
     }
     return from_f32(c, r, dt);
+}
+
+LLVMValueRef scalar_fma(Cg *c, DType dt, LLVMValueRef a, LLVMValueRef b, LLVMValueRef d)
+{
+    return from_f32(c, math_fma(c, to_f32(c, a, dt), to_f32(c, b, dt), to_f32(c, d, dt)), dt);
 }
 
 LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b)

@@ -356,6 +356,7 @@ LLVMValueRef elementwise(Cg *c, const IrOp *op, DType in, DType out, LLVMValueRe
     case OP_BINARY: return scalar_binop(c, op->sub, in, a[0], a[1]);
     case OP_CMP: return scalar_cmp(c, op->sub, in, a[0], a[1]);
     case OP_SELECT: return LLVMBuildSelect(c->b, a[0], a[1], a[2], "");
+    case OP_FMA: return scalar_fma(c, in, a[0], a[1], a[2]);
     case OP_CONVERT: return cg_convert(c, a[0], in, out);
     default: return a[0];
     }
@@ -407,7 +408,7 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
         free(out.v);
         return exchange(c, &home, st.dt, l, broadcast_index, &shape);
     }
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         Slots args[3];
         for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);
         DType in = operand_dtype(c, op);

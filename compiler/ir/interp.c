@@ -185,6 +185,15 @@ static void run_select(Interp *in, const IrOp *op)
     for (int64_t i = 0; i < n; i++) r[i] = c[i] ? a[i] : b[i];
 }
 
+static void run_fma(Interp *in, const IrOp *op)
+{
+    DType dt = ir_vtype(in->f, op->args[0]).dt;
+    int64_t n = numel(in, op->res[0]);
+    const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]), *c = fbuf(in, op->args[2]);
+    float *r = fbuf(in, op->res[0]);
+    for (int64_t i = 0; i < n; i++) r[i] = sop_float_fma(dt, a[i], b[i], c[i]);
+}
+
 /* ---- tile-wide ---- */
 
 /* A reduction combines as the binary op does (sum in f32, rounded once at the end). */
@@ -399,6 +408,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_BINARY: run_binary(in, op); break;
     case OP_CMP: run_cmp(in, op); break;
     case OP_SELECT: run_select(in, op); break;
+    case OP_FMA: run_fma(in, op); break;
     case OP_REDUCE: run_reduce(in, op); break;
     case OP_DOT: run_dot(in, op); break;
     case OP_LOAD: run_load(in, op); break;

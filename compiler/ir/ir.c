@@ -140,8 +140,9 @@ IrOp *ir_emit(IrFunc *f, IrBlock *b, IrOpKind kind, int nargs, const ValueId *ar
     return op;
 }
 
-const char *const ir_unop_names[UN_COUNT] = {"neg", "not", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs"};
-const char *const ir_binop_names[BIN_COUNT] = {"add", "sub", "mul", "div", "floordiv", "mod", "max", "min", "and", "or"};
+const char *const ir_unop_names[UN_COUNT] = {"neg", "not", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs",
+                                              "tanh", "erf", "sigmoid"};
+const char *const ir_binop_names[BIN_COUNT] = {"add", "sub", "mul", "div", "floordiv", "mod", "max", "min", "and", "or", "pow"};
 const char *const ir_cmp_names[CMP_COUNT] = {"lt", "le", "gt", "ge", "eq", "ne"};
 const char *const ir_reduce_names[RED_COUNT] = {"reduce_sum", "reduce_max", "reduce_min"};
 

@@ -60,10 +60,11 @@ static inline bool ir_op_is(int kind, unsigned props)
     return (unsigned)kind < OP_COUNT && (ir_ops[kind].props & props) == props;
 }
 
-typedef enum { UN_NEG, UN_NOT, UN_EXP, UN_EXP2, UN_LOG, UN_LOG2, UN_SQRT, UN_RSQRT, UN_ABS, UN_COUNT } IrUnop;
-/* DIV on floats; FLOORDIV and MOD floor like Python (on i32 and floats);
- * AND/OR on bools. */
-typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_FLOORDIV, BIN_MOD, BIN_MAX, BIN_MIN, BIN_AND, BIN_OR, BIN_COUNT } IrBinop;
+typedef enum { UN_NEG, UN_NOT, UN_EXP, UN_EXP2, UN_LOG, UN_LOG2, UN_SQRT, UN_RSQRT, UN_ABS,
+               UN_TANH, UN_ERF, UN_SIGMOID, UN_COUNT } IrUnop;
+/* DIV and POW on floats; FLOORDIV and MOD floor like Python (on i32 and
+ * floats); AND/OR on bools. */
+typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_FLOORDIV, BIN_MOD, BIN_MAX, BIN_MIN, BIN_AND, BIN_OR, BIN_POW, BIN_COUNT } IrBinop;
 typedef enum { CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_EQ, CMP_NE, CMP_COUNT } IrCmp;
 typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
 

@@ -28,6 +28,7 @@ IR_OP(UNARY,     NULL,        1, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* sub: Ir
 IR_OP(BINARY,    NULL,        2, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* sub: IrBinop */
 IR_OP(CMP,       NULL,        2, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* sub: IrCmp; result dtype DT_BOOL */
 IR_OP(SELECT,    "select",    3, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* args: cond (bool), a, b: all of one shape */
+IR_OP(FMA,       "fma",       3, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* args a, b, c (floats, one type): a * b + c rounded once in f32, then to the dtype */
 /* tile-wide */
 IR_OP(REDUCE,    NULL,        1, 1, IR_OP_PURE)  /* sub: IrReduce along `axis`; [M,N] -> [M,1] (axis 1) or [1,N] (axis 0) */
 IR_OP(DOT,       "dot",       3, 1, IR_OP_PURE)  /* args a, b, acc: acc + a @ b (or a @ b^T with flags & DOT_TRANS_B); f32 result */

@@ -93,6 +93,7 @@ float sop_float_binary(IrBinop op, DType dt, float a, float b)
     case BIN_MOD: r = floor_mod_f32(a, b); break;
     case BIN_MAX: r = max_number(a, b); break;
     case BIN_MIN: r = min_number(a, b); break;
+    case BIN_POW: r = (float)pow(a, b); break;
     default: r = 0; break;
     }
     return sop_round(dt, r);
@@ -110,9 +111,19 @@ float sop_float_unary(IrUnop op, DType dt, float a)
     case UN_LOG2: r = log2f(a); break;
     case UN_SQRT: r = sqrtf(a); break;
     case UN_RSQRT: r = 1.0f / sqrtf(a); break;
+    /* in double, rounded once: the correctly rounded value but for rare
+     * double roundings, the same whatever the host's float libm does */
+    case UN_TANH: r = (float)tanh(a); break;
+    case UN_ERF: r = (float)erf(a); break;
+    case UN_SIGMOID: r = (float)(1.0 / (1.0 + exp(-(double)a))); break;
     default: r = a; break;
     }
     return sop_round(dt, r);
+}
+
+float sop_float_fma(DType dt, float a, float b, float c)
+{
+    return sop_round(dt, fmaf(a, b, c));
 }
 
 bool sop_bool_binary(IrBinop op, bool a, bool b)

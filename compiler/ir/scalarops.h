@@ -23,10 +23,15 @@ int32_t sop_i32_unary(IrUnop op, int32_t a);
 
 /* floats, computed in f32 and rounded once to dt (f16, bf16 or f32):
  * IEEE + - * /; // and % as Python's (floormod.h); max and min ignore
- * a NaN operand (NaN only when both are) and order -0 below +0. */
+ * a NaN operand (NaN only when both are) and order -0 below +0; pow as
+ * C's (its special values), computed in double and rounded once. */
 float sop_float_binary(IrBinop op, DType dt, float a, float b);
-/* - abs exp exp2 log log2 sqrt rsqrt as C's (IEEE special values), rounded to dt. */
+/* - abs exp exp2 log log2 sqrt rsqrt as C's (IEEE special values), rounded
+ * to dt; tanh, erf and sigmoid (1 / (1 + exp(-a))) computed in double and
+ * rounded once. */
 float sop_float_unary(IrUnop op, DType dt, float a);
+/* a * b + c rounded once in f32 (C's fmaf), then to dt. */
+float sop_float_fma(DType dt, float a, float b, float c);
 
 /* bool: and, or; not. */
 bool sop_bool_binary(IrBinop op, bool a, bool b);

@@ -132,7 +132,19 @@ static bool check_binary(Verifier *v, const IrOp *op, IrType a, IrType b, IrType
         return bad(v, op, "needs numbers, not bool");
     } else if (op->sub == BIN_DIV && !ir_is_float(a.dt)) {
         return bad(v, op, "divides floats only (use floordiv on i32)");
+    } else if (op->sub == BIN_POW && !ir_is_float(a.dt)) {
+        return bad(v, op, "needs float operands, not %s", ir_dtype_name(a.dt));
     }
+    return true;
+}
+
+static bool check_fma(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32], b3[32];
+    IrType x = ty(v, op->args[1]), y = ty(v, op->args[2]);
+    if (!ir_type_eq(a, x) || !ir_type_eq(a, y) || !ir_type_eq(a, r))
+        return bad(v, op, "operands %s, %s, %s and result must have one type", tstr(a, b1), tstr(x, b2), tstr(y, b3));
+    if (!ir_is_float(a.dt)) return bad(v, op, "needs float operands, not %s", ir_dtype_name(a.dt));
     return true;
 }
 
@@ -344,6 +356,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         if (!ir_type_eq(x, y) || !ir_type_eq(x, r)) return bad(v, op, "operands %s and %s and result must have one type", tstr(x, b1), tstr(y, b2));
         return true;
     }
+    case OP_FMA:
+        return check_fma(v, op, a, r);
     case OP_REDUCE:
         return check_reduce(v, op, a, r);
     case OP_DOT:

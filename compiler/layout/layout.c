@@ -550,7 +550,7 @@ static void plan_op(Pass *ps, const IrOp *op)
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
         ps->lazy[r] = true;
         break;
-    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_CONVERT: {
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         const Layout *best = NULL;
         bool all_lazy = true;
         for (int i = 0; i < op->nargs; i++) {

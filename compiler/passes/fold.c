@@ -123,6 +123,9 @@ static bool fold_constant(IrFunc *f, IrOp *op)
     case OP_CONVERT:
         fold_convert(f, op, c[0], dt, f->values[op->res[0]].type.dt);
         return true;
+    case OP_FMA:
+        make_const_float(f, op, sop_float_fma(dt, const_float(f, c[0]), const_float(f, c[1]), const_float(f, c[2])));
+        return true;
     default:
         return false;
     }

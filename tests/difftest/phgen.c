@@ -32,6 +32,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "multi_config", "launch_meta", "threads_32", "threads_256",
     "aligned", "specialized", "multi_kernel", "online_softmax", "attention_tc",
     "loop_load", "invariant_load",
+    "tanh_erf_sigmoid", "pow", "fma", "inf_nan",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -45,6 +46,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_two_kernels = 12;
     o->pct_attention = 6;
     o->pct_stream = 35;
+    o->pct_math_more = 40;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -248,7 +250,7 @@ static void features_from_text(PhgenProgram *p)
         {PF_ROW_REDUCE, "ph.row", NULL}, {PF_COL_REDUCE, "ph.col", NULL}, {PF_F2I, "ph.i32(", NULL},
         {PF_EARLY_RETURN, "return\n", NULL}, {PF_STORE_LOOP, "in range(0, BM, ", NULL},
         {PF_IF_ELIF_ELSE, "elif ", "else:"}, {PF_DOT_K_LOOP, "in range(0, K, BK):", NULL},
-        {PF_INT_DIV, " // ", " % "},
+        {PF_INT_DIV, " // ", " % "}, {PF_POW, "ph.pow(", NULL}, {PF_FMA, "ph.fma(", NULL},
     };
     char *src = phgen_source(p);
     for (size_t i = 0; i < sizeof sig / sizeof *sig; i++) {
@@ -256,6 +258,10 @@ static void features_from_text(PhgenProgram *p)
         if (sig[i].f == PF_INT_DIV) has = strstr(src, sig[i].a) || strstr(src, sig[i].b);
         p->features = has ? p->features | 1ull << sig[i].f : p->features & ~(1ull << sig[i].f);
     }
+    bool smooth = strstr(src, "ph.tanh(") || strstr(src, "ph.erf(") || strstr(src, "ph.sigmoid(");
+    bool special = strstr(src, "ph.inf") || strstr(src, "ph.nan");
+    p->features = smooth ? p->features | 1ull << PF_TANH_ERF_SIGMOID : p->features & ~(1ull << PF_TANH_ERF_SIGMOID);
+    p->features = special ? p->features | 1ull << PF_INF_NAN : p->features & ~(1ull << PF_INF_NAN);
     free(src);
 }
 
@@ -268,6 +274,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     if (opt) g->o = *opt;
     else phgen_default_options(&g->o);
     g->rng = seed * 0x2545f4914f6cdd1dull + 0x1234567;
+    g->rng_more = seed * 0x9e3779b97f4a7c15ull + 0x2545f491;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);

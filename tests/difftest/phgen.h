@@ -8,7 +8,8 @@
  * run spec that launches it. Its
  * numerics keep the comparison with the interpreter meaningful: values
  * stay bounded, exp takes non-positive arguments, log/sqrt/rsqrt positive
- * ones, dots are scaled by 1/K, and conditions, where-masks, float->int
+ * ones, pow positive bases (or integer exponents) and small exponents, dots
+ * are scaled by 1/K, and conditions, where-masks, float->int
  * conversions and float floor divisions see only values that every back
  * end computes bit-identically (integers, indices, raw inputs). */
 #ifndef PHGEN_H
@@ -28,6 +29,9 @@ typedef struct {
     int pct_two_kernels;  /* of programs: a second kernel, the same body under another launch */
     int pct_attention;    /* of top-level statements: an attention chain over K */
     int pct_stream;       /* of loops: loads moved by the loop counter, next to invariant ones */
+    int pct_math_more;    /* of the math expressions: tanh, erf, sigmoid, pow, fma or inf/nan instead,
+                           * drawn from a random stream of its own, so that the rest of the program is
+                           * what the seed gave before these built-ins existed (0 gives those programs) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -43,6 +47,7 @@ typedef enum {
     PF_MULTI_CONFIG, PF_LAUNCH_META, PF_THREADS_32, PF_THREADS_256,
     PF_ALIGNED, PF_SPECIALIZED, PF_MULTI_KERNEL, PF_ONLINE_SOFTMAX, PF_ATTENTION_TC,
     PF_LOOP_LOAD, PF_INVARIANT_LOAD,
+    PF_TANH_ERF_SIGMOID, PF_POW, PF_FMA, PF_INF_NAN,
     PF_COUNT
 } PhgenFeature;
 

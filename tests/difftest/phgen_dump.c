@@ -1,6 +1,8 @@
 /* phgen_dump: writes the generator's programs for seeds FIRST..FIRST+COUNT-1
  * as DIR/seed-S.ph, so that tools outside C (tests/ptx/identical.sh) can
- * compile the same random programs on every run.
+ * compile the same random programs on every run: the programs of the
+ * corpus recorded in tests/ptx/hashes.txt, without the math built-ins
+ * generated from their own stream (PhgenOptions.pct_math_more).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -16,9 +18,13 @@ int main(int argc, char **argv)
     }
     long count = strtol(argv[2], NULL, 0);
     unsigned long long first = argc == 4 ? strtoull(argv[3], NULL, 0) : 1;
+    /* the programs tests/ptx/hashes.txt recorded, from before the newer math built-ins */
+    PhgenOptions opt;
+    phgen_default_options(&opt);
+    opt.pct_math_more = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
-        PhgenProgram *p = phgen_generate(seed, NULL);
+        PhgenProgram *p = phgen_generate(seed, &opt);
         char *src = phgen_source(p), path[4096];
         snprintf(path, sizeof path, "%s/seed-%llu.ph", argv[1], seed);
         FILE *f = fopen(path, "w");

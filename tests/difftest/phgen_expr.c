@@ -4,6 +4,7 @@
  * with bounded, and where needed exact, values. */
 #include "phgen_gen.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 void gen_use(Gen *g, const char *name)
@@ -312,6 +313,79 @@ static Ex intdiv(Gen *g, Shape t, int depth, unsigned flags)
     return ex(pfmt(g->p, "(%s %s %s)", a.t, mod ? "%" : "//", dt), DT_I32, a.sh, true, mod ? abs(d) : a.mag);
 }
 
+/* ---- the newer math built-ins, from their own stream (rnd_more) ----
+ * Each is built on the operand a that math() drew, with literals and the
+ * scalar s, so that the main stream draws what it drew before they existed.
+ * tanh, erf and sigmoid are bounded and at most 1.13-Lipschitz; pow takes a
+ * base of at least 0.5 with a small exponent, an integer exponent (any
+ * base), or a clamped exponent of a literal base; fma's result stays under
+ * the cap; the constants appear where the result is a or bit-identical on
+ * every side (a NaN ignored by max, an infinity of an exact value's sign). */
+static const char *const more_lits[] = {"0.5", "1.5", "2.0", "(-0.5)", "(-1.25)", "3.0", "0.75", "(-2.0)"};
+static const double more_vals[] = {0.5, 1.5, 2.0, -0.5, -1.25, 3.0, 0.75, -2.0};
+
+static Ex more_smooth(Gen *g, Ex a, DType dt, const char *arg)
+{
+    static const char *const fns[] = {"tanh", "erf", "sigmoid"};
+    feature(g, PF_TANH_ERF_SIGMOID);
+    return ex(pfmt(g->p, "ph.%s(%s)", fns[rnd_more(g, 3)], arg ? arg : a.t), dt, a.sh, false, 1);
+}
+
+static Ex more_pow(Gen *g, Ex a, DType dt)
+{
+    feature(g, PF_POW);
+    int form = rnd_more(g, 3), k = rnd_more(g, 8);
+    double e = more_vals[k];
+    double base = e < 0 ? 0.5 : a.mag + 0.5;   /* the base is at least 0.5 */
+    if (form == 0 && e * log2(base) < log2(FCAP))
+        return ex(pfmt(g->p, "ph.pow(ph.abs(%s) + 0.5, %s)", a.t, more_lits[k]), dt, a.sh, false, pow(base, e));
+    if (form == 1 && a.mag * a.mag * (a.mag < 1 ? 1 : a.mag) <= FCAP) {
+        bool cube = rnd_more(g, 2);
+        return ex(pfmt(g->p, "ph.pow(%s, %s)", a.t, cube ? "3.0" : "2.0"), dt, a.sh, false,
+                  cube ? a.mag * a.mag * a.mag : a.mag * a.mag);
+    }
+    static const char *const bases[] = {"0.5", "1.5", "2.0", "0.75"};
+    return ex(pfmt(g->p, "ph.pow(%s, ph.min(ph.max(%s, -4.0), 4.0))", bases[rnd_more(g, 4)], a.t), dt, a.sh, false, 16);
+}
+
+static Ex more_fma(Gen *g, Ex a, DType dt)
+{
+    feature(g, PF_FMA);
+    int form = rnd_more(g, 3), k1 = rnd_more(g, 8), k2 = rnd_more(g, 8);
+    if (form == 2 && a.sh.rank == 2 && a.sh.e[1] != E1 && is_float(a.dt) && !a.weak && a.mag * a.mag + 2 <= FCAP)
+        return ex(pfmt(g->p, "ph.fma(%s, ph.rowmax(%s), s)", a.t, a.t), DT_F32, a.sh, false, a.mag * a.mag + 2);
+    if (form == 1 && a.mag * a.mag + 3 <= FCAP)
+        return ex(pfmt(g->p, "ph.fma(%s, %s, %s)", a.t, a.t, more_lits[k2]), dt, a.sh, false, a.mag * a.mag + 3);
+    double mag = a.mag * fabs(more_vals[k1]) + fabs(more_vals[k2]);
+    if (mag > FCAP) return more_smooth(g, a, dt, NULL);
+    return ex(pfmt(g->p, "ph.fma(%s, %s, %s)", a.t, more_lits[k1], more_lits[k2]), dt, a.sh, false, mag);
+}
+
+static Ex more_special(Gen *g, Ex a, DType dt)
+{
+    int form = rnd_more(g, 4);
+    if (a.weak) return more_smooth(g, a, dt, NULL);   /* max of two literals is a literal */
+    feature(g, PF_INF_NAN);
+    if (form == 3 && a.exact) {
+        static const char *const fns[] = {"tanh", "erf", "sigmoid"};
+        feature(g, PF_TANH_ERF_SIGMOID);
+        return ex(pfmt(g->p, "ph.%s(ph.max(%s * ph.inf, -ph.inf))", fns[rnd_more(g, 3)], a.t), dt, a.sh, false, 1);
+    }
+    static const char *const forms[] = {"ph.max(%s, -ph.inf)", "ph.min(%s, ph.inf)", "ph.max(%s, ph.nan)", "ph.min(%s, ph.nan)"};
+    Ex r = ex(pfmt(g->p, forms[form == 3 ? 3 : form], a.t), a.dt == DT_I32 ? DT_F32 : a.dt, a.sh, a.exact, a.mag);
+    return r;
+}
+
+static Ex math_more(Gen *g, Ex a, DType dt)
+{
+    switch (rnd_more(g, 4)) {
+    case 0: return more_smooth(g, a, dt, NULL);
+    case 1: return more_pow(g, a, dt);
+    case 2: return more_fma(g, a, dt);
+    default: return more_special(g, a, dt);
+    }
+}
+
 /* exp of a non-positive value, log/sqrt/rsqrt of a positive one, division by at least 1. */
 static Ex math(Gen *g, Shape t, int depth, unsigned flags)
 {
@@ -321,7 +395,10 @@ static Ex math(Gen *g, Shape t, int depth, unsigned flags)
     char *s;
     double mag = 1;
     feature(g, PF_MATH);
-    switch (rnd(g, 8)) {
+    int pick = rnd(g, 8);
+    /* the division draws another operand from the main stream: it stays */
+    if (pick != 7 && rnd_more(g, 100) < g->o.pct_math_more) return math_more(g, a, dt);
+    switch (pick) {
     case 0: s = pfmt(g->p, "ph.exp(-ph.abs(%s))", a.t); break;
     case 1: s = pfmt(g->p, "ph.exp2(ph.min(%s, 0.0))", a.t); break;
     case 2:

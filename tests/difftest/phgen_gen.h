@@ -79,6 +79,7 @@ enum { NEED_EXACT = 1, NEED_INT = 2, NEED_FLOAT = 4 };
 
 typedef struct {
     uint64_t rng;
+    uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -102,6 +103,16 @@ static inline uint64_t next_u64(Gen *g)
     return z ^ (z >> 31);
 }
 static inline int rnd(Gen *g, int n) { return n <= 1 ? 0 : (int)(next_u64(g) % (uint64_t)n); }
+/* From the stream of the newer math built-ins: leaves rnd's stream as it was. */
+static inline int rnd_more(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_more;
+    int r = rnd(g, n);
+    g->rng_more = g->rng;
+    g->rng = saved;
+    return r;
+}
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 static inline void feature(Gen *g, PhgenFeature f) { g->p->features |= 1ull << f; }
 
