@@ -846,3 +846,35 @@ Test(shared_atoms, the_wgmma_accumulator_is_the_mma_layout_with_warps_along_rows
         }
     layout_table_free(t);
 }
+
+/* Where each warpgroup issues r m64 instructions (r x 64 rows each), the
+ * engine's instruction i of warpgroup g covers the 64 rows of block
+ * g + G i (G warpgroups), its accumulator the thread's slots of row piece
+ * i: layout_mma_interleaved holds exactly those elements. */
+Test(shared_atoms, the_wgmma_accumulator_of_several_instructions_a_warpgroup_is_the_interleaved_mma_layout)
+{
+    LayoutTable *t = layout_table_new();
+    for (int threads = 128; threads <= 512; threads *= 2)
+        for (int r = 2; r <= 4; r++)
+            for (int cols = 8; cols <= 128; cols += 8) {
+                int warps = threads / 32, G = warps / 4, rows = 64 * G * r, per = cols / 2;
+                const Layout *l = layout_mma_interleaved(t, rows, cols, threads);
+                cr_assert_not_null(l, "[%d, %d] in %d threads", rows, cols, threads);
+                cr_assert_eq(layout_nslots(l), r * per, "[%d, %d]: r N/2 values a thread", rows, cols);
+                for (int w = 0; w < warps; w++)
+                    for (int lane = 0; lane < 32; lane++)
+                        for (int s = 0; s < r * per; s++) {
+                            int i = s / per, j = s % per, g = w / 4, rr, cc;
+                            bool valid, owner;
+                            layout_elem_of(l, w, lane, s, &rr, &cc, &valid, &owner);
+                            int want_r = 64 * (g + G * i) + 16 * (w % 4) + lane / 4 + 8 * ((j / 2) % 2);
+                            int want_c = 2 * (lane % 4) + j % 2 + 8 * (j / 4);
+                            if (!valid || !owner || rr != want_r || cc != want_c)
+                                cr_assert_fail("[%d, %d] in %d threads: warp %d lane %d slot %d holds (%d, %d), wgmma's (%d, %d)", rows, cols,
+                                               threads, w, lane, s, rr, cc, want_r, want_c);
+                        }
+            }
+    cr_expect_null(layout_mma_interleaved(t, 96, 64, 128), "rows not a multiple of 16 x warps");
+    cr_expect_eq(layout_mma_interleaved(t, 64, 64, 128), layout_mma_for(t, 64, 64, 128, true), "one piece a warp: the plain MMA layout");
+    layout_table_free(t);
+}

@@ -109,6 +109,25 @@ const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bo
 
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads) { return layout_mma_for(t, rows, cols, threads, true); }
 
+const Layout *layout_mma_interleaved(LayoutTable *t, int rows, int cols, int threads)
+{
+    int warps = threads / 32;
+    if (!warps || rows % (16 * warps) || cols % 8) return NULL;
+    if (rows == 16 * warps) return layout_mma_for(t, rows, cols, threads, true);   /* one piece a warp: nothing to interleave */
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_MMA;
+    l.rows = rows;
+    l.cols = cols;
+    l.threads = threads;
+    l.wm = warps;
+    l.wn = 1;
+    l.tm = rows / (16 * warps);
+    l.tn = cols / 8;
+    l.mstride = 16 * warps;
+    return intern(t, &l);
+}
+
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
 {
     if (parent->kind == LAY_SLICE) return NULL;
@@ -311,7 +330,8 @@ void layout_str(const Layout *l, char *buf, size_t n)
         snprintf(buf, n, "blocked[%dx%d: v%d lanes %dx%d warps %dx%d]", l->rows, l->cols, l->v, 32 / l->tc, l->tc, l->wr, l->wc);
         break;
     case LAY_MMA:
-        snprintf(buf, n, "mma[%dx%d: warps %dx%d, %dx%d pieces each]", l->rows, l->cols, l->wm, l->wn, l->tm, l->tn);
+        snprintf(buf, n, "mma[%dx%d: warps %dx%d, %dx%d pieces each%s]", l->rows, l->cols, l->wm, l->wn, l->tm, l->tn,
+                 l->mstride ? ", interleaved" : "");
         break;
     case LAY_SLICE:
         layout_str(l->parent, p, sizeof p);
@@ -350,7 +370,7 @@ LayoutThreadMap layout_thread_map(const Layout *l)
         break;
     case LAY_MMA:
         /* lane l holds rows l/4 (+8) and columns 2(l%4) (+1) of each piece */
-        m.warp[0] = term(false, l->wn, l->tm * 16);
+        m.warp[0] = term(false, l->wn, l->mstride ? 16 : l->tm * 16);
         m.lane[0] = term(false, 4, 1);
         m.warp[1] = term(true, l->wn, l->tn * 8);
         m.lane[1] = term(true, 4, 2);
@@ -417,7 +437,7 @@ LayoutSlot layout_slot_offset(const Layout *l, int slot)
     case LAY_MMA: {
         /* four registers per 16x8 piece: rows +0 +0 +8 +8, columns +0 +1 +0 +1 */
         int i = slot % 4, in = (slot / 4) % l->tn, im = slot / 4 / l->tn;
-        o.row = im * 16 + 8 * (i >> 1);
+        o.row = im * (l->mstride ? l->mstride : 16) + 8 * (i >> 1);
         o.col = in * 8 + (i & 1);
         break;
     }

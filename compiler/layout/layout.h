@@ -39,8 +39,10 @@ typedef struct Layout {
      * rows), wr x wc warps; the pattern covers ctar x ctac elements */
     int v, tc, wr, wc;
     /* MMA: wm x wn warps in use (the others hold nothing), each owning
-     * tm x tn pieces of 16x8 */
-    int wm, wn, tm, tn;
+     * tm x tn pieces of 16x8; a warp's rows of pieces mstride rows apart,
+     * 0 for adjacent (16): wgmma's interleaved accumulator, whose every
+     * instruction covers 64 rows of four warps, has 16 x wm */
+    int wm, wn, tm, tn, mstride;
     /* SLICE */
     const struct Layout *parent;
     int axis;                  /* the axis reduced away: 1 gives [rows, 1], 0 gives [1, cols] */
@@ -70,6 +72,11 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
 /* NULL when the shape does not cut into 16x8 pieces. */
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads);
 const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bool rows_first);
+/* Every warp along rows with rows / (16 x warps) pieces each, 16 x warps
+ * rows apart (mstride): warp w holds rows 16w + 16 x warps x im (+ the
+ * lane's); NULL when the shape does not cut so. What wgmma's warpgroups
+ * hold where each issues several m64 instructions (dot_wgmma.c). */
+const Layout *layout_mma_interleaved(LayoutTable *t, int rows, int cols, int threads);
 /* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 /* A tile that ldmatrix reads, 8 rows of 16 bytes at a time, with no bank

@@ -73,7 +73,7 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
      * like the result's, is already in fragments: FlashAttention-2 keeps P
      * in registers this way. */
     const Layout *al = c->plan.of[op->args[0]];
-    bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm &&
+    bool a_regs = !ra && al && al->kind == LAY_MMA && al->wn == 1 && l->wn == 1 && al->wm == l->wm && al->mstride == l->mstride &&
                   al->rows == M && al->cols == K && !c->plan.absorbed[op->args[0]];
     LLVMValueRef aarea = c->smem, barea = c->smem;   /* every buffer lies in the one shared area */
     bool write_a = !ra && !a_regs && !aring, write_b = !rb && !bring;

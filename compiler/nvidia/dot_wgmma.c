@@ -1,12 +1,14 @@
 /* dot_wgmma.c: Hopper's warpgroup dot engine (wgmma.mma_async, sm_90a).
  *
- * Expects: a dot layout_dot_on_tensorcores takes whose A rows are 64 per
- * warpgroup of the block (M == 16 x warps: one m64 instruction a
- * warpgroup, its result the MMA layout with every warp along rows, which
- * is the wgmma accumulator's: warp w, lane l, value i holds row 16w + l/4
- * + 8((i/2)%2), column 2(l%4) + i%2 + 8(i/4)), N at most 256, and
- * operand rows the hardware's swizzle can hold (layout_shared_atoms); B
- * read from memory, not computed.
+ * Expects: a dot layout_dot_on_tensorcores takes whose A rows are 64 or
+ * 128 per warpgroup of the block (M == 16 x warps x r, r m64 instructions
+ * a warpgroup, r 1 or 2, at most 128 accumulators a thread); the result is
+ * the MMA layout with every warp along rows, interleaved where r is 2
+ * (layout_mma_interleaved), which is the wgmma accumulator's: in
+ * instruction i of warpgroup g (rows 64(g + G i) on, G warpgroups), warp w,
+ * lane l, value j holds row 16(w%4) + l/4 + 8((j/2)%2), column 2(l%4) +
+ * j%2 + 8(j/4); N at most 256, operand rows the hardware's swizzle can
+ * hold (layout_shared_atoms); B read from memory, not computed.
  * Guarantees: B, and an A read from memory, are read from shared memory
  * through matrix descriptors, where they lie (a ring slot, a region: the
  * target gives both layout_shared_atoms) or written to scratch in that
@@ -39,7 +41,9 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
     IrType a = ir_vtype(f, dot->args[0]), b = ir_vtype(f, dot->args[1]);
     bool tb = dot->flags & DOT_TRANS_B;
     int M = a.shape[0], K = a.shape[1], N = tb ? b.shape[0] : b.shape[1];
-    if (M != 16 * (f->threads / 32) || N > 256 || !swizzle_holds(K)) return false;
+    /* r m64 instructions a warpgroup (r 1 or 2), at most 128 accumulators a thread */
+    int per = 16 * (f->threads / 32), r = M / per;
+    if (M % per || r > 2 || r * N > 256 || !swizzle_holds(K)) return false;
     if (!tb && N % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
     return read_from_memory(f, dot->args[1]);
 }
@@ -52,14 +56,15 @@ static bool a_in_registers(Cg *c, const IrOp *dot)
     return !read_from_memory(c->f, dot->args[0]) && !c->plan.absorbed[dot->args[0]];
 }
 
-/* The four registers of A's fragment for columns k0..k0+15: the MMA
- * layout's pieces 2(k0/16) and 2(k0/16)+1, rows g then g+8 of each, two
- * columns a register. */
-static void a_fragment(Cg *c, const Slots *a, DType dt, int k0, LLVMValueRef out[4])
+/* The four registers of A's fragment for row piece im and columns
+ * k0..k0+15: the MMA layout's pieces 2(k0/16) and 2(k0/16)+1 of that
+ * row (tn of them a row), rows g then g+8 of each, two columns a
+ * register. */
+static void a_fragment(Cg *c, const Slots *a, DType dt, int im, int tn, int k0, LLVMValueRef out[4])
 {
     LLVMTypeRef pair = LLVMVectorType(dtype_ty(c, dt), 2);
     for (int r = 0; r < 4; r++) {
-        int piece = 2 * (k0 / 16) + (r >> 1), i0 = (r & 1) * 2;
+        int piece = im * tn + 2 * (k0 / 16) + (r >> 1), i0 = (r & 1) * 2;
         LLVMValueRef x = LLVMBuildInsertElement(c->b, LLVMGetUndef(pair), a->v[piece * 4 + i0], i32c(c, 0), "");
         x = LLVMBuildInsertElement(c->b, x, a->v[piece * 4 + i0 + 1], i32c(c, 1), "");
         out[r] = LLVMBuildBitCast(c->b, x, c->ti32, "");
@@ -69,7 +74,7 @@ static void a_fragment(Cg *c, const Slots *a, DType dt, int k0, LLVMValueRef out
 static const Layout *wgmma_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot)
 {
     IrType r = ir_vtype(f, dot->res[0]);
-    return layout_mma_for(t, r.shape[0], r.shape[1], f->threads, true);
+    return layout_mma_interleaved(t, r.shape[0], r.shape[1], f->threads);
 }
 
 /* Where an operand is read from: its buffer, its start (bytes in the
@@ -129,13 +134,17 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     const Layout *l = c->plan.of[op->res[0]];
     bool tb = op->flags & DOT_TRANS_B, bf = at.dt == DT_BF16;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
+    /* warpgroup g's instruction i covers the 64 rows of block g + G i (G
+     * warpgroups): warp w then holds rows 16w + 16 x warps x i, the
+     * interleaved MMA layout, accumulator i being its pieces' row i */
+    int G = c->T / 128, r = M / (64 * G);
     bool a_regs = a_in_registers(c, op);
     Slots aval = {0};
     Operand a = {0};
     if (a_regs) {
-        const Layout *al = layout_mma_for(c->layouts, M, K, c->T, true);
-        if (al->kind != LAY_MMA || al->wn != 1 || al->tm != 1) {
-            cg_fail(c, op, "internal error: a wgmma register A operand in a layout other than one 16-row slice a warp");
+        const Layout *al = layout_mma_interleaved(c->layouts, M, K, c->T);
+        if (!al || al->kind != LAY_MMA || al->wn != 1 || al->tm != r) {
+            cg_fail(c, op, "internal error: a wgmma register A operand in a layout other than 16-row pieces interleaved over the warps");
             return;
         }
         aval = cg_get(c, op->args[0], al);
@@ -149,31 +158,38 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int n = layout_nslots(l);
     LLVMValueRef *d = xmalloc(sizeof *d * (size_t)n);
     for (int i = 0; i < n; i++) d[i] = acc.v[i];
-    LLVMValueRef da = NULL, *afr = NULL;
+    LLVMValueRef da[2] = {NULL, NULL}, *afr = NULL;
+    int nfr = K / 16 * 4;   /* registers of one row piece's A */
     if (a_regs) {
         smem_access(c, b.buf, false);
-        afr = xmalloc(sizeof *afr * (size_t)(K / 16 * 4));
-        for (int k0 = 0; k0 < K; k0 += 16) a_fragment(c, &aval, at.dt, k0, &afr[k0 / 16 * 4]);
+        afr = xmalloc(sizeof *afr * (size_t)(r * nfr));
+        for (int i = 0; i < r; i++)
+            for (int k0 = 0; k0 < K; k0 += 16) a_fragment(c, &aval, at.dt, i, K / 8, k0, &afr[i * nfr + k0 / 16 * 4]);
     } else {
         smem_access(c, a.buf, false);
         smem_access_together(c, b.buf, false);
-        /* A: warpgroup g's 64 rows, whole 8-row groups of 8 x row bytes */
+        /* A: block g + G i's 64 rows, whole 8-row groups of 8 x row bytes */
         int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
-        LLVMValueRef wg_rows = mul(c, udiv(c, c->warp, 4), 64 * a_row);
-        da = descriptor(c, offset_add(c, a.at, wg_rows), a.sl, 16, 8 * a_row);
+        for (int i = 0; i < r; i++) {
+            LLVMValueRef block_rows = mul(c, add(c, udiv(c, c->warp, 4), i32c(c, (int64_t)G * i)), 64 * a_row);
+            da[i] = descriptor(c, offset_add(c, a.at, block_rows), a.sl, 16, 8 * a_row);
+        }
     }
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
     /* register A passes through the fence, 64 registers a statement (one fence is enough, more are harmless) */
-    int nregs = a_regs ? K / 16 * 4 : 0;
+    int nregs = a_regs ? r * nfr : 0;
     for (int i = 0; i < nregs; i += 64) ptx_wgmma_fence_regs(c, afr + i, nregs - i < 64 ? nregs - i : 64);
     if (!a_regs) ptx_wgmma_fence(c);
     for (int k0 = 0; k0 < K; k0 += 16) {
         int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
-        if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[k0 / 16 * 4], desc_plus(c, db, bstep), !tb, d);
-        else ptx_wgmma_mma(c, N, bf, desc_plus(c, da, k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, d);
+        for (int i = 0; i < r; i++) {
+            LLVMValueRef *acc_i = d + i * (N / 2);   /* row piece i's accumulators */
+            if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, acc_i);
+            else ptx_wgmma_mma(c, N, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, acc_i);
+        }
     }
     ptx_wgmma_commit(c);
     free(afr);
