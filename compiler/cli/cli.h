@@ -14,7 +14,8 @@ void phc_print_tokens(FILE *out, const Token *t, int n);
 /* --list: each kernel, then its configs: entry names and meta-parameters. */
 void phc_print_list(FILE *out, const IrModule *m);
 /* --emit=layouts: each tile value with the layout it is emitted in. */
-void phc_print_layouts(FILE *out, const IrModule *m);
+/* for the target arch names (its engines' result layouts, its ring slots') */
+void phc_print_layouts(FILE *out, const IrModule *m, const char *arch);
 
 /* Writes the output, buf, to path (NULL or "-": standard output) whole or
  * not at all; EXIT_OK, or EXIT_USAGE after saying why it cannot. input is

@@ -395,7 +395,7 @@ static int run_stages(const Options *o, Compilation *c, FILE *out)
                 front - start, cpu_ms() - front, c->ir->nfuncs);
     if (o->check_only || o->dump_after) return EXIT_OK;
     if (o->emit == EMIT_IR) ir_print_module(out, c->ir);
-    else if (o->emit == EMIT_LAYOUTS) phc_print_layouts(out, c->ir);
+    else if (o->emit == EMIT_LAYOUTS) phc_print_layouts(out, c->ir, o->arch);
     else return emit_code(o, c->src, c->ir, out);
     return EXIT_OK;
 }

@@ -2,6 +2,8 @@
  * (--emit=tokens), the configs (--list) and the layouts (--emit=layouts). */
 #include "cli.h"
 #include "layout/layout.h"
+#include "codegen/codegen.h"
+#include "driver/targets.h"
 #include "nvidia/mma_layout.h"
 
 #include <stdlib.h>
@@ -69,12 +71,14 @@ static void print_block_layouts(LayoutPrinter *lp, const IrBlock *b, int depth)
     }
 }
 
-void phc_print_layouts(FILE *out, const IrModule *m)
+void phc_print_layouts(FILE *out, const IrModule *m, const char *arch)
 {
+    const struct Target *target = target_find(arch);
+    LayoutDotPolicy dots = target ? codegen_dot_policy(target) : mma_sync_layouts;
     for (int i = 0; i < m->nfuncs; i++) {
         const IrFunc *f = m->funcs[i];
         LayoutTable *t = layout_table_new();
-        LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
+        LayoutPlan p = layout_plan(f, t, &dots);
         LayoutPrinter lp = {out, f, &p, xcalloc((size_t)f->nvalues + 1, sizeof(int)), 0};
         fprintf(out, "func %s (%d threads)\n", f->name, f->threads);
         print_block_layouts(&lp, f->body, 1);

@@ -251,11 +251,13 @@ static const Layout *engine_result_layout(LayoutTable *t, const IrFunc *f, const
  * are decided as values are asked for), and their offsets are wanted as
  * it is emitted: so a first emission records them and is discarded, the
  * plan places them, and the second emission is the kernel. */
+LayoutDotPolicy codegen_dot_policy(const Target *t) { return (LayoutDotPolicy){engine_result_layout, t, t->operand_layout}; }
+
 static void emit_func(Cg *c, const IrFunc *f)
 {
     c->f = f;
     c->layouts = layout_table_new();
-    LayoutDotPolicy dots = {engine_result_layout, c->target, c->target->operand_layout};
+    LayoutDotPolicy dots = codegen_dot_policy(c->target);
     c->plan = layout_plan(f, c->layouts, &dots);   /* where each tile value lives */
     emit_kernel(c, f, false);
     LLVMDeleteFunction(c->fn);

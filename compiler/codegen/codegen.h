@@ -12,6 +12,7 @@
 #define PHC_CODEGEN_H
 
 #include "ir/ir.h"
+#include "layout/layout.h"
 
 /* The LLVM pipelines (codegen.c says what each runs). */
 enum {
@@ -82,5 +83,10 @@ int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc
  * otherwise 1 with a message in err. Threads may call it at once: each
  * call has an LLVM context of its own, and nothing else is shared. */
 int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char **out, char *err, size_t errlen);
+
+/* The layout pass's policy for target t: each dot's result in its
+ * engine's layout (t's first that accepts it), ring slots in t's operand
+ * layout. What the code generator plans with (phc --emit=layouts too). */
+LayoutDotPolicy codegen_dot_policy(const struct Target *t);
 
 #endif
