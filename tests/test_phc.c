@@ -894,22 +894,3 @@ Test(phc, colour_on_a_terminal_only)
     cr_expect(strchr(err, '\033') == NULL, "colour into a file: %s", err);
     free(out); free(err);
 }
-
-/* --emit=layouts follows --arch: on sm_90a a 128-row GEMM block on one
- * warpgroup keeps the wgmma engine's interleaved accumulator and B's ring
- * slots in atoms of 64 columns; the default target (sm_90) gives the
- * mma.sync layout. */
-Test(phc, layouts_follow_the_target)
-{
-    char *out, *err;
-    cr_assert_eq(phc("--arch=sm_90a --emit=layouts --kernel gemm bench/gemm_tuned.ph", &out, &err), 0, "%s", err);
-    cr_expect_not_null(strstr(out, "f32[128, 128]  mma[128x128: warps 4x1, 2x16 pieces each, interleaved]"), "%s", out);
-    cr_expect_not_null(strstr(out, "f16[64, 128]  shared[64x128: atoms of 64 columns"), "%s", out);
-    free(out);
-    free(err);
-    cr_assert_eq(phc("--emit=layouts --kernel gemm bench/gemm_tuned.ph", &out, &err), 0, "%s", err);
-    cr_expect_null(strstr(out, "interleaved"), "%s", out);
-    cr_expect_null(strstr(out, "atoms of"), "%s", out);
-    free(out);
-    free(err);
-}

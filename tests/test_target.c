@@ -198,3 +198,30 @@ Test(target, sm90a_attention_forward_runs_both_dots_on_wgmma_with_p_from_registe
     m->nfuncs = all;
     ir_module_free(m);
 }
+
+/* The layout pass under a target's policy (codegen_dot_policy: what the
+ * code generator plans with, and phc --emit=layouts --arch shows): on
+ * sm_90a a 128-row GEMM block on one warpgroup has wgmma's interleaved
+ * accumulator, on sm_90 mma.sync's. */
+Test(target, the_layout_policy_is_the_targets_engines)
+{
+    IrModule *m = driver_compile_file("bench/gemm_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    const IrFunc *f = NULL;
+    for (int i = 0; i < m->nfuncs && !f; i++)
+        if (strstr(m->funcs[i]->name, "__BM_128__BN_128__BK_64__NT_128__")) f = m->funcs[i];
+    cr_assert_not_null(f);
+    const char *arch[2] = {"sm_90a", "sm_90"};
+    for (int a = 0; a < 2; a++) {
+        LayoutTable *t = layout_table_new();
+        LayoutDotPolicy dots = codegen_dot_policy(target_find(arch[a]));
+        LayoutPlan p = layout_plan(f, t, &dots);
+        int interleaved = 0;
+        for (int v = 1; v <= f->nvalues; v++) interleaved += p.of[v] && p.of[v]->kind == LAY_MMA && p.of[v]->mstride;
+        if (a == 0) cr_expect_gt(interleaved, 0, "sm_90a: no interleaved accumulator");
+        else cr_expect_eq(interleaved, 0, "sm_90: an interleaved layout");
+        layout_plan_free(&p);
+        layout_table_free(t);
+    }
+    ir_module_free(m);
+}
