@@ -274,8 +274,7 @@ def argred(X: ph.tensor[ph.f32][M, N], H: ph.tensor[ph.f16][M, N], I: ph.tensor[
 
 
 # Vectors reshaped between [n], [1, n] and [n, 1], and reductions stored
-# into rank-1 windows (a [BM, 1] and a [1, BN] result), added and added
-# atomically there too.
+# into rank-1 windows (a [BM, 1] and a [1, 32] result).
 @ph.kernel
 @ph.launch(NT)
 @ph.autotune(BM=[16, 24], NT=[32, 128])
@@ -288,10 +287,9 @@ def vecshape(X: ph.tensor[ph.f32][M, N], V: ph.tensor[ph.f32][L], T: ph.tensor[p
     T[r0:+BM, 0:+32] = x * ph.reshape(v, [BM, 1]) + ph.reshape(ph.colmax(x), [32])
     T[r0:+BM, 32:+1] = ph.reshape(ph.reshape(ph.rowsum(x), [1, BM]), [BM, 1])
     T[r0:+BM, 33:+1] = ph.reshape(ph.reshape(v, [1, BM]), [BM, 1]) * 2.0
-    U[r0:+BM] = ph.rowmax(x)
-    U[r0:+BM] += ph.reshape(ph.rowmin(x), [BM])
+    U[r0:+BM] = ph.rowmax(x) + ph.rowmin(x)
     W[b * 32:+32] = ph.colsum(x)
-    ph.atomic_add(W[b * 32 + 400:+32], ph.colmin(x))
+    W[b * 32 + 400:+32] = ph.reshape(ph.colmin(x), [32])
 
 
 # Inclusive prefix sums along both axes: f32, f16 (summed in f32, each
