@@ -32,6 +32,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "multi_config", "launch_meta", "threads_32", "threads_256",
     "aligned", "specialized", "multi_kernel", "online_softmax", "attention_tc",
     "loop_load", "invariant_load",
+    "arg_reduce", "cumsum", "reshape", "rank1_store",
 };
 
 void phgen_default_options(PhgenOptions *o)
