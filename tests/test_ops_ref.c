@@ -570,6 +570,38 @@ static void ref_scan(Ref *r, int bx, int by)
     }
 }
 
+static void ref_argdot(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn;
+    static double d[64 * 32];
+    cr_assert(bm <= 64 && bn <= 32);
+    for (int64_t i = 0; i < bm; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            double sum = 0;   /* products and sums of small integers: exact */
+            for (int64_t k = 0; k < 32; k++)
+                sum += (double)(int32_t)((float)in2(r, "A", r0 + i, k) * 2.0f) * (double)(int32_t)((float)in2(r, "B", k, c0 + j) * 2.0f);
+            d[i * bn + j] = sum;
+        }
+    double line[64];
+    for (int64_t i = 0; i < bm; i++) {
+        for (int64_t j = 0; j < bn; j++) line[j] = d[i * bn + j];
+        out2(r, "RA", r0 + i, by * 2, (double)arg_best(line, bn, true), 0);
+        out2(r, "RA", r0 + i, by * 2 + 1, (double)arg_best(line, bn, false), 0);
+    }
+    for (int64_t j = 0; j < bn; j++) {
+        for (int64_t i = 0; i < bm; i++) line[i] = d[i * bn + j];
+        out2(r, "CA", bx * 2, c0 + j, (double)arg_best(line, bm, true), 0);
+        out2(r, "CA", bx * 2 + 1, c0 + j, (double)arg_best(line, bm, false), 0);
+    }
+    for (int64_t i = 0; i < bm; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            double along_row = 0, down_col = 0;
+            for (int64_t k = 0; k <= j; k++) along_row += d[i * bn + k];
+            for (int64_t k = 0; k <= i; k++) down_col += d[k * bn + j];
+            out2(r, "S", r0 + i, c0 + j, along_row + down_col, 0);
+        }
+}
+
 typedef struct {
     const char *kernel;
     const char *outputs[6];
@@ -595,6 +627,7 @@ static const KernelRef refs[] = {
     {"argred", {"RA", "CA", "V"}, ref_argred},
     {"vecshape", {"T", "U", "W"}, ref_vecshape},
     {"scan", {"SR", "SC", "HR", "IC", "RS"}, ref_scan},
+    {"argdot", {"RA", "CA", "S"}, ref_argdot},
 };
 
 static const KernelRef *find_ref(const char *kernel)

@@ -310,3 +310,24 @@ def scan(X: ph.tensor[ph.f32][M, N], H: ph.tensor[ph.f16][M, N], I: ph.tensor[ph
     HR[r0:+BM, c0:+BN] = ph.cumsum(H[r0:+BM, c0:+BN], 1)
     IC[r0:+BM, c0:+BN] = ph.cumsum(I[r0:+BM, c0:+BN], 0) + ph.cumsum(I[r0:+BM, c0:+BN], 1)
     RS[r0:+BM, ph.ctx.block.y] = ph.cumsum(ph.rowsum(ph.f32(ph.i32(x * 8.0))), 0)
+
+
+# argmax, argmin and cumsum of a tensor-core dot's result (its engine's
+# layout, not a blocked one), on small integers so that every sum is exact
+# in any order and the ties are the same everywhere.
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(BM=[32, 64], BN=[32], NT=[64, 128])
+def argdot(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][K, N], RA: ph.tensor[ph.i32][M, G],
+           CA: ph.tensor[ph.i32][G, N], S: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    a: ph.let = ph.f16(ph.i32(A[r0:+BM, 0:+32] * 2.0))
+    b: ph.let = ph.f16(ph.i32(B[0:+32, c0:+BN] * 2.0))
+    d: ph.let = ph.dot(a, b)
+    RA[r0:+BM, ph.ctx.block.y * 2] = ph.argmax(d, 1)
+    RA[r0:+BM, ph.ctx.block.y * 2 + 1] = ph.argmin(d, 1)
+    CA[ph.ctx.block.x * 2, c0:+BN] = ph.argmax(d, 0)
+    CA[ph.ctx.block.x * 2 + 1, c0:+BN] = ph.argmin(d, 0)
+    S[r0:+BM, c0:+BN] = ph.cumsum(d, 1) + ph.cumsum(d, 0)
