@@ -162,6 +162,15 @@ DType sema_dtype(const char *alias, const Expr *e);
 typedef struct { int param; int rank; Val start[2]; int ext[2]; DType dt; } Window;
 bool sema_window(Sema *s, const Expr *index, Window *w);
 Val sema_load(Sema *s, const Window *w, Loc loc);
+/* sema_shape.c: a vector is rank 1, or rank 2 with a dim of 1; its
+ * element count (a dim, perhaps an iota's unknown extent) in *n. */
+bool sema_vector_len(Sema *s, Val v, int *n);
+/* Vector x as a tile of (rank, dim) with its elements; the caller checked the count. */
+Val sema_reshape(Sema *s, Val x, int rank, const int dim[2], Loc loc);
+/* x as the value stored into (added into) window w, before it is broadcast
+ * to it: a vector into a rank-1 window reshaped to rank 1. what names the
+ * window in messages. */
+Val sema_window_value(Sema *s, Val x, const Window *w, Loc loc, const char *what);
 
 /* sema_call.c: the built-ins */
 Val sema_call(Sema *s, const Expr *e);

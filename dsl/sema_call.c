@@ -1,6 +1,6 @@
 /* sema_call.c: the built-ins, ph.NAME(...) calls: dot, dot_t and
- * transpose, math (pow and fma among it), reductions, where, iota,
- * converts, and the statements
+ * transpose, math (pow and fma among it), reductions, argmax and argmin,
+ * cumsum, reshape, where, iota, converts, and the statements
  * online_softmax and atomic_add; each checks its arguments' count, shapes
  * and dtypes in the typing pass and emits its ops in the emitting pass. */
 #include "sema.h"
@@ -11,7 +11,7 @@
 
 typedef enum {
     B_DOT, B_DOT_T, B_TRANSPOSE, B_MATH, B_ABS, B_MAX, B_MIN, B_REDUCE, B_WHERE, B_IOTA, B_CONVERT, B_SOFTMAX,
-    B_ATOMIC_ADD, B_POW, B_FMA,
+    B_ATOMIC_ADD, B_POW, B_FMA, B_ALONG, B_RESHAPE,
 } BuiltinKind;
 
 typedef struct { const char *name; BuiltinKind kind; int min, max; int sub; int axis; } Builtin;
@@ -30,6 +30,8 @@ static const Builtin builtins[] = {
     {"f16", B_CONVERT, 1, 1, DT_F16, 0}, {"bf16", B_CONVERT, 1, 1, DT_BF16, 0},
     {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0},
     {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
+    {"argmax", B_ALONG, 2, 2, OP_ARGMAX, 0}, {"argmin", B_ALONG, 2, 2, OP_ARGMIN, 0},
+    {"cumsum", B_ALONG, 2, 2, OP_CUMSUM, 0}, {"reshape", B_RESHAPE, 2, 2, 0, 0},
 };
 
 static Val zero_acc(Sema *s, int m, int n, Loc loc)
@@ -269,6 +271,74 @@ static Val iota_call(Sema *s, const Expr *e)
     return r;
 }
 
+/* ph.argmax(t, axis), ph.argmin(t, axis), ph.cumsum(t, axis): axis a
+ * compile-time 0 or 1 of a 2-D number tile. */
+static Val along_call(Sema *s, const Expr *e, const Builtin *b)
+{
+    Val x = sema_expr(s, e->items[0]);
+    int64_t axis;
+    char why[200], t[64];
+    bool known = sema_const_int(s, e->items[1], &axis, why, sizeof why);
+    if (!known || (axis != 0 && axis != 1)) {
+        if (known) snprintf(why, sizeof why, "%lld", (long long)axis);
+        sema_err(s, e->items[1]->loc, "expected 0 or 1 for the axis of ph.%s, got %s", b->name, why);
+        return val_error();
+    }
+    if (val_bad(x)) return x;
+    val_str(s, x, t, sizeof t);
+    if (x.rank != 2 || x.dt == DT_BOOL) {
+        sema_err(s, e->loc, "ph.%s expects a 2-D i32 or float tile, got %s%s", b->name, t,
+                 x.rank == 1 ? "; write ph.reshape(x, [1, n]) for a 1-D tile" : "");
+        return val_error();
+    }
+    Val r = x;
+    if (b->sub != OP_CUMSUM) {
+        r.dt = DT_I32;
+        r.dim[axis] = 1;
+    }
+    if (s->emit) {
+        IrOp *op;
+        r.v = sema_emit1(s, (IrOpKind)b->sub, 1, &x.v, val_irtype(r), e->loc, &op);
+        op->axis = (int)axis;
+    }
+    return r;
+}
+
+/* ph.reshape(t, [n]), ph.reshape(t, [1, n]), ph.reshape(t, [n, 1]):
+ * a vector's elements as another vector. */
+static Val reshape_call(Sema *s, const Expr *e)
+{
+    Val x = sema_expr(s, e->items[0]);
+    const Expr *shape = e->items[1];
+    if (shape->kind != EX_LIST || shape->nitems < 1 || shape->nitems > 2) {
+        sema_err(s, shape->loc, "expected the shape of ph.reshape as a list: [n], [1, n] or [n, 1]");
+        return val_error();
+    }
+    int dim[2] = {1, 1};
+    bool ok = true;
+    for (int i = 0; i < shape->nitems; i++)
+        ok = sema_const_dim(s, shape->items[i], "a dimension of ph.reshape", &dim[i]) && ok;
+    if (!ok || val_bad(x)) return val_error();
+    Val target = {.dt = x.dt, .rank = shape->nitems, .dim = {dim[0], dim[1]}};
+    char a[64], b[64];
+    val_str(s, x, a, sizeof a);
+    val_str(s, target, b, sizeof b);
+    int n, want;
+    if (x.rank == 0 || !sema_vector_len(s, x, &n)) {
+        sema_err(s, e->items[0]->loc, "ph.reshape changes a vector, [n], [1, n] or [n, 1], got %s", a);
+        return val_error();
+    }
+    if (!sema_vector_len(s, target, &want)) {
+        sema_err(s, shape->loc, "ph.reshape makes a vector, [n], [1, n] or [n, 1], not %s", b);
+        return val_error();
+    }
+    if (!sema_dim_same(s, n, want)) {
+        sema_err(s, e->loc, "ph.reshape cannot make %s of %s: the element counts differ", b, a);
+        return val_error();
+    }
+    return sema_reshape(s, x, target.rank, dim, e->loc);
+}
+
 static const Builtin *builtin_named(const char *name)
 {
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
@@ -334,6 +404,8 @@ Val sema_call(Sema *s, const Expr *e)
         return val_error();
     }
     if (b->kind == B_IOTA) return iota_call(s, e);
+    if (b->kind == B_ALONG) return along_call(s, e, b);
+    if (b->kind == B_RESHAPE) return reshape_call(s, e);
     Val a[3];
     bool bad = false;
     for (int i = 0; i < e->nitems; i++) {
@@ -508,6 +580,7 @@ void sema_atomic_add(Sema *s, const Expr *e)
     char what[96];
     snprintf(what, sizeof what, "the window of '%s'", s->k->params[w.param].name);
     int dim[2] = {w.ext[0], w.rank == 2 ? w.ext[1] : 1};
+    x = sema_window_value(s, x, &w, e->items[1]->loc, what);
     x = sema_coerce_to(s, x, w.dt, w.rank, dim, e->items[1]->loc, what);
     if (val_bad(x) || !s->emit) return;
     ValueId args[3] = {w.start[0].v, w.start[1].v, 0};

@@ -240,6 +240,61 @@ Val sema_coerce_to(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc
     return sema_coerce(s, x, dt, rank, dim, loc);
 }
 
+/* ---- vectors: [n], [1, n], [n, 1] ---- */
+
+bool sema_vector_len(Sema *s, Val v, int *n)
+{
+    if (v.rank == 1) {
+        *n = v.dim[0];
+        return true;
+    }
+    if (v.rank != 2) return false;
+    bool one_row = sema_dim_now(s, v.dim[0]) == 1, one_col = sema_dim_now(s, v.dim[1]) == 1;
+    if (!one_row && !one_col) return false;
+    *n = one_row ? v.dim[1] : v.dim[0];
+    return true;
+}
+
+Val sema_reshape(Sema *s, Val x, int rank, const int dim[2], Loc loc)
+{
+    Val r = {.dt = x.dt, .rank = rank, .dim = {dim[0], rank == 2 ? dim[1] : 1}};
+    if (!s->emit) return r;
+    if (ir_type_eq(val_irtype(x), val_irtype(r))) r.v = x.v;
+    else r.v = sema_emit1(s, OP_RESHAPE, 1, &x.v, val_irtype(r), loc, NULL);
+    return r;
+}
+
+/* A rank-1 window has no orientation: a [1, n] or an [n, 1] tile is its
+ * [n]. A rank-1 tile is [1, n], so an [n, 1] window needs a reshape,
+ * which the message names. */
+Val sema_window_value(Sema *s, Val x, const Window *w, Loc loc, const char *what)
+{
+    if (val_bad(x) || x.rank == 0 || x.rank == w->rank) return x;
+    char a[64], b[64];
+    int n;
+    if (w->rank == 2) {
+        int ext0 = w->ext[0];
+        if (s->emit || w->ext[1] != 1 || ext0 == 1 || sema_dim_now(s, x.dim[0]) != ext0) return x;
+        val_str(s, x, a, sizeof a);
+        Val target = {.dt = w->dt, .rank = 2, .dim = {ext0, 1}};
+        val_str(s, target, b, sizeof b);
+        sema_err(s, loc, "cannot store %s into %s, %s: a 1-D tile acts as [1, %d]; write ph.reshape(x, [%d, 1])",
+                 a, what, b, ext0, ext0);
+        return val_error();
+    }
+    if (!sema_vector_len(s, x, &n)) return x;   /* sema_coerce_to says why it does not fit */
+    int known = sema_dim_now(s, n);
+    if (known > 0 && known != 1 && known != w->ext[0]) {
+        Val target = {.dt = w->dt, .rank = 1, .dim = {w->ext[0], 1}};
+        val_str(s, x, a, sizeof a);
+        val_str(s, target, b, sizeof b);
+        sema_err(s, loc, "cannot store %s into %s, %s: a [1, n] or [n, 1] tile fits a rank-1 window of n (or 1)", a, what, b);
+        return val_error();
+    }
+    int dim[2] = {n, 1};
+    return sema_reshape(s, x, 1, dim, loc);
+}
+
 /* ---- dtype promotion ---- */
 static DType promote_strong(DType a, DType b)
 {

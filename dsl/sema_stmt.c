@@ -162,10 +162,10 @@ static void store(Sema *s, const Stmt *st, TokKind op)
         if (st->value) sema_expr(s, st->value);
         return;
     }
-    Val x = sema_expr(s, st->value);
-    if (op != T_EOF) x = sema_binary(s, op, sema_load(s, &w, st->loc), x, st->loc);
     char what[96];
     snprintf(what, sizeof what, "the window of '%s'", s->k->params[w.param].name);
+    Val x = sema_window_value(s, sema_expr(s, st->value), &w, st->value->loc, what);
+    if (op != T_EOF) x = sema_binary(s, op, sema_load(s, &w, st->loc), x, st->loc);
     int dim[2] = {w.ext[0], w.rank == 2 ? w.ext[1] : 1};
     x = sema_coerce_to(s, x, w.dt, w.rank, dim, st->value->loc, what);
     if (val_bad(x) || !s->emit) return;

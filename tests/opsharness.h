@@ -31,6 +31,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"ringdot", "k1", 3}, {"ringdot", "M", 200}, {"ringdot", "K", 96},
         {"ctrl", "N", 500}, {"ctrl", "n", 37},
         {"masks", "n", 300},
+        {"argred", "G", 24}, {"argred", "L", 200}, {"vecshape", "L", 800},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
@@ -120,12 +121,12 @@ static inline int compare_tensor_within(const char *who, const IrFunc *f, const 
 }
 
 /* The kernels whose every operation is exact or exactly rounded on every
- * side (float // and %; max and min; math.ph's fmas): their tensors must
- * match the interpreter's bit for bit, a zero's sign and a NaN's bits
- * included. */
+ * side (float // and %; max and min; math.ph's fmas; prefix sums in
+ * index order): their tensors must match the interpreter's bit for bit, a
+ * zero's sign and a NaN's bits included. */
 static inline bool compared_bitwise(const IrFunc *f)
 {
-    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax") || !strcmp(f->kernel, "fmas");
+    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax") || !strcmp(f->kernel, "fmas") || !strcmp(f->kernel, "scan");
 }
 
 static inline int compare_tensor_bits(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,

@@ -1,7 +1,8 @@
 /* test_interp.c: the interpreter against hand-computed values and plain C
  * references: every op, broadcasting, ragged edges (poisoned buffers),
  * loops with run-time bounds, nested ifs, early return, f16/bf16 rounding,
- * dot and dot_t, attention forward, atomic adds, and the argument checks. */
+ * dot and dot_t, attention forward, atomic adds, argmax/argmin, cumsum and
+ * reshape, and the argument checks. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -155,6 +156,49 @@ Test(interp, broadcast_transpose_reduce_and_ragged_windows)
     cr_assert(isnan(s[R]));
     for (int j = 0; j < C; j++) cr_assert_eq(t[j], 30.0f + (float)j, "t[%d] = %g", j, t[j]);
     cr_assert(isnan(t[C]));
+    ir_module_free(m);
+}
+
+/* argmax, argmin, cumsum along both axes and reshapes, on a tile with ties
+ * and NaNs, and an i32 one. */
+static const char *const along_ir =
+    "func along kernel along threads 32\n    params(X: f32[3, 4], I: i32[1, 4], RA: i32[3, 3], CA: i32[2, 4],\n"
+    "    CS: f32[3, 4], CZ: f32[3, 4], V: f32[3], W: f32[3, 1], IS: i32[1, 4]) {\n"
+    "  %1 = const 0 : i32\n  %2 = const 1 : i32\n  %3 = const 2 : i32\n  %4 = load X[%1, %1] : f32[3, 4]\n"
+    "  %5 = argmax %4, 1 : i32[3, 1]\n  store RA[%1, %1], %5\n  %6 = argmin %4, 1 : i32[3, 1]\n  store RA[%1, %2], %6\n"
+    "  %7 = load I[%1, %1] : i32[1, 4]\n  %8 = argmax %7, 1 : i32[1, 1]\n  store RA[%1, %3], %8\n"
+    "  %9 = argmin %7, 1 : i32[1, 1]\n  store RA[%2, %3], %9\n"
+    "  %10 = argmax %4, 0 : i32[1, 4]\n  store CA[%1, %1], %10\n  %11 = argmin %4, 0 : i32[1, 4]\n  store CA[%2, %1], %11\n"
+    "  %12 = cumsum %4, 1 : f32[3, 4]\n  store CS[%1, %1], %12\n  %13 = cumsum %4, 0 : f32[3, 4]\n  store CZ[%1, %1], %13\n"
+    "  %14 = reduce_min %4, 1 : f32[3, 1]\n  %15 = reshape %14 : f32[3]\n  store V[%1], %15\n"
+    "  %16 = reshape %15 : f32[1, 3]\n  %17 = reshape %16 : f32[3, 1]\n  store W[%1, %1], %17\n"
+    "  %18 = cumsum %7, 1 : i32[1, 4]\n  store IS[%1, %1], %18\n  return\n}\n";
+
+Test(interp, argmax_argmin_cumsum_and_reshape)
+{
+    IrModule *m = parse_ok(along_ir);
+    float x[12] = {1, 3, 3, 2, 5, NAN, 7, NAN, 1, 3, 0, 2}, cs[12], cz[12], v[3], w[3];
+    int32_t in[4] = {2, -3, 2, 2147483647}, ra[9] = {0}, ca[8], is[4];
+    IrArg args[9] = {tensor2(x, 3, 4), tensor2(in, 1, 4), tensor2(ra, 3, 3), tensor2(ca, 2, 4), tensor2(cs, 3, 4),
+                     tensor2(cz, 3, 4), tensor1(v, 3), tensor2(w, 3, 1), tensor2(is, 1, 4)};
+    run_ok(m->funcs[0], args, 9, one_block);
+    /* ties: the smallest index; a NaN beats every number for both, the first NaN winning */
+    int32_t want_ra[9] = {1, 0, 3, 1, 1, 1, 1, 2, 0};
+    for (int i = 0; i < 9; i++)
+        if (i != 8) cr_expect_eq(ra[i], want_ra[i], "RA[%d] = %d", i, ra[i]);
+    int32_t want_ca[8] = {1, 1, 1, 1, 0, 1, 2, 1};
+    for (int i = 0; i < 8; i++) cr_expect_eq(ca[i], want_ca[i], "CA[%d] = %d", i, ca[i]);
+    float want_cs[12] = {1, 4, 7, 9, 5, NAN, NAN, NAN, 1, 4, 4, 6}, want_cz[12] = {1, 3, 3, 2, 6, NAN, 10, NAN, 7, NAN, 10, NAN};
+    for (int i = 0; i < 12; i++) {
+        cr_expect(isnan(want_cs[i]) ? isnan(cs[i]) : cs[i] == want_cs[i], "CS[%d] = %g", i, cs[i]);
+        cr_expect(isnan(want_cz[i]) ? isnan(cz[i]) : cz[i] == want_cz[i], "CZ[%d] = %g", i, cz[i]);
+    }
+    /* row minima: 1, 5 (min ignores NaN), 0; through [3] -> [1, 3] -> [3, 1] unchanged */
+    float want_v[3] = {1, 5, 0};
+    for (int i = 0; i < 3; i++) cr_expect(v[i] == want_v[i] && w[i] == want_v[i], "V[%d] = %g, W[%d] = %g", i, v[i], i, w[i]);
+    /* i32 prefix sums wrap */
+    int32_t want_is[4] = {2, -1, 1, INT32_MIN};
+    for (int i = 0; i < 4; i++) cr_expect_eq(is[i], want_is[i], "IS[%d] = %d", i, is[i]);
     ir_module_free(m);
 }
 

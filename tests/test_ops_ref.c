@@ -440,9 +440,171 @@ static void ref_idiv0(Ref *r, int bx, int by)
         }
 }
 
+/* ---- along an axis: argmax/argmin, reshapes, prefix sums ---- */
+
+/* The index of the first NaN of v[0..n), else of its first largest
+ * (smallest) element (docs/language.md, "Along an axis"). */
+static int64_t arg_best(const double *v, int64_t n, bool max)
+{
+    int64_t best = 0;
+    for (int64_t k = 0; k < n; k++) {
+        if (isnan(v[k])) return k;
+        if (max ? v[k] > v[best] : v[k] < v[best]) best = k;
+    }
+    return best;
+}
+
+enum { ARG_MAXLEN = 256 };
+
+static void ref_argred(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn;
+    /* q, h and i of the kernel, row-major in the tile */
+    static double q[ARG_MAXLEN * ARG_MAXLEN], h[ARG_MAXLEN * ARG_MAXLEN], in[ARG_MAXLEN * ARG_MAXLEN];
+    cr_assert(bm <= ARG_MAXLEN && bn <= ARG_MAXLEN);
+    for (int64_t i = 0; i < bm; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            int64_t idx = (r0 + i) * 7 + c0 + j;
+            float x = (float)in2(r, "X", r0 + i, c0 + j);
+            q[i * bn + j] = idx % 23 == 4 && i % 3 == 0 ? NAN : (double)(float)(int32_t)(x * 2.0f);
+            h[i * bn + j] = in2(r, "H", r0 + i, c0 + j);
+            in[i * bn + j] = (double)floordiv((int64_t)in2(r, "I", r0 + i, c0 + j), 10);
+        }
+    double line[ARG_MAXLEN];
+    const double *tiles[3] = {q, h, in};
+    for (int64_t i = 0; i < bm; i++)
+        for (int t = 0; t < 3; t++) {
+            for (int64_t j = 0; j < bn; j++) line[j] = tiles[t][i * bn + j];
+            out2(r, "RA", r0 + i, by * 6 + 2 * t, (double)arg_best(line, bn, true), 0);
+            out2(r, "RA", r0 + i, by * 6 + 2 * t + 1, (double)arg_best(line, bn, false), 0);
+            if (t == 0) out1(r, "V", (by * 4 + bx) * bm + i, (double)arg_best(line, bn, true), 0);
+        }
+    double rowsum[ARG_MAXLEN];
+    for (int64_t i = 0; i < bm; i++) {
+        rowsum[i] = 0;
+        for (int64_t j = 0; j < bn; j++) rowsum[i] += in[i * bn + j];
+    }
+    int64_t best_row = arg_best(rowsum, bm, true);
+    for (int64_t j = 0; j < bn; j++) {
+        double col[3][ARG_MAXLEN];
+        for (int64_t i = 0; i < bm; i++) {
+            col[0][i] = q[i * bn + j];
+            col[1][i] = h[i * bn + j];
+            col[2][i] = in[i * bn + j];
+        }
+        int64_t row = bx * 6, c = c0 + j;
+        out2(r, "CA", row, c, (double)arg_best(col[0], bm, true), 0);
+        out2(r, "CA", row + 1, c, (double)arg_best(col[0], bm, false), 0);
+        out2(r, "CA", row + 2, c, (double)arg_best(col[1], bm, true), 0);
+        for (int64_t i = 0; i < bm; i++) col[1][i] = -col[1][i];
+        out2(r, "CA", row + 3, c, (double)arg_best(col[1], bm, false), 0);
+        out2(r, "CA", row + 4, c, (double)arg_best(col[2], bm, true), 0);
+        out2(r, "CA", row + 5, c, (double)(arg_best(col[2], bm, false) + best_row), 0);
+    }
+}
+
+static void ref_vecshape(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), b = by * 4 + bx, r0 = b * bm;
+    double colmax[32], colmin[32], colsum[32], colmag[32];
+    for (int j = 0; j < 32; j++) colmax[j] = -INFINITY, colmin[j] = INFINITY, colsum[j] = 0, colmag[j] = 0;
+    for (int64_t i = r0; i < r0 + bm; i++)
+        for (int j = 0; j < 32; j++) {
+            double x = in2(r, "X", i, j);
+            colmax[j] = fmax(colmax[j], x);
+            colmin[j] = fmin(colmin[j], x);
+            colsum[j] += x;
+            colmag[j] += fabs(x);
+        }
+    for (int64_t i = r0; i < r0 + bm; i++) {
+        double v = in1(r, "V", i), sum = 0, mag = 0, mx = -INFINITY, mn = INFINITY;
+        for (int j = 0; j < 32; j++) {
+            double x = in2(r, "X", i, j), prod = x * v;
+            /* the product and the sum round once each */
+            out2(r, "T", i, j, prod + colmax[j], U32 * (2 * fabs(prod) + fabs(colmax[j])));
+            sum += x;
+            mag += fabs(x);
+            mx = fmax(mx, x);
+            mn = fmin(mn, x);
+        }
+        out2(r, "T", i, 32, sum, sum_tol(32, mag));
+        out2(r, "T", i, 33, v * 2.0, 0);
+        out1(r, "U", i, mx + mn, 0);
+    }
+    for (int j = 0; j < 32; j++) {
+        out1(r, "W", b * 32 + j, colsum[j], sum_tol(bm, colmag[j]));
+        out1(r, "W", b * 32 + 400 + j, colmin[j], 0);
+    }
+}
+
+/* Prefix sums in f32 in index order, as the language defines them: the
+ * f32 outputs are compared bit for bit. */
+static void ref_scan(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn;
+    for (int64_t i = r0; i < r0 + bm; i++) {
+        float sr = 0, hr = 0;
+        int32_t ir = 0;
+        for (int64_t j = c0; j < c0 + bn; j++) {
+            sr += (float)in2(r, "X", i, j);
+            hr += (float)in2(r, "H", i, j);
+            ir += (int32_t)in2(r, "I", i, j);
+            out2(r, "SR", i, j, sr, 0);
+            out2(r, "HR", i, j, hr, 0);
+            int32_t ic = 0;
+            for (int64_t k = r0; k <= i; k++) ic += (int32_t)in2(r, "I", k, j);
+            out2(r, "IC", i, j, (double)(ic + ir), 0);
+        }
+    }
+    for (int64_t j = c0; j < c0 + bn; j++) {
+        float sc = 0;
+        for (int64_t i = r0; i < r0 + bm; i++) {
+            sc += (float)in2(r, "X", i, j);
+            out2(r, "SC", i, j, sc, 0);
+        }
+    }
+    float rs = 0;   /* sums of small integers: exact */
+    for (int64_t i = r0; i < r0 + bm; i++) {
+        for (int64_t j = c0; j < c0 + bn; j++) rs += (float)(int32_t)((float)in2(r, "X", i, j) * 8.0f);
+        out2(r, "RS", i, by, rs, 0);
+    }
+}
+
+static void ref_argdot(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn;
+    static double d[64 * 32];
+    cr_assert(bm <= 64 && bn <= 32);
+    for (int64_t i = 0; i < bm; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            double sum = 0;   /* products and sums of small integers: exact */
+            for (int64_t k = 0; k < 32; k++)
+                sum += (double)(int32_t)((float)in2(r, "A", r0 + i, k) * 2.0f) * (double)(int32_t)((float)in2(r, "B", k, c0 + j) * 2.0f);
+            d[i * bn + j] = sum;
+        }
+    double line[64];
+    for (int64_t i = 0; i < bm; i++) {
+        for (int64_t j = 0; j < bn; j++) line[j] = d[i * bn + j];
+        out2(r, "RA", r0 + i, by * 2, (double)arg_best(line, bn, true), 0);
+        out2(r, "RA", r0 + i, by * 2 + 1, (double)arg_best(line, bn, false), 0);
+    }
+    for (int64_t j = 0; j < bn; j++) {
+        for (int64_t i = 0; i < bm; i++) line[i] = d[i * bn + j];
+        out2(r, "CA", bx * 2, c0 + j, (double)arg_best(line, bm, true), 0);
+        out2(r, "CA", bx * 2 + 1, c0 + j, (double)arg_best(line, bm, false), 0);
+    }
+    for (int64_t i = 0; i < bm; i++)
+        for (int64_t j = 0; j < bn; j++) {
+            double along_row = 0, down_col = 0;
+            for (int64_t k = 0; k <= j; k++) along_row += d[i * bn + k];
+            for (int64_t k = 0; k <= i; k++) down_col += d[k * bn + j];
+            out2(r, "S", r0 + i, c0 + j, along_row + down_col, 0);
+        }
+}
+
 typedef struct {
     const char *kernel;
-    const char *outputs[4];
+    const char *outputs[6];
     void (*block)(Ref *r, int bx, int by);
 } KernelRef;
 
@@ -462,6 +624,10 @@ static const KernelRef refs[] = {
     {"fmods", {"Q", "R"}, ref_fmods},
     {"idiv0", {"Q", "R", "W"}, ref_idiv0},
     {"zeromax", {"E", "F", "R", "C"}, ref_zeromax},
+    {"argred", {"RA", "CA", "V"}, ref_argred},
+    {"vecshape", {"T", "U", "W"}, ref_vecshape},
+    {"scan", {"SR", "SC", "HR", "IC", "RS"}, ref_scan},
+    {"argdot", {"RA", "CA", "S"}, ref_argdot},
 };
 
 static const KernelRef *find_ref(const char *kernel)
@@ -473,7 +639,7 @@ static const KernelRef *find_ref(const char *kernel)
 
 static bool is_output(const KernelRef *k, const char *name)
 {
-    for (int i = 0; i < 4 && k->outputs[i]; i++)
+    for (int i = 0; i < 6 && k->outputs[i]; i++)
         if (!strcmp(k->outputs[i], name)) return true;
     return false;
 }

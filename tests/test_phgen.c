@@ -133,6 +133,14 @@ Test(phgen, the_engine_reports_a_planted_difference)
     ir_module_free(m);
 }
 
+/* Whether src holds an attention chain (phgen_stmt.c): its statements feed
+ * one another down to the store, so no statement of it can go while its
+ * score dot must stay, and it reduces to more than a dot loop and a store. */
+static bool has_attention_chain(const char *src)
+{
+    return strstr(src, "ph.online_softmax(") || strstr(src, ": ph.let = ph.exp(m");
+}
+
 Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
 {
     int reduced = 0;
@@ -140,7 +148,7 @@ Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
         PhgenProgram *p = phgen_generate(seed, NULL);
         char *src = phgen_source(p);
         int runs = 0;
-        if (phgen_count_stmts(p) < 6 || !still_fails(src, phgen_spec(p), &runs)) {
+        if (phgen_count_stmts(p) < 6 || has_attention_chain(src) || !still_fails(src, phgen_spec(p), &runs)) {
             free(src);
             phgen_free(p);
             continue;

@@ -51,6 +51,7 @@ static void unknown_unary(IrFunc *f) { third_op(f)->sub = UN_COUNT; }
 static void unknown_binary(IrFunc *f) { third_op(f)->sub = BIN_COUNT; }
 static void unknown_compare(IrFunc *f) { third_op(f)->sub = CMP_COUNT; }
 static void unknown_reduction(IrFunc *f) { def(f, 4)->sub = RED_COUNT; }
+static void axis_2(IrFunc *f) { def(f, 4)->axis = 2; }
 static void unknown_kind(IrFunc *f) { third_op(f)->kind = OP_COUNT; }
 static void copy_without_operands(IrFunc *f) { third_op(f)->nargs = 0; }
 static void ring_of_one_stage(IrFunc *f) { third_op(f)->ival = 1; }
@@ -141,6 +142,16 @@ static const Rejected rejected[] = {
      "f: op 'reduce_max' (%5): cannot reduce bool"},
     {"", C "  %3 = splat %2 : f32[4]\n  %4 = reduce_sum %3, 1 : f32[1]\n  return\n", NULL,
      "f: op 'reduce_sum' (%4): axis 1 is not an axis of f32[4]"},
+    {"", C "  %3 = splat %2 : f32[4]\n  %4 = argmax %3, 0 : i32[1]\n  return\n", NULL,
+     "f: op 'argmax' (%4): needs a 2-D number tile, has f32[4]"},
+    {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = cumsum %3, 1 : f32[4, 2]\n  return\n", axis_2,
+     "f: op 'cumsum' (%4): axis 2 is not 0 or 1"},
+    {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = argmin %3, 1 : f32[4, 1]\n  return\n", NULL,
+     "f: op 'argmin' (%4): result must be i32[4, 1], is f32[4, 1]"},
+    {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = reshape %3 : f32[8]\n  return\n", NULL,
+     "f: op 'reshape' (%4): cannot reshape f32[4, 2] to f32[8] (vectors of the same elements only)"},
+    {"", C "  %3 = splat %2 : f32[4]\n  %4 = reshape %3 : f32[1, 3]\n  return\n", NULL,
+     "f: op 'reshape' (%4): cannot reshape f32[4] to f32[1, 3] (vectors of the same elements only)"},
     {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = reduce_sum %3, 1 : f32[1, 2]\n  return\n", NULL,
      "f: op 'reduce_sum' (%4): result must be f32[4, 1], is f32[1, 2]"},
     {"", C "  %3 = splat %2 : f32[4]\n  %4 = splat %2 : f32[4, 4]\n  %5 = dot %3, %3, %4 : f32[4, 4]\n  return\n", NULL,
@@ -235,7 +246,7 @@ static const Rejected rejected[] = {
     {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body or if branch"},
     {"", B "  if %3 {\n    %4 = yield %1 : i32\n  }\n  return\n", NULL, "f: op 'yield' (%4): has 1 results, needs 0"},
     {"", C, NULL, "f: the function body must end with return"},
-    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 27"},
+    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 31"},
     {"", C "  return\n", no_body, "f: has no body"},
     {"", C "  return\n", body_with_args, "f: the function body takes no arguments"},
 };

@@ -185,6 +185,10 @@ Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
 
 /* cg_reduce.c */
 void emit_reduce(Cg *c, const IrOp *op);
+void emit_argreduce(Cg *c, const IrOp *op);
+
+/* cg_scan.c */
+void emit_cumsum(Cg *c, const IrOp *op);
 
 /* cg_operands.c */
 ValueId operand_root(Cg *c, ValueId v, bool *transposed);

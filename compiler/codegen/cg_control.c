@@ -193,7 +193,7 @@ static void emit_op(Cg *c, const IrOp *op)
         one.v[0] = op->kind == OP_BLOCK_ID ? c->target->isa->block_index(c, op->axis) : c->target->isa->grid_blocks(c, op->axis);
         c->vals[op->res[0]] = one;
         break;
-    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST: case OP_RESHAPE:
         break;   /* built where used */
     case OP_TRANSPOSE: {
         if (c->plan.absorbed[op->res[0]]) break;
@@ -212,6 +212,8 @@ static void emit_op(Cg *c, const IrOp *op)
         emit_elementwise(c, op);
         break;
     case OP_REDUCE: emit_reduce(c, op); break;
+    case OP_ARGMAX: case OP_ARGMIN: emit_argreduce(c, op); break;
+    case OP_CUMSUM: emit_cumsum(c, op); break;
     case OP_DOT: {
         const DotEngine *e = dot_engine_for(c->target, c->f, op);
         if (e) e->emit(c, op);

@@ -1,4 +1,5 @@
-/* cg_reduce.c: reductions along an axis of a tile.
+/* cg_reduce.c: reductions along an axis of a tile, and argmax/argmin,
+ * which reduce (value, index) pairs the same way.
  *
  * Expects: a source in a register layout and the result's SLICE layout.
  * Guarantees: the reduction runs in registers, then across lanes with
@@ -122,6 +123,146 @@ void emit_reduce(Cg *c, const IrOp *op)
     }
     Slots out = new_slots(rp.ngroups, out_l);
     for (int g = 0; g < rp.ngroups; g++) out.v[g] = isint ? part[g] : from_f32(c, part[g], t.dt);
+    c->vals[op->res[0]] = out;
+    free(part);
+    free(rp.group);
+}
+
+/* ---- argmax and argmin: (value, index) pairs ---- */
+
+typedef struct { LLVMValueRef v, i; } Pair;
+
+/* The pair every element beats: the worst value, at an index past them all. */
+static Pair arg_identity(Cg *c, bool max, bool isint)
+{
+    LLVMValueRef v = isint ? i32c(c, max ? INT32_MIN : INT32_MAX) : f32c(c, max ? -__builtin_inf() : __builtin_inf());
+    return (Pair){v, i32c(c, INT32_MAX)};
+}
+
+/* The better of a and b: a NaN beats every number, then the larger (the
+ * smaller for argmin), then the smaller index. A total order on pairs of
+ * distinct indices, so any order of combining gives the interpreter's
+ * answer (its first NaN, else its first best). */
+static Pair arg_combine(Cg *c, bool max, bool isint, Pair a, Pair b)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef earlier = LLVMBuildICmp(B, LLVMIntSLT, b.i, a.i, ""), take;
+    if (isint) {
+        LLVMValueRef better = LLVMBuildICmp(B, max ? LLVMIntSGT : LLVMIntSLT, b.v, a.v, "");
+        LLVMValueRef tie = LLVMBuildICmp(B, LLVMIntEQ, b.v, a.v, "");
+        take = LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, earlier, ""), "");
+    } else {
+        LLVMValueRef a_num = LLVMBuildFCmp(B, LLVMRealORD, a.v, a.v, ""), b_nan = LLVMBuildFCmp(B, LLVMRealUNO, b.v, b.v, "");
+        LLVMValueRef better = LLVMBuildFCmp(B, max ? LLVMRealOGT : LLVMRealOLT, b.v, a.v, "");
+        LLVMValueRef tie = LLVMBuildFCmp(B, LLVMRealOEQ, b.v, a.v, "");
+        LLVMValueRef nan_wins = LLVMBuildAnd(B, b_nan, LLVMBuildOr(B, a_num, earlier, ""), "");
+        LLVMValueRef num_wins = LLVMBuildAnd(B, a_num, LLVMBuildOr(B, better, LLVMBuildAnd(B, tie, earlier, ""), ""), "");
+        take = LLVMBuildOr(B, nan_wins, num_wins, "");
+    }
+    return (Pair){LLVMBuildSelect(B, take, b.v, a.v, ""), LLVMBuildSelect(B, take, b.i, a.i, "")};
+}
+
+static LLVMValueRef word_value(Cg *c, LLVMValueRef w, bool isint) { return isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""); }
+static LLVMValueRef value_word(Cg *c, LLVMValueRef v, bool isint) { return isint ? v : LLVMBuildBitCast(c->b, v, c->ti32, ""); }
+
+/* A source the layout pass left without a slice result (a slice itself):
+ * through shared memory, a thread per output element walking its line. */
+static Slots argreduce_in_smem(Cg *c, const IrOp *op, bool max, bool isint)
+{
+    ValueId src = op->args[0];
+    IrType st = vtype(c, src);
+    Slots home = cg_get(c, src, reg_layout(c, src));
+    int buf = tile_scratch(c, home.lay);
+    slots_to_smem(c, &home, st.dt, buf);
+    smem_access(c, buf, false);
+    const Layout *l = home_layout(c, op->res[0]);
+    Slots out = new_slots(layout_nslots(l), l);
+    int C = ir_cols(st), len = op->axis == 1 ? C : ir_rows(st);
+    for (int k = 0; k < out.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        Pair best = arg_identity(c, max, isint);
+        LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
+        if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
+        for (int i = 0; i < len; i++) {
+            LLVMValueRef w = smem_load(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
+            best = arg_combine(c, max, isint, best, (Pair){word_value(c, w, isint), i32c(c, i)});
+        }
+        out.v[k] = best.i;
+    }
+    return out;
+}
+
+/* The warps' partial pairs of each output element meet in shared memory:
+ * values in the first half of the buffer, indices in the second. */
+static void argreduce_across_warps(Cg *c, const Layout *out_l, const ReducePlan *rp, int axis, bool max, bool isint,
+                                   Pair *part)
+{
+    const Layout *l = out_l->parent;
+    int nwarps = rp->share.nwarps, len = axis == 1 ? l->rows : l->cols, half = nwarps * len;
+    int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)2 * half * 4);
+    smem_access(c, buf, true);
+    LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp->ngroups), *kept = xmalloc(sizeof *kept * (size_t)rp->ngroups);
+    for (int g = 0; g < rp->ngroups; g++) {
+        SlotPos p = slot_pos(c, out_l, g);
+        pos[g] = axis == 1 ? p.row : p.col;
+        kept[g] = p.valid;
+        int lead_lanes = rp->share.lead_lanes;
+        LLVMValueRef lead = axis == 1 ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, lead_lanes), i32c(c, 0), "")
+                                      : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, lead_lanes), "");
+        Guard gd = guard_begin(c, and1(c, kept[g], lead));
+        LLVMValueRef at = add(c, mul(c, rp->warp_index, len), pos[g]);
+        smem_store(c, buf, at, value_word(c, part[g].v, isint));
+        smem_store(c, buf, add(c, at, i32c(c, half)), part[g].i);
+        guard_end(c, gd);
+    }
+    smem_access(c, buf, false);
+    for (int g = 0; g < rp->ngroups; g++) {
+        LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
+        Pair best = arg_identity(c, max, isint);
+        for (int w = 0; w < nwarps; w++) {
+            LLVMValueRef wat = add(c, at, i32c(c, (int64_t)w * len));
+            Pair x = {word_value(c, smem_load(c, buf, wat), isint), smem_load(c, buf, add(c, wat, i32c(c, half)))};
+            best = arg_combine(c, max, isint, best, x);
+        }
+        part[g] = best;
+    }
+    free(pos);
+    free(kept);
+}
+
+void emit_argreduce(Cg *c, const IrOp *op)
+{
+    ValueId src = op->args[0];
+    IrType st = vtype(c, src);
+    const Layout *out_l = c->plan.of[op->res[0]];
+    bool isint = st.dt == DT_I32, max = op->kind == OP_ARGMAX;
+    if (!out_l || out_l->kind != LAY_SLICE) {
+        c->vals[op->res[0]] = argreduce_in_smem(c, op, max, isint);
+        return;
+    }
+    const Layout *l = out_l->parent;
+    Slots s = cg_get(c, src, l);
+    ReducePlan rp = reduce_plan(c, l, out_l, op->axis);
+    Pair *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
+    for (int g = 0; g < rp.ngroups; g++) part[g] = arg_identity(c, max, isint);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        Pair x = {isint ? s.v[k] : to_f32(c, s.v[k], st.dt), op->axis == 1 ? p.col : p.row};
+        if (p.valid) {
+            Pair none = arg_identity(c, max, isint);
+            x = (Pair){LLVMBuildSelect(c->b, p.valid, x.v, none.v, ""), LLVMBuildSelect(c->b, p.valid, x.i, none.i, "")};
+        }
+        part[rp.group[k]] = arg_combine(c, max, isint, part[rp.group[k]], x);
+    }
+    for (int g = 0; g < rp.ngroups; g++)
+        for (int m = 0; m < rp.share.nmasks; m++) {
+            int mask = rp.share.lane_masks[m];
+            Pair other = {c->target->isa->shuffle_xor(c, part[g].v, mask, isint), c->target->isa->shuffle_xor(c, part[g].i, mask, true)};
+            part[g] = arg_combine(c, max, isint, part[g], other);
+        }
+    if (rp.share.nwarps > 1) argreduce_across_warps(c, out_l, &rp, op->axis, max, isint, part);
+    Slots out = new_slots(rp.ngroups, out_l);
+    for (int g = 0; g < rp.ngroups; g++) out.v[g] = part[g].i;
     c->vals[op->res[0]] = out;
     free(part);
     free(rp.group);

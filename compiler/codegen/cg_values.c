@@ -408,6 +408,21 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
         free(out.v);
         return exchange(c, &home, st.dt, l, broadcast_index, &shape);
     }
+    case OP_RESHAPE: {
+        ValueId src = op->args[0];
+        IrType st = vtype(c, src);
+        if (ir_rows(st) == l->rows && ir_cols(st) == l->cols) {
+            /* [n] and [1, n]: one 2-D view, so the same slots */
+            Slots s = cg_get(c, src, l);
+            for (int k = 0; k < n; k++) out.v[k] = s.v[k];
+            break;
+        }
+        /* a row to a column or back: element (r, c) is the source's (c, r) */
+        Slots home = cg_get(c, src, reg_layout(c, src));
+        int scols = ir_cols(st);
+        free(out.v);
+        return exchange(c, &home, st.dt, l, transposed_index, &scols);
+    }
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         Slots args[3];
         for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);

@@ -231,6 +231,72 @@ static void run_reduce(Interp *in, const IrOp *op)
     }
 }
 
+/* The lines of a 2-D tile along axis: line o's element k is at
+ * o * outer + k * inner (axis 0: columns down the rows; axis 1: rows). */
+typedef struct { int lines, len; int64_t outer, inner; } Lines;
+
+static Lines lines_along(IrType a, int axis)
+{
+    int rows = ir_rows(a), cols = ir_cols(a);
+    return axis == 0 ? (Lines){cols, rows, 1, cols} : (Lines){rows, cols, cols, 1};
+}
+
+/* Whether x beats the best so far, seen earlier in the line: NaN beats
+ * every number (the first NaN wins), else strictly larger (smaller), so a
+ * tie keeps the smaller index. */
+static bool arg_beats(bool max, float x, float best)
+{
+    if (isnan(best)) return false;
+    if (isnan(x)) return true;
+    return max ? x > best : x < best;
+}
+
+static void run_argreduce(Interp *in, const IrOp *op)
+{
+    IrType a = ir_vtype(in->f, op->args[0]);
+    Lines ln = lines_along(a, op->axis);
+    bool max = op->kind == OP_ARGMAX, isfloat = ir_is_float(a.dt);
+    int32_t *r = ibuf(in, op->res[0]);
+    for (int o = 0; o < ln.lines; o++) {
+        int best = 0;
+        for (int k = 1; k < ln.len; k++) {
+            int64_t at = o * ln.outer + k * ln.inner, at_best = o * ln.outer + best * ln.inner;
+            bool beats;
+            if (isfloat) beats = arg_beats(max, fbuf(in, op->args[0])[at], fbuf(in, op->args[0])[at_best]);
+            else {
+                int32_t x = ibuf(in, op->args[0])[at], b = ibuf(in, op->args[0])[at_best];
+                beats = max ? x > b : x < b;
+            }
+            if (beats) best = k;
+        }
+        r[o] = best;
+    }
+}
+
+/* Inclusive prefix sums, in index order: floats in f32, each rounded once
+ * to the dtype; i32 wrapping. */
+static void run_cumsum(Interp *in, const IrOp *op)
+{
+    IrType a = ir_vtype(in->f, op->args[0]);
+    Lines ln = lines_along(a, op->axis);
+    for (int o = 0; o < ln.lines; o++) {
+        float facc = 0;
+        int32_t iacc = 0;
+        for (int k = 0; k < ln.len; k++) {
+            int64_t at = o * ln.outer + k * ln.inner;
+            if (ir_is_float(a.dt)) {
+                float x = fbuf(in, op->args[0])[at];
+                facc = k == 0 ? x : sop_float_binary(BIN_ADD, DT_F32, facc, x);
+                fbuf(in, op->res[0])[at] = sop_round(a.dt, facc);
+            } else {
+                int32_t x = ibuf(in, op->args[0])[at];
+                iacc = k == 0 ? x : sop_i32_binary(BIN_ADD, iacc, x);
+                ibuf(in, op->res[0])[at] = iacc;
+            }
+        }
+    }
+}
+
 /* acc + a @ b in f32: loop order i, k, j with the inner loop contiguous. */
 static void run_dot(Interp *in, const IrOp *op)
 {
@@ -410,6 +476,10 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_SELECT: run_select(in, op); break;
     case OP_FMA: run_fma(in, op); break;
     case OP_REDUCE: run_reduce(in, op); break;
+    case OP_ARGMAX: case OP_ARGMIN: run_argreduce(in, op); break;
+    case OP_CUMSUM: run_cumsum(in, op); break;
+    /* a vector's elements keep their row-major order */
+    case OP_RESHAPE: copy_value(in, op->res[0], op->args[0]); break;
     case OP_DOT: run_dot(in, op); break;
     case OP_LOAD: run_load(in, op); break;
     case OP_STORE: write_window(in, op, false); break;

@@ -38,8 +38,8 @@ enum {
     IR_OP_PURE = 1 << 0,          /* its results follow from its operands and the launch: it reads no
                                    * memory and has no effect (it may still trap: an i32 // 0) */
     IR_OP_ELEMENTWISE = 1 << 1,   /* works element by element on operands of its result's shape */
-    IR_OP_BUILT_AT_USE = 1 << 2,  /* a tile made from a scalar or an index: the code generator builds
-                                   * it where it is used, in the user's layout (layout.c) */
+    IR_OP_BUILT_AT_USE = 1 << 2,  /* a tile made from a scalar, an index or another tile's elements: the
+                                   * code generator builds it where it is used, in the user's layout (layout.c) */
     IR_OP_WINDOW = 1 << 3,        /* reads or writes a window of tensor parameter `param` */
     IR_OP_WRITES = 1 << 4,        /* writes its tensor */
     IR_OP_EFFECT = 1 << 5,        /* matters beyond its results (writes, orders, ends a region) */
@@ -90,7 +90,7 @@ typedef struct IrBlock IrBlock;
 typedef struct IrOp {
     IrOpKind kind;
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
-    int axis;              /* OP_IOTA, OP_REDUCE, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
+    int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE, OP_ATOMIC_ADD: index into IrFunc.params */
     int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */

@@ -461,7 +461,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     case OP_IOTA:
         axis = (int)integer(ps, 0, 1, "an axis (0 or 1)");
         break;
-    case OP_REDUCE:
+    case OP_REDUCE: case OP_ARGMAX: case OP_ARGMIN: case OP_CUMSUM:
         apush(ps, &args, use(ps));
         expect_punct(ps, ',');
         axis = (int)integer(ps, 0, 1, "an axis (0 or 1)");

@@ -32,6 +32,11 @@ IR_OP(FMA,       "fma",       3, 1, IR_OP_PURE | IR_OP_ELEMENTWISE)   /* args a,
 /* tile-wide */
 IR_OP(REDUCE,    NULL,        1, 1, IR_OP_PURE)  /* sub: IrReduce along `axis`; [M,N] -> [M,1] (axis 1) or [1,N] (axis 0) */
 IR_OP(DOT,       "dot",       3, 1, IR_OP_PURE)  /* args a, b, acc: acc + a @ b (or a @ b^T with flags & DOT_TRANS_B); f32 result */
+/* along an axis, and vectors reshaped (docs/ir.md) */
+IR_OP(ARGMAX,    "argmax",    1, 1, IR_OP_PURE)  /* i32 index of the largest along `axis` of a 2-D tile, as OP_REDUCE's shape; ties and NaN: docs/ir.md */
+IR_OP(ARGMIN,    "argmin",    1, 1, IR_OP_PURE)  /* the same for the smallest */
+IR_OP(CUMSUM,    "cumsum",    1, 1, IR_OP_PURE)  /* inclusive prefix sum along `axis` of a 2-D tile, same type; floats summed in f32 in order */
+IR_OP(RESHAPE,   "reshape",   1, 1, IR_OP_PURE | IR_OP_BUILT_AT_USE)  /* between [n], [1, n] and [n, 1] (same dtype and elements) */
 /* memory: tensor parameter `param`; args are the window's start per axis (i32 scalars) */
 IR_OP(LOAD,      "load",     -1, 1, IR_OP_WINDOW)  /* result: the window, shape = result type; out-of-bounds elements read 0 */
 IR_OP(STORE,     "store",    -1, 0, IR_OP_WINDOW | IR_OP_WRITES | IR_OP_EFFECT)

@@ -195,7 +195,7 @@ static void print_operands(Printer *p, const IrOp *op)
     case OP_IOTA:
         fprintf(p->out, " %d", op->axis);
         break;
-    case OP_REDUCE:
+    case OP_REDUCE: case OP_ARGMAX: case OP_ARGMIN: case OP_CUMSUM:
         fputc(' ', p->out);
         print_values(p, op->nargs, op->args);
         fprintf(p->out, ", %d", op->axis);

@@ -171,6 +171,31 @@ static bool check_reduce(Verifier *v, const IrOp *op, IrType a, IrType r)
     return true;
 }
 
+/* argmax, argmin and cumsum: along axis 0 or 1 of a 2-D number tile. */
+static bool check_along_axis(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32];
+    if (a.rank != 2 || a.dt == DT_BOOL) return bad(v, op, "needs a 2-D number tile, has %s", tstr(a, b1));
+    if (op->axis < 0 || op->axis > 1) return bad(v, op, "axis %d is not 0 or 1", op->axis);
+    IrType want_t = a;
+    if (op->kind != OP_CUMSUM) {
+        want_t.dt = DT_I32;
+        want_t.shape[op->axis] = 1;
+    }
+    if (!ir_type_eq(r, want_t)) return bad(v, op, "result must be %s, is %s", tstr(want_t, b1), tstr(r, b2));
+    return true;
+}
+
+/* A vector ([n], [1, n] or [n, 1]) to another of its elements. */
+static bool check_reshape(Verifier *v, const IrOp *op, IrType a, IrType r)
+{
+    char b1[32], b2[32];
+    bool ok = a.dt == r.dt && a.rank >= 1 && r.rank >= 1 && ir_numel(a) == ir_numel(r);
+    ok = ok && (ir_rows(a) == 1 || ir_cols(a) == 1) && (ir_rows(r) == 1 || ir_cols(r) == 1);
+    if (!ok) return bad(v, op, "cannot reshape %s to %s (vectors of the same elements only)", tstr(a, b1), tstr(r, b2));
+    return true;
+}
+
 static bool check_dot(Verifier *v, const IrOp *op)
 {
     char b1[32], b2[32], b3[32];
@@ -360,6 +385,10 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_fma(v, op, a, r);
     case OP_REDUCE:
         return check_reduce(v, op, a, r);
+    case OP_ARGMAX: case OP_ARGMIN: case OP_CUMSUM:
+        return check_along_axis(v, op, a, r);
+    case OP_RESHAPE:
+        return check_reshape(v, op, a, r);
     case OP_DOT:
         return check_dot(v, op);
     case OP_LOAD: case OP_STORE:

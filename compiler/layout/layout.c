@@ -567,7 +567,7 @@ static void plan_op(Pass *ps, const IrOp *op)
     ValueId r = op->nres ? op->res[0] : 0;
     if (r && !is_tile_value(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
     switch (op->kind) {
-    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST:
+    case OP_SPLAT: case OP_IOTA: case OP_BROADCAST: case OP_RESHAPE:
         ps->lazy[r] = true;
         break;
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
@@ -583,7 +583,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         else of[r] = best ? best : default_layout(ps, r);
         break;
     }
-    case OP_LOAD: case OP_TRANSPOSE:
+    case OP_LOAD: case OP_TRANSPOSE: case OP_CUMSUM:
         of[r] = default_layout(ps, r);
         break;
     case OP_COPY_ASYNC: {
@@ -606,7 +606,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         of[r] = m ? m : default_layout(ps, r);
         break;
     }
-    case OP_REDUCE: {
+    case OP_REDUCE: case OP_ARGMAX: case OP_ARGMIN: {
         const Layout *src = ps->lazy[op->args[0]] || !of[op->args[0]] || of[op->args[0]]->kind == LAY_SHARED
                                 ? default_layout(ps, op->args[0]) : of[op->args[0]];
         of[r] = src->kind == LAY_SLICE ? default_layout(ps, r) : layout_slice(ps->t, src, op->axis);

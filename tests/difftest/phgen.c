@@ -33,6 +33,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "aligned", "specialized", "multi_kernel", "online_softmax", "attention_tc",
     "loop_load", "invariant_load",
     "tanh_erf_sigmoid", "pow", "fma", "inf_nan",
+    "arg_reduce", "cumsum", "reshape", "rank1_store",
 };
 
 void phgen_default_options(PhgenOptions *o)

@@ -1,7 +1,8 @@
 /* phgen_expr.c: the generator's expressions (phgen.c says how they are
  * made): leaves (literals, scalars, loads of windows), operators, math,
- * reductions, dots, conditions and index tiles, each to fit a target shape
- * with bounded, and where needed exact, values. */
+ * reductions, argmax/argmin, prefix sums, dots, transposes and reshapes,
+ * conditions and index tiles, each to fit a target shape with bounded, and
+ * where needed exact, values. */
 #include "phgen_gen.h"
 
 #include <math.h>
@@ -426,11 +427,47 @@ static Ex math(Gen *g, Shape t, int depth, unsigned flags)
     return ex(s, dt, a.sh, false, mag);
 }
 
+/* ph.argmax or ph.argmin of an exact tile, so that rounding never moves
+ * the winner (ties, from integers and max/abs/where, are common): an exact
+ * i32 index below the reduced extent. */
+static Ex arg_reduce(Gen *g, Shape t, Shape os, bool row, int depth, unsigned flags)
+{
+    Ex a = gen_num(g, os, depth - 1, NEED_EXACT);
+    if (a.sh.rank < 2 && !load_of(g, os, pick_dtype(g, 0), &a)) return leaf(g, t, flags, true);
+    int along = row ? a.sh.e[1] : a.sh.e[0];
+    feature(g, PF_ARG_REDUCE);
+    return ex(pfmt(g->p, "ph.%s(%s, %d)", chance(g, 50) ? "argmax" : "argmin", a.t, row ? 1 : 0), DT_I32,
+              row ? shape2(a.sh.e[0], E1) : shape2(E1, a.sh.e[1]), true, g->maxv[along]);
+}
+
+/* ph.cumsum of a 2-D tile of t's shape along either axis: i32 sums exact
+ * while they stay small; float sums scaled by 1/length, as sums are. */
+static Ex cumsum(Gen *g, Shape t, int depth, unsigned flags)
+{
+    if ((flags & NEED_EXACT) && (flags & NEED_FLOAT)) return leaf(g, t, flags, true);
+    unsigned sub = flags & NEED_EXACT ? flags | NEED_INT : flags;
+    Ex a = gen_num(g, t, depth - 1, sub);
+    if (a.sh.rank < 2 && !load_of(g, shape2(t.e[0], t.e[1]), pick_dtype(g, sub), &a)) return leaf(g, t, flags, true);
+    int axis = rnd(g, 2), along = axis == 1 ? a.sh.e[1] : a.sh.e[0];
+    char *s = pfmt(g->p, "ph.cumsum(%s, %d)", a.t, axis);
+    if (a.dt == DT_I32) {
+        double mag = a.mag * g->maxv[along];
+        if (mag > ICAP) return a;
+        feature(g, PF_CUMSUM);
+        return ex(s, DT_I32, a.sh, a.exact, mag);
+    }
+    feature(g, PF_CUMSUM);
+    return ex(along == E1 ? s : pfmt(g->p, "(%s / %s)", s, ext_meta[along]), a.dt, a.sh, false, a.mag);
+}
+
 static Ex reduce(Gen *g, Shape t, int depth, unsigned flags)
 {
     bool row = chance(g, 50);
     int x = EM + rnd(g, 3);
     Shape os = row ? shape2(t.e[0], x) : shape2(x, t.e[1]);
+    int form = rnd(g, 10);
+    if (form == 0 && !(flags & NEED_FLOAT)) return arg_reduce(g, t, os, row, depth, flags);
+    if (form == 1) return cumsum(g, t, depth, flags);
     Ex a = gen_num(g, os, depth - 1, flags);
     if (a.sh.rank < 2 && !load_of(g, os, pick_dtype(g, flags), &a)) return leaf(g, t, flags, true);   /* reductions take 2-D tiles */
     int kind = rnd(g, 3);
@@ -511,9 +548,35 @@ static Ex dot(Gen *g, Shape t)
     return ex(pfmt(g->p, "(%s / %s)", s, ext_meta[R]), DT_F32, t, false, 4);
 }
 
-static Ex transpose(Gen *g, Shape t, unsigned flags)
+/* A vector of t's extent e along one axis: sh itself when its non-1 dim
+ * is e, else a load of exactly sh. */
+static bool vector_of(Gen *g, Shape sh, int e, int depth, unsigned flags, Ex *out)
+{
+    *out = gen_num(g, sh, depth - 1, flags);
+    bool ok = sh.rank == 1 ? out->sh.rank >= 1 && out->sh.e[1] == e
+                           : out->sh.rank == 2 && (sh.e[0] == e ? out->sh.e[0] == e : out->sh.e[1] == e);
+    return ok || load_of(g, sh, pick_dtype(g, flags), out);
+}
+
+/* ph.reshape between [e], [1, e] and [e, 1]: a row of t made a column, or
+ * a column made a row (rank 1). */
+static Ex reshaped(Gen *g, Shape t, int depth, unsigned flags)
+{
+    bool to_col = t.e[0] != E1 && (t.e[1] == E1 || chance(g, 50));
+    int e = to_col ? t.e[0] : t.e[1];
+    if (e == E1) return leaf(g, t, flags, true);
+    Shape src = to_col ? (chance(g, 50) ? (Shape){1, {E1, e}} : shape2(E1, e)) : shape2(e, E1);
+    Ex a;
+    if (!vector_of(g, src, e, depth, flags, &a)) return leaf(g, t, flags, true);
+    feature(g, PF_RESHAPE);
+    if (to_col) return ex(pfmt(g->p, "ph.reshape(%s, [%s, 1])", a.t, ext_meta[e]), a.dt, shape2(e, E1), a.exact, a.mag);
+    return ex(pfmt(g->p, "ph.reshape(%s, [%s])", a.t, ext_meta[e]), a.dt, (Shape){1, {E1, e}}, a.exact, a.mag);
+}
+
+static Ex transpose(Gen *g, Shape t, int depth, unsigned flags)
 {
     Ex a;
+    if (chance(g, 40)) return reshaped(g, t, depth, flags);
     Shape sw = shape2(t.e[1], t.e[0]);
     if (sw.e[0] == E1 && sw.e[1] == E1) sw.e[0] = EM;   /* a [1, 1] target: transpose [BM, 1] is not within it */
     if (sw.e[0] != t.e[1] && sw.e[0] != E1) return leaf(g, t, flags, true);
@@ -608,7 +671,7 @@ static Ex gen_num_(Gen *g, Shape t, int depth, unsigned flags)
         if (k < 94 && t.rank == 2 && t.e[0] != E1 && t.e[1] != E1 && !(flags & (NEED_EXACT | NEED_INT))
             && (!g->p->tc || (t.e[0] == EM && t.e[1] == EN)))
             return dot(g, t);
-        if (k >= 94 && t.rank == 2) return transpose(g, t, flags);
+        if (k >= 94 && t.rank == 2) return transpose(g, t, depth, flags);
     }
     return leaf(g, t, flags, true);
 }

@@ -386,6 +386,20 @@ void gen_store(Gen *g, Node *parent)
         feature(g, PF_STORE_LOOP);
         return;
     }
+    if (kind == 9) {   /* a rank-1 output: a [BM, 1] or [1, BN] tile, from the first block of the row or column */
+        bool rows = chance(g, 50);
+        t->rank = 1;
+        t->e[0] = rows ? EM : EN;
+        t->e[1] = E1;
+        Node *cond = open_stmt(g);
+        close_stmt(g, parent, cond, pfmt(p, "if ph.ctx.block.%c == 0:", rows ? 'y' : 'x'), NULL);
+        cond->block = true;
+        Node *n = open_stmt(g);
+        Ex e = gen_num(g, rows ? shape2(EM, E1) : shape2(E1, EN), depth, flags);
+        close_stmt(g, cond, n, pfmt(p, "%s[%s] = %s", t->name, rows ? "r0:+BM" : "c0:+BN", e.t), NULL);
+        feature(g, PF_RANK1_STORE);
+        return;
+    }
     Node *n = open_stmt(g);
     if (kind < 6) {
         Ex e = gen_num(g, shape2(EM, E1), depth, flags);

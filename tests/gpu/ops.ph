@@ -237,3 +237,97 @@ def idiv0(X: ph.tensor[ph.i32][M, N], Y: ph.tensor[ph.i32][M, N], F: ph.tensor[p
     big: ph.let = ph.where(idx % 5 == 0, nan, f * 3.0e9)
     W[r0:+4, 0:+BN] = ph.where(kind == 0, ph.i32(big), ph.where(kind == 1, ph.abs(a),
                       ph.where(kind == 2, ph.where(idx % 2 == 0, ph.abs(a), -a), a * a + y)))
+
+
+# argmax and argmin along both axes, across warp counts and tiles past the
+# tensors' edges: f32 values rounded to a few levels (ties: the smallest
+# index wins) with NaNs in some rows (the first NaN wins), f16 and i32
+# (ties again). Row results go to a rank-1 window too, as [BM, 1].
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 12], BN=[64, 40], NT=[32, 128, 256])
+def argred(X: ph.tensor[ph.f32][M, N], H: ph.tensor[ph.f16][M, N], I: ph.tensor[ph.i32][M, N],
+           RA: ph.tensor[ph.i32][M, G], CA: ph.tensor[ph.i32][G, N], V: ph.tensor[ph.i32][L]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    x: ph.let = X[r0:+BM, c0:+BN]
+    idx: ph.let = (r0 + ph.iota(0, BM)) * 7 + c0 + ph.iota(1, BN)
+    nan: ph.let = (x - x) / (x - x)
+    q: ph.let = ph.where(idx % 23 == 4 and ph.iota(0, BM) % 3 == 0, nan, ph.f32(ph.i32(x * 2.0)))
+    h: ph.let = H[r0:+BM, c0:+BN]
+    i: ph.let = I[r0:+BM, c0:+BN] // 10
+    k: ph.let = ph.ctx.block.y * 6
+    RA[r0:+BM, k] = ph.argmax(q, 1)
+    RA[r0:+BM, k + 1] = ph.argmin(q, 1)
+    RA[r0:+BM, k + 2] = ph.argmax(h, 1)
+    RA[r0:+BM, k + 3] = ph.argmin(h, 1)
+    RA[r0:+BM, k + 4] = ph.argmax(i, 1)
+    RA[r0:+BM, k + 5] = ph.argmin(i, 1)
+    j: ph.let = ph.ctx.block.x * 6
+    CA[j, c0:+BN] = ph.argmax(q, 0)
+    CA[j + 1, c0:+BN] = ph.argmin(q, 0)
+    CA[j + 2, c0:+BN] = ph.argmax(h, 0)
+    CA[j + 3, c0:+BN] = ph.argmin(-h, 0)
+    CA[j + 4, c0:+BN] = ph.argmax(i, 0)
+    CA[j + 5, c0:+BN] = ph.argmin(i, 0) + ph.argmax(ph.rowsum(i), 0)
+    V[(ph.ctx.block.y * 4 + ph.ctx.block.x) * BM:+BM] = ph.argmax(q, 1)
+
+
+# Vectors reshaped between [n], [1, n] and [n, 1], and reductions stored
+# into rank-1 windows (a [BM, 1] and a [1, 32] result).
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 24], NT=[32, 128])
+def vecshape(X: ph.tensor[ph.f32][M, N], V: ph.tensor[ph.f32][L], T: ph.tensor[ph.f32][M, N],
+             U: ph.tensor[ph.f32][L], W: ph.tensor[ph.f32][L]):
+    b: ph.let = ph.ctx.block.y * 4 + ph.ctx.block.x
+    r0: ph.let = b * BM
+    x: ph.let = X[r0:+BM, 0:+32]
+    v: ph.let = V[r0:+BM]
+    T[r0:+BM, 0:+32] = x * ph.reshape(v, [BM, 1]) + ph.reshape(ph.colmax(x), [32])
+    T[r0:+BM, 32:+1] = ph.reshape(ph.reshape(ph.rowsum(x), [1, BM]), [BM, 1])
+    T[r0:+BM, 33:+1] = ph.reshape(ph.reshape(v, [1, BM]), [BM, 1]) * 2.0
+    U[r0:+BM] = ph.rowmax(x) + ph.rowmin(x)
+    W[b * 32:+32] = ph.colsum(x)
+    W[b * 32 + 400:+32] = ph.reshape(ph.colmin(x), [32])
+
+
+# Inclusive prefix sums along both axes: f32, f16 (summed in f32, each
+# rounded once) and i32, across warp counts and tiles past the edges, and
+# the prefix sums of a reduction's column (of integers: exact in any
+# order). Summed in index order everywhere, so compared bit for bit.
+@ph.kernel
+@ph.launch(NT)
+@ph.autotune(BM=[16, 12], BN=[64, 40], NT=[32, 128])
+def scan(X: ph.tensor[ph.f32][M, N], H: ph.tensor[ph.f16][M, N], I: ph.tensor[ph.i32][M, N],
+         SR: ph.tensor[ph.f32][M, N], SC: ph.tensor[ph.f32][M, N], HR: ph.tensor[ph.f16][M, N],
+         IC: ph.tensor[ph.i32][M, N], RS: ph.tensor[ph.f32][M, G]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    x: ph.let = X[r0:+BM, c0:+BN]
+    SR[r0:+BM, c0:+BN] = ph.cumsum(x, 1)
+    SC[r0:+BM, c0:+BN] = ph.cumsum(x, 0)
+    HR[r0:+BM, c0:+BN] = ph.cumsum(H[r0:+BM, c0:+BN], 1)
+    IC[r0:+BM, c0:+BN] = ph.cumsum(I[r0:+BM, c0:+BN], 0) + ph.cumsum(I[r0:+BM, c0:+BN], 1)
+    RS[r0:+BM, ph.ctx.block.y] = ph.cumsum(ph.rowsum(ph.f32(ph.i32(x * 8.0))), 0)
+
+
+# argmax, argmin and cumsum of a tensor-core dot's result (its engine's
+# layout, not a blocked one), on small integers so that every sum is exact
+# in any order and the ties are the same everywhere.
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(BM=[32, 64], BN=[32], NT=[64, 128])
+def argdot(A: ph.tensor[ph.f32][M, K], B: ph.tensor[ph.f32][K, N], RA: ph.tensor[ph.i32][M, G],
+           CA: ph.tensor[ph.i32][G, N], S: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    a: ph.let = ph.f16(ph.i32(A[r0:+BM, 0:+32] * 2.0))
+    b: ph.let = ph.f16(ph.i32(B[0:+32, c0:+BN] * 2.0))
+    d: ph.let = ph.dot(a, b)
+    RA[r0:+BM, ph.ctx.block.y * 2] = ph.argmax(d, 1)
+    RA[r0:+BM, ph.ctx.block.y * 2 + 1] = ph.argmin(d, 1)
+    CA[ph.ctx.block.x * 2, c0:+BN] = ph.argmax(d, 0)
+    CA[ph.ctx.block.x * 2 + 1, c0:+BN] = ph.argmin(d, 0)
+    S[r0:+BM, c0:+BN] = ph.cumsum(d, 1) + ph.cumsum(d, 0)
