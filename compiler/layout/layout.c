@@ -68,6 +68,24 @@ const Layout *layout_blocked(LayoutTable *t, int rows, int cols, int threads, in
     return intern(t, &l);
 }
 
+/* The MMA layout of rows x cols on wm x wn warps, each owning its share
+ * of 16x8 pieces, row pieces mstride apart (0: adjacent). */
+static const Layout *mma_layout(LayoutTable *t, int rows, int cols, int threads, int wm, int wn, int mstride)
+{
+    Layout l;
+    memset(&l, 0, sizeof l);
+    l.kind = LAY_MMA;
+    l.rows = rows;
+    l.cols = cols;
+    l.threads = threads;
+    l.wm = wm;
+    l.wn = wn;
+    l.tm = rows / 16 / wm;
+    l.tn = cols / 8 / wn;
+    l.mstride = mstride;
+    return intern(t, &l);
+}
+
 /* The MMA layout of a rows x cols result over threads' warps. Rows-first
  * (rows_first) puts as many warps as divide the 16-row pieces along rows,
  * so a warp owns whole rows: what row reductions and an A operand held in
@@ -94,17 +112,7 @@ const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bo
             }
         }
     }
-    Layout l;
-    memset(&l, 0, sizeof l);
-    l.kind = LAY_MMA;
-    l.rows = rows;
-    l.cols = cols;
-    l.threads = threads;
-    l.wm = best_m;
-    l.wn = best_n;
-    l.tm = tiles_m / best_m;
-    l.tn = tiles_n / best_n;
-    return intern(t, &l);
+    return mma_layout(t, rows, cols, threads, best_m, best_n, 0);
 }
 
 const Layout *layout_mma(LayoutTable *t, int rows, int cols, int threads) { return layout_mma_for(t, rows, cols, threads, true); }
@@ -114,18 +122,7 @@ const Layout *layout_mma_interleaved(LayoutTable *t, int rows, int cols, int thr
     int warps = threads / 32;
     if (!warps || rows % (16 * warps) || cols % 8) return NULL;
     if (rows == 16 * warps) return layout_mma_for(t, rows, cols, threads, true);   /* one piece a warp: nothing to interleave */
-    Layout l;
-    memset(&l, 0, sizeof l);
-    l.kind = LAY_MMA;
-    l.rows = rows;
-    l.cols = cols;
-    l.threads = threads;
-    l.wm = warps;
-    l.wn = 1;
-    l.tm = rows / (16 * warps);
-    l.tn = cols / 8;
-    l.mstride = 16 * warps;
-    return intern(t, &l);
+    return mma_layout(t, rows, cols, threads, warps, 1, 16 * warps);
 }
 
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
