@@ -432,7 +432,10 @@ Test(cpusim_wgmma, a_slot_refilled_with_no_barrier_after_the_wait_is_reported)
     }
 }
 
-/* The loop's last wgmma never waited for: wait_group 1 where it ends. */
+/* The loop's last wgmma never waited for: wait_group 1 where it ends. The
+ * epilogue's staging buffer takes the ring's bytes, so the report is the
+ * write over what the wgmma may still read, or, where nothing is written
+ * there, the thread ending with it in flight. */
 Test(cpusim_wgmma, a_thread_ending_with_a_wgmma_in_flight_is_reported)
 {
     IrModule *m = gemm_config(RING_ONE_WG);
@@ -442,7 +445,9 @@ Test(cpusim_wgmma, a_thread_ending_with_a_wgmma_in_flight_is_reported)
     int bad;
     cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "a wgmma in flight at the end, no error");
     cr_log_info("%s", err);
-    cr_expect(strstr(err, "ends with a wgmma.mma_async (in ") && strstr(err, "in flight"), "%s", err);
+    cr_expect((strstr(err, "ends with a wgmma.mma_async (in ") && strstr(err, "in flight")) ||
+                  (strstr(err, "shared-memory race") && strstr(err, "may still be reading")),
+              "%s", err);
     free(ir);
     ir_module_free(m);
 }

@@ -10,7 +10,8 @@
  *   cg_smem.c      shared memory: buffers, their accesses, the area
  *   cg_values.c    small builders, where a slot lives, values in layouts
  *                  (get, cache, materialize, conversions through shared memory)
- *   cg_memory.c    loads, stores, shared-memory addresses (the SHARED
+ *   cg_store.c     stores and atomic adds (wide tiles staged through shared memory)
+ *   cg_memory.c    loads, shared-memory addresses (the SHARED
  *                  layouts' map), rings: their places, copies into them
  *                  (the target's copy engine), ring reads
  *   cg_reduce.c    reductions
@@ -93,6 +94,7 @@ typedef struct {
     LLVMValueRef copy_state[4];  /* the copy engine's: what its begin made (counters, a buffer's offset) */
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
+    int loop_depth;              /* of the op being emitted: the for loops around it */
     LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
     LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
     char *err; size_t errlen;
@@ -171,7 +173,13 @@ DType operand_dtype(Cg *c, const IrOp *op);
 Slots materialize(Cg *c, ValueId v, const Layout *l);
 
 /* cg_memory.c */
+/* The element of a window at slot position p: its offset in the tensor (i64), whether inside. */
+void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb);
+/* Whether a window's chunks of v elements are each wholly inside or wholly outside the
+ * tensor and aligned to v elements: its row length, column start and base address are. */
+LLVMValueRef window_chunks_aligned(Cg *c, const IrOp *op, int v);
 Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
+/* cg_store.c */
 void emit_store(Cg *c, const IrOp *op);
 void emit_atomic_add(Cg *c, const IrOp *op);
 LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col);

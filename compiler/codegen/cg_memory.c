@@ -1,11 +1,11 @@
-/* cg_memory.c: loads, stores, atomic adds, shared-memory addresses and
+/* cg_memory.c: loads, shared-memory addresses and
  * shared-memory rings: their places, the copies into them (through the
  * target's copy engine), the waits for those, reads of their slots.
  *
  * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
  * plan_rings before emission.
- * Guarantees: a load, store or atomic add touches only in-bounds elements
- * (the window's mask), a store or add each element once; every
+ * Guarantees: a load touches only in-bounds elements (the window's
+ * mask; stores are cg_store.c's); every
  * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); copies land in their
  * ring slot, a buffer of the shared area, and read_shared reads a ring
@@ -19,7 +19,7 @@
 
 /* The element (row, col) of the window at slot position p: its offset in
  * the tensor (i64) and whether it lies inside. */
-static void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb)
+void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb)
 {
     const IrParam *prm = &c->f->params[op->param];
     LLVMBuilderRef B = c->b;
@@ -77,20 +77,26 @@ static Slots load_vector(Cg *c, const IrOp *op, const Layout *l)
     return out;
 }
 
-Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+LLVMValueRef window_chunks_aligned(Cg *c, const IrOp *op, int v)
 {
-    if (l->kind != LAY_BLOCKED || l->v < 2) return load_scalar(c, op, l);
     const IrParam *prm = &c->f->params[op->param];
     LLVMBuilderRef B = c->b;
-    int64_t bytes = (int64_t)l->v * (prm->dt == DT_F16 || prm->dt == DT_BF16 ? 2 : 4);
+    int64_t bytes = (int64_t)v * (prm->dt == DT_F16 || prm->dt == DT_BF16 ? 2 : 4);
     LLVMValueRef row_len = prm->rank == 2 ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
     LLVMValueRef start = c->vals[op->args[prm->rank - 1]].v[0];
     LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    LLVMValueRef aligned = LLVMBuildAnd(B,
-        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, row_len, LLVMConstInt(c->ti64, (unsigned long long)l->v, 0), ""), LLVMConstInt(c->ti64, 0, 0), ""),
-        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, start, i32c(c, l->v - 1), ""), i32c(c, 0), ""),
+    return LLVMBuildAnd(B,
+        LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, row_len, LLVMConstInt(c->ti64, (unsigned long long)v, 0), ""), LLVMConstInt(c->ti64, 0, 0), ""),
+        LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, start, i32c(c, v - 1), ""), i32c(c, 0), ""),
                      LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, (unsigned long long)bytes - 1, 0), ""),
                                    LLVMConstInt(c->ti64, 0, 0), ""), ""), "");
+}
+
+Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
+{
+    if (l->kind != LAY_BLOCKED || l->v < 2) return load_scalar(c, op, l);
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef aligned = window_chunks_aligned(c, op, l->v);
     LLVMBasicBlockRef vec = new_bb(c, "ldv"), scal = new_bb(c, "lds"), done = new_bb(c, "ldd");
     LLVMBuildCondBr(B, aligned, vec, scal);
     LLVMPositionBuilderAtEnd(B, vec);
@@ -113,40 +119,6 @@ Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
     free(s.v);
     return a;
 }
-
-/* A store or an atomic add: each element of the window inside the tensor
- * is written by one thread, once, the owner of a valid slot holding it (an
- * idle warp's slots and a slice's copies write nothing), so an add is
- * never made twice. Atomic adds are monotonic atomicrmw on the global
- * address space: red.global.add (atom where the result were used) for
- * f32 and i32, device-wide. */
-static void write_window(Cg *c, const IrOp *op, bool atomic)
-{
-    const IrParam *prm = &c->f->params[op->param];
-    ValueId val = op->args[op->nargs - 1];
-    LLVMTypeRef et = dtype_ty(c, prm->dt);
-    const Layout *l = is_tile(c, val) ? reg_layout(c, val) : NULL;
-    if (!l) {
-        /* a scalar written to a one-element window (sema broadcasts tiles) */
-        cg_fail(c, op, atomic ? "internal error: scalar atomic_add" : "internal error: scalar store");
-        return;
-    }
-    LLVMAtomicRMWBinOp how = prm->dt == DT_F32 ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
-    Slots s = cg_get(c, val, l);
-    for (int k = 0; k < s.n; k++) {
-        SlotPos p = slot_pos(c, l, k);
-        LLVMValueRef off, inb;
-        window_elem(c, op, p, &off, &inb);
-        Guard g = guard_begin(c, and1(c, inb, p.owner));
-        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
-        if (atomic) LLVMBuildAtomicRMW(c->b, how, ptr, s.v[k], LLVMAtomicOrderingMonotonic, 0);
-        else LLVMBuildStore(c->b, s.v[k], ptr);
-        guard_end(c, g);
-    }
-}
-
-void emit_store(Cg *c, const IrOp *op) { write_window(c, op, false); }
-void emit_atomic_add(Cg *c, const IrOp *op) { write_window(c, op, true); }
 
 /* ---- shared-memory addresses: layout.h's SHARED map, emitted ---- */
 
