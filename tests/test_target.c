@@ -199,6 +199,36 @@ Test(target, sm90a_attention_forward_runs_both_dots_on_wgmma_with_p_from_registe
     ir_module_free(m);
 }
 
+/* A 128-row forward block on one warpgroup issues two m64 instructions a
+ * dot; code between them that writes the second's accumulators (the
+ * rescale of O, sunk past the first wgmma by LLVM) makes ptxas inject a
+ * warpgroup.arrive (C7519). So the accumulators pass through wgmma.fence
+ * with register A: at D 128 the P V dot's 128 f32 and 32 A registers, the
+ * Q K^T dot's 64 f32, three fences of tied f32 registers an iteration. */
+Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, .timeout = 300)
+{
+    IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    int all = m->nfuncs, kept = 0;
+    for (int i = 0; i < all; i++) {
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->name, "attn_fwd__D_128__BR_128__BC_64__NT_128__S_2")) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    cr_assert_eq(kept, 1);
+    m->nfuncs = kept;
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ir = NULL, err[2048];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &ir, err, sizeof err), 0, "%s", err);
+    int tied_f32 = 0;
+    for (const char *p = ir; (p = strstr(p, "\"wgmma.fence.sync.aligned;\", \"=f,")); p++) tied_f32++;
+    cr_expect_geq(tied_f32, 3, "fences with f32 registers tied: %d", tied_f32);
+    free(ir);
+    m->nfuncs = all;
+    ir_module_free(m);
+}
+
 /* The layout pass under a target's policy (codegen_dot_policy: what the
  * code generator plans with, and phc --emit=layouts --arch shows): on
  * sm_90a a 128-row GEMM block on one warpgroup has wgmma's interleaved

@@ -22,6 +22,7 @@
 #include "nvidia/targets.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Rows of rows x cols 16-bit elements that a descriptor can address. */
 static bool swizzle_holds(int cols) { return cols * 2 == 32 || cols * 2 == 64 || (cols * 2) % 128 == 0; }
@@ -179,10 +180,20 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
-    /* register A passes through the fence, 64 registers a statement (one fence is enough, more are harmless) */
-    int nregs = a_regs ? r * nfr : 0;
-    for (int i = 0; i < nregs; i += 64) ptx_wgmma_fence_regs(c, afr + i, nregs - i < 64 ? nregs - i : 64);
-    if (!a_regs) ptx_wgmma_fence(c);
+    /* Register A passes through the fence, and so do the accumulators where
+     * other code may write them between the instructions (a rescale of the
+     * second row piece's sunk past the first wgmma makes ptxas inject a
+     * warpgroup.arrive, C7519): 64 registers a statement (one fence is
+     * enough, more are harmless). */
+    int na = a_regs ? r * nfr : 0, nacc = a_regs || r > 1 ? n : 0, nregs = na + nacc;
+    LLVMValueRef *tied = xmalloc(sizeof *tied * (size_t)(nregs ? nregs : 1));
+    if (na) memcpy(tied, afr, sizeof *tied * (size_t)na);
+    if (nacc) memcpy(tied + na, d, sizeof *tied * (size_t)nacc);
+    for (int i = 0; i < nregs; i += 64) ptx_wgmma_fence_regs(c, tied + i, nregs - i < 64 ? nregs - i : 64);
+    if (na) memcpy(afr, tied, sizeof *tied * (size_t)na);
+    if (nacc) memcpy(d, tied + na, sizeof *tied * (size_t)nacc);
+    free(tied);
+    if (!nregs) ptx_wgmma_fence(c);
     for (int k0 = 0; k0 < K; k0 += 16) {
         int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
         for (int i = 0; i < r; i++) {

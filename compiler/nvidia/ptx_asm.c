@@ -99,12 +99,14 @@ void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n)
 {
     char cons[800];
     size_t len = 0;
-    for (int i = 0; i < n; i++) len += (size_t)snprintf(cons + len, sizeof cons - len, "=r,");
+    LLVMTypeRef ts[64];
+    for (int i = 0; i < n; i++) {
+        ts[i] = LLVMTypeOf(regs[i]);
+        len += (size_t)snprintf(cons + len, sizeof cons - len, ts[i] == c->tf32 ? "=f," : "=r,");
+    }
     for (int i = 0; i < n; i++) len += (size_t)snprintf(cons + len, sizeof cons - len, "%d,", i);
     snprintf(cons + len, sizeof cons - len, "~{memory}");
-    LLVMTypeRef ts[128];
-    for (int i = 0; i < n; i++) ts[i] = c->ti32;
-    LLVMTypeRef ret = n == 1 ? c->ti32 : LLVMStructTypeInContext(c->ctx, ts, (unsigned)n, 0);
+    LLVMTypeRef ret = n == 1 ? ts[0] : LLVMStructTypeInContext(c->ctx, ts, (unsigned)n, 0);
     LLVMValueRef r = asm_call(c, "wgmma.fence.sync.aligned;", cons, ret, regs, n);
     for (int i = 0; i < n; i++) regs[i] = n == 1 ? r : LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
 }

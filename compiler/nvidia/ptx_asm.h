@@ -34,9 +34,9 @@ void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bo
  * each) are the thread's A fragment of rows 16w..16w+15 (w its warp in
  * the warpgroup) and 16 columns, in mma.sync m16n8k16's A order. */
 void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc);
-/* wgmma.fence with regs[0..n) (i32) passed through it (tied): they are
- * written before the fence, and the wgmma that read the results come
- * after it, as a register A operand must be. */
+/* wgmma.fence with regs[0..n) (i32 or f32, n <= 64) passed through it
+ * (tied): they are written before the fence, and the wgmma that read the
+ * results come after it, as register A operands and accumulators must be. */
 void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n);
 
 /* Shared-memory addresses below are i32 offsets in the shared window
