@@ -560,6 +560,10 @@ static bool atomic_window(Sema *s, const Expr *t, Window *w)
         return false;
     }
     if (!sema_window(s, t, w)) return false;
+    if (sema_window_gathers(w)) {
+        sema_err(s, t->loc, "ph.atomic_add adds into a window; a tile of indices is not supported here");
+        return false;
+    }
     if (w->dt != DT_F32 && w->dt != DT_I32) {
         sema_err(s, t->loc, "ph.atomic_add adds into f32 or i32 tensors; '%s' is %s", x->name, ir_dtype_name(w->dt));
         return false;
