@@ -52,6 +52,15 @@ Test(cpusim, every_gather_config_matches_the_interpreter, .timeout = 600)
     every_config_matches(GATHER_OPS, 10, "sm_90a");
 }
 
+/* The examples built on elements and gathers, every config, on random
+ * inputs: offsets, lengths and page numbers from -50 to 49, so bags run
+ * backwards or past the table and pages lie outside the pool. */
+Test(cpusim, paged_attention_and_embedding_bag_match_the_interpreter, .timeout = 600)
+{
+    every_config_matches("examples/paged_attention/paged_attention.ph", 2, "sm_90");
+    every_config_matches("examples/embedding_bag/embedding_bag.ph", 2, "sm_90a");
+}
+
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
