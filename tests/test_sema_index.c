@@ -149,6 +149,32 @@ Test(index, index_tiles_broadcast_and_gather_columns)
     ir_module_free(m);
 }
 
+/* ph.atomic_add through a tile of indices: every element adds, those
+ * with the same indices each once, those outside not at all. */
+Test(index, atomic_adds_through_indices_count_every_duplicate)
+{
+    IrModule *m = compiles(HEAD
+        "@ph.kernel\n"
+        "@ph.autotune(BM=[8])\n"
+        "def k(I: ph.tensor[ph.i32][M], H: ph.tensor[ph.i32][V, 2], T: ph.tensor[ph.f32][V]):\n"
+        "    idx: ph.let = I[0:+BM]\n"
+        "    ph.atomic_add(H[idx, 0:+2], ph.iota(1, 2) + 1)\n"
+        "    ph.atomic_add(T[idx], 0.5)\n");
+    cr_assert_eq(count_ops(m->funcs[0], m->funcs[0]->body, OP_SCATTER_ADD, 2), 1);
+    cr_assert_eq(count_ops(m->funcs[0], m->funcs[0]->body, OP_SCATTER_ADD, 1), 1);
+    int32_t idx[8] = {1, 3, 1, -2, 1, 4, 3, 0}, h[4 * 2] = {0};
+    float t[4] = {0};
+    IrArg args[] = {tensor(idx, 8, 0), tensor(h, 4, 2), tensor(t, 4, 0)};
+    run(m, args, 3, 2);   /* two blocks: every add twice */
+    static const int32_t times[4] = {1, 3, 0, 2};   /* 4 and -2 lie outside */
+    for (int v = 0; v < 4; v++) {
+        cr_expect_eq(h[v * 2], 2 * times[v], "H[%d, 0]", v);
+        cr_expect_eq(h[v * 2 + 1], 4 * times[v], "H[%d, 1]", v);
+        cr_expect_eq(t[v], 1.0f * times[v], "T[%d]", v);
+    }
+    ir_module_free(m);
+}
+
 Test(index, errors_name_the_subscript)
 {
     static const char *const want[] = {
@@ -156,7 +182,7 @@ Test(index, errors_name_the_subscript)
         "t.ph:8:17: error: a tile of row indices beside a window of columns must be a vector ([n], [1, n] or [n, 1]), got i32[4, 4]\n",
         "t.ph:9:17: error: the row indices i32[1, 4] and the column indices i32[1, 8] do not broadcast together\n",
         "t.ph:10:17: error: the number of indices is not known here; give ph.iota its extent: ph.iota(axis, n)\n",
-        "t.ph:11:19: error: ph.atomic_add adds into a window; a tile of indices is not supported here\n",
+        "t.ph:11:33: error: cannot broadcast i32[5, 1] to f32[4, 4] (the window of 'X')\n",
         "t.ph:12:19: error: expected an i32 scalar for the window start, got i32[4]\n",
         "t.ph:13:19: error: expected an i32 scalar for the window start, got f32\n",
     };
@@ -169,7 +195,7 @@ Test(index, errors_name_the_subscript)
         "    b: ph.let = X[sq, 0:+4]\n"
         "    c: ph.let = X[ph.iota(1, 4), ph.iota(1, 8)]\n"
         "    d: ph.let = X[ph.iota(0), 0:+4]\n"
-        "    ph.atomic_add(X[idx, 0:+4], 1.0)\n"
+        "    ph.atomic_add(X[idx, 0:+4], ph.iota(0, 5))\n"
         "    e: ph.let = X[idx:+4, 0:+4]\n"
         "    f: ph.let = X[0.5, 0]\n", want, sizeof want / sizeof *want);
 }

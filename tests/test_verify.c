@@ -197,6 +197,8 @@ static const Rejected rejected[] = {
      "f: op 'gather' (%4): index 2 is i32; it must be i32 of the elements' shape f32[4]"},
     {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  scatter X[%3], %3\n  return\n", NULL,
      "f: op 'scatter': index 1 is f32[4]; it must be i32 of the elements' shape f32[4]"},
+    {"X: f16[N]", C "  %3 = splat %1 : i32[4]\n  %4 = const 1.0 : f16\n  %5 = splat %4 : f16[4]\n  scatter_add X[%3], %5\n  return\n", NULL,
+     "f: op 'scatter_add': tensor 'X' is f16; scatter_add takes an f32 or i32 tensor"},
     /* ---- asynchronous copies ---- */
 #define COPY "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f16[4, 4]\n"
     {"X: f16[N, M]", C COPY "  return\n", copy_without_operands, "f: op 'copy_async' (%3): needs a window and a ring slot"},

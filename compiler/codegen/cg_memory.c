@@ -204,9 +204,11 @@ void emit_gather(Cg *c, const IrOp *op)
 
 /* Each element inside the tensor is written by the owner of a valid slot
  * holding it, as a window's; elements with the same indices race, and one
- * of their values lands. */
+ * of their values lands. An add is an atomic add as a window's, so every
+ * element with the same indices adds its value. */
 void emit_scatter(Cg *c, const IrOp *op)
 {
+    bool atomic = op->kind == OP_SCATTER_ADD;
     ValueId val = op->args[op->nargs - 1];
     if (!is_tile(c, val)) {
         cg_fail(c, op, "internal error: scalar scatter");
@@ -223,7 +225,10 @@ void emit_scatter(Cg *c, const IrOp *op)
         element_at(c, op, idx, k, &off, &inb);
         Guard g = guard_begin(c, and1(c, and1(c, inb, p.valid), p.owner));
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
-        LLVMBuildStore(c->b, s.v[k], ptr);
+        if (atomic)
+            LLVMBuildAtomicRMW(c->b, c->f->params[op->param].dt == DT_F32 ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd, ptr,
+                               s.v[k], LLVMAtomicOrderingMonotonic, 0);
+        else LLVMBuildStore(c->b, s.v[k], ptr);
         guard_end(c, g);
     }
 }

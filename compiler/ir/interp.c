@@ -432,8 +432,9 @@ static void run_gather(Interp *in, const IrOp *op)
     }
 }
 
-/* Elements in index order: of two with the same indices the later lands. */
-static void run_scatter(Interp *in, const IrOp *op)
+/* Elements in index order: of two with the same indices the later lands
+ * (with add, each adds its value: f32 rounded once per add, i32 wrapping). */
+static void run_scatter(Interp *in, const IrOp *op, bool add)
 {
     const IrParam *p = &in->f->params[op->param];
     ValueId v = op->args[op->nargs - 1];
@@ -442,7 +443,9 @@ static void run_scatter(Interp *in, const IrOp *op)
     for (int64_t e = 0; e < n; e++) {
         int64_t at = element_at(in, op, p, e);
         if (at < 0) continue;
-        switch (p->dt) {
+        if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
+        else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+        else switch (p->dt) {
         case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
         case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
         case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
@@ -526,7 +529,8 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_STORE: write_window(in, op, false); break;
     case OP_ATOMIC_ADD: write_window(in, op, true); break;
     case OP_GATHER: run_gather(in, op); break;
-    case OP_SCATTER: run_scatter(in, op); break;
+    case OP_SCATTER: run_scatter(in, op, false); break;
+    case OP_SCATTER_ADD: run_scatter(in, op, true); break;
     /* copies through shared memory mean what loads mean; waiting and
      * committing order the hardware, not the values */
     case OP_COPY_ASYNC: run_load(in, op); break;

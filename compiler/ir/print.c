@@ -200,7 +200,7 @@ static void print_operands(Printer *p, const IrOp *op)
         print_values(p, op->nargs, op->args);
         fprintf(p->out, ", %d", op->axis);
         break;
-    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: case OP_GATHER: case OP_SCATTER: {
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: case OP_GATHER: case OP_SCATTER: case OP_SCATTER_ADD: {
         bool reads = op->kind == OP_LOAD || op->kind == OP_GATHER;
         int nstart = reads ? op->nargs : op->nargs - 1;
         fputc(' ', p->out);

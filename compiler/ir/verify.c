@@ -252,7 +252,7 @@ static bool check_atomic(Verifier *v, const IrOp *op)
 {
     const IrParam *p = &v->f->params[op->param];
     if (p->dt != DT_F32 && p->dt != DT_I32)
-        return bad(v, op, "tensor '%s' is %s; atomic_add takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt));
+        return bad(v, op, "tensor '%s' is %s; %s takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt), ir_ops[op->kind].name);
     return true;
 }
 
@@ -418,6 +418,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_memory(v, op) && check_atomic(v, op);
     case OP_GATHER: case OP_SCATTER:
         return check_by_element(v, op);
+    case OP_SCATTER_ADD:
+        return check_by_element(v, op) && check_atomic(v, op);
     case OP_COPY_ASYNC:
         return check_copy(v, op);
     case OP_WAIT_ASYNC:

@@ -70,3 +70,18 @@ def scatter(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], W: ph.tensor
     W[c0:+BN, p] = ph.transpose(x)
     if ph.ctx.block.y == 0:
         Z[p] = r * 3
+
+
+# Atomic adds through tiles of indices: a histogram (every block adding,
+# repeated bins, -1 and those past G outside), and rows of small integers
+# added by index (exact in any order).
+@ph.kernel
+@ph.autotune(BM=[32, 64], BN=[32])
+def histo(I: ph.tensor[ph.i32][M], X: ph.tensor[ph.f32][M, N], Hist: ph.tensor[ph.i32][G],
+          R: ph.tensor[ph.f32][G, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    bins: ph.let = I[r0:+BM] % 10 - 1
+    if ph.ctx.block.y == 0:
+        ph.atomic_add(Hist[bins], 1)
+    ph.atomic_add(R[bins, c0:+BN], ph.f32(ph.i32(X[r0:+BM, c0:+BN] * 4.0)))
