@@ -98,6 +98,13 @@ static char *window_start(Gen *g, int e)
         r = pfmt(g->p, "%s %c %d", r, off < 0 ? '-' : '+', off < 0 ? -off : off);
         feature(g, PF_EDGE_WINDOW);
     }
+    if (index_chance(g)) {   /* moved by an element of an i32 input: 0 to 3 */
+        bool back = !g->on_index;
+        if (back) index_stream(g);
+        Ex e;
+        if (gen_element(g, NEED_INT, &e)) r = pfmt(g->p, "%s + %s %% 4", r, e.t);
+        if (back) index_stream(g);
+    }
     return r;
 }
 
@@ -182,13 +189,14 @@ Ex gen_literal(Gen *g, bool want_int)
 /* One element of an input tensor read as a scalar (exact: a raw input),
  * its indices from the block ids, sometimes outside the tensor (it reads
  * 0). On the index stream. */
-static bool element_leaf(Gen *g, unsigned flags, Ex *out)
+bool gen_element(Gen *g, unsigned flags, Ex *out)
 {
     DType dt = pick_dtype(g, flags);
     static const char *const at[] = {"ph.ctx.block.x", "ph.ctx.block.y + 1", "2", "ph.ctx.block.x - 1", "r0 + 3"};
     bool rank1 = chance(g, 30);
     Tensor *t = rank1 ? tensor_for(g, 1, EM + rnd(g, 3), E1, dt) : tensor_for(g, 2, EM + rnd(g, 3), EM + rnd(g, 3), dt);
-    if (!t) return false;
+    if (!t || !flags_ok(flags, t->dt, true)) return false;   /* a tensor of another dtype may come back */
+    dt = t->dt;
     char *text = rank1 ? pfmt(g->p, "%s[%s]", t->name, at[rnd(g, 5)]) : pfmt(g->p, "%s[%s, %s]", t->name, at[rnd(g, 5)], at[rnd(g, 5)]);
     *out = ex(text, dt, shape0(), true, dt == DT_I32 ? 50 : 2);
     feature(g, PF_ELEMENT);
@@ -201,7 +209,7 @@ static bool scalar_leaf(Gen *g, unsigned flags, Ex *out)
 {
     if (index_chance(g)) {
         index_stream(g);
-        bool made = element_leaf(g, flags, out);
+        bool made = gen_element(g, flags, out);
         index_stream(g);
         if (made) return true;
     }

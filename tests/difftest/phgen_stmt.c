@@ -175,6 +175,12 @@ static void gen_for(Gen *g, Node *parent, int depth)
         hitext = hi == g->n_value ? pfmt(g->p, "n") : pfmt(g->p, "n + 2");
     }
     if (hi > lo && (hi - lo) % step) feature(g, PF_STEP_NOT_DIVIDING);
+    if (index_chance(g)) {   /* a bound read from an i32 input: lo + 1 to lo + 7 */
+        index_stream(g);
+        Ex e;
+        if (gen_element(g, NEED_INT, &e)) hitext = pfmt(g->p, "%d + %s %% 7", lo + 1, e.t);
+        index_stream(g);
+    }
     char *iv = fresh(g, "i");
     close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
     n->block = true;
