@@ -158,10 +158,21 @@ static inline bool sema_is_ns(const char *alias, const Expr *e, const char *name
 
 /* dtype from ph.f16 / ph.bf16 / ph.f32 / ph.i32 / bool; DT_VOID if not one */
 DType sema_dtype(const char *alias, const Expr *e);
-/* A window X[...]: the tensor's index, start values and extents; false on error. */
-typedef struct { int param; int rank; Val start[2]; int ext[2]; DType dt; } Window;
+/* A window X[...]: the tensor's index, start values and extents; false on
+ * error. A subscript that is an i32 tile gathers: start holds the tile of
+ * indices and gathered is set; a plain index (no ':') sets plain. vrank and
+ * vdim are the shape of the value the window reads or takes. */
+typedef struct {
+    int param; int rank; Val start[2]; int ext[2]; DType dt;
+    bool plain[2], gathered[2];
+    int vrank, vdim[2];
+} Window;
 bool sema_window(Sema *s, const Expr *index, Window *w);
+static inline bool sema_window_gathers(const Window *w) { return w->gathered[0] || w->gathered[1]; }
+/* The window's value: a load, or a gather where a subscript is a tile of indices. */
 Val sema_load(Sema *s, const Window *w, Loc loc);
+/* Emitting: the i32 index per axis of every element of gathering window w. */
+void sema_gather_indices(Sema *s, const Window *w, Loc loc, ValueId idx[2]);
 /* sema_shape.c: a vector is rank 1, or rank 2 with a dim of 1; its
  * element count (a dim, perhaps an iota's unknown extent) in *n. */
 bool sema_vector_len(Sema *s, Val v, int *n);

@@ -569,7 +569,8 @@ static bool atomic_window(Sema *s, const Expr *t, Window *w)
 
 /* ph.atomic_add(X[...], value): value, broadcast to the window and
  * converted to X's dtype as a store converts, is added to each element of
- * the window inside X, atomically with other blocks' adds. */
+ * the window inside X, atomically with other blocks' adds; through a tile
+ * of indices, each element adds into the element its indices name. */
 void sema_atomic_add(Sema *s, const Expr *e)
 {
     if (!call_target(s, e)) return;
@@ -579,13 +580,14 @@ void sema_atomic_add(Sema *s, const Expr *e)
     if (!ok) return;
     char what[96];
     snprintf(what, sizeof what, "the window of '%s'", s->k->params[w.param].name);
-    int dim[2] = {w.ext[0], w.rank == 2 ? w.ext[1] : 1};
     x = sema_window_value(s, x, &w, e->items[1]->loc, what);
-    x = sema_coerce_to(s, x, w.dt, w.rank, dim, e->items[1]->loc, what);
+    x = sema_coerce_to(s, x, w.dt, w.vrank, w.vdim, e->items[1]->loc, what);
     if (val_bad(x) || !s->emit) return;
     ValueId args[3] = {w.start[0].v, w.start[1].v, 0};
+    bool gathers = sema_window_gathers(&w);
+    if (gathers) sema_gather_indices(s, &w, e->loc, args);
     args[w.rank] = x.v;
-    IrOp *op = ir_emit(s->f, s->blk, OP_ATOMIC_ADD, w.rank + 1, args, 0, NULL);
+    IrOp *op = ir_emit(s->f, s->blk, gathers ? OP_SCATTER_ADD : OP_ATOMIC_ADD, w.rank + 1, args, 0, NULL);
     op->loc = e->loc;
     op->param = w.param;
 }

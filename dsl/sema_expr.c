@@ -378,11 +378,8 @@ bool sema_const_dim(Sema *s, const Expr *e, const char *what, int *out)
 }
 
 /* ---- windows ---- */
-/* e NULL: the start of ':' or ':+n', 0, at loc. */
-static bool window_start(Sema *s, const Expr *e, Loc loc, Val *out)
+static bool start_value(Sema *s, Val v, const Expr *e, Loc loc, Val *out)
 {
-    Val v = e ? sema_expr(s, e) : val_weak_int(0);
-    if (val_bad(v)) return false;
     if (v.rank != 0 || v.dt != DT_I32 || (v.weak && v.wfloat)) {
         char t[64];
         val_str(s, v, t, sizeof t);
@@ -392,6 +389,14 @@ static bool window_start(Sema *s, const Expr *e, Loc loc, Val *out)
     int none[2] = {1, 1};
     *out = sema_coerce(s, v, DT_I32, 0, none, e ? e->loc : loc);
     return !val_bad(*out);
+}
+
+/* e NULL: the start of ':' or ':+n', 0, at loc. */
+static bool window_start(Sema *s, const Expr *e, Loc loc, Val *out)
+{
+    Val v = e ? sema_expr(s, e) : val_weak_int(0);
+    if (val_bad(v)) return false;
+    return start_value(s, v, e, loc, out);
 }
 
 /* 'r:+n - 1' parses as r : ((+n) - 1): the '+' that marks a length is on
@@ -406,12 +411,33 @@ static bool leading_plus(const Expr *e)
     return false;
 }
 
-static bool window_item(Sema *s, const IrParam *p, int axis, const Expr *it, Val *start, int *ext)
+/* A subscript without ':': a plain index (an i32 scalar), or an i32 tile
+ * of indices, which gathers. */
+static bool index_item(Sema *s, Window *w, int axis, const Expr *it)
 {
-    if (it->kind != EX_SLICE) {
-        *ext = 1;
-        return window_start(s, it, it->loc, start);
+    w->ext[axis] = 1;
+    Val v = sema_expr(s, it);
+    if (val_bad(v)) return false;
+    if (v.rank == 0) {
+        w->plain[axis] = true;
+        return start_value(s, v, it, it->loc, &w->start[axis]);
     }
+    if (v.dt != DT_I32) {
+        char t[64];
+        val_str(s, v, t, sizeof t);
+        sema_err(s, it->loc, "expected an i32 index or an i32 tile of indices, got %s", t);
+        return false;
+    }
+    w->gathered[axis] = true;
+    w->start[axis] = v;
+    return true;
+}
+
+static bool window_item(Sema *s, const IrParam *p, Window *w, int axis, const Expr *it)
+{
+    Val *start = &w->start[axis];
+    int *ext = &w->ext[axis];
+    if (it->kind != EX_SLICE) return index_item(s, w, axis, it);
     if (!it->lhs && !it->rhs) {
         if (!p->dim_name[axis]) { *ext = (int)p->dim_value[axis]; return window_start(s, NULL, it->loc, start); }
         Sym *y = sema_lookup(s, p->dim_name[axis]);
@@ -437,6 +463,45 @@ static bool window_item(Sema *s, const IrParam *p, int axis, const Expr *it, Val
     return sema_const_dim(s, it->rhs, "the window length", ext) && ok;
 }
 
+/* The shape of a gathering window: a rank-1 tensor's is its index tile's;
+ * two index tiles broadcast together; one beside a window (or plain
+ * index) is a vector laid along its axis, the other axis the window's. */
+static bool gather_shape(Sema *s, Window *w, Loc loc)
+{
+    char a[64], b[64];
+    if (w->rank == 1) {
+        w->vrank = w->start[0].rank;
+        w->vdim[0] = w->start[0].dim[0];
+        w->vdim[1] = w->start[0].dim[1];
+    } else if (w->gathered[0] && w->gathered[1]) {
+        if (!sema_shape_bcast(s, w->start[0], w->start[1], &w->vrank, w->vdim)) {
+            val_str(s, w->start[0], a, sizeof a);
+            val_str(s, w->start[1], b, sizeof b);
+            sema_err(s, loc, "the row indices %s and the column indices %s do not broadcast together", a, b);
+            return false;
+        }
+    } else {
+        int g = w->gathered[0] ? 0 : 1, n;
+        if (!sema_vector_len(s, w->start[g], &n)) {
+            val_str(s, w->start[g], a, sizeof a);
+            sema_err(s, loc, "a tile of %s indices beside a window of %s must be a vector ([n], [1, n] or [n, 1]), got %s",
+                     g == 0 ? "row" : "column", g == 0 ? "columns" : "rows", a);
+            return false;
+        }
+        w->vrank = 2;
+        w->vdim[g] = n;
+        w->vdim[1 - g] = w->ext[1 - g];
+    }
+    if (w->vrank == 1) w->vdim[1] = 1;
+    for (int i = 0; i < w->vrank; i++)
+        if (sema_dim_now(s, w->vdim[i]) < 1) {
+            sema_err(s, loc, "the number of indices is not known here; give ph.iota its extent: ph.iota(axis, n)");
+            return false;
+        }
+    for (int i = 0; i < 2; i++) w->vdim[i] = sema_dim_now(s, w->vdim[i]);
+    return true;
+}
+
 bool sema_window(Sema *s, const Expr *index, Window *w)
 {
     const Expr *x = index->lhs;
@@ -458,28 +523,89 @@ bool sema_window(Sema *s, const Expr *index, Window *w)
                  p->rank == 2 ? "r:+n, c:+m" : "i:+n", n, n == 1 ? "" : "s");
         return false;
     }
+    memset(w, 0, sizeof *w);
     w->param = y->param;
     w->rank = p->rank;
     w->dt = p->dt;
     bool ok = true;
-    for (int i = 0; i < n; i++) ok = window_item(s, p, i, items[i], &w->start[i], &w->ext[i]) && ok;
-    if (ok && (int64_t)w->ext[0] * (w->rank == 2 ? w->ext[1] : 1) > MAX_NUMEL) {
+    for (int i = 0; i < n; i++) ok = window_item(s, p, w, i, items[i]) && ok;
+    if (!ok) return false;
+    if (sema_window_gathers(w)) {
+        if (!gather_shape(s, w, index->loc)) return false;
+    } else {
+        w->vrank = w->rank;
+        w->vdim[0] = w->ext[0];
+        w->vdim[1] = w->rank == 2 ? w->ext[1] : 1;
+    }
+    if ((int64_t)w->vdim[0] * w->vdim[1] > MAX_NUMEL) {
         sema_err(s, index->loc, "the window has more than %d elements", MAX_NUMEL);
         return false;
     }
-    return ok;
+    return true;
+}
+
+/* An index per element along axis a of a window that does not gather on
+ * it: the start plus the element's position in the window. */
+static Val window_positions(Sema *s, const Window *w, int a, Loc loc)
+{
+    Val start = sema_coerce(s, w->start[a], DT_I32, w->vrank, w->vdim, loc);
+    if (w->ext[a] == 1) return start;
+    Val at = {.dt = DT_I32, .rank = w->vrank, .dim = {w->vdim[0], w->vdim[1]}};
+    IrOp *op;
+    at.v = sema_emit1(s, OP_IOTA, 0, NULL, val_irtype(at), loc, &op);
+    op->axis = a;
+    return sema_binary(s, T_PLUS, at, start, loc);
+}
+
+void sema_gather_indices(Sema *s, const Window *w, Loc loc, ValueId idx[2])
+{
+    bool both = w->rank == 1 || (w->gathered[0] && w->gathered[1]);
+    for (int a = 0; a < w->rank; a++) {
+        Val v = w->start[a];
+        if (!w->gathered[a]) {
+            v = window_positions(s, w, a, loc);
+        } else if (!both) {
+            int n = a == 0 ? w->vdim[0] : w->vdim[1];
+            int line[2] = {a == 0 ? n : 1, a == 0 ? 1 : n};
+            v = sema_coerce(s, sema_reshape(s, v, 2, line, loc), DT_I32, 2, w->vdim, loc);
+        } else {
+            v = sema_coerce(s, v, DT_I32, w->vrank, w->vdim, loc);
+        }
+        idx[a] = v.v;
+    }
+}
+
+/* One element, X[i] or X[i, j] with every subscript a plain index: a
+ * scalar of X's dtype, 0 outside X. */
+static Val load_element(Sema *s, const Window *w, Loc loc)
+{
+    Val r = val_scalar(w->dt, 0);
+    if (s->emit) {
+        IrOp *op;
+        ValueId args[2] = {w->start[0].v, w->start[1].v};
+        r.v = sema_emit1(s, OP_GATHER, w->rank, args, val_irtype(r), loc, &op);
+        op->param = w->param;
+    }
+    return r;
 }
 
 Val sema_load(Sema *s, const Window *w, Loc loc)
 {
-    Val r = {.dt = w->dt, .rank = w->rank, .dim = {w->ext[0], w->rank == 2 ? w->ext[1] : 1}};
+    Val r = {.dt = w->dt, .rank = w->vrank, .dim = {w->vdim[0], w->vdim[1]}};
     if (s->emit) {
         IrOp *op;
         ValueId args[2] = {w->start[0].v, w->start[1].v};
-        r.v = sema_emit1(s, OP_LOAD, w->rank, args, val_irtype(r), loc, &op);
+        bool gathers = sema_window_gathers(w);
+        if (gathers) sema_gather_indices(s, w, loc, args);
+        r.v = sema_emit1(s, gathers ? OP_GATHER : OP_LOAD, w->rank, args, val_irtype(r), loc, &op);
         op->param = w->param;
     }
     return r;
+}
+
+static bool every_index_plain(const Window *w)
+{
+    return w->plain[0] && (w->rank == 1 || w->plain[1]);
 }
 
 /* ---- the dispatcher ---- */
@@ -537,7 +663,8 @@ Val sema_expr(Sema *s, const Expr *e)
     case EX_CALL: r = sema_call(s, e); break;
     case EX_INDEX: {
         Window w;
-        r = sema_window(s, e, &w) ? sema_load(s, &w, e->loc) : val_error();
+        if (!sema_window(s, e, &w)) r = val_error();
+        else r = every_index_plain(&w) ? load_element(s, &w, e->loc) : sema_load(s, &w, e->loc);
         break;
     }
     case EX_UNARY: r = unary(s, e); break;

@@ -269,7 +269,7 @@ Val sema_reshape(Sema *s, Val x, int rank, const int dim[2], Loc loc)
  * which the message names. */
 Val sema_window_value(Sema *s, Val x, const Window *w, Loc loc, const char *what)
 {
-    if (val_bad(x) || x.rank == 0 || x.rank == w->rank) return x;
+    if (val_bad(x) || x.rank == 0 || x.rank == w->rank || sema_window_gathers(w)) return x;
     char a[64], b[64];
     int n;
     if (w->rank == 2) {

@@ -166,12 +166,12 @@ static void store(Sema *s, const Stmt *st, TokKind op)
     snprintf(what, sizeof what, "the window of '%s'", s->k->params[w.param].name);
     Val x = sema_window_value(s, sema_expr(s, st->value), &w, st->value->loc, what);
     if (op != T_EOF) x = sema_binary(s, op, sema_load(s, &w, st->loc), x, st->loc);
-    int dim[2] = {w.ext[0], w.rank == 2 ? w.ext[1] : 1};
-    x = sema_coerce_to(s, x, w.dt, w.rank, dim, st->value->loc, what);
+    x = sema_coerce_to(s, x, w.dt, w.vrank, w.vdim, st->value->loc, what);
     if (val_bad(x) || !s->emit) return;
     ValueId args[3] = {w.start[0].v, w.start[1].v, 0};
+    if (sema_window_gathers(&w)) sema_gather_indices(s, &w, st->loc, args);
     args[w.rank] = x.v;
-    IrOp *op2 = ir_emit(s->f, s->blk, OP_STORE, w.rank + 1, args, 0, NULL);
+    IrOp *op2 = ir_emit(s->f, s->blk, sema_window_gathers(&w) ? OP_SCATTER : OP_STORE, w.rank + 1, args, 0, NULL);
     op2->loc = st->loc;
     op2->param = w.param;
 }

@@ -1,7 +1,8 @@
 /* test_cpusim.c: the code generator's output run on the CPU executor
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
- * tests/gpu/math.ph, the math built-ins) runs on
+ * tests/gpu/math.ph, the math built-ins, and tests/gpu/gather.ph, elements,
+ * gathers and scatters) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -41,6 +42,24 @@ Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_c
 /* tests/gpu/math.ph's math built-ins (their accuracy on many more inputs:
  * test_cpusim_math.c). */
 Test(cpusim, every_math_config_matches_the_interpreter, .timeout = 600) { every_config_matches(MATH_OPS, 5, "sm_90"); }
+
+/* Elements read as scalars, gathers and scatters (tests/gpu/gather.ph),
+ * on the code of sm_80 and of sm_90a: indices outside the tensors read 0
+ * and are never written (the executor's guard zones catch a write). */
+Test(cpusim, every_gather_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(GATHER_OPS, 10, "sm_80");
+    every_config_matches(GATHER_OPS, 10, "sm_90a");
+}
+
+/* The examples built on elements and gathers, every config, on random
+ * inputs: offsets, lengths and page numbers from -50 to 49, so bags run
+ * backwards or past the table and pages lie outside the pool. */
+Test(cpusim, paged_attention_and_embedding_bag_match_the_interpreter, .timeout = 600)
+{
+    every_config_matches("examples/paged_attention/paged_attention.ph", 2, "sm_90");
+    every_config_matches("examples/embedding_bag/embedding_bag.ph", 2, "sm_90a");
+}
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and

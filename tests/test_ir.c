@@ -55,6 +55,32 @@ Test(ir_text, round_trip_atomic_add)
     free(printed);
     free(text);
 }
+/* gathers and scatters print as loads and stores do; licm moves a gather
+ * only out of a loop that cannot change what it reads */
+Test(ir_text, round_trip_gather_scatter)
+{
+    round_trip_file("tests/ir/gather.ir");
+    char *text = tu_read_file("tests/ir/gather.ir");
+    IrModule *m = parse_ok(text);
+    const IrFunc *f = m->funcs[0];
+    const IrOp *n = f->body->ops[1], *loop = f->body->ops[6];
+    cr_assert(n->kind == OP_GATHER && n->nargs == 1 && f->values[n->res[0]].type.rank == 0);
+    cr_assert_eq(loop->body->ops[3]->kind, OP_SCATTER);
+    char err[512];
+    ir_licm(m->funcs[0]);
+    cr_assert_eq(ir_verify(m->funcs[0], err, sizeof err), 0, "%s", err);
+    int gathers_in_loop = 0, e_in_loop = 0;
+    for (int i = 0; i < loop->body->nops; i++)
+        if (loop->body->ops[i]->kind == OP_GATHER) {
+            gathers_in_loop++;
+            e_in_loop += loop->body->ops[i]->param == 1;
+        }
+    cr_assert_eq(gathers_in_loop, 1, "S's gather stays");
+    cr_assert_eq(e_in_loop, 0, "E's gather moves out");
+    ir_module_free(m);
+    free(text);
+}
+
 /* after the passes: asynchronous copies, commits (no operands: the next
  * line's value is not theirs), waits with and without operands */
 Test(ir_text, round_trip_after_the_passes)

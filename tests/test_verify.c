@@ -52,7 +52,8 @@ static void unknown_binary(IrFunc *f) { third_op(f)->sub = BIN_COUNT; }
 static void unknown_compare(IrFunc *f) { third_op(f)->sub = CMP_COUNT; }
 static void unknown_reduction(IrFunc *f) { def(f, 4)->sub = RED_COUNT; }
 static void axis_2(IrFunc *f) { def(f, 4)->axis = 2; }
-static void unknown_kind(IrFunc *f) { third_op(f)->kind = OP_COUNT; }
+/* a kind past the table, whatever its length */
+static void unknown_kind(IrFunc *f) { third_op(f)->kind = (IrOpKind)1000; }
 static void copy_without_operands(IrFunc *f) { third_op(f)->nargs = 0; }
 static void ring_of_one_stage(IrFunc *f) { third_op(f)->ival = 1; }
 static void negative_pending(IrFunc *f) { third_op(f)->ival = -1; }
@@ -188,6 +189,16 @@ static const Rejected rejected[] = {
      "f: op 'atomic_add': tensor 'X' has rank 2 but the window has 1 starts"},
     {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  %4 = atomic_add X[%1], %3 : f32\n  return\n", NULL,
      "f: op 'atomic_add' (%4): has 1 results, needs 0"},
+    /* ---- gathers and scatters ---- */
+    {"X: f32[N, M]", C "  %3 = gather X[%1] : f32\n  return\n", NULL, "f: op 'gather' (%3): tensor 'X' has rank 2 but there are 1 indices"},
+    {"X: f32[N]", C "  scatter X[%1], %2\n  return\n", NULL, "f: op 'scatter': writes a tile; one element is a store's"},
+    {"X: f16[N]", C "  %3 = gather X[%1] : f32\n  return\n", NULL, "f: op 'gather' (%3): elements f32 do not match tensor 'X' (f16)"},
+    {"X: f32[N, M]", C "  %3 = splat %1 : i32[4]\n  %4 = gather X[%3, %1] : f32[4]\n  return\n", NULL,
+     "f: op 'gather' (%4): index 2 is i32; it must be i32 of the elements' shape f32[4]"},
+    {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  scatter X[%3], %3\n  return\n", NULL,
+     "f: op 'scatter': index 1 is f32[4]; it must be i32 of the elements' shape f32[4]"},
+    {"X: f16[N]", C "  %3 = splat %1 : i32[4]\n  %4 = const 1.0 : f16\n  %5 = splat %4 : f16[4]\n  scatter_add X[%3], %5\n  return\n", NULL,
+     "f: op 'scatter_add': tensor 'X' is f16; scatter_add takes an f32 or i32 tensor"},
     /* ---- asynchronous copies ---- */
 #define COPY "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f16[4, 4]\n"
     {"X: f16[N, M]", C COPY "  return\n", copy_without_operands, "f: op 'copy_async' (%3): needs a window and a ring slot"},
@@ -246,7 +257,7 @@ static const Rejected rejected[] = {
     {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body or if branch"},
     {"", B "  if %3 {\n    %4 = yield %1 : i32\n  }\n  return\n", NULL, "f: op 'yield' (%4): has 1 results, needs 0"},
     {"", C, NULL, "f: the function body must end with return"},
-    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 31"},
+    {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 1000"},
     {"", C "  return\n", no_body, "f: has no body"},
     {"", C "  return\n", body_with_args, "f: the function body takes no arguments"},
 };

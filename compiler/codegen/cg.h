@@ -182,6 +182,8 @@ Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l);
 /* cg_store.c */
 void emit_store(Cg *c, const IrOp *op);
 void emit_atomic_add(Cg *c, const IrOp *op);
+void emit_gather(Cg *c, const IrOp *op);
+void emit_scatter(Cg *c, const IrOp *op);
 LLVMValueRef shared_offset(Cg *c, const Layout *l, LLVMValueRef row, LLVMValueRef col);
 LLVMValueRef shared_shifted(Cg *c, const Layout *l, LLVMValueRef at, int drow, int dcol);
 LLVMValueRef shared_byte_ptr(Cg *c, LLVMValueRef area, LLVMValueRef offset);

@@ -225,6 +225,8 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_LOAD: c->vals[op->res[0]] = emit_load_in(c, op, home_layout(c, op->res[0])); break;
     case OP_STORE: emit_store(c, op); break;
     case OP_ATOMIC_ADD: emit_atomic_add(c, op); break;
+    case OP_GATHER: emit_gather(c, op); break;
+    case OP_SCATTER: case OP_SCATTER_ADD: emit_scatter(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;
     case OP_COMMIT_ASYNC: c->target->copy->commit(c); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;

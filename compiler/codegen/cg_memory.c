@@ -1,11 +1,12 @@
-/* cg_memory.c: loads, shared-memory addresses and
+/* cg_memory.c: loads, gathers and scatters, shared-memory addresses and
  * shared-memory rings: their places, the copies into them (through the
  * target's copy engine), the waits for those, reads of their slots.
  *
  * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
  * plan_rings before emission.
- * Guarantees: a load touches only in-bounds elements (the window's
- * mask; stores are cg_store.c's); every
+ * Guarantees: a load, gather or scatter touches only in-bounds elements
+ * (the window's mask, the indices' bounds), a scatter each element once
+ * (stores are cg_store.c's); every
  * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); copies land in their
  * ring slot, a buffer of the shared area, and read_shared reads a ring
@@ -118,6 +119,89 @@ Slots emit_load_in(Cg *c, const IrOp *op, const Layout *l)
     }
     free(s.v);
     return a;
+}
+
+/* ---- memory by element: gathers and scatters ---- */
+
+/* The element whose indices are k's slots of idx (a scalar's one value
+ * where k is -1): its offset in the tensor (i64) and whether it lies
+ * inside. Indices are signed: a negative one is outside. */
+static void element_at(Cg *c, const IrOp *op, const Slots *idx, int k, LLVMValueRef *offset, LLVMValueRef *inb)
+{
+    LLVMBuilderRef B = c->b;
+    int rank = c->f->params[op->param].rank;
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef at[2];
+    for (int a = 0; a < rank; a++) at[a] = LLVMBuildSExt(B, idx[a].v[k < 0 ? 0 : k], c->ti64, "");
+    if (rank == 1) {
+        *inb = LLVMBuildICmp(B, LLVMIntULT, at[0], d0, "");   /* unsigned: negative is out */
+        *offset = at[0];
+        return;
+    }
+    *inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, at[0], d0, ""), LLVMBuildICmp(B, LLVMIntULT, at[1], d1, ""), "");
+    *offset = LLVMBuildAdd(B, LLVMBuildMul(B, at[0], d1, ""), at[1], "");
+}
+
+/* The indices of a gather or scatter in layout l (NULL: scalars). */
+static void element_indices(Cg *c, const IrOp *op, const Layout *l, Slots idx[2])
+{
+    int rank = c->f->params[op->param].rank;
+    for (int a = 0; a < rank; a++) idx[a] = l ? cg_get(c, op->args[a], l) : c->vals[op->args[a]];
+}
+
+/* Every thread reads its slots' elements (a scalar: every thread the one
+ * element); one outside the tensor reads element 0 and is replaced by 0,
+ * as a window's. */
+void emit_gather(Cg *c, const IrOp *op)
+{
+    LLVMTypeRef et = dtype_ty(c, c->f->params[op->param].dt);
+    const Layout *l = is_tile(c, op->res[0]) ? home_layout(c, op->res[0]) : NULL;
+    Slots idx[2];
+    element_indices(c, op, l, idx);
+    Slots out = new_slots(l ? layout_nslots(l) : 1, l);
+    for (int k = 0; k < out.n; k++) {
+        LLVMValueRef off, inb;
+        element_at(c, op, idx, l ? k : -1, &off, &inb);
+        if (l) {
+            SlotPos p = slot_pos(c, l, k);
+            if (p.valid) inb = LLVMBuildAnd(c->b, inb, p.valid, "");
+        }
+        off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        out.v[k] = LLVMBuildSelect(c->b, inb, LLVMBuildLoad2(c->b, et, ptr, ""), LLVMConstNull(et), "");
+    }
+    c->vals[op->res[0]] = out;
+}
+
+/* Each element inside the tensor is written by the owner of a valid slot
+ * holding it, as a window's; elements with the same indices race, and one
+ * of their values lands. An add is an atomic add as a window's, so every
+ * element with the same indices adds its value. */
+void emit_scatter(Cg *c, const IrOp *op)
+{
+    bool atomic = op->kind == OP_SCATTER_ADD;
+    ValueId val = op->args[op->nargs - 1];
+    if (!is_tile(c, val)) {
+        cg_fail(c, op, "internal error: scalar scatter");
+        return;
+    }
+    const Layout *l = reg_layout(c, val);
+    Slots idx[2];
+    element_indices(c, op, l, idx);
+    Slots s = cg_get(c, val, l);
+    LLVMTypeRef et = dtype_ty(c, c->f->params[op->param].dt);
+    for (int k = 0; k < s.n; k++) {
+        SlotPos p = slot_pos(c, l, k);
+        LLVMValueRef off, inb;
+        element_at(c, op, idx, k, &off, &inb);
+        Guard g = guard_begin(c, and1(c, and1(c, inb, p.valid), p.owner));
+        LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
+        if (atomic)
+            LLVMBuildAtomicRMW(c->b, c->f->params[op->param].dt == DT_F32 ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd, ptr,
+                               s.v[k], LLVMAtomicOrderingMonotonic, 0);
+        else LLVMBuildStore(c->b, s.v[k], ptr);
+        guard_end(c, g);
+    }
 }
 
 /* ---- shared-memory addresses: layout.h's SHARED map, emitted ---- */

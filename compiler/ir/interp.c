@@ -410,6 +410,50 @@ static void write_window(Interp *in, const IrOp *op, bool add)
     }
 }
 
+/* Element e of a gather or scatter: its offset in the tensor, or -1
+ * where an index lies outside it. */
+static int64_t element_at(Interp *in, const IrOp *op, const IrParam *p, int64_t e)
+{
+    const IrArg *arg = &in->args[op->param];
+    int64_t r = p->rank == 2 ? ibuf(in, op->args[0])[e] : 0, c = ibuf(in, op->args[p->rank - 1])[e];
+    int64_t rows = p->rank == 2 ? arg->dims[0] : 1, cols = arg->dims[p->rank - 1];
+    return r >= 0 && r < rows && c >= 0 && c < cols ? r * cols + c : -1;
+}
+
+static void run_gather(Interp *in, const IrOp *op)
+{
+    const IrParam *p = &in->f->params[op->param];
+    const void *data = in->args[op->param].data;
+    int64_t n = numel(in, op->res[0]);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t at = element_at(in, op, p, e);
+        if (p->dt == DT_I32) ibuf(in, op->res[0])[e] = at < 0 ? 0 : ((const int32_t *)data)[at];
+        else fbuf(in, op->res[0])[e] = at < 0 ? 0.0f : read_elem(p->dt, data, at);
+    }
+}
+
+/* Elements in index order: of two with the same indices the later lands
+ * (with add, each adds its value: f32 rounded once per add, i32 wrapping). */
+static void run_scatter(Interp *in, const IrOp *op, bool add)
+{
+    const IrParam *p = &in->f->params[op->param];
+    ValueId v = op->args[op->nargs - 1];
+    void *data = in->args[op->param].data;
+    int64_t n = numel(in, v);
+    for (int64_t e = 0; e < n; e++) {
+        int64_t at = element_at(in, op, p, e);
+        if (at < 0) continue;
+        if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
+        else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+        else switch (p->dt) {
+        case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
+        case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
+        case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
+        default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
+        }
+    }
+}
+
 /* ---- control ---- */
 
 static void copy_value(Interp *in, ValueId to, ValueId from)
@@ -484,6 +528,9 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_LOAD: run_load(in, op); break;
     case OP_STORE: write_window(in, op, false); break;
     case OP_ATOMIC_ADD: write_window(in, op, true); break;
+    case OP_GATHER: run_gather(in, op); break;
+    case OP_SCATTER: run_scatter(in, op, false); break;
+    case OP_SCATTER_ADD: run_scatter(in, op, true); break;
     /* copies through shared memory mean what loads mean; waiting and
      * committing order the hardware, not the values */
     case OP_COPY_ASYNC: run_load(in, op); break;

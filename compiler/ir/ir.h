@@ -91,7 +91,7 @@ typedef struct IrOp {
     IrOpKind kind;
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
-    int param;             /* OP_PARAM, OP_DIM, OP_LOAD, OP_STORE, OP_ATOMIC_ADD: index into IrFunc.params */
+    int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
     int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */

@@ -466,12 +466,12 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
         expect_punct(ps, ',');
         axis = (int)integer(ps, 0, 1, "an axis (0 or 1)");
         break;
-    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC:
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: case OP_GATHER: case OP_SCATTER: case OP_SCATTER_ADD:
         param = param_ref(ps);
         expect_punct(ps, '[');
         uses(ps, &args);
         expect_punct(ps, ']');
-        if (on.kind != OP_LOAD) {
+        if (on.kind != OP_LOAD && on.kind != OP_GATHER) {
             expect_punct(ps, ',');
             apush(ps, &args, use(ps));
         }

@@ -44,6 +44,16 @@ IR_OP(STORE,     "store",    -1, 0, IR_OP_WINDOW | IR_OP_WRITES | IR_OP_EFFECT)
 IR_OP(ATOMIC_ADD, "atomic_add", -1, 0, IR_OP_WINDOW | IR_OP_WRITES | IR_OP_EFFECT)
     /* args as OP_STORE's, tensor f32 or i32: the value is added to each in-bounds element,
      * atomically with other blocks' adds; out-of-bounds not touched */
+/* memory by element: tensor parameter `param`; args are an i32 index per axis, each of the
+ * shape of the elements read or written (scalars for one element) */
+IR_OP(GATHER,    "gather",   -1, 1, 0)  /* result: element (i, j) is the tensor's element at the indices'
+                                         * (i, j); 0 where one lies outside the tensor */
+IR_OP(SCATTER,   "scatter",  -1, 0, IR_OP_WRITES | IR_OP_EFFECT)
+    /* args: indices..., value (their shape, tensor dtype); each element whose indices lie inside is
+     * written; of elements with the same indices one value lands, which is not specified */
+IR_OP(SCATTER_ADD, "scatter_add", -1, 0, IR_OP_WRITES | IR_OP_EFFECT)
+    /* args as OP_SCATTER's, tensor f32 or i32: each element whose indices lie inside gets its
+     * value added, atomically (elements with the same indices each add theirs) */
 /* asynchronous copies through shared memory (the async pass makes them; docs/ir.md) */
 IR_OP(COPY_ASYNC, "copy_async", -1, 1, IR_OP_WINDOW)
     /* args: starts..., slot (i32); axis: ring, ival: the ring's slots. Its value is the window,

@@ -200,14 +200,15 @@ static void print_operands(Printer *p, const IrOp *op)
         print_values(p, op->nargs, op->args);
         fprintf(p->out, ", %d", op->axis);
         break;
-    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: {
-        int nstart = op->kind == OP_LOAD ? op->nargs : op->nargs - 1;
+    case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: case OP_GATHER: case OP_SCATTER: case OP_SCATTER_ADD: {
+        bool reads = op->kind == OP_LOAD || op->kind == OP_GATHER;
+        int nstart = reads ? op->nargs : op->nargs - 1;
         fputc(' ', p->out);
         print_param_ref(p, op->param);
         fputc('[', p->out);
         print_values(p, nstart > 0 ? nstart : 0, op->args);
         fputc(']', p->out);
-        if (op->kind != OP_LOAD && op->nargs >= 1) {
+        if (!reads && op->nargs >= 1) {
             fputs(", ", p->out);
             print_value(p, op->args[op->nargs - 1]);
         }

@@ -226,12 +226,33 @@ static bool check_memory(Verifier *v, const IrOp *op)
     return true;
 }
 
+/* A gather or a scatter: an i32 index per axis of the tensor, all of the
+ * shape of the elements (the result, or the value written), which have
+ * the tensor's dtype. */
+static bool check_by_element(Verifier *v, const IrOp *op)
+{
+    char b1[32], b2[32];
+    const IrParam *p;
+    if (!tensor_param(v, op, &p)) return false;
+    int nidx = op->kind == OP_GATHER ? op->nargs : op->nargs - 1;
+    if (nidx != p->rank) return bad(v, op, "tensor '%s' has rank %d but there are %d indices", p->name, p->rank, nidx < 0 ? 0 : nidx);
+    IrType e = op->nres ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
+    if (!op->nres && e.rank == 0) return bad(v, op, "writes a tile; one element is a store's");
+    if (e.dt != p->dt) return bad(v, op, "elements %s do not match tensor '%s' (%s)", tstr(e, b1), p->name, ir_dtype_name(p->dt));
+    for (int i = 0; i < nidx; i++) {
+        IrType x = ty(v, op->args[i]);
+        if (x.dt != DT_I32 || !same_shape(x, e))
+            return bad(v, op, "index %d is %s; it must be i32 of the elements' shape %s", i + 1, tstr(x, b1), tstr(e, b2));
+    }
+    return true;
+}
+
 /* The hardware adds f32 and i32 atomically; 16-bit floats are not offered. */
 static bool check_atomic(Verifier *v, const IrOp *op)
 {
     const IrParam *p = &v->f->params[op->param];
     if (p->dt != DT_F32 && p->dt != DT_I32)
-        return bad(v, op, "tensor '%s' is %s; atomic_add takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt));
+        return bad(v, op, "tensor '%s' is %s; %s takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt), ir_ops[op->kind].name);
     return true;
 }
 
@@ -395,6 +416,10 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_memory(v, op);
     case OP_ATOMIC_ADD:
         return check_memory(v, op) && check_atomic(v, op);
+    case OP_GATHER: case OP_SCATTER:
+        return check_by_element(v, op);
+    case OP_SCATTER_ADD:
+        return check_by_element(v, op) && check_atomic(v, op);
     case OP_COPY_ASYNC:
         return check_copy(v, op);
     case OP_WAIT_ASYNC:

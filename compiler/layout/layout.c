@@ -580,7 +580,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         else of[r] = best ? best : default_layout(ps, r);
         break;
     }
-    case OP_LOAD: case OP_TRANSPOSE: case OP_CUMSUM:
+    case OP_LOAD: case OP_TRANSPOSE: case OP_CUMSUM: case OP_GATHER:
         of[r] = default_layout(ps, r);
         break;
     case OP_COPY_ASYNC: {

@@ -4,7 +4,7 @@
  * splat of `scale`, index arithmetic.
  *
  * Expects: verified IR. Guarantees: the same results. Only ops without
- * effects move; a load moves only when the kernel never writes its tensor
+ * effects move; a load (or gather) moves only when the kernel never writes its tensor
  * (so no store or atomic add in the loop can change what it reads);
  * integer // and % move only with a non-zero constant divisor, since a
  * hoisted op runs even when the loop runs zero times. Inner loops are done
@@ -21,7 +21,7 @@ static bool nonzero_constant(const IrFunc *f, ValueId v)
 
 static bool movable(const IrFunc *f, const IrOp *op, const bool *stored)
 {
-    if (op->kind == OP_LOAD) return !stored[op->param];
+    if (op->kind == OP_LOAD || op->kind == OP_GATHER) return !stored[op->param];
     if (!ir_op_is(op->kind, IR_OP_PURE)) return false;
     /* the one pure op that can trap, were it hoisted out of a loop that runs zero times */
     if (op->kind == OP_BINARY && (op->sub == BIN_FLOORDIV || op->sub == BIN_MOD) && !ir_is_float(ir_vtype(f, op->args[1]).dt))

@@ -1,8 +1,9 @@
 /* phgen_dump: writes the generator's programs for seeds FIRST..FIRST+COUNT-1
  * as DIR/seed-S.ph, so that tools outside C (tests/ptx/identical.sh) can
  * compile the same random programs on every run: the programs of the
- * corpus recorded in tests/ptx/hashes.txt, without the math built-ins
- * generated from their own stream (PhgenOptions.pct_math_more).
+ * corpus recorded in tests/ptx/hashes.txt, without the math built-ins,
+ * elements, gathers and scatters generated from their own streams
+ * (PhgenOptions.pct_math_more, pct_index).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -18,10 +19,11 @@ int main(int argc, char **argv)
     }
     long count = strtol(argv[2], NULL, 0);
     unsigned long long first = argc == 4 ? strtoull(argv[3], NULL, 0) : 1;
-    /* the programs tests/ptx/hashes.txt recorded, from before the newer math built-ins */
+    /* the programs tests/ptx/hashes.txt recorded, from before the newer math built-ins and indexing */
     PhgenOptions opt;
     phgen_default_options(&opt);
     opt.pct_math_more = 0;
+    opt.pct_index = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

@@ -98,6 +98,13 @@ static char *window_start(Gen *g, int e)
         r = pfmt(g->p, "%s %c %d", r, off < 0 ? '-' : '+', off < 0 ? -off : off);
         feature(g, PF_EDGE_WINDOW);
     }
+    if (index_chance(g)) {   /* moved by an element of an i32 input: 0 to 3 */
+        bool back = !g->on_index;
+        if (back) index_stream(g);
+        Ex e;
+        if (gen_element(g, NEED_INT, &e)) r = pfmt(g->p, "%s + %s %% 4", r, e.t);
+        if (back) index_stream(g);
+    }
     return r;
 }
 
@@ -107,6 +114,18 @@ DType pick_dtype(Gen *g, unsigned flags)
     if (!(flags & NEED_FLOAT) && chance(g, 12)) return DT_I32;
     int r = rnd(g, 10);
     return r < 5 ? DT_F32 : r < 8 ? DT_F16 : DT_BF16;
+}
+
+/* A tile of BM (or BN, BK) row indices into a tensor of extent e rows,
+ * some outside it: a permutation-like walk of the rows, or an i32 tensor
+ * of indices. On the index stream. */
+static char *row_indices(Gen *g, int e)
+{
+    if (chance(g, 50)) {
+        Tensor *t = tensor_for(g, 1, e, E1, DT_I32);
+        if (t && t->dt == DT_I32) return pfmt(g->p, "%s[%s:+%s]", t->name, window_start(g, e), ext_meta[e]);
+    }
+    return pfmt(g->p, "(%s + ph.iota(0, %s) * %d) %% %s - %d", start_of(g, e), ext_meta[e], 1 + rnd(g, 3), ext_dim[e], rnd(g, 3));
 }
 
 /* A load of exactly shape sh (rank 1 or 2) and dtype dt. */
@@ -123,6 +142,12 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
         char *ax[2];
         for (int d = 0; d < 2; d++)
             ax[d] = sh.e[d] != E1 ? pfmt(g->p, "%s:+%s", window_start(g, te[d]), ext_meta[te[d]]) : window_start(g, te[d]);
+        if (sh.e[0] != E1 && index_chance(g)) {   /* the window's rows gathered by a tile of indices */
+            index_stream(g);
+            ax[0] = row_indices(g, te[0]);
+            index_stream(g);
+            feature(g, PF_GATHER);
+        }
         text = pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
     }
     *out = ex(text, dt, sh, true, t->dt == DT_I32 ? 50 : 2);
@@ -161,9 +186,33 @@ Ex gen_literal(Gen *g, bool want_int)
     return e;
 }
 
-/* A scalar that is not a literal: parameters, block ids, dims, loop variables, scalar locals. */
+/* One element of an input tensor read as a scalar (exact: a raw input),
+ * its indices from the block ids, sometimes outside the tensor (it reads
+ * 0). On the index stream. */
+bool gen_element(Gen *g, unsigned flags, Ex *out)
+{
+    DType dt = pick_dtype(g, flags);
+    static const char *const at[] = {"ph.ctx.block.x", "ph.ctx.block.y + 1", "2", "ph.ctx.block.x - 1", "r0 + 3"};
+    bool rank1 = chance(g, 30);
+    Tensor *t = rank1 ? tensor_for(g, 1, EM + rnd(g, 3), E1, dt) : tensor_for(g, 2, EM + rnd(g, 3), EM + rnd(g, 3), dt);
+    if (!t || !flags_ok(flags, t->dt, true)) return false;   /* a tensor of another dtype may come back */
+    dt = t->dt;
+    char *text = rank1 ? pfmt(g->p, "%s[%s]", t->name, at[rnd(g, 5)]) : pfmt(g->p, "%s[%s, %s]", t->name, at[rnd(g, 5)], at[rnd(g, 5)]);
+    *out = ex(text, dt, shape0(), true, dt == DT_I32 ? 50 : 2);
+    feature(g, PF_ELEMENT);
+    return true;
+}
+
+/* A scalar that is not a literal: parameters, block ids, dims, loop
+ * variables, scalar locals, elements of tensors. */
 static bool scalar_leaf(Gen *g, unsigned flags, Ex *out)
 {
+    if (index_chance(g)) {
+        index_stream(g);
+        bool made = gen_element(g, flags, out);
+        index_stream(g);
+        if (made) return true;
+    }
     for (int tries = 0; tries < 8; tries++) {
         int k = rnd(g, 6);
         if (k == 0 && !(flags & NEED_FLOAT)) { *out = ex(pfmt(g->p, "n"), DT_I32, shape0(), true, 16); return true; }

@@ -80,6 +80,8 @@ enum { NEED_EXACT = 1, NEED_INT = 2, NEED_FLOAT = 4 };
 typedef struct {
     uint64_t rng;
     uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
+    uint64_t rng_index;        /* elements, gathers and scatters' own stream (PhgenOptions.pct_index) */
+    bool on_index;             /* rnd draws from that stream now (index_stream) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -114,6 +116,26 @@ static inline int rnd_more(Gen *g, int n)
     return r;
 }
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
+/* Swaps rnd's stream with that of elements, gathers and scatters: what is
+ * drawn between two calls leaves the main stream as it was. */
+static inline void index_stream(Gen *g)
+{
+    uint64_t t = g->rng;
+    g->rng = g->rng_index;
+    g->rng_index = t;
+    g->on_index = !g->on_index;
+}
+/* Whether to make an element, a gather or a scatter here: from their own
+ * stream, and never (drawing nothing) with pct_index 0. */
+static inline bool index_chance(Gen *g)
+{
+    if (!g->o.pct_index) return false;
+    if (g->on_index) return chance(g, g->o.pct_index);
+    index_stream(g);
+    bool yes = chance(g, g->o.pct_index);
+    index_stream(g);
+    return yes;
+}
 static inline void feature(Gen *g, PhgenFeature f) { g->p->features |= 1ull << f; }
 
 static inline Shape shape0(void) { return (Shape){0, {E1, E1}}; }
@@ -193,6 +215,8 @@ DType dot_dtype(Gen *g);
 Ex gen_cond(Gen *g, Shape t, int depth, int fix);
 /* An expression whose shape fits t, meeting flags. */
 Ex gen_num(Gen *g, Shape t, int depth, unsigned flags);
+/* An element of an input tensor as a scalar meeting flags (false: no tensor for it). */
+bool gen_element(Gen *g, unsigned flags, Ex *out);
 
 /* ---- phgen_stmt.c: statements ---- */
 void gen_stmt(Gen *g, Node *parent, int depth);

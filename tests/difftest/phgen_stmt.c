@@ -175,6 +175,12 @@ static void gen_for(Gen *g, Node *parent, int depth)
         hitext = hi == g->n_value ? pfmt(g->p, "n") : pfmt(g->p, "n + 2");
     }
     if (hi > lo && (hi - lo) % step) feature(g, PF_STEP_NOT_DIVIDING);
+    if (index_chance(g)) {   /* a bound read from an i32 input: lo + 1 to lo + 7 */
+        index_stream(g);
+        Ex e;
+        if (gen_element(g, NEED_INT, &e)) hitext = pfmt(g->p, "%d + %s %% 7", lo + 1, e.t);
+        index_stream(g);
+    }
     char *iv = fresh(g, "i");
     close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
     n->block = true;
@@ -409,7 +415,15 @@ void gen_store(Gen *g, Node *parent)
         close_stmt(g, parent, n, pfmt(p, "%s[ph.ctx.block.x, c0:+BN] = %s", t->name, e.t), NULL);
     } else {
         Ex e = gen_num(g, shape2(EM, EN), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[r0:+BM, c0:+BN] = %s", t->name, e.t), NULL);
+        const char *rows = "r0:+BM", *cols = "c0:+BN";
+        if (index_chance(g)) {   /* a scatter: the block's rows (or columns) rotated, each written once */
+            index_stream(g);
+            if (chance(g, 50)) rows = pfmt(p, "r0 + (ph.iota(0, BM) + %d) %% BM", 1 + rnd(g, 7));
+            else cols = pfmt(p, "c0 + (ph.iota(1, BN) + %d) %% BN", 1 + rnd(g, 7));
+            index_stream(g);
+            feature(g, PF_SCATTER);
+        }
+        close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, e.t), NULL);
     }
 }
 
