@@ -118,6 +118,9 @@ Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300) { every_conf
  * within the accuracy docs/language.md states for the GPU. */
 Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MATH_OPS); }
 
+/* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
+Test(gpu_ops, every_types_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(TYPE_OPS); }
+
 /* ---- atomic adds ---- */
 
 static void run_grid(const ph_meta *meta, void *user, unsigned g[3])

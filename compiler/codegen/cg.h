@@ -64,7 +64,7 @@ typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
+    LLVMTypeRef tvoid, ti1, ti8, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
     LLVMTypeRef tv2f16;
     const IrFunc *f;
     LLVMValueRef fn;
