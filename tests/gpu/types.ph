@@ -1,8 +1,8 @@
 """Kernels for the 8-bit integer types (i8, u8): conversions both ways with
 their wrap and saturation rules, arithmetic widened to i32, selects and
-shape ops kept narrow, and integer dots (i8 x i8 -> i32) on the FMA
-engine. Run by test_cpusim and test_gpu_ops against the interpreter
-(docs/language.md, "8-bit integers")."""
+shape ops kept narrow, and integer dots (i8 x i8 -> i32) on the FMA engine
+and (tcidot) on the tensor cores. Run by test_cpusim and test_gpu_ops
+against the interpreter (docs/language.md, "8-bit integers")."""
 import phobos.lang as ph
 
 @ph.kernel
@@ -39,3 +39,20 @@ def idot(A: ph.tensor[ph.i8][M, K], B: ph.tensor[ph.i8][K, N], C: ph.tensor[ph.i
     for k in range(0, K, 32):
         acc += ph.dot(A[r0:+BM, k:+32], B[k:+32, c0:+BN])
     C[r0:+BM, c0:+BN] = acc
+
+@ph.kernel
+@ph.tensorcore
+@ph.autotune(BM=[16, 64], BN=[32, 64], BK=[32, 64], W=[128, 256])
+@ph.launch(W)
+def tcidot(A: ph.tensor[ph.i8][M, K], B: ph.tensor[ph.i8][K, N], Bt: ph.tensor[ph.i8][N, K],
+           C: ph.tensor[ph.i32][M, N], D: ph.tensor[ph.i32][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.i32][BM, BN]] = 0
+    acc_t: ph.var[ph.tile[ph.i32][BM, BN]] = 0
+    for k in range(0, K, BK):
+        a: ph.let = A[r0:+BM, k:+BK]
+        acc += ph.dot(a, B[k:+BK, c0:+BN])
+        acc_t += ph.dot_t(a, Bt[c0:+BN, k:+BK])
+    C[r0:+BM, c0:+BN] = acc
+    D[r0:+BM, c0:+BN] = acc_t + ph.dot(ph.i8(A[r0:+BM, 0:+16]), B[0:+16, c0:+BN])
