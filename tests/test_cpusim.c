@@ -45,6 +45,9 @@ Test(cpusim, every_math_config_matches_the_interpreter, .timeout = 600) { every_
 
 /* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
 Test(cpusim, every_types_config_matches_the_interpreter, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90"); }
+/* The scaled int8 GEMM of examples/int8gemm, every config (its check
+ * holds the interpreter to a plain C reference). */
+Test(cpusim, every_int8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/int8gemm/int8gemm.ph", 4, "sm_90"); }
 /* sm_90a: its wgmma engine takes no integer dot, the others do */
 Test(cpusim, every_types_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90a"); }
 
