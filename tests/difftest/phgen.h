@@ -32,6 +32,9 @@ typedef struct {
     int pct_math_more;    /* of the math expressions: tanh, erf, sigmoid, pow, fma or inf/nan instead,
                            * drawn from a random stream of its own, so that the rest of the program is
                            * what the seed gave before these built-ins existed (0 gives those programs) */
+    int pct_types;        /* of integer conversions and of dots: an 8-bit round trip (ph.i8, ph.u8) or an
+                           * i8 x i8 -> i32 dot instead, from a stream of its own as pct_math_more's
+                           * (0 gives the programs from before the 8-bit types) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -49,6 +52,7 @@ typedef enum {
     PF_LOOP_LOAD, PF_INVARIANT_LOAD,
     PF_TANH_ERF_SIGMOID, PF_POW, PF_FMA, PF_INF_NAN,
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
+    PF_I8_CONVERT, PF_DOT_I8,
     PF_COUNT
 } PhgenFeature;
 

@@ -80,6 +80,7 @@ enum { NEED_EXACT = 1, NEED_INT = 2, NEED_FLOAT = 4 };
 typedef struct {
     uint64_t rng;
     uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
+    uint64_t rng_types;        /* the 8-bit types' own stream (PhgenOptions.pct_types) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -110,6 +111,16 @@ static inline int rnd_more(Gen *g, int n)
     g->rng = g->rng_more;
     int r = rnd(g, n);
     g->rng_more = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the 8-bit types' stream, the same way. */
+static inline int rnd_types(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_types;
+    int r = rnd(g, n);
+    g->rng_types = g->rng;
     g->rng = saved;
     return r;
 }
