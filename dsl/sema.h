@@ -127,6 +127,8 @@ bool sema_shape_bcast(Sema *s, Val a, Val b, int *rank, int dim[2]);
 bool sema_resolve_iotas(Sema *s);
 /* The common dtype of two numeric operands, literals taking the other's. */
 DType sema_promote(Val a, Val b);
+/* x as i32 if it is i8 or u8 (a conversion), else x: operators and most built-ins widen first. */
+Val sema_widen(Sema *s, Val x, Loc loc);
 ValueId sema_emit1(Sema *s, IrOpKind kind, int nargs, const ValueId *args, IrType t, Loc loc, IrOp **opp);
 ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc);
 /* Converts then stretches x to (dt, rank, dim); the caller checked that it may. */

@@ -29,16 +29,17 @@ static const Builtin builtins[] = {
     {"where", B_WHERE, 3, 3, 0, 0}, {"iota", B_IOTA, 1, 2, 0, 0},
     {"f16", B_CONVERT, 1, 1, DT_F16, 0}, {"bf16", B_CONVERT, 1, 1, DT_BF16, 0},
     {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0},
+    {"i8", B_CONVERT, 1, 1, DT_I8, 0}, {"u8", B_CONVERT, 1, 1, DT_U8, 0},
     {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
     {"argmax", B_ALONG, 2, 2, OP_ARGMAX, 0}, {"argmin", B_ALONG, 2, 2, OP_ARGMIN, 0},
     {"cumsum", B_ALONG, 2, 2, OP_CUMSUM, 0}, {"reshape", B_RESHAPE, 2, 2, 0, 0},
 };
 
-static Val zero_acc(Sema *s, int m, int n, Loc loc)
+static Val zero_acc(Sema *s, DType dt, int m, int n, Loc loc)
 {
-    Val r = {.dt = DT_F32, .rank = 2, .dim = {m, n}};
+    Val r = {.dt = dt, .rank = 2, .dim = {m, n}};
     if (s->emit) {
-        ValueId z = sema_const(s, DT_F32, 0, 0.0, loc);
+        ValueId z = sema_const(s, dt, 0, 0.0, loc);
         r.v = sema_emit1(s, OP_SPLAT, 1, &z, val_irtype(r), loc, NULL);
     }
     return r;
@@ -63,7 +64,12 @@ static Val dot_call(Sema *s, const Expr *e, bool trans, Val a, Val b)
         sema_err(s, e->loc, "%s expects two 2-D tiles, got %s and %s", name, ta, tb);
         return val_error();
     }
-    if (!ir_is_float(a.dt) || !ir_is_float(b.dt)) {
+    bool int8 = a.dt == DT_I8 && b.dt == DT_I8;
+    if (!int8 && (ir_is_storage(a.dt) || ir_is_storage(b.dt))) {
+        sema_err(s, e->loc, "%s of 8-bit integers needs two i8 operands (for an i32 result), got %s and %s", name, ta, tb);
+        return val_error();
+    }
+    if (!int8 && (!ir_is_float(a.dt) || !ir_is_float(b.dt))) {
         sema_err(s, e->loc, "%s needs f16, bf16 or f32 operands, got %s and %s", name, ta, tb);
         return val_error();
     }
@@ -74,11 +80,11 @@ static Val dot_call(Sema *s, const Expr *e, bool trans, Val a, Val b)
         return val_error();
     }
     int m = a.dim[0], n = trans ? b.dim[0] : b.dim[1];
-    DType dt = dot_dtype(a.dt, b.dt);
+    DType dt = dot_dtype(a.dt, b.dt), rt = int8 ? DT_I32 : DT_F32;
     a = sema_coerce(s, a, dt, 2, a.dim, e->loc);
     b = sema_coerce(s, b, dt, 2, b.dim, e->loc);
-    Val acc = zero_acc(s, m, n, e->loc);
-    Val r = {.dt = DT_F32, .rank = 2, .dim = {m, n}};
+    Val acc = zero_acc(s, rt, m, n, e->loc);
+    Val r = {.dt = rt, .rank = 2, .dim = {m, n}};
     if (s->emit) {
         IrOp *op;
         ValueId args[3] = {a.v, b.v, acc.v};
@@ -285,6 +291,7 @@ static Val along_call(Sema *s, const Expr *e, const Builtin *b)
         return val_error();
     }
     if (val_bad(x)) return x;
+    x = sema_widen(s, x, e->loc);
     val_str(s, x, t, sizeof t);
     if (x.rank != 2 || x.dt == DT_BOOL) {
         sema_err(s, e->loc, "ph.%s expects a 2-D i32 or float tile, got %s%s", b->name, t,
@@ -413,6 +420,9 @@ Val sema_call(Sema *s, const Expr *e)
         bad |= val_bad(a[i]);
     }
     if (bad) return val_error();
+    /* i8 and u8 reach only dots, transposes, conversions and ph.where as they are */
+    if (b->kind != B_DOT && b->kind != B_DOT_T && b->kind != B_TRANSPOSE && b->kind != B_CONVERT && b->kind != B_WHERE)
+        for (int i = 0; i < e->nitems; i++) a[i] = sema_widen(s, a[i], e->items[i]->loc);
     switch (b->kind) {
     case B_DOT: return dot_call(s, e, false, a[0], a[1]);
     case B_DOT_T: return dot_call(s, e, true, a[0], a[1]);

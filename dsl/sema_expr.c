@@ -116,6 +116,8 @@ Val sema_elementwise(Sema *s, IrOpKind kind, int sub, TokKind fold_op, Val a, Va
         }
         dt = DT_BOOL;
     } else {
+        a = sema_widen(s, a, loc);   /* arithmetic and comparisons on i8 and u8 happen in i32 */
+        b = sema_widen(s, b, loc);
         dt = sema_promote(a, b);
         if (kind == OP_BINARY && sub == BIN_DIV && dt == DT_I32) {
             sema_err(s, loc, "'/' on two i32 values; use '//'");
@@ -190,6 +192,7 @@ static Val unary(Sema *s, const Expr *e)
         return val_error();
     }
     if (e->op == T_PLUS) return x;
+    x = sema_widen(s, x, e->loc);
     if (x.weak) {
         if (x.wfloat) return val_weak_float(-x.fval);
         if (x.ival == INT64_MIN) {
@@ -217,6 +220,7 @@ DType sema_dtype(const char *alias, const Expr *e)
     if (!n) return DT_VOID;
     static const struct { const char *name; DType dt; } map[] = {
         {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32}, {"i32", DT_I32}, {"bool", DT_BOOL},
+        {"i8", DT_I8}, {"u8", DT_U8},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (!strcmp(n, map[i].name)) return map[i].dt;

@@ -192,6 +192,13 @@ Val sema_coerce(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc)
         sema_err(s, loc, "%g does not fit in i32", x.fval);
         return val_error();
     }
+    if (x.weak && ir_is_storage(dt)) {
+        double v = x.wfloat ? trunc(x.fval) : (double)x.ival, lo = dt == DT_I8 ? -128 : 0, hi = dt == DT_I8 ? 127 : 255;
+        if (!(v >= lo && v <= hi)) {
+            sema_err(s, loc, "%s does not fit in %s (%g to %g)", x.wfloat ? "this number" : "this integer", ir_dtype_name(dt), lo, hi);
+            return val_error();
+        }
+    }
     if (!s->emit) return r;
     ValueId v;
     if (x.weak) {
@@ -305,12 +312,25 @@ static DType promote_strong(DType a, DType b)
     return DT_F32;   /* f16 with bf16 */
 }
 
-/* The common dtype of two numeric operands, literals taking the other's. */
+/* The common dtype of two numeric operands, literals taking the other's
+ * (a float literal beside an integer gives f32). i8 and u8 stay so only
+ * beside their own dtype or an integer literal; with anything else they
+ * count as i32. */
 DType sema_promote(Val a, Val b)
 {
     if (a.weak && b.weak) return a.wfloat || b.wfloat ? DT_F32 : DT_I32;
-    if (a.weak) return a.wfloat && b.dt == DT_I32 ? DT_F32 : b.dt;
-    if (b.weak) return b.wfloat && a.dt == DT_I32 ? DT_F32 : a.dt;
+    if (a.weak) return a.wfloat && ir_is_int(b.dt) ? DT_F32 : b.dt;
+    if (b.weak) return b.wfloat && ir_is_int(a.dt) ? DT_F32 : a.dt;
+    if (a.dt != b.dt) {
+        if (ir_is_storage(a.dt)) a.dt = DT_I32;
+        if (ir_is_storage(b.dt)) b.dt = DT_I32;
+    }
     return promote_strong(a.dt, b.dt);
+}
+
+Val sema_widen(Sema *s, Val x, Loc loc)
+{
+    if (val_bad(x) || !ir_is_storage(x.dt)) return x;
+    return sema_coerce(s, x, DT_I32, x.rank, x.dim, loc);
 }
 

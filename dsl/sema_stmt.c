@@ -50,7 +50,7 @@ static Val var_type(Sema *s, const Expr *t)
     Val r = {.dt = DT_VOID};
     DType dt = sema_dtype(s->alias, t);
     if (dt != DT_VOID) {
-        if (dt == DT_F16 || dt == DT_BF16) {
+        if (dt == DT_F16 || dt == DT_BF16 || ir_is_storage(dt)) {
             sema_err(s, t->loc, "scalars are i32, f32 or bool; %s is only a tile or tensor element type", ir_dtype_name(dt));
             return r;
         }

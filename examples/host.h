@@ -69,7 +69,7 @@ static inline double host_normal(HostRng *r, double mean, double std)
 
 static inline size_t host_dtype_size(DType dt)
 {
-    return dt == DT_F16 || dt == DT_BF16 ? 2 : 4;
+    return (size_t)ir_dtype_bytes(dt);
 }
 
 static inline void *host_alloc(DType dt, size_t n)
@@ -89,6 +89,8 @@ static inline double host_get(DType dt, const void *p, size_t i)
     case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)p)[i]);
     case DT_F32: return ((const float *)p)[i];
     case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I8: return ((const int8_t *)p)[i];
+    case DT_U8: return ((const uint8_t *)p)[i];
     default: return NAN;
     }
 }

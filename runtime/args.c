@@ -23,7 +23,8 @@ static const char *arg_kind_name(ph_arg_kind k)
 /* The name of a tensor argument's dtype, or NULL for a value outside the enum. */
 static const char *arg_dtype_name(ph_dtype t)
 {
-    static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32"};
+    static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32",
+                                         [PH_I8] = "i8", [PH_U8] = "u8"};
     return t > PH_DTYPE_UNCHECKED && (unsigned)t < sizeof names / sizeof *names ? names[t] : NULL;
 }
 

@@ -102,7 +102,7 @@ static Verbosity verbosity(FILE *out)
 
 static size_t tensor_bytes(const IrParam *p, const ph_arg *a)
 {
-    size_t elem = p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4;
+    size_t elem = (size_t)ir_dtype_bytes(p->dt);
     return (size_t)a->dims[0] * (size_t)(p->rank == 2 ? a->dims[1] : 1) * elem;
 }
 

@@ -19,6 +19,7 @@
 #define OPS "tests/gpu/ops.ph"
 #define MATH_OPS "tests/gpu/math.ph"   /* tanh, erf, sigmoid, pow, fma, inf, nan */
 #define GATHER_OPS "tests/gpu/gather.ph" /* scalars from tensors, gathers, scatters */
+#define TYPE_OPS "tests/gpu/types.ph"  /* i8, u8: conversions, widening, integer dots */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)
@@ -33,6 +34,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"ctrl", "N", 500}, {"ctrl", "n", 37},
         {"masks", "n", 300},
         {"argred", "G", 24}, {"argred", "L", 200}, {"vecshape", "L", 800},
+        {"idot", "K", 80}, {"tcidot", "K", 80},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
@@ -43,7 +45,7 @@ static int64_t value_for(const char *kernel, const char *name)
     return 37;
 }
 
-static size_t elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+static size_t elem_bytes(DType dt) { return (size_t)ir_dtype_bytes(dt); }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static double uniform(void)
@@ -60,6 +62,7 @@ static void fill(DType dt, void *p, size_t n)
         case DT_F16: ((uint16_t *)p)[i] = ph_f32_to_f16((float)x); break;
         case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)x); break;
         case DT_I32: ((int32_t *)p)[i] = (int32_t)(x * 25); break;
+        case DT_I8: case DT_U8: ((uint8_t *)p)[i] = (uint8_t)(uniform() * 256); break;   /* every value */
         default: ((float *)p)[i] = (float)x; break;
         }
     }
@@ -71,6 +74,8 @@ static double as_double(DType dt, const void *p, size_t i)
     case DT_F16: return ph_f16_to_f32(((const uint16_t *)p)[i]);
     case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)p)[i]);
     case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I8: return ((const int8_t *)p)[i];
+    case DT_U8: return ((const uint8_t *)p)[i];
     default: return ((const float *)p)[i];
     }
 }
@@ -153,7 +158,7 @@ static inline int compare_tensor_bits(const char *who, const IrFunc *f, const Ir
 static inline int compare_tensor(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got, size_t count)
 {
     if (compared_bitwise(f)) return compare_tensor_bits(who, f, p, want, got, count);
-    double rtol = p->dt == DT_I32 ? 0 : p->dt == DT_F32 ? 2e-3 : 8e-3, atol = p->dt == DT_I32 ? 0 : 1e-4;
+    double rtol = ir_is_int(p->dt) ? 0 : p->dt == DT_F32 ? 2e-3 : 8e-3, atol = ir_is_int(p->dt) ? 0 : 1e-4;
     return compare_tensor_within(who, f, p, want, got, count, atol, rtol);
 }
 

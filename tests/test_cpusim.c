@@ -1,8 +1,9 @@
 /* test_cpusim.c: the code generator's output run on the CPU executor
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
- * tests/gpu/math.ph, the math built-ins, and tests/gpu/gather.ph, elements,
- * gathers and scatters) runs on
+ * tests/gpu/math.ph, the math built-ins, tests/gpu/gather.ph, elements,
+ * gathers and scatters, and tests/gpu/types.ph, the 8-bit integer types)
+ * runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -60,6 +61,13 @@ Test(cpusim, paged_attention_and_embedding_bag_match_the_interpreter, .timeout =
     every_config_matches("examples/paged_attention/paged_attention.ph", 2, "sm_90");
     every_config_matches("examples/embedding_bag/embedding_bag.ph", 2, "sm_90a");
 }
+/* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
+Test(cpusim, every_types_config_matches_the_interpreter, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90"); }
+/* The scaled int8 GEMM of examples/int8gemm, every config (its check
+ * holds the interpreter to a plain C reference). */
+Test(cpusim, every_int8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/int8gemm/int8gemm.ph", 4, "sm_90"); }
+/* sm_90a: its wgmma engine takes no integer dot, the others do */
+Test(cpusim, every_types_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90a"); }
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and

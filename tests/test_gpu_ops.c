@@ -121,6 +121,8 @@ Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every
 
 /* Scalars read from tensors, gathers and scatters, indices outside the tensors among them. */
 Test(gpu_ops, every_gather_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(GATHER_OPS); }
+/* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
+Test(gpu_ops, every_types_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(TYPE_OPS); }
 
 /* ---- atomic adds ---- */
 

@@ -334,6 +334,27 @@ Test(interp, f16_and_bf16_rounding)
     ir_module_free(m);
 }
 
+/* tests/ir/types.ir: saturation into i8, wrapping into u8, an exact i8 dot. */
+Test(interp, narrow_integers_saturate_wrap_and_dot_exactly)
+{
+    char *text = tu_read_file("tests/ir/types.ir");
+    IrModule *m = parse_ok(text);
+    float x[4] = {300.5f, -1000.0f, -1.9f, NAN};
+    int8_t a[4 * 8], b[8 * 4], s[4];
+    uint8_t u[4];
+    int32_t c[16];
+    for (int i = 0; i < 32; i++) a[i] = b[i] = -128;
+    a[5] = 127;   /* row 0, column 5, meets B's row 5 */
+    IrArg args[6] = {tensor1(x, 4), tensor2(a, 4, 8), tensor2(b, 8, 4), tensor1(s, 4), tensor1(u, 4), tensor2(c, 4, 4)};
+    run_ok(m->funcs[0], args, 6, one_block);
+    cr_assert(s[0] == 127 && s[1] == -128 && s[2] == -1 && s[3] == 0, "%d %d %d %d", s[0], s[1], s[2], s[3]);
+    cr_assert(u[0] == 44 && u[1] == 24 && u[2] == 255 && u[3] == 0, "%d %d %d %d", u[0], u[1], u[2], u[3]);
+    cr_assert_eq(c[5], 8 * 16384 - 3);
+    cr_assert_eq(c[1], 7 * 16384 - 127 * 128 - 3);
+    ir_module_free(m);
+    free(text);
+}
+
 static const char *const dot_ir =
     "func d kernel d threads 32\n    params(A: f16[M, K], B: f16[K, N], BT: f16[N, K], C: f32[M, N], CT: f32[M, N]) {\n"
     "  %1 = const 0 : i32\n  %2 = load A[%1, %1] : f16[24, 40]\n  %3 = load B[%1, %1] : f16[40, 16]\n"

@@ -37,6 +37,7 @@ static void round_trip_file(const char *path)
 Test(ir_text, round_trip_attention) { round_trip_file("tests/ir/attn_fwd.ir"); }
 Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
+Test(ir_text, round_trip_types) { round_trip_file("tests/ir/types.ir"); }
 /* atomic_add prints as it is written: the tensor, the starts, the value */
 Test(ir_text, round_trip_atomic_add)
 {
@@ -277,7 +278,7 @@ Test(ir_verify, rejects_malformed_ir)
     verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = transpose %%3 : f32[4, 2]\n  return\n", c), "cannot transpose");
     verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = reduce_sum %%3, 1 : f32[1, 2]\n  return\n", c), "result must be f32[4, 1]");
     verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 2]\n  %%4 = dot %%3, %%3, %%3 : f32[4, 2]\n  return\n", c), "inner dimensions differ");
-    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 4]\n  %%4 = splat %%1 : i32[4, 4]\n  %%5 = dot %%4, %%4, %%3 : f32[4, 4]\n  return\n", c), "needs two float operands");
+    verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4, 4]\n  %%4 = splat %%1 : i32[4, 4]\n  %%5 = dot %%4, %%4, %%3 : f32[4, 4]\n  return\n", c), "needs two float or two i8 operands");
     verify_fails("", BODY("%s  %%3 = splat %%2 : f32[4]\n  %%4 = select %%1, %%3, %%3 : f32[4]\n  return\n", c), "condition must be bool");
     verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%1] : f16[4, 4]\n  return\n", c), "tensor 'X' has rank 2 but the window has 1 starts");
     verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%1, %%1] : f32[4, 4]\n  return\n", c), "does not match tensor 'X'");

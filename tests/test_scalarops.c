@@ -278,6 +278,36 @@ static void convert_cases(void)
     cvt(DT_BOOL, DT_F32, 1, 1);
 }
 
+/* i8 and u8: integers wrap into them, floats saturate (NaN gives 0) */
+static void narrow_cases(void)
+{
+    double nan = NAN;
+    cvt(DT_F32, DT_I8, 127.9, 127);
+    cvt(DT_F32, DT_I8, 300, 127);
+    cvt(DT_F32, DT_I8, -1000, -128);
+    cvt(DT_F32, DT_I8, -1.9, -1);                    /* toward zero */
+    cvt(DT_F32, DT_I8, nan, 0);
+    cvt(DT_F32, DT_U8, -3.5, 0);
+    cvt(DT_F32, DT_U8, 255.9, 255);
+    cvt(DT_F32, DT_U8, 1e10, 255);
+    cvt(DT_F32, DT_U8, nan, 0);
+    cvt(DT_F16, DT_I8, 65504, 127);
+    cvt(DT_BF16, DT_U8, 200.5, 200);
+    cvt(DT_I32, DT_I8, 200, -56);                    /* modulo 256 */
+    cvt(DT_I32, DT_I8, -129, 127);
+    cvt(DT_I32, DT_U8, -1, 255);
+    cvt(DT_I32, DT_U8, 263, 7);
+    cvt(DT_I8, DT_I32, -128, -128);
+    cvt(DT_U8, DT_I32, 255, 255);
+    cvt(DT_I8, DT_U8, -1, 255);
+    cvt(DT_U8, DT_I8, 200, -56);
+    cvt(DT_I8, DT_F32, -7, -7);
+    cvt(DT_U8, DT_F16, 255, 255);
+    cvt(DT_I8, DT_BOOL, -1, 1);
+    cvt(DT_U8, DT_BOOL, 0, 0);
+    cvt(DT_BOOL, DT_U8, 1, 1);
+}
+
 static void bool_cases(void)
 {
     bin("and", DT_BOOL, 1, 0, 0);
@@ -303,6 +333,7 @@ static void all_cases(void)
     pow_cases();
     half_cases();
     convert_cases();
+    narrow_cases();
     bool_cases();
 }
 
@@ -412,6 +443,8 @@ static double value_of(DType dt, uint32_t bits)
     case DT_F32: return ph_bits_f32(bits);
     case DT_F16: return ph_f16_to_f32((uint16_t)bits);
     case DT_BF16: return ph_bf16_to_f32((uint16_t)bits);
+    case DT_I8: return (int8_t)bits;
+    case DT_U8: return (uint8_t)bits;
     default: return (int32_t)bits;
     }
 }
@@ -437,6 +470,8 @@ static double result(const Case *c, const uint32_t *z, int i)
         uint16_t h;
         memcpy(&h, (const char *)z + 2 * i, 2);
         bits = h;
+    } else if (ir_dtype_bytes(r) == 1) {
+        bits = ((const uint8_t *)z)[i];
     } else {
         bits = z[i];
     }
@@ -507,7 +542,7 @@ static double table_result(const Case *c)
     int32_t ia = fl ? 0 : (int32_t)c->a, ib = fl ? 0 : (int32_t)c->b;   /* a NaN has no int32_t */
     if (!strcmp(c->op, "convert")) {
         if (c->rdt == DT_BOOL) return fl ? fa != 0 : ia != 0;
-        if (c->rdt == DT_I32) return fl ? sop_float_to_i32(fa) : ia;
+        if (ir_is_int(c->rdt)) return fl ? sop_float_to_int(c->rdt, fa) : sop_wrap_int(c->rdt, ia);
         return fl ? sop_round(c->rdt, fa) : sop_i32_to_float(c->rdt, ia);
     }
     /* no ?: between a float and an int32_t result: it would be rounded to float */

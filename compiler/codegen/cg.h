@@ -65,7 +65,7 @@ typedef struct {
     LLVMContextRef ctx;
     LLVMModuleRef mod;
     LLVMBuilderRef b;
-    LLVMTypeRef tvoid, ti1, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
+    LLVMTypeRef tvoid, ti1, ti8, ti16, ti32, ti64, tf16, tbf16, tf32, tf64, tptr1, tptr3;
     LLVMTypeRef tv2f16;
     const IrFunc *f;
     LLVMValueRef fn;
@@ -208,6 +208,8 @@ ValueId operand_ring_root(Cg *c, ValueId operand);
 /* Its start in the shared area, in bytes, where it is of dtype dt: NULL otherwise. */
 LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt);
 void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
+/* The same, v's transpose written (element (r, c) of sl is v's (c, r)). */
+void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);

@@ -71,7 +71,7 @@ static Slots load_vector(Cg *c, const IrOp *op, const Layout *l)
         off = LLVMBuildSelect(c->b, inb, off, LLVMConstInt(c->ti64, 0, 0), "");
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
         LLVMValueRef v = LLVMBuildLoad2(c->b, vt, ptr, "");
-        LLVMSetAlignment(v, (unsigned)(l->v * (t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4)));
+        LLVMSetAlignment(v, (unsigned)(l->v * ir_dtype_bytes(t.dt)));
         for (int j = 0; j < l->v; j++)
             out.v[k + j] = LLVMBuildSelect(c->b, inb, LLVMBuildExtractElement(c->b, v, i32c(c, j), ""), LLVMConstNull(et), "");
     }
@@ -82,7 +82,7 @@ LLVMValueRef window_chunks_aligned(Cg *c, const IrOp *op, int v)
 {
     const IrParam *prm = &c->f->params[op->param];
     LLVMBuilderRef B = c->b;
-    int64_t bytes = (int64_t)v * (prm->dt == DT_F16 || prm->dt == DT_BF16 ? 2 : 4);
+    int64_t bytes = (int64_t)v * ir_dtype_bytes(prm->dt);
     LLVMValueRef row_len = prm->rank == 2 ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
     LLVMValueRef start = c->vals[op->args[prm->rank - 1]].v[0];
     LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");

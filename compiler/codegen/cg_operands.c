@@ -86,6 +86,13 @@ static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef ar
     }
 }
 
+void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl)
+{
+    bool tr;
+    ValueId root = operand_root(c, v, &tr);
+    root_to_smem(c, root, !tr, dt, c->smem, buf, base, sl);
+}
+
 const Region *find_region(Cg *c, ValueId operand, DType dt)
 {
     bool tr;
@@ -102,7 +109,7 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
     for (int i = 0; i < blk->nops; i++) {
         const IrOp *op = blk->ops[i];
         for (int j = 0; j < op->nres; j++) def_depth[op->res[j]] = depth;
-        if (op->kind == OP_DOT && c->plan.mma_dot[op->res[0]]) {
+        if (op->kind == OP_DOT && c->plan.mma_dot[op->res[0]] && !ir_is_storage(vtype(c, op->args[0]).dt)) {
             DType dt = vtype(c, op->args[0]).dt;
             for (int a = 0; a < 2; a++) {
                 bool tr;

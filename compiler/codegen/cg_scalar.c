@@ -254,9 +254,24 @@ LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef 
     return LLVMBuildFCmp(c->b, fp[op], to_f32(c, a, dt), to_f32(c, b, dt), "");
 }
 
+/* Between integers: wraps to a narrower one, extends by the source's sign
+ * to a wider one. From a float: truncates, saturating (NaN gives 0). */
+static LLVMValueRef convert_to_int(Cg *c, LLVMValueRef v, DType from, DType to)
+{
+    LLVMTypeRef ty = dtype_ty(c, to);
+    if (from == DT_BOOL || from == DT_U8) return LLVMBuildZExtOrBitCast(c->b, v, ty, "");
+    if (ir_is_int(from)) return from == DT_I8 ? LLVMBuildSExtOrBitCast(c->b, v, ty, "") : LLVMBuildTrunc(c->b, v, ty, "");
+    LLVMTypeRef t = c->tf32;
+    LLVMValueRef x = to_f32(c, v, from);
+    return cg_call(c, to == DT_U8 ? "llvm.fptoui.sat.i8.f32" : "llvm.fptosi.sat.i8.f32", ty, 1, &t, &x);
+}
+
 LLVMValueRef cg_convert(Cg *c, LLVMValueRef v, DType from, DType to)
 {
     if (from == to) return v;
+    if (to == DT_I32 && ir_is_storage(from)) return convert_to_int(c, v, from, to);
+    if (to == DT_I8 || to == DT_U8) return convert_to_int(c, v, from, to);
+    if (to == DT_BOOL && ir_is_storage(from)) return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->ti8, 0, 0), "");
     if (to == DT_I32) {
         if (from == DT_BOOL) return LLVMBuildZExt(c->b, v, c->ti32, "");
         LLVMTypeRef t = c->tf32;

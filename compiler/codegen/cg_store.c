@@ -27,8 +27,6 @@
  * shared-memory round trip cost more than the sectors they save. */
 enum { STAGE_MIN_BYTES = 4096 };
 
-static int elem_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
-
 /* Element by element, each under its own guard. */
 static void store_elements(Cg *c, const IrOp *op, const Slots *s, bool atomic)
 {
@@ -64,7 +62,7 @@ static void store_chunks(Cg *c, const IrOp *op, const Slots *s)
         for (int j = 0; j < l->v; j++) chunk = LLVMBuildInsertElement(c->b, chunk, s->v[k + j], i32c(c, j), "");
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
         LLVMValueRef st = LLVMBuildStore(c->b, chunk, ptr);
-        LLVMSetAlignment(st, (unsigned)(l->v * elem_bytes(dt)));
+        LLVMSetAlignment(st, (unsigned)(l->v * ir_dtype_bytes(dt)));
         guard_end(c, g);
     }
 }
@@ -91,7 +89,7 @@ static void store_blocked(Cg *c, const IrOp *op, const Slots *s)
 static bool staging_pays(Cg *c, const Layout *l, DType dt)
 {
     if (l->kind != LAY_MMA || c->loop_depth > 0) return false;
-    int64_t row_bytes = (int64_t)l->cols * elem_bytes(dt);
+    int64_t row_bytes = (int64_t)l->cols * ir_dtype_bytes(dt);
     return row_bytes % 16 == 0 && row_bytes * l->rows >= STAGE_MIN_BYTES;
 }
 
@@ -103,7 +101,7 @@ static bool staging_pays(Cg *c, const Layout *l, DType dt)
 static Slots stage_through_shared(Cg *c, const Slots *s, DType dt)
 {
     const Layout *from = s->lay;
-    int eb = elem_bytes(dt);
+    int eb = ir_dtype_bytes(dt);
     const Layout *to = layout_blocked(c->layouts, from->rows, from->cols, c->T, eb);
     const Layout *sl = layout_shared(c->layouts, from->rows, from->cols, eb);
     LLVMTypeRef et = dtype_ty(c, dt), pair = LLVMVectorType(et, 2), chunk = LLVMVectorType(et, (unsigned)to->v);

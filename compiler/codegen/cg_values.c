@@ -28,6 +28,7 @@ LLVMTypeRef dtype_ty(Cg *c, DType dt)
     switch (dt) {
     case DT_BOOL: return c->ti1;
     case DT_I32: return c->ti32;
+    case DT_I8: case DT_U8: return c->ti8;
     case DT_F16: return c->tf16;
     case DT_BF16: return c->tbf16;
     case DT_F32: return c->tf32;
@@ -64,8 +65,8 @@ LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
 {
     if (dt == DT_F32) return v;
     if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPExt(c->b, v, c->tf32, "");
-    if (dt == DT_I32) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
-    if (dt == DT_BOOL) return LLVMBuildUIToFP(c->b, v, c->tf32, "");
+    if (dt == DT_I32 || dt == DT_I8) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
+    if (dt == DT_BOOL || dt == DT_U8) return LLVMBuildUIToFP(c->b, v, c->tf32, "");
     return v;
 }
 
@@ -79,7 +80,8 @@ LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt)
 {
     switch (dt) {
-    case DT_BOOL: return LLVMBuildZExt(c->b, v, c->ti32, "");
+    case DT_BOOL: case DT_U8: return LLVMBuildZExt(c->b, v, c->ti32, "");
+    case DT_I8: return LLVMBuildSExt(c->b, v, c->ti32, "");
     case DT_I32: return v;
     default: return LLVMBuildBitCast(c->b, to_f32(c, v, dt), c->ti32, "");
     }
@@ -89,6 +91,7 @@ static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
 {
     switch (dt) {
     case DT_BOOL: return LLVMBuildTrunc(c->b, w, c->ti1, "");
+    case DT_I8: case DT_U8: return LLVMBuildTrunc(c->b, w, c->ti8, "");
     case DT_I32: return w;
     default: return from_f32(c, LLVMBuildBitCast(c->b, w, c->tf32, ""), dt);
     }
@@ -289,7 +292,7 @@ static LLVMValueRef broadcast_index(Cg *c, LLVMValueRef row, LLVMValueRef col, c
 
 static const Layout *default_layout(Cg *c, IrType t)
 {
-    int bytes = t.dt == DT_F16 || t.dt == DT_BF16 ? 2 : 4;
+    int bytes = ir_dtype_bytes(t.dt);
     return layout_blocked(c->layouts, ir_rows(t), ir_cols(t), c->T, bytes);
 }
 

@@ -362,6 +362,7 @@ static void begin_module(Cg *c)
     c->b = LLVMCreateBuilderInContext(c->ctx);
     c->tvoid = LLVMVoidTypeInContext(c->ctx);
     c->ti1 = LLVMInt1TypeInContext(c->ctx);
+    c->ti8 = LLVMInt8TypeInContext(c->ctx);
     c->ti16 = LLVMInt16TypeInContext(c->ctx);
     c->ti32 = LLVMInt32TypeInContext(c->ctx);
     c->ti64 = LLVMInt64TypeInContext(c->ctx);

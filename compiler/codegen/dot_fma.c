@@ -1,9 +1,11 @@
 /* dot_fma.c: the FMA dot engine, for dots the tensor cores do not take.
  *
- * Expects: the result's register layout (any) and f32 accumulation.
- * Guarantees: both operands go through scratch buffers as f32 words, in
- * plain row-major SHARED layouts; each thread runs one loop over K with an
- * accumulator per slot of the result. */
+ * Expects: the result's register layout (any); f32 accumulation, or i32
+ * for i8 operands.
+ * Guarantees: both operands go through scratch buffers as f32 words (i32
+ * words for i8), in plain row-major SHARED layouts; each thread runs one
+ * loop over K with an accumulator per slot of the result (an i32 one adds
+ * exact products, wrapping). */
 #include "dot.h"
 
 #include <stdlib.h>
@@ -17,8 +19,10 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     const Layout *sb = tb ? layout_shared_plain(c->layouts, N, K, 4) : layout_shared_plain(c->layouts, K, N, 4);
     int abuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)M * K * 4), bbuf = smem_buffer(c, SMEM_SCRATCH, (int64_t)K * N * 4);
     int64_t abase = smem_offset(c, abuf), bbase = smem_offset(c, bbuf);   /* in bytes */
-    operand_to_smem(c, op->args[0], DT_F32, abuf, abase, sa);
-    operand_to_smem(c, op->args[1], DT_F32, bbuf, bbase, sb);
+    DType word = t.dt == DT_I32 ? DT_I32 : DT_F32;
+    LLVMTypeRef wt = dtype_ty(c, word);
+    operand_to_smem(c, op->args[0], word, abuf, abase, sa);
+    operand_to_smem(c, op->args[1], word, bbuf, bbase, sb);
     const Layout *l = home_layout(c, op->res[0]);
     Slots acc = cg_get(c, op->args[2], l);
     smem_access(c, abuf, false);   /* after any conversion of the accumulator; the loop reads both */
@@ -39,15 +43,19 @@ static void emit_dot_fma(Cg *c, const IrOp *op)
     LLVMValueRef kk = LLVMBuildPhi(c->b, c->ti32, "k"), zero = i32c(c, 0);
     LLVMAddIncoming(kk, &zero, &pre, 1);
     for (int k = 0; k < n; k++) {
-        phis[k] = LLVMBuildPhi(c->b, c->tf32, "");
+        phis[k] = LLVMBuildPhi(c->b, wt, "");
         LLVMAddIncoming(phis[k], &acc.v[k], &pre, 1);
     }
     LLVMValueRef *next = xmalloc(sizeof *next * (size_t)n);
     for (int k = 0; k < n; k++) {
         LLVMValueRef ai = add(c, i32c(c, abase), shared_offset(c, sa, arow[k], kk));
         LLVMValueRef bi = add(c, i32c(c, bbase), tb ? shared_offset(c, sb, bcol[k], kk) : shared_offset(c, sb, kk, bcol[k]));
-        LLVMValueRef a = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, ai), "");
-        LLVMValueRef b = LLVMBuildLoad2(c->b, c->tf32, shared_byte_ptr(c, c->smem, bi), "");
+        LLVMValueRef a = LLVMBuildLoad2(c->b, wt, shared_byte_ptr(c, c->smem, ai), "");
+        LLVMValueRef b = LLVMBuildLoad2(c->b, wt, shared_byte_ptr(c, c->smem, bi), "");
+        if (word == DT_I32) {
+            next[k] = LLVMBuildAdd(c->b, phis[k], LLVMBuildMul(c->b, a, b, ""), "");
+            continue;
+        }
         LLVMTypeRef t3[3] = {c->tf32, c->tf32, c->tf32};
         LLVMValueRef abc[3] = {a, b, phis[k]};
         next[k] = cg_call(c, "llvm.fma.f32", c->tf32, 3, t3, abc);

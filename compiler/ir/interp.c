@@ -2,7 +2,8 @@
  * the language. Runs a function over the whole grid, one block at a time,
  * on host memory. Every value has one buffer, allocated once (shapes are
  * static) and overwritten by loops: float for f16/bf16/f32 (f16 and bf16
- * held already rounded to their dtype), int32_t for i32 and bool. Each op
+ * held already rounded to their dtype), int32_t for i32, i8, u8 (within
+ * their range) and bool. Each op
  * is dispatched once and loops over its whole tile; each element of a
  * scalar op is computed by the reference table (scalarops.h). */
 #include "ir.h"
@@ -111,7 +112,7 @@ static void run_convert(Interp *in, const IrOp *op)
     int64_t n = numel(in, op->res[0]);
     if (ir_is_float(from)) {
         const float *a = fbuf(in, op->args[0]);
-        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = sop_float_to_i32(a[i]);
+        if (ir_is_int(to)) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = sop_float_to_int(to, a[i]);
         else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
         else {
             float *r = fbuf(in, op->res[0]);
@@ -120,7 +121,7 @@ static void run_convert(Interp *in, const IrOp *op)
         }
     } else {
         const int32_t *a = ibuf(in, op->args[0]);
-        if (to == DT_I32) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i];
+        if (ir_is_int(to)) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = sop_wrap_int(to, a[i]);
         else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
         else {
             float *r = fbuf(in, op->res[0]);
@@ -297,9 +298,32 @@ static void run_cumsum(Interp *in, const IrOp *op)
     }
 }
 
+/* acc + a @ b on i8 operands: exact products, sums wrapping in i32 (the
+ * order cannot matter then). */
+static void run_dot_int(Interp *in, const IrOp *op)
+{
+    IrType at = ir_vtype(in->f, op->args[0]), bt = ir_vtype(in->f, op->args[1]);
+    int m = at.shape[0], kk = at.shape[1];
+    bool trans = op->flags & DOT_TRANS_B;
+    int n = trans ? bt.shape[0] : bt.shape[1];
+    const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]), *acc = ibuf(in, op->args[2]);
+    int32_t *r = ibuf(in, op->res[0]);
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++) {
+            uint32_t sum = (uint32_t)acc[(int64_t)i * n + j];
+            for (int k = 0; k < kk; k++)
+                sum += (uint32_t)(a[(int64_t)i * kk + k] * (trans ? b[(int64_t)j * kk + k] : b[(int64_t)k * n + j]));
+            r[(int64_t)i * n + j] = (int32_t)sum;
+        }
+}
+
 /* acc + a @ b in f32: loop order i, k, j with the inner loop contiguous. */
 static void run_dot(Interp *in, const IrOp *op)
 {
+    if (!ir_is_float(ir_vtype(in->f, op->args[0]).dt)) {
+        run_dot_int(in, op);
+        return;
+    }
     IrType at = ir_vtype(in->f, op->args[0]), bt = ir_vtype(in->f, op->args[1]);
     int m = at.shape[0], kk = at.shape[1];
     bool trans = op->flags & DOT_TRANS_B;
@@ -352,6 +376,15 @@ static float read_elem(DType dt, const void *base, int64_t idx)
     }
 }
 
+static int32_t read_int(DType dt, const void *base, int64_t idx)
+{
+    switch (dt) {
+    case DT_I8: return ((const int8_t *)base)[idx];
+    case DT_U8: return ((const uint8_t *)base)[idx];
+    default: return ((const int32_t *)base)[idx];
+    }
+}
+
 static void run_load(Interp *in, const IrOp *op)
 {
     const IrParam *p = &in->f->params[op->param];
@@ -363,11 +396,11 @@ static void run_load(Interp *in, const IrOp *op)
         int64_t gi = win.r0 + i;
         bool row_in = gi >= 0 && gi < win.rows;
         int64_t base = gi * win.cols + win.c0;
-        if (p->dt == DT_I32) {
+        if (ir_is_int(p->dt)) {
             int32_t *r = ibuf(in, op->res[0]) + (int64_t)i * cols;
             for (int j = 0; j < cols; j++) {
                 int64_t gj = win.c0 + j;
-                r[j] = row_in && gj >= 0 && gj < win.cols ? ((const int32_t *)data)[base + j] : 0;
+                r[j] = row_in && gj >= 0 && gj < win.cols ? read_int(p->dt, data, base + j) : 0;
             }
         } else {
             float *r = fbuf(in, op->res[0]) + (int64_t)i * cols;
@@ -404,6 +437,8 @@ static void write_window(Interp *in, const IrOp *op, bool add)
             case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
             case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
             case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
+            case DT_I8: ((int8_t *)data)[at] = (int8_t)ibuf(in, v)[e]; break;
+            case DT_U8: ((uint8_t *)data)[at] = (uint8_t)ibuf(in, v)[e]; break;
             default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
             }
         }

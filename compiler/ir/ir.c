@@ -23,12 +23,28 @@ bool ir_type_eq(IrType a, IrType b)
 
 bool ir_is_float(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_F32; }
 
-int ir_dtype_bytes(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
+bool ir_is_int(DType dt) { return dt == DT_I32 || dt == DT_I8 || dt == DT_U8; }
+
+bool ir_is_storage(DType dt) { return dt == DT_I8 || dt == DT_U8; }
+
+int ir_dtype_bytes(DType dt)
+{
+    if (dt == DT_I8 || dt == DT_U8) return 1;
+    return dt == DT_F16 || dt == DT_BF16 ? 2 : 4;
+}
+
+static const char *const dtype_names[DT_COUNT] = {"void", "bool", "i32", "f16", "bf16", "f32", "i8", "u8"};
 
 const char *ir_dtype_name(DType dt)
 {
-    static const char *const names[] = {"void", "bool", "i32", "f16", "bf16", "f32"};
-    return (unsigned)dt < sizeof names / sizeof *names ? names[dt] : "?";
+    return (unsigned)dt < DT_COUNT ? dtype_names[dt] : "?";
+}
+
+DType ir_dtype_named(const char *name, size_t len)
+{
+    for (int dt = DT_BOOL; dt < DT_COUNT; dt++)
+        if (strlen(dtype_names[dt]) == len && !memcmp(dtype_names[dt], name, len)) return (DType)dt;
+    return DT_VOID;
 }
 
 void ir_type_str(IrType t, char *buf, size_t n)

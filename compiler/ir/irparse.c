@@ -267,14 +267,19 @@ static void uses(Parser *ps, ValueVec *out)
 
 /* ---- types ---- */
 
+/* A dtype's word, or DT_VOID (nothing consumed). */
+static DType accept_dtype(Parser *ps)
+{
+    DType dt = ps->tok.kind == T_IDENT ? ir_dtype_named(ps->tok.s, (size_t)ps->tok.len) : DT_VOID;
+    if (dt != DT_VOID) next(ps);
+    return dt;
+}
+
 static DType dtype(Parser *ps)
 {
-    static const struct { const char *name; DType dt; } names[] = {
-        {"bool", DT_BOOL}, {"i32", DT_I32}, {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32},
-    };
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (accept_word(ps, names[i].name)) return names[i].dt;
-    fail(ps, "expected a dtype (bool, i32, f16, bf16, f32)%s", "");
+    DType dt = accept_dtype(ps);
+    if (dt == DT_VOID) fail(ps, "expected a dtype (bool, i32, i8, u8, f16, bf16, f32)%s", "");
+    return dt;
 }
 
 static IrType type(Parser *ps)
@@ -618,12 +623,7 @@ static void header_lists(Parser *ps)
         pa.name = ident(ps, "a parameter name");
         if (!is_punct(ps, ':')) fail(ps, "expected ':'%s", "");
         next(ps);
-        pa.dt = DT_VOID;
-        static const struct { const char *name; DType dt; } names[] = {
-            {"bool", DT_BOOL}, {"i32", DT_I32}, {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32},
-        };
-        for (size_t i = 0; i < sizeof names / sizeof *names && pa.dt == DT_VOID; i++)
-            if (accept_word(ps, names[i].name)) pa.dt = names[i].dt;
+        pa.dt = accept_dtype(ps);
         if (pa.dt == DT_VOID) fail(ps, "expected a dtype%s", "");
         if (accept_punct(ps, '[')) {
             pa.is_tensor = true;

@@ -159,3 +159,18 @@ float sop_i32_to_float(DType dt, int32_t x)
 {
     return sop_round(dt, (float)x);
 }
+
+int32_t sop_wrap_int(DType dt, int64_t x)
+{
+    if (dt == DT_I8) return (int8_t)(uint8_t)x;
+    if (dt == DT_U8) return (uint8_t)x;
+    return (int32_t)(uint32_t)x;
+}
+
+int32_t sop_float_to_int(DType dt, float x)
+{
+    if (dt == DT_I32) return sop_float_to_i32(x);
+    float lo = dt == DT_I8 ? -128.0f : 0.0f, hi = dt == DT_I8 ? 127.0f : 255.0f;
+    if (isnan(x)) return 0;
+    return (int32_t)(x <= lo ? lo : x >= hi ? hi : x);
+}

@@ -45,6 +45,13 @@ bool sop_compare_float(IrCmp op, float a, float b);
  * nearest even in f32, then (f16, bf16) again to dt; a float to another
  * float rounds to nearest even; anything to bool is != 0 (NaN is true). */
 int32_t sop_float_to_i32(float x);
+/* The integer dtypes (i32, i8, u8): an integer to one of them wraps
+ * modulo 2^bits, as C's conversions to int8_t and uint8_t do on every
+ * machine we target; a float truncates toward zero and saturates at the
+ * dtype's range, NaN giving 0 (PTX's cvt.rzi.sat, LLVM's fptosi.sat).
+ * i8 and u8 values travel as int32_t, within their range. */
+int32_t sop_wrap_int(DType dt, int64_t x);
+int32_t sop_float_to_int(DType dt, float x);
 float sop_i32_to_float(DType dt, int32_t x);
 float sop_round(DType dt, float x);
 

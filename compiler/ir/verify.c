@@ -45,7 +45,7 @@ static IrType ty(const Verifier *v, ValueId id) { return v->f->values[id].type; 
 
 static bool valid_type(IrType t)
 {
-    if (t.dt <= DT_VOID || t.dt > DT_F32 || t.rank < 0 || t.rank > 2) return false;
+    if (t.dt <= DT_VOID || t.dt >= DT_COUNT || t.rank < 0 || t.rank > 2) return false;
     for (int i = 0; i < t.rank; i++)
         if (t.shape[i] < 1) return false;
     return true;
@@ -58,6 +58,22 @@ static bool same_shape(IrType a, IrType b)
 }
 
 static bool is_i32_scalar(IrType t) { return t.dt == DT_I32 && t.rank == 0; }
+
+/* Arithmetic takes no storage dtype (i8, u8): the front end widens those first. */
+static bool no_storage(Verifier *v, const IrOp *op, IrType a)
+{
+    if (ir_is_storage(a.dt)) return bad(v, op, "takes no %s operand: convert it to i32 first", ir_dtype_name(a.dt));
+    return true;
+}
+
+/* An integer constant's value fits its dtype. */
+static bool const_fits(Verifier *v, const IrOp *op, DType dt)
+{
+    int64_t lo = dt == DT_I8 ? -128 : dt == DT_U8 ? 0 : dt == DT_I32 ? INT32_MIN : INT64_MIN;
+    int64_t hi = dt == DT_I8 ? 127 : dt == DT_U8 ? 255 : dt == DT_I32 ? INT32_MAX : INT64_MAX;
+    if (op->ival < lo || op->ival > hi) return bad(v, op, "%lld does not fit in %s", (long long)op->ival, ir_dtype_name(dt));
+    return true;
+}
 
 static bool define(Verifier *v, const IrOp *op, ValueId id, bool is_result)
 {
@@ -101,6 +117,7 @@ static bool check_unary(Verifier *v, const IrOp *op, IrType a, IrType r)
 {
     char b1[32], b2[32];
     if (!ir_type_eq(a, r)) return bad(v, op, "result type %s differs from operand type %s", tstr(r, b1), tstr(a, b2));
+    if (!no_storage(v, op, a)) return false;
     switch (op->sub) {
     case UN_NEG: case UN_ABS:
         if (a.dt == DT_BOOL) return bad(v, op, "needs a number, not bool");
@@ -119,6 +136,7 @@ static bool check_binary(Verifier *v, const IrOp *op, IrType a, IrType b, IrType
 {
     char b1[32], b2[32];
     if (!ir_type_eq(a, b)) return bad(v, op, "operands have different types %s and %s", tstr(a, b1), tstr(b, b2));
+    if (!no_storage(v, op, a)) return false;
     if (op->kind == OP_CMP) {
         if ((unsigned)op->sub >= CMP_COUNT) return bad(v, op, "unknown comparison %d", op->sub);
         if (r.dt != DT_BOOL || !same_shape(a, r)) return bad(v, op, "result must be bool of the operands' shape, is %s", tstr(r, b1));
@@ -164,6 +182,7 @@ static bool check_reduce(Verifier *v, const IrOp *op, IrType a, IrType r)
     if ((unsigned)op->sub >= RED_COUNT) return bad(v, op, "unknown reduction %d", op->sub);
     if (a.dt != r.dt) return bad(v, op, "changes dtype %s to %s", ir_dtype_name(a.dt), ir_dtype_name(r.dt));
     if (a.dt == DT_BOOL) return bad(v, op, "cannot reduce bool");
+    if (!no_storage(v, op, a)) return false;
     if (a.rank < 1 || op->axis < 0 || op->axis >= a.rank) return bad(v, op, "axis %d is not an axis of %s", op->axis, tstr(a, b1));
     IrType want_t = a;
     want_t.shape[op->axis] = 1;
@@ -176,6 +195,7 @@ static bool check_along_axis(Verifier *v, const IrOp *op, IrType a, IrType r)
 {
     char b1[32], b2[32];
     if (a.rank != 2 || a.dt == DT_BOOL) return bad(v, op, "needs a 2-D number tile, has %s", tstr(a, b1));
+    if (!no_storage(v, op, a)) return false;
     if (op->axis < 0 || op->axis > 1) return bad(v, op, "axis %d is not 0 or 1", op->axis);
     IrType want_t = a;
     if (op->kind != OP_CUMSUM) {
@@ -201,11 +221,12 @@ static bool check_dot(Verifier *v, const IrOp *op)
     char b1[32], b2[32], b3[32];
     IrType a = ty(v, op->args[0]), b = ty(v, op->args[1]), acc = ty(v, op->args[2]), r = ty(v, op->res[0]);
     if (a.rank != 2 || b.rank != 2) return bad(v, op, "needs 2-D operands, has %s and %s", tstr(a, b1), tstr(b, b2));
-    if (!ir_is_float(a.dt) || a.dt != b.dt) return bad(v, op, "needs two float operands of one dtype, has %s and %s", tstr(a, b1), tstr(b, b2));
+    if ((!ir_is_float(a.dt) && a.dt != DT_I8) || a.dt != b.dt)
+        return bad(v, op, "needs two float or two i8 operands of one dtype, has %s and %s", tstr(a, b1), tstr(b, b2));
     bool trans = op->flags & DOT_TRANS_B;
     int bk = trans ? b.shape[1] : b.shape[0], bn = trans ? b.shape[0] : b.shape[1];
     if (a.shape[1] != bk) return bad(v, op, "inner dimensions differ: %s and %s", tstr(a, b1), tstr(b, b2));
-    IrType want_t = ir_tile2(DT_F32, a.shape[0], bn);
+    IrType want_t = ir_tile2(a.dt == DT_I8 ? DT_I32 : DT_F32, a.shape[0], bn);
     if (!ir_type_eq(acc, want_t) || !ir_type_eq(r, want_t))
         return bad(v, op, "accumulator %s and result %s must be %s", tstr(acc, b1), tstr(r, b2), tstr(want_t, b3));
     return true;
@@ -357,11 +378,12 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
     switch (op->kind) {
     case OP_CONST:
         if (r.rank != 0) return bad(v, op, "must be a scalar, is %s", tstr(r, b1));
-        return true;
+        return ir_is_int(r.dt) ? const_fits(v, op, r.dt) : true;
     case OP_PARAM: {
         if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
         const IrParam *p = &v->f->params[op->param];
         if (p->is_tensor) return bad(v, op, "parameter '%s' is a tensor", p->name);
+        if (p->dt != DT_I32 && p->dt != DT_F32) return bad(v, op, "scalar parameter '%s' is %s, not i32 or f32", p->name, ir_dtype_name(p->dt));
         if (!ir_type_eq(r, ir_scalar(p->dt))) return bad(v, op, "type %s differs from parameter '%s' (%s)", tstr(r, b1), p->name, ir_dtype_name(p->dt));
         return true;
     }

@@ -33,10 +33,21 @@ const Layout *mma_sync_result_layout(LayoutTable *t, const IrFunc *f, const IrOp
     return layout_mma_for(t, r.shape[0], r.shape[1], f->threads, needs_rows_first(f, f->body));
 }
 
+/* K at most 512 as mma.sync's f16 dots: the engine unrolls the K loop. */
+bool mma_s8_accepts(const IrFunc *f, const IrOp *dot)
+{
+    if (!f->tensorcore) return false;
+    IrType a = ir_vtype(f, dot->args[0]), b = ir_vtype(f, dot->args[1]);
+    if (a.dt != DT_I8 || b.dt != DT_I8) return false;
+    int M = a.shape[0], K = a.shape[1];
+    int N = dot->flags & DOT_TRANS_B ? b.shape[0] : b.shape[1];
+    return M % 16 == 0 && N % 8 == 0 && K % 32 == 0 && K <= 512;
+}
+
 static const Layout *tensorcore_result(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *ctx)
 {
     (void)ctx;
-    return layout_dot_on_tensorcores(f, dot) ? mma_sync_result_layout(t, f, dot) : NULL;
+    return layout_dot_on_tensorcores(f, dot) || mma_s8_accepts(f, dot) ? mma_sync_result_layout(t, f, dot) : NULL;
 }
 
 const LayoutDotPolicy mma_sync_layouts = {tensorcore_result, NULL, NULL};

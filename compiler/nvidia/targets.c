@@ -7,7 +7,7 @@
 
 #include "nvidia/targets.h"
 
-static const DotEngine *const ampere_dots[] = {&dot_mma_sync, &dot_fma, NULL};
+static const DotEngine *const ampere_dots[] = {&dot_mma_sync, &dot_mma_s8, &dot_fma, NULL};
 
 /* A row with Ampere's instructions (mma.sync, cp.async), named row_name
  * for chip row_sm, its code scheduled for LLVM CPU cpu. */
@@ -24,7 +24,7 @@ const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80");
  * Hopper part (and the mma.sync path on one that has wgmma). */
 const Target nvidia_sm90 = AMPERE_ROW("sm_90", 90, "sm_90");
 
-static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_fma, NULL};
+static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_mma_s8, &dot_fma, NULL};
 static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {NULL, NULL}};
 
 /* 16-bit dot operands in the hardware's swizzle, which wgmma's matrix

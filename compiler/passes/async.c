@@ -73,6 +73,7 @@ static bool wanted(Async *a, const IrOp *load)
     ValueId r = load->res[0];
     IrType t = ir_vtype(a->f, r);
     if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * ir_dtype_bytes(t.dt)) % 16) return false;
+    if (ir_is_storage(t.dt)) return false;   /* the copy engines move 16- and 32-bit elements */
     return a->uses[r] > 0 && a->uses[r] == a->tc_uses[r];
 }
 

@@ -91,12 +91,12 @@ static void fold_convert(IrFunc *f, IrOp *op, const IrOp *c, DType from, DType t
 {
     if (ir_is_float(from)) {
         float x = const_float(f, c);
-        if (to == DT_I32) make_const_int(op, sop_float_to_i32(x));
+        if (ir_is_int(to)) make_const_int(op, sop_float_to_int(to, x));
         else if (to == DT_BOOL) make_const_int(op, x != 0);
         else make_const_float(f, op, x);
     } else {
         int32_t x = from == DT_BOOL ? c->ival != 0 : (int32_t)c->ival;
-        if (to == DT_I32) make_const_int(op, x);
+        if (ir_is_int(to)) make_const_int(op, sop_wrap_int(to, x));
         else if (to == DT_BOOL) make_const_int(op, x != 0);
         else make_const_float(f, op, sop_i32_to_float(to, x));
     }

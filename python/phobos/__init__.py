@@ -68,7 +68,7 @@ _lib = _open_library()
 
 _OK, _ERR_COMPILE, _ERR_NOT_FOUND, _ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID = 0, 4, 6, 7, 8, 9
 _ARG_TENSOR, _ARG_I32, _ARG_F32 = 1, 2, 3
-_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4}   # ph_dtype
+_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4, "i8": 5, "u8": 6}   # ph_dtype
 _INTERPRETER = -1
 
 
@@ -215,8 +215,8 @@ def device_name():
 
 # A parameter's dtype as each kind of array spells it. NumPy has no
 # bfloat16: a bf16 parameter takes uint16 arrays of the bit patterns.
-_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16"}
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32"}
+_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16", "i8": "int8", "u8": "uint8"}
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8"}
 _I32_RANGE = (-2**31, 2**31 - 1)
 
 

@@ -29,7 +29,7 @@ enum {
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
-    IN_MBAR_INIT, IN_MBAR_ARRIVE,
+    IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT

@@ -25,7 +25,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.ca.shared.global.16.s", "llvm.nvvm.cp.async.cg.shared.global.16.s",
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
-    "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared",
+    "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
     /* inline PTX (cpusim_asm.c), named for messages */
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
@@ -176,6 +176,33 @@ static void warp_mma(Thread *w, bool bf)
     }
 }
 
+/* mma.m16n8k32.row.col.s8, s32 += s8 x s8, wrapping. With g = lane/4,
+ * q = lane%4: A's registers hold four i8 each, A[g][4q..], A[g+8][4q..],
+ * A[g][4q+16..], A[g+8][4q+16..] (the lowest column in the lowest byte);
+ * B's hold B[4q..][g], B[4q+16..][g]; C and D as m16n8k16's. */
+static void warp_mma_s8(Thread *w)
+{
+    int8_t A[16][32], B[32][8];
+    uint32_t C[16][8];
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++)
+            for (int e = 0; e < 4; e++) A[g + (r & 1) * 8][4 * q + (r >> 1) * 16 + e] = (int8_t)(lo32(w[t].in[r]) >> (8 * e));
+        for (int r = 0; r < 2; r++)
+            for (int e = 0; e < 4; e++) B[4 * q + r * 16 + e][g] = (int8_t)(lo32(w[t].in[4 + r]) >> (8 * e));
+        for (int r = 0; r < 4; r++) C[g + (r >> 1) * 8][2 * q + (r & 1)] = lo32(w[t].in[6 + r]);
+    }
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++) {
+            int i = g + (r >> 1) * 8, j = 2 * q + (r & 1);
+            uint32_t sum = C[i][j];
+            for (int k = 0; k < 32; k++) sum += (uint32_t)(A[i][k] * B[k][j]);
+            w[t].out[r] = sum;
+        }
+    }
+}
+
 /* Computes the collectives of the warps whose live lanes all posted one;
  * true when any did. */
 bool release_warps(Launch *L)
@@ -210,6 +237,7 @@ bool release_warps(Launch *L)
         case IN_LDM_X4_TRANS: warp_ldmatrix(L, w, 4, true); break;
         case IN_MMA_F16: warp_mma(w, false); break;
         case IN_MMA_BF16: warp_mma(w, true); break;
+        case IN_MMA_S8: warp_mma_s8(w); break;
         case IN_WGMMA_WAIT: warp_wgmma_wait(L, w); break;
         }
         for (int l = 0; l < n; l++) w[l].st = TH_READY;

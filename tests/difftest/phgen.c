@@ -35,6 +35,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "tanh_erf_sigmoid", "pow", "fma", "inf_nan",
     "arg_reduce", "cumsum", "reshape", "rank1_store",
     "element", "gather", "scatter",
+    "i8_convert", "dot_i8",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -50,6 +51,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_stream = 35;
     o->pct_math_more = 40;
     o->pct_index = 15;
+    o->pct_types = 30;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -279,6 +281,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng = seed * 0x2545f4914f6cdd1dull + 0x1234567;
     g->rng_more = seed * 0x9e3779b97f4a7c15ull + 0x2545f491;
     g->rng_index = seed * 0xbf58476d1ce4e5b9ull + 0x7f4a7c15;
+    g->rng_types = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);

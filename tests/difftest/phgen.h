@@ -35,6 +35,9 @@ typedef struct {
     int pct_index;        /* of scalar leaves, row windows of loads and [BM, BN] stores: an element read as a
                            * scalar, a gather, a scatter instead; drawn from a stream of its own, as
                            * pct_math_more (0 gives the programs from before) */
+    int pct_types;        /* of integer conversions and of dots: an 8-bit round trip (ph.i8, ph.u8) or an
+                           * i8 x i8 -> i32 dot instead, from a stream of its own as pct_math_more's
+                           * (0 gives the programs from before the 8-bit types) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -53,6 +56,7 @@ typedef enum {
     PF_TANH_ERF_SIGMOID, PF_POW, PF_FMA, PF_INF_NAN,
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
     PF_ELEMENT, PF_GATHER, PF_SCATTER,
+    PF_I8_CONVERT, PF_DOT_I8,
     PF_COUNT
 } PhgenFeature;
 

@@ -331,6 +331,21 @@ static Ex where(Gen *g, Shape t, int depth, unsigned flags)
               a.mag > b.mag ? a.mag : b.mag);
 }
 
+/* An exact float a as an i32 through i8 or u8: a * 64 (exact; made f32 so
+ * that a literal converts as a run-time value does, not refused) converted,
+ * saturating past the 8-bit range, or a * 4 to i32 then wrapped into it,
+ * then widened again, in arithmetic or explicitly. Every side computes it
+ * bit for bit. */
+static Ex narrow_round_trip(Gen *g, Ex a)
+{
+    const char *to = rnd_types(g, 2) ? "ph.u8" : "ph.i8";
+    char *n = rnd_types(g, 2) ? pfmt(g->p, "%s(ph.f32(%s * 64.0))", to, a.t) : pfmt(g->p, "%s(ph.i32(%s * 4.0))", to, a.t);
+    feature(g, PF_I8_CONVERT);
+    int w = rnd_types(g, 3);
+    char *t = w == 0 ? pfmt(g->p, "ph.i32(%s)", n) : w == 1 ? pfmt(g->p, "(%s - 3)", n) : pfmt(g->p, "ph.where(%s > 0, %s, -%s)", n, n, n);
+    return ex(t, DT_I32, a.sh, true, 258);
+}
+
 static Ex convert(Gen *g, Shape t, int depth, unsigned flags)
 {
     if (flags & NEED_INT) {   /* float -> i32 on exact values only */
@@ -338,6 +353,7 @@ static Ex convert(Gen *g, Shape t, int depth, unsigned flags)
         if (a.mag * 4 > ICAP) return a.dt == DT_I32 ? a : leaf(g, t, flags, true);
         feature(g, PF_F2I);
         feature(g, PF_CONVERT);
+        if (rnd_types(g, 100) < g->o.pct_types) return narrow_round_trip(g, a);
         return ex(pfmt(g->p, "ph.i32(%s * 4.0)", a.t), DT_I32, a.sh, true, a.mag * 4);
     }
     Ex a = gen_num(g, t, depth - 1, flags & NEED_EXACT);
@@ -590,10 +606,37 @@ DType dot_dtype(Gen *g)
     return r < 5 ? DT_F16 : r < 9 ? DT_BF16 : DT_F32;
 }
 
+/* An i8 dot operand of exactly shape sh: an input times 64 (exact) to i8,
+ * saturating, or through i32 and wrapped. */
+static char *i8_operand(Gen *g, Shape sh)
+{
+    Ex a;
+    if (!load_of(g, sh, DT_F32, &a)) abort();
+    return chance(g, 50) ? pfmt(g->p, "ph.i8(%s * 64.0)", a.t) : pfmt(g->p, "ph.i8(ph.i32(%s * 64.0))", a.t);
+}
+
+/* ph.dot or ph.dot_t of two i8 tiles over extent R, as an f32 tile scaled
+ * to the float dots' magnitude: its i32 sums are exact, and exact in f32
+ * (below 2^24 for R up to 1024). Drawn wholly from the types' stream. */
+static Ex int8_dot(Gen *g, Shape t, int R)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_types;
+    bool trans = chance(g, 40);
+    char *a = i8_operand(g, shape2(t.e[0], R));
+    char *b = trans ? i8_operand(g, shape2(t.e[1], R)) : i8_operand(g, shape2(R, t.e[1]));
+    g->rng_types = g->rng;
+    g->rng = saved;
+    feature(g, PF_DOT_I8);
+    if (trans) feature(g, PF_DOT_T);
+    return ex(pfmt(g->p, "(ph.f32(ph.%s(%s, %s)) / (4096.0 * %s))", trans ? "dot_t" : "dot", a, b, ext_meta[R]), DT_F32, t, false, 4);
+}
+
 static Ex dot(Gen *g, Shape t)
 {
     int R = g->p->tc ? EK : EM + rnd(g, 3);
     char *s = dot_text(g, t.e[0], t.e[1], R, dot_dtype(g));
+    if (rnd_types(g, 100) < g->o.pct_types) return int8_dot(g, t, R);
     return ex(pfmt(g->p, "(%s / %s)", s, ext_meta[R]), DT_F32, t, false, 4);
 }
 

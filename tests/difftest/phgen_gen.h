@@ -82,6 +82,7 @@ typedef struct {
     uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
     uint64_t rng_index;        /* elements, gathers and scatters' own stream (PhgenOptions.pct_index) */
     bool on_index;             /* rnd draws from that stream now (index_stream) */
+    uint64_t rng_types;        /* the 8-bit types' own stream (PhgenOptions.pct_types) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -112,6 +113,16 @@ static inline int rnd_more(Gen *g, int n)
     g->rng = g->rng_more;
     int r = rnd(g, n);
     g->rng_more = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the 8-bit types' stream, the same way. */
+static inline int rnd_types(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_types;
+    int r = rnd(g, n);
+    g->rng_types = g->rng;
     g->rng = saved;
     return r;
 }

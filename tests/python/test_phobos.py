@@ -73,6 +73,22 @@ def test_matmul_against_numpy():
     assert np.abs(c - ref).max() < 1e-3
 
 
+def test_int8gemm_against_numpy():
+    g = phobos.load(example("int8gemm")).int8gemm
+    rng = np.random.default_rng(8)
+    M, K, N = 70, 100, 40
+    a = rng.integers(-128, 128, (M, K), dtype=np.int8)
+    b = rng.integers(-128, 128, (K, N), dtype=np.int8)
+    sa = rng.uniform(0, 1e-3, M).astype(np.float32)
+    sb = rng.uniform(0, 1e-2, N).astype(np.float32)
+    c = np.zeros((M, N), dtype=np.float16)
+    g[lambda meta: (phobos.cdiv(M, meta["BM"]), phobos.cdiv(N, meta["BN"]))](a, b, sa, sb, c)
+    ref = (a.astype(np.int64) @ b.astype(np.int64)) * sa[:, None].astype(np.float64) * sb[None, :]
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-3, atol=1e-6)
+    with pytest.raises(phobos.LaunchError, match=r"^int8gemm: parameter A: expected i8, got u8$"):
+        g[(1, 1)](a.view(np.uint8), b, sa, sb, c)
+
+
 def attention_reference(q, k, v, scale, causal):
     s = (q.astype(np.float64) @ k.astype(np.float64).T) * scale
     if causal:
