@@ -177,4 +177,8 @@ Val sema_call(Sema *s, const Expr *e);
 void sema_online_softmax(Sema *s, const Expr *call);
 void sema_atomic_add(Sema *s, const Expr *call);
 
+/* sema_mask.c: ph.load(X[...], mask=, other=) and the statement ph.store(X[...], v, mask=) */
+Val sema_masked_load(Sema *s, const Expr *call);
+void sema_masked_store(Sema *s, const Expr *call);
+
 #endif

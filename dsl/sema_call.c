@@ -393,6 +393,11 @@ static const Builtin *call_target(Sema *s, const Expr *e)
 
 Val sema_call(Sema *s, const Expr *e)
 {
+    if (sema_is_ns(s->alias, e->lhs, "load")) return sema_masked_load(s, e);
+    if (sema_is_ns(s->alias, e->lhs, "store")) {
+        sema_err(s, e->loc, "%s.store is a statement: it writes a tensor window and has no value", s->alias);
+        return val_error();
+    }
     const Builtin *b = call_target(s, e);
     if (!b) return val_error();
     if (b->kind == B_SOFTMAX) {

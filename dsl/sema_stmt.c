@@ -223,6 +223,10 @@ static void expr_stmt(Sema *s, const Stmt *st)
         sema_atomic_add(s, e);
         return;
     }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "store")) {
+        sema_masked_store(s, e);
+        return;
+    }
     int bad0 = s->bad;
     sema_expr(s, e);
     if (s->bad == bad0) sema_err(s, e->loc, "expression result is unused");

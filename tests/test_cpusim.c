@@ -1,7 +1,8 @@
 /* test_cpusim.c: the code generator's output run on the CPU executor
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
- * tests/gpu/math.ph, the math built-ins) runs on
+ * tests/gpu/math.ph, the math built-ins, and of tests/gpu/masked.ph,
+ * masked loads and stores) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -41,6 +42,15 @@ Test(cpusim, every_ops_config_matches_the_interpreter, .timeout = 600) { every_c
 /* tests/gpu/math.ph's math built-ins (their accuracy on many more inputs:
  * test_cpusim_math.c). */
 Test(cpusim, every_math_config_matches_the_interpreter, .timeout = 600) { every_config_matches(MATH_OPS, 5, "sm_90"); }
+
+/* tests/gpu/masked.ph: masked loads and stores; for
+ * each GPU path (sm_80's code, sm_90a's). */
+Test(cpusim, every_masked_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(MASKED_OPS, 2, "sm_90");
+    every_config_matches(MASKED_OPS, 2, "sm_80");
+    every_config_matches(MASKED_OPS, 2, "sm_90a");
+}
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and

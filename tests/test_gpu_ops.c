@@ -3,7 +3,8 @@
  * reductions, transposes, masks and integer arithmetic, bf16 and FMA dots,
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
  * threads, windows past the tensors' edges), and of tests/gpu/math.ph
- * (tanh, erf, sigmoid, pow, fma, inf and nan), runs on the GPU and in the
+ * (tanh, erf, sigmoid, pow, fma, inf and nan) and tests/gpu/masked.ph
+ * (masked loads and stores), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -117,6 +118,10 @@ Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300) { every_conf
 /* tanh, erf, sigmoid, pow and fma on special values and random inputs,
  * within the accuracy docs/language.md states for the GPU. */
 Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MATH_OPS); }
+
+/* Masked loads and stores: an element a mask leaves out
+ * must stay as the interpreter leaves it. */
+Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
 
 /* ---- atomic adds ---- */
 

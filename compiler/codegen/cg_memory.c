@@ -5,7 +5,8 @@
  * Expects: ring numbers below CG_MAX_RINGS (ir_verify's limit), placed by
  * plan_rings before emission.
  * Guarantees: a load, store or atomic add touches only in-bounds elements
- * (the window's mask), a store or add each element once; every
+ * (the window's mask), a masked store only where its mask is true, a
+ * store or add each element once; every
  * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); copies land in their
  * ring slot, a buffer of the shared area, and read_shared reads a ring
@@ -133,10 +134,13 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     }
     LLVMAtomicRMWBinOp how = prm->dt == DT_F32 ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd;
     Slots s = cg_get(c, val, l);
+    ValueId mask = ir_store_mask(op);
+    Slots m = mask ? cg_get(c, mask, l) : (Slots){0};
     for (int k = 0; k < s.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef off, inb;
         window_elem(c, op, p, &off, &inb);
+        if (mask) inb = LLVMBuildAnd(c->b, inb, m.v[k], "");
         Guard g = guard_begin(c, and1(c, inb, p.owner));
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
         if (atomic) LLVMBuildAtomicRMW(c->b, how, ptr, s.v[k], LLVMAtomicOrderingMonotonic, 0);
