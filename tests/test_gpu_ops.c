@@ -119,7 +119,7 @@ Test(gpu_ops, every_config_matches_the_interpreter, .timeout = 300) { every_conf
  * within the accuracy docs/language.md states for the GPU. */
 Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MATH_OPS); }
 
-/* Masked loads and stores: an element a mask leaves out
+/* Masked loads and stores, a ragged softmax: an element a mask leaves out
  * must stay as the interpreter leaves it. */
 Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
 

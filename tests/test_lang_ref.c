@@ -1,5 +1,5 @@
 /* test_lang_ref.c: the interpreter against plain C for the kernels of
- * tests/gpu/masked.ph (masked loads and stores), as
+ * tests/gpu/masked.ph (masked loads and stores, a ragged softmax), as
  * test_ops_ref.c does for tests/gpu/ops.ph and with its harness
  * (refharness.h): the same inputs as the GPU and CPU-executor checks, a
  * fixed 4 x 3 grid, outputs poisoned, so an element a masked store must
@@ -38,13 +38,48 @@ static void ref_mload(Ref *r, int bx, int by)
     }
 }
 
+/* Row i of X softmaxed over its first Lens[i] elements, which lie in the
+ * first `cover` columns the kernel reads (past X's edge they read 0); the
+ * rest of the row is not written. tol: the relative error of exp's
+ * argument and result (inputs in [-2, 2]), of each sum's terms, and of the
+ * online rescaling (rescale, its exps and products, per block of columns). */
+static void ragged_row(Ref *r, int64_t i, int64_t cover, double rescale)
+{
+    int64_t len = (int64_t)in1(r, "Lens", i);
+    if (len > cover) len = cover;
+    if (len <= 0) return;
+    double mx = -INFINITY, sum = 0;
+    for (int64_t j = 0; j < len; j++) mx = fmax(mx, in2(r, "X", i, j));
+    for (int64_t j = 0; j < len; j++) sum += exp(in2(r, "X", i, j) - mx);
+    for (int64_t j = 0; j < len; j++) {
+        double v = exp(in2(r, "X", i, j) - mx) / sum;
+        out2(r, "Y", i, j, v, v * (12 + rescale + (double)len) * U32);
+    }
+}
+
+static void ragged_rows(Ref *r, int bx, int by, int64_t cover, double rescale)
+{
+    int64_t bm = meta(r, "BM"), r0 = bx * bm + by * GRID_X * bm;
+    for (int64_t i = r0; i < r0 + bm; i++) ragged_row(r, i, cover, rescale);
+}
+
+static void ref_ragged_softmax(Ref *r, int bx, int by) { ragged_rows(r, bx, by, meta(r, "BN"), 0); }
+
+static void ref_ragged_softmax_loop(Ref *r, int bx, int by)
+{
+    int64_t bn = meta(r, "BN"), n = r->args[param(r, "X")].dims[1], blocks = (n + bn - 1) / bn;
+    ragged_rows(r, bx, by, blocks * bn, 12.0 * (double)blocks);
+}
+
 static const KernelRef masked_refs[] = {
     {"mload", {"Y", "Z", "V"}, ref_mload},
+    {"ragged_softmax", {"Y"}, ref_ragged_softmax},
+    {"ragged_softmax_loop", {"Y"}, ref_ragged_softmax_loop},
 };
 
 Test(lang_ref, every_masked_config_matches_the_reference, .timeout = 120)
 {
-    every_config_matches_its_reference(MASKED, masked_refs, sizeof masked_refs / sizeof *masked_refs, 2);
+    every_config_matches_its_reference(MASKED, masked_refs, sizeof masked_refs / sizeof *masked_refs, 6);
 }
 
 Test(lang_ref, every_masked_kernel_has_a_reference)
