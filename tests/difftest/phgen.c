@@ -34,6 +34,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "loop_load", "invariant_load",
     "tanh_erf_sigmoid", "pow", "fma", "inf_nan",
     "arg_reduce", "cumsum", "reshape", "rank1_store",
+    "masked_load", "masked_store",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -48,6 +49,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_attention = 6;
     o->pct_stream = 35;
     o->pct_math_more = 40;
+    o->pct_mask = 15;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -276,6 +278,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     else phgen_default_options(&g->o);
     g->rng = seed * 0x2545f4914f6cdd1dull + 0x1234567;
     g->rng_more = seed * 0x9e3779b97f4a7c15ull + 0x2545f491;
+    g->rng_mask = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);

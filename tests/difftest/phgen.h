@@ -32,6 +32,8 @@ typedef struct {
     int pct_math_more;    /* of the math expressions: tanh, erf, sigmoid, pow, fma or inf/nan instead,
                            * drawn from a random stream of its own, so that the rest of the program is
                            * what the seed gave before these built-ins existed (0 gives those programs) */
+    int pct_mask;         /* of loads and of stores: ph.load with mask= and other=, ph.store with mask=,
+                           * from a stream of its own as pct_math_more (0 gives the programs of before) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -49,6 +51,7 @@ typedef enum {
     PF_LOOP_LOAD, PF_INVARIANT_LOAD,
     PF_TANH_ERF_SIGMOID, PF_POW, PF_FMA, PF_INF_NAN,
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
+    PF_MASKED_LOAD, PF_MASKED_STORE,
     PF_COUNT
 } PhgenFeature;
 

@@ -2,7 +2,8 @@
  * as DIR/seed-S.ph, so that tools outside C (tests/ptx/identical.sh) can
  * compile the same random programs on every run: the programs of the
  * corpus recorded in tests/ptx/hashes.txt, without the math built-ins
- * generated from their own stream (PhgenOptions.pct_math_more).
+ * generated from their own stream (PhgenOptions.pct_math_more) and without
+ * masked loads and stores (pct_mask, a stream of their own too).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -22,6 +23,7 @@ int main(int argc, char **argv)
     PhgenOptions opt;
     phgen_default_options(&opt);
     opt.pct_math_more = 0;
+    opt.pct_mask = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

@@ -125,6 +125,7 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
             ax[d] = sh.e[d] != E1 ? pfmt(g->p, "%s:+%s", window_start(g, te[d]), ext_meta[te[d]]) : window_start(g, te[d]);
         text = pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
     }
+    text = masked_load_text(g, text, sh, t->dt);
     *out = ex(text, dt, sh, true, t->dt == DT_I32 ? 50 : 2);
     if (t->dt != dt) {   /* a tensor of another dtype, converted (exactly: it is a raw input) */
         out->t = dt == DT_I32 ? pfmt(g->p, "ph.i32(%s * 4.0)", text) : pfmt(g->p, "%s(%s)", dtname(dt), text);

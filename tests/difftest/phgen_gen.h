@@ -80,6 +80,7 @@ enum { NEED_EXACT = 1, NEED_INT = 2, NEED_FLOAT = 4 };
 typedef struct {
     uint64_t rng;
     uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
+    uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -110,6 +111,16 @@ static inline int rnd_more(Gen *g, int n)
     g->rng = g->rng_more;
     int r = rnd(g, n);
     g->rng_more = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the masks' stream: leaves rnd's stream as it was. */
+static inline int rnd_mask(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_mask;
+    int r = rnd(g, n);
+    g->rng_mask = g->rng;
     g->rng = saved;
     return r;
 }
@@ -181,6 +192,13 @@ Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt);
 DType pick_dtype(Gen *g, unsigned flags);
 /* A load of exactly shape sh (rank 1 or 2) and dtype dt. */
 bool load_of(Gen *g, Shape sh, DType dt, Ex *out);
+/* A window's text as a masked load or store (pct_mask of them, from the
+ * masks' stream), else unchanged: a mask of shape sh from iotas and block
+ * indices, exact everywhere; a load's other value a literal of dtype dt. */
+char *masked_load_text(Gen *g, char *window, Shape sh, DType dt);
+/* The statement that stores value into window: `window = value`, or
+ * ph.store(window, value, mask=...) for a window of shape sh. */
+char *store_text(Gen *g, const char *window, Shape sh, const char *value);
 /* A shape that fits t: each dim kept or made 1, sometimes rank 1. */
 Shape sub_shape(Gen *g, Shape t);
 Ex gen_literal(Gen *g, bool want_int);

@@ -381,7 +381,7 @@ void gen_store(Gen *g, Node *parent)
         Node *n = open_stmt(g);
         gen_use(g, iv);
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, loop, n, pfmt(p, "%s[r0 + %s, c0:+BN] = %s", t->name, iv, e.t), NULL);
+        close_stmt(g, loop, n, store_text(g, pfmt(p, "%s[r0 + %s, c0:+BN]", t->name, iv), shape2(E1, EN), e.t), NULL);
         g->nloops--;
         feature(g, PF_STORE_LOOP);
         return;
@@ -396,20 +396,20 @@ void gen_store(Gen *g, Node *parent)
         cond->block = true;
         Node *n = open_stmt(g);
         Ex e = gen_num(g, rows ? shape2(EM, E1) : shape2(E1, EN), depth, flags);
-        close_stmt(g, cond, n, pfmt(p, "%s[%s] = %s", t->name, rows ? "r0:+BM" : "c0:+BN", e.t), NULL);
+        close_stmt(g, cond, n, store_text(g, pfmt(p, "%s[%s]", t->name, rows ? "r0:+BM" : "c0:+BN"), (Shape){1, {E1, rows ? EM : EN}}, e.t), NULL);
         feature(g, PF_RANK1_STORE);
         return;
     }
     Node *n = open_stmt(g);
     if (kind < 6) {
         Ex e = gen_num(g, shape2(EM, E1), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[r0:+BM, ph.ctx.block.y] = %s", t->name, e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, ph.ctx.block.y]", t->name), shape2(EM, E1), e.t), NULL);
     } else if (kind < 9) {
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[ph.ctx.block.x, c0:+BN] = %s", t->name, e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[ph.ctx.block.x, c0:+BN]", t->name), shape2(E1, EN), e.t), NULL);
     } else {
         Ex e = gen_num(g, shape2(EM, EN), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[r0:+BM, c0:+BN] = %s", t->name, e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, c0:+BN]", t->name), shape2(EM, EN), e.t), NULL);
     }
 }
 
