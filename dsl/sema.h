@@ -24,6 +24,7 @@ enum {
     MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
     MAX_DEPTH = 256,        /* nesting of expressions and blocks */
     MAX_STAGES = 8,         /* @ph.stages: slots of a shared-memory ring */
+    MAX_UNROLLED = 65536,   /* statements ph.static_range copies in one config */
 };
 
 /* A typed value. dim[i] > 0 is a known extent; dim[i] < 0 names an iota
@@ -87,6 +88,7 @@ typedef struct {
     bool dead;                   /* after a return in this block: check, do not emit */
     int bad;                     /* errors reported or met (erroneous values used) */
     int depth;
+    int64_t unrolled;            /* statements copied by ph.static_range so far (this config) */
     VEC(Sym) syms;
     int nscope_base;             /* syms below this are the kernel's (params, metas, dims, alias) */
     /* iota extents of the current statement: a union-find of symbols */
@@ -107,6 +109,7 @@ bool sema_is_dim_name(const Kernel *k, const char *name);  /* a dim of one of th
 /* sema_stmt.c: statements */
 void sema_declare(Sema *s, const char *name, SymKind kind, Val v);
 void sema_lower_block(Sema *s, Stmt *const *body, int n);
+int64_t sema_count_stmts(const Stmt *st);   /* st and the statements nested in it */
 
 /* sema_shape.c: values, shapes, broadcasting, promotion, coercion */
 void sema_err(Sema *s, Loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -3,8 +3,9 @@
  * reductions, transposes, masks and integer arithmetic, bf16 and FMA dots,
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
  * threads, windows past the tensors' edges), and of tests/gpu/math.ph
- * (tanh, erf, sigmoid, pow, fma, inf and nan) and tests/gpu/masked.ph
- * (masked loads and stores), runs on the GPU and in the
+ * (tanh, erf, sigmoid, pow, fma, inf and nan), tests/gpu/masked.ph
+ * (masked loads and stores) and tests/gpu/flow.ph (unrolled loops), runs
+ * on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -122,6 +123,9 @@ Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every
 /* Masked loads and stores, a ragged softmax: an element a mask leaves out
  * must stay as the interpreter leaves it. */
 Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
+
+/* Loops unrolled by ph.static_range. */
+Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(FLOW_OPS); }
 
 /* ---- atomic adds ---- */
 

@@ -1,5 +1,6 @@
 /* test_lang_ref.c: the interpreter against plain C for the kernels of
- * tests/gpu/masked.ph (masked loads and stores, a ragged softmax), as
+ * tests/gpu/masked.ph (masked loads and stores, a ragged softmax) and
+ * tests/gpu/flow.ph (ph.static_range), as
  * test_ops_ref.c does for tests/gpu/ops.ph and with its harness
  * (refharness.h): the same inputs as the GPU and CPU-executor checks, a
  * fixed 4 x 3 grid, outputs poisoned, so an element a masked store must
@@ -9,6 +10,7 @@
 #include "refharness.h"
 
 #define MASKED "tests/gpu/masked.ph"
+#define FLOW "tests/gpu/flow.ph"
 
 /* ---- tests/gpu/masked.ph ---- */
 
@@ -85,4 +87,40 @@ Test(lang_ref, every_masked_config_matches_the_reference, .timeout = 120)
 Test(lang_ref, every_masked_kernel_has_a_reference)
 {
     every_kernel_has_a_reference(MASKED, masked_refs, sizeof masked_refs / sizeof *masked_refs);
+}
+
+/* ---- tests/gpu/flow.ph ---- */
+
+static void ref_unrolled(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn;
+    for (int64_t i = r0; i < r0 + bm; i++) {
+        for (int64_t j = c0; j < c0 + bn; j++) {
+            double acc = 0, mag = 0;
+            for (int u = 0; u < 4; u++) {
+                acc += in2(r, "X", i, j + u) * (u + 1);
+                mag += fabs(in2(r, "X", i, j + u)) * (u + 1);
+            }
+            out2(r, "Y", i, j, acc, sum_tol(8, mag));
+        }
+        for (int w = 3; w > 0; w -= 2) {
+            double sum = 0, mag = 0;
+            for (int64_t j = c0; j < c0 + w; j++) sum += in2(r, "X", i, j), mag += fabs(in2(r, "X", i, j));
+            out2(r, "R", i, by * 2 + w / 2, sum, sum_tol(w, mag));
+        }
+    }
+}
+
+static const KernelRef flow_refs[] = {
+    {"unrolled", {"Y", "R"}, ref_unrolled},
+};
+
+Test(lang_ref, every_flow_config_matches_the_reference, .timeout = 120)
+{
+    every_config_matches_its_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs, 2);
+}
+
+Test(lang_ref, every_flow_kernel_has_a_reference)
+{
+    every_kernel_has_a_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs);
 }

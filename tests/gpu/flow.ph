@@ -1,0 +1,20 @@
+"""Control flow beyond range loops and ifs (loops unrolled by
+ph.static_range), for tests/test_gpu_ops.c
+(on the GPU), tests/test_cpusim.c (the code generator on the CPU executor)
+and tests/test_lang_ref.c (the interpreter against plain C), on random
+inputs whose windows run past the tensors' edges."""
+
+import phobos.lang as ph
+
+
+@ph.kernel
+@ph.autotune(BM=[16], BN=[32, 24])
+def unrolled(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], R: ph.tensor[ph.f32][M, G]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for u in ph.static_range(4):               # the window moves by u; u weighs it
+        acc += X[r0:+BM, c0 + u:+BN] * (u + 1)
+    for u in ph.static_range(3, -1, -2):       # 3, then 1: a compile-time extent
+        R[r0:+BM, ph.ctx.block.y * 2 + u // 2] = ph.rowsum(X[r0:+BM, c0:+u])
+    Y[r0:+BM, c0:+BN] = acc
