@@ -227,7 +227,11 @@ static void expr_stmt(Sema *s, const Stmt *st)
         sema_masked_store(s, e);
         return;
     }
-
+    const FuncDef *helper = e->kind == EX_CALL ? sema_helper(s, e->lhs) : NULL;
+    if (helper) {
+        sema_inline_call(s, e, helper, false);
+        return;
+    }
     int bad0 = s->bad;
     sema_expr(s, e);
     if (s->bad == bad0) sema_err(s, e->loc, "expression result is unused");
@@ -422,7 +426,7 @@ static void static_for(Sema *s, const Stmt *st, bool dead)
     int64_t copies = count * (sema_count_stmts(st) - 1);
     if (ok && (count > MAX_UNROLLED || s->unrolled + copies > MAX_UNROLLED)) {
         sema_err(s, r->loc, "%s.static_range copies %lld statements here, which takes the statements copied into this "
-                 "kernel (nested loops multiplied) past %d; use range", s->alias, (long long)copies,
+                 "kernel (unrolled loops multiplied, helpers inlined) past %d; use range", s->alias, (long long)copies,
                  MAX_UNROLLED);
         ok = false;
     }

@@ -19,7 +19,7 @@
 #define OPS "tests/gpu/ops.ph"
 #define MATH_OPS "tests/gpu/math.ph"   /* tanh, erf, sigmoid, pow, fma, inf, nan */
 #define MASKED_OPS "tests/gpu/masked.ph"   /* masked loads and stores, a ragged softmax */
-#define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range */
+#define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)

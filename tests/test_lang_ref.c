@@ -1,6 +1,6 @@
 /* test_lang_ref.c: the interpreter against plain C for the kernels of
  * tests/gpu/masked.ph (masked loads and stores, a ragged softmax) and
- * tests/gpu/flow.ph (ph.static_range), as
+ * tests/gpu/flow.ph (ph.static_range, @ph.func helpers), as
  * test_ops_ref.c does for tests/gpu/ops.ph and with its harness
  * (refharness.h): the same inputs as the GPU and CPU-executor checks, a
  * fixed 4 x 3 grid, outputs poisoned, so an element a masked store must
@@ -111,13 +111,29 @@ static void ref_unrolled(Ref *r, int bx, int by)
     }
 }
 
+static double clamp(double x, double lo, double hi) { return fmin(fmax(x, lo), hi); }
+
+static void ref_helpers(Ref *r, int bx, int by)
+{
+    int64_t bm = meta(r, "BM"), bn = meta(r, "BN"), r0 = bx * bm, c0 = by * bn, n = scalar(r, "n");
+    for (int64_t i = r0; i < r0 + bm; i++)
+        for (int64_t j = c0; j < c0 + bn; j++) {
+            double s3 = 0, s2 = 0;
+            for (int u = 0; u < 3; u++) s3 += clamp(in2(r, "X", i, j + u), -1, 1);
+            for (int u = 0; u < 2; u++) s2 += clamp(in2(r, "X", i, j + u), -1, 1);
+            double t = clamp(s2 * (double)n, -2, (double)(n / 10));
+            out2(r, "Y", i, j, s3 + t, 8 * U32 * (3 + fabs(s2 * (double)n)));
+        }
+}
+
 static const KernelRef flow_refs[] = {
     {"unrolled", {"Y", "R"}, ref_unrolled},
+    {"helpers", {"Y"}, ref_helpers},
 };
 
 Test(lang_ref, every_flow_config_matches_the_reference, .timeout = 120)
 {
-    every_config_matches_its_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs, 2);
+    every_config_matches_its_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs, 3);
 }
 
 Test(lang_ref, every_flow_kernel_has_a_reference)

@@ -1,5 +1,5 @@
 """Control flow beyond range loops and ifs (loops unrolled by
-ph.static_range), for tests/test_gpu_ops.c
+ph.static_range, helper functions inlined), for tests/test_gpu_ops.c
 (on the GPU), tests/test_cpusim.c (the code generator on the CPU executor)
 and tests/test_lang_ref.c (the interpreter against plain C), on random
 inputs whose windows run past the tensors' edges."""
@@ -18,3 +18,32 @@ def unrolled(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], R: ph.tenso
     for u in ph.static_range(3, -1, -2):       # 3, then 1: a compile-time extent
         R[r0:+BM, ph.ctx.block.y * 2 + u // 2] = ph.rowsum(X[r0:+BM, c0:+u])
     Y[r0:+BM, c0:+BN] = acc
+
+
+@ph.func
+def clamp(x, lo, hi):
+    return ph.min(ph.max(x, lo), hi)
+
+
+@ph.func
+def window_sum(T, r0, c0, BM, BN, taps):
+    # a var, an unrolled loop, a tensor and compile-time extents from the caller
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for u in ph.static_range(taps):
+        acc += clamp(T[r0:+BM, c0 + u:+BN], -1.0, 1.0)
+    return acc
+
+
+@ph.func
+def put(Out, r0, c0, BM, BN, v):
+    Out[r0:+BM, c0:+BN] = v
+
+
+@ph.kernel
+@ph.autotune(BM=[16], BN=[32])
+def helpers(X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][M, N], n: ph.i32):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    s: ph.let = window_sum(X, r0, c0, BM, BN, 3)
+    t: ph.let = window_sum(X, r0, c0, BM, BN, 2) * n
+    put(Y, r0, c0, BM, BN, s + clamp(t, hi=ph.f32(n // 10), lo=-2.0))

@@ -1,7 +1,7 @@
 import phobos.lang as ph
 
 
-# docs/language.md's unrolled loops compile.
+# docs/language.md's unrolled loops and helpers compile.
 @ph.kernel
 @ph.autotune(BM=[16], BN=[32])
 def unrolled(X: ph.tensor[ph.f32][M, N], R: ph.tensor[ph.f32][M, 2], Y: ph.tensor[ph.f32][M, N]):
@@ -13,3 +13,19 @@ def unrolled(X: ph.tensor[ph.f32][M, N], R: ph.tensor[ph.f32][M, 2], Y: ph.tenso
     for w in ph.static_range(3, -1, -2):         # w = 3, then 1
         R[r0:+BM, w // 2] = ph.rowsum(X[r0:+BM, c0:+w])    # w is compile-time: a window length
     Y[r0:+BM, c0:+BN] = acc
+
+
+@ph.func
+def rms(x, eps):
+    return x * ph.rsqrt(ph.rowsum(x * x) / 64.0 + eps)
+
+
+@ph.func
+def store_scaled(Out, r0, v, k):
+    Out[r0:+16, 0:+64] = v * k                       # a helper without a value, called as a statement
+
+
+@ph.kernel
+def norm(X: ph.tensor[ph.f32][M, 64], Y: ph.tensor[ph.f32][M, 64]):
+    r0: ph.let = ph.ctx.block.x * 16
+    store_scaled(Y, r0, rms(X[r0:+16, 0:+64], 1.0e-6), 2.0)
