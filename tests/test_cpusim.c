@@ -2,8 +2,8 @@
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
  * tests/gpu/math.ph, the math built-ins, of tests/gpu/masked.ph, masked
- * loads and stores, and of tests/gpu/flow.ph, unrolled loops and helpers)
- * runs on
+ * loads and stores, and of tests/gpu/flow.ph, unrolled loops, helpers and
+ * RoPE) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -53,13 +53,13 @@ Test(cpusim, every_masked_config_matches_the_interpreter, .timeout = 600)
     every_config_matches(MASKED_OPS, 6, "sm_90a");
 }
 
-/* tests/gpu/flow.ph: loops unrolled by ph.static_range, @ph.func helpers;
- * for each GPU path. */
+/* tests/gpu/flow.ph: ph.static_range, @ph.func helpers, RoPE on
+ * interleaved pairs; for each GPU path. */
 Test(cpusim, every_flow_config_matches_the_interpreter, .timeout = 600)
 {
-    every_config_matches(FLOW_OPS, 3, "sm_90");
-    every_config_matches(FLOW_OPS, 3, "sm_80");
-    every_config_matches(FLOW_OPS, 3, "sm_90a");
+    every_config_matches(FLOW_OPS, 7, "sm_90");
+    every_config_matches(FLOW_OPS, 7, "sm_80");
+    every_config_matches(FLOW_OPS, 7, "sm_90a");
 }
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage

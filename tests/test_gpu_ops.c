@@ -4,8 +4,8 @@
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
  * threads, windows past the tensors' edges), and of tests/gpu/math.ph
  * (tanh, erf, sigmoid, pow, fma, inf and nan), tests/gpu/masked.ph
- * (masked loads and stores) and tests/gpu/flow.ph (unrolled loops,
- * helpers), runs on the GPU and in the
+ * (masked loads and stores) and tests/gpu/flow.ph (unrolled loops, helpers,
+ * RoPE), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -124,7 +124,7 @@ Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every
  * must stay as the interpreter leaves it. */
 Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
 
-/* Loops unrolled by ph.static_range, @ph.func helpers. */
+/* ph.static_range, @ph.func helpers, RoPE on interleaved pairs. */
 Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(FLOW_OPS); }
 
 /* ---- atomic adds ---- */

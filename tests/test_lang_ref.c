@@ -1,6 +1,6 @@
 /* test_lang_ref.c: the interpreter against plain C for the kernels of
  * tests/gpu/masked.ph (masked loads and stores, a ragged softmax) and
- * tests/gpu/flow.ph (ph.static_range, @ph.func helpers), as
+ * tests/gpu/flow.ph (ph.static_range, @ph.func helpers, RoPE), as
  * test_ops_ref.c does for tests/gpu/ops.ph and with its harness
  * (refharness.h): the same inputs as the GPU and CPU-executor checks, a
  * fixed 4 x 3 grid, outputs poisoned, so an element a masked store must
@@ -126,14 +126,30 @@ static void ref_helpers(Ref *r, int bx, int by)
         }
 }
 
+/* pair p is (X[p, 0], X[p, 1]), rotated by the angle whose cosine and sine are Cos[p], Sin[p] */
+static void ref_rope(Ref *r, int bx, int by)
+{
+    int64_t bp = meta(r, "BP"), unroll = meta(r, "UNROLL");
+    for (int64_t u = 0; u < unroll; u++) {
+        int64_t p0 = ((by * GRID_X + bx) * unroll + u) * bp;
+        for (int64_t p = p0; p < p0 + bp; p++) {
+            double e = in2(r, "X", p, 0), o = in2(r, "X", p, 1), c = in1(r, "Cos", p), s = in1(r, "Sin", p);
+            double tol = 3 * U32 * (fabs(e * c) + fabs(o * s) + fabs(e * s) + fabs(o * c));
+            out2(r, "Y", p, 0, e * c - o * s, tol);
+            out2(r, "Y", p, 1, e * s + o * c, tol);
+        }
+    }
+}
+
 static const KernelRef flow_refs[] = {
     {"unrolled", {"Y", "R"}, ref_unrolled},
     {"helpers", {"Y"}, ref_helpers},
+    {"rope", {"Y"}, ref_rope},
 };
 
 Test(lang_ref, every_flow_config_matches_the_reference, .timeout = 120)
 {
-    every_config_matches_its_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs, 3);
+    every_config_matches_its_reference(FLOW, flow_refs, sizeof flow_refs / sizeof *flow_refs, 7);
 }
 
 Test(lang_ref, every_flow_kernel_has_a_reference)
