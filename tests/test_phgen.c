@@ -123,6 +123,30 @@ Test(phgen, masks_leave_the_rest_of_the_program_alone)
     cr_expect_gt(masked, 50);
 }
 
+/* Unrolled loops and helpers come from a stream of their own too: with
+ * pct_flow 0 no program has one (phgen_dump's programs), with 100 every
+ * loop of literal bounds is unrolled, and some programs pass loads through
+ * the helper. */
+Test(phgen, unrolled_loops_and_helpers_have_a_stream_of_their_own)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_flow = 0;
+    all = none;
+    all.pct_flow = 100;
+    int unrolled = 0, helped = 0;
+    for (uint64_t seed = 1; seed < 60; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "static_range") && !strstr(a, "@ph.func"), "seed %llu", (unsigned long long)seed);
+        unrolled += strstr(b, "ph.static_range(") != NULL;
+        helped += strstr(b, "fz_keep(") != NULL;
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(unrolled, 10);
+    cr_expect_gt(helped, 10);
+}
+
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
 {
     int *runs = user;

@@ -34,6 +34,8 @@ typedef struct {
                            * what the seed gave before these built-ins existed (0 gives those programs) */
     int pct_mask;         /* of loads and of stores: ph.load with mask= and other=, ph.store with mask=,
                            * from a stream of its own as pct_math_more (0 gives the programs of before) */
+    int pct_flow;         /* of loops with literal bounds: ph.static_range; of loads, half as many: passed
+                           * through a @ph.func helper; a stream of its own again */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -51,7 +53,7 @@ typedef enum {
     PF_LOOP_LOAD, PF_INVARIANT_LOAD,
     PF_TANH_ERF_SIGMOID, PF_POW, PF_FMA, PF_INF_NAN,
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
-    PF_MASKED_LOAD, PF_MASKED_STORE,
+    PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER,
     PF_COUNT
 } PhgenFeature;
 

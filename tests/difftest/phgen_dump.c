@@ -3,7 +3,8 @@
  * compile the same random programs on every run: the programs of the
  * corpus recorded in tests/ptx/hashes.txt, without the math built-ins
  * generated from their own stream (PhgenOptions.pct_math_more) and without
- * masked loads and stores (pct_mask, a stream of their own too).
+ * masked loads and stores (pct_mask, a stream of their own too), unrolled
+ * loops and helpers (pct_flow, likewise).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -24,6 +25,7 @@ int main(int argc, char **argv)
     phgen_default_options(&opt);
     opt.pct_math_more = 0;
     opt.pct_mask = 0;
+    opt.pct_flow = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

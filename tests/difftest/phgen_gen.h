@@ -49,6 +49,7 @@ struct PhgenProgram {
     Node root;
     DtSpec spec;
     uint64_t features;
+    bool helper_used;      /* the source defines fz_keep, a @ph.func helper */
     void **allocs;
     int nallocs, capallocs;
 };
@@ -81,6 +82,7 @@ typedef struct {
     uint64_t rng;
     uint64_t rng_more;         /* the newer math built-ins' own stream (PhgenOptions.pct_math_more) */
     uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
+    uint64_t rng_flow;         /* ph.static_range's and helpers' own stream (PhgenOptions.pct_flow) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -121,6 +123,16 @@ static inline int rnd_mask(Gen *g, int n)
     g->rng = g->rng_mask;
     int r = rnd(g, n);
     g->rng_mask = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the stream of unrolled loops and helpers, the same way. */
+static inline int rnd_flow(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_flow;
+    int r = rnd(g, n);
+    g->rng_flow = g->rng;
     g->rng = saved;
     return r;
 }

@@ -167,7 +167,8 @@ static void gen_for(Gen *g, Node *parent, int depth)
     Node *n = open_stmt(g);
     int lo = rnd(g, 3), step = 1 + rnd(g, 3), hi;
     char *hitext;
-    if (chance(g, 50)) {
+    bool literal = chance(g, 50);
+    if (literal) {
         hi = lo + 2 + rnd(g, 8);
         hitext = pfmt(g->p, "%d", hi);
     } else {
@@ -176,7 +177,17 @@ static void gen_for(Gen *g, Node *parent, int depth)
     }
     if (hi > lo && (hi - lo) % step) feature(g, PF_STEP_NOT_DIVIDING);
     char *iv = fresh(g, "i");
-    close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
+    /* literal bounds, sometimes unrolled: the copy's compile-time counter becomes an i32 let */
+    bool unrolled = literal && rnd_flow(g, 100) < g->o.pct_flow;
+    if (unrolled) {
+        close_stmt(g, parent, n, pfmt(g->p, "for %su in ph.static_range(%d, %s, %d):", iv, lo, hitext, step), iv);
+        Node *let = node_new(g->p, pfmt(g->p, "%s: ph.let = %su", iv, iv), false);
+        snprintf(let->def, sizeof let->def, "%s", iv);
+        node_add(g->p, n, let);
+        feature(g, PF_STATIC_RANGE);
+    } else {
+        close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
+    }
     n->block = true;
     push_loop(g, iv);
     if (w) stream_update(g, n, w, wsh, iv);
