@@ -302,8 +302,8 @@ static void collect_kernels(const Module *m, Diag *d, const char **alias, Kernel
             }
         }
         if (!marked) {
-            diag_error(d, fd->loc, "'def %s' is not a kernel: a top-level def needs @%s.kernel (or @%s.func, for a helper) "
-                       "as its first decorator", fd->name, *alias ? *alias : "ph", *alias ? *alias : "ph");
+            diag_error(d, fd->loc, "'def %s' is not a kernel: a top-level def needs @%s.kernel as its first decorator",
+                       fd->name, *alias ? *alias : "ph");
             continue;
         }
         if (!ns) continue;

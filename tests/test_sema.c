@@ -268,7 +268,7 @@ Test(top, imports_and_statements)
           "t.ph:4:1: error: cannot import module 'os'; the only module is phobos.lang\n"
           "t.ph:5:1: error: write 'import phobos.lang as ph': the built-ins are used through an alias\n"
           "t.ph:7:1: error: expected an import or a kernel at the top level, got an assignment\n"
-          "t.ph:9:5: error: 'def f' is not a kernel: a top-level def needs @ph.kernel (or @ph.func, for a helper) as its first decorator\n"
+          "t.ph:9:5: error: 'def f' is not a kernel: a top-level def needs @ph.kernel as its first decorator\n"
           "t.ph:15:5: error: kernel 'k' is already defined at line 12\n");
 }
 
