@@ -9,6 +9,7 @@
 #include <string.h>
 
 typedef VEC(Kernel) KernelVec;
+typedef VEC(const FuncDef *) HelperVec;
 
 /* ---- the top level ---- */
 static const char *stmt_what(const Stmt *st)
@@ -250,6 +251,30 @@ static bool kernel_decorator(const Expr *e, const char **ns)
     return true;
 }
 
+/* @ALIAS.func as a def's first decorator: a helper, inlined where called (sema_func.c). */
+static bool helper_decorator(const FuncDef *fd, const char *alias)
+{
+    const Expr *e = fd->ndecorators ? fd->decorators[0] : NULL;
+    return alias && e && e->kind == EX_ATTR && e->lhs && e->lhs->kind == EX_NAME && !strcmp(e->name, "func")
+        && !strcmp(e->lhs->name, alias);
+}
+
+static void collect_helpers(const Module *m, Diag *d, const char *alias, HelperVec *hs)
+{
+    for (int i = 0; i < m->nitems; i++) {
+        const Top *t = m->items[i];
+        if (t->kind != TOP_DEF || !t->def || !helper_decorator(t->def, alias)) continue;
+        const FuncDef *fd = t->def;
+        bool dup = false;
+        for (int j = 0; j < hs->len && !dup; j++)
+            if (!strcmp(hs->data[j]->name, fd->name)) {
+                diag_error(d, fd->loc, "helper '%s' is already defined at line %d", fd->name, hs->data[j]->loc.line);
+                dup = true;
+            }
+        if (!dup && sema_check_helper(d, alias, fd)) vec_push(hs, fd);
+    }
+}
+
 static void collect_kernels(const Module *m, Diag *d, const char **alias, KernelVec *ks)
 {
     for (int i = 0; i < m->nitems; i++) {
@@ -260,7 +285,7 @@ static void collect_kernels(const Module *m, Diag *d, const char **alias, Kernel
                            t->stmt ? stmt_what(t->stmt) : "a statement");
             continue;
         }
-        if (t->kind != TOP_DEF || !t->def) continue;
+        if (t->kind != TOP_DEF || !t->def || helper_decorator(t->def, *alias)) continue;
         const FuncDef *fd = t->def;
         const char *ns = NULL;
         bool marked = false;
@@ -336,13 +361,20 @@ IrModule *sema(const Module *m, Diag *d, const SemaOptions *opt)
     int errors0 = d->nerrors;
     const char *alias = check_imports(m, d);
     KernelVec ks = {0};
+    HelperVec hs = {0};
+    collect_helpers(m, d, alias, &hs);
     collect_kernels(m, d, &alias, &ks);
+    for (int i = 0; i < ks.len; i++) {
+        ks.data[i].helpers = hs.data;
+        ks.data[i].nhelpers = hs.len;
+    }
     check_options(d, m, &ks, opt);
     IrModule *out = ir_module_new();
     for (int i = 0; i < ks.len; i++)
         if (ks.data[i].ok && kernel_selected(&ks.data[i], opt)) lower_kernel(d, alias, &ks.data[i], opt, out);
     for (int i = 0; i < ks.len; i++) sema_kernel_free(&ks.data[i]);
     free(ks.data);
+    free(hs.data);
     if (d->nerrors > errors0) {
         ir_module_free(out);
         return NULL;

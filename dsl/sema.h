@@ -24,6 +24,8 @@ enum {
     MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
     MAX_DEPTH = 256,        /* nesting of expressions and blocks */
     MAX_STAGES = 8,         /* @ph.stages: slots of a shared-memory ring */
+    MAX_UNROLLED = 65536,   /* statements ph.static_range and inlined helpers copy in one config */
+    MAX_INLINE = 32,        /* helpers inlined inside one another */
 };
 
 /* A typed value. dim[i] > 0 is a known extent; dim[i] < 0 names an iota
@@ -74,6 +76,7 @@ typedef struct {
     int64_t *values[MAX_META];
     int naligned; IrAligned *aligned;
     Loc *aligned_loc;
+    int nhelpers; const FuncDef **helpers;   /* the module's @ph.func helpers */
 } Kernel;
 
 typedef struct {
@@ -87,6 +90,10 @@ typedef struct {
     bool dead;                   /* after a return in this block: check, do not emit */
     int bad;                     /* errors reported or met (erroneous values used) */
     int depth;
+    int64_t unrolled;            /* statements copied by ph.static_range and helpers so far (this config) */
+    int scope_floor;             /* syms below it are hidden (a helper's body), but the namespace */
+    const FuncDef *inlining[MAX_INLINE];   /* the helpers being inlined, outermost first */
+    int ninline;
     VEC(Sym) syms;
     int nscope_base;             /* syms below this are the kernel's (params, metas, dims, alias) */
     /* iota extents of the current statement: a union-find of symbols */
@@ -189,5 +196,16 @@ Val sema_window_value(Sema *s, Val x, const Window *w, Loc loc, const char *what
 Val sema_call(Sema *s, const Expr *e);
 void sema_online_softmax(Sema *s, const Expr *call);
 void sema_atomic_add(Sema *s, const Expr *call);
+
+/* sema_func.c: @ph.func helpers, inlined at their calls */
+const FuncDef *sema_helper(const Sema *s, const Expr *callee);   /* the helper callee names, or NULL */
+/* The helper's body lowered at call e; its return value when want_value. */
+Val sema_inline_call(Sema *s, const Expr *e, const FuncDef *fn, bool want_value);
+bool sema_check_helper(Diag *d, const char *alias, const FuncDef *fn);
+int64_t sema_count_stmts(const Stmt *st);   /* st and the statements nested in it */
+
+/* sema_mask.c: ph.load(X[...], mask=, other=) and the statement ph.store(X[...], v, mask=) */
+Val sema_masked_load(Sema *s, const Expr *call);
+void sema_masked_store(Sema *s, const Expr *call);
 
 #endif

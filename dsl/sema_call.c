@@ -400,6 +400,13 @@ static const Builtin *call_target(Sema *s, const Expr *e)
 
 Val sema_call(Sema *s, const Expr *e)
 {
+    if (sema_is_ns(s->alias, e->lhs, "load")) return sema_masked_load(s, e);
+    const FuncDef *helper = sema_helper(s, e->lhs);
+    if (helper) return sema_inline_call(s, e, helper, true);
+    if (sema_is_ns(s->alias, e->lhs, "store")) {
+        sema_err(s, e->loc, "%s.store is a statement: it writes a tensor window and has no value", s->alias);
+        return val_error();
+    }
     const Builtin *b = call_target(s, e);
     if (!b) return val_error();
     if (b->kind == B_SOFTMAX) {

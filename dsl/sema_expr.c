@@ -323,7 +323,9 @@ static bool const_rec(Sema *s, const Expr *e, int64_t *out, char *why, size_t n,
         return true;
     case EX_NAME: {
         Sym *y = sema_lookup(s, e->name);
-        if (y && y->kind == SYM_META) { *out = y->val.ival; return true; }
+        /* a static_range variable, a helper's parameter bound to a compile-time integer */
+        bool weak_int = y && (y->kind == SYM_LOOP || y->kind == SYM_LET) && y->val.weak && !y->val.wfloat;
+        if (y && (y->kind == SYM_META || weak_int)) { *out = y->val.ival; return true; }
         describe_name(s, e, why, n);
         return false;
     }

@@ -27,7 +27,8 @@ bool val_bad(Val v) { return v.dt == DT_VOID; }
 Sym *sema_lookup(Sema *s, const char *name)
 {
     for (int i = s->syms.len - 1; i >= 0; i--)
-        if (!strcmp(s->syms.data[i].name, name)) return &s->syms.data[i];
+        if ((i >= s->scope_floor || s->syms.data[i].kind == SYM_ALIAS) && !strcmp(s->syms.data[i].name, name))
+            return &s->syms.data[i];
     return NULL;
 }
 

@@ -223,6 +223,15 @@ static void expr_stmt(Sema *s, const Stmt *st)
         sema_atomic_add(s, e);
         return;
     }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "store")) {
+        sema_masked_store(s, e);
+        return;
+    }
+    const FuncDef *helper = e->kind == EX_CALL ? sema_helper(s, e->lhs) : NULL;
+    if (helper) {
+        sema_inline_call(s, e, helper, false);
+        return;
+    }
     int bad0 = s->bad;
     sema_expr(s, e);
     if (s->bad == bad0) sema_err(s, e->loc, "expression result is unused");
@@ -371,10 +380,88 @@ static bool range_pass(Sema *s, const Expr *r, Val *lo, Val *hi, int64_t *step)
     return ok && sema_resolve_iotas(s);
 }
 
+int64_t sema_count_stmts(const Stmt *st)
+{
+    int64_t c = 1;
+    for (int i = 0; i < st->nbody; i++) c += sema_count_stmts(st->body[i]);
+    for (int i = 0; i < st->norelse; i++) c += sema_count_stmts(st->orelse[i]);
+    return c;
+}
+
+static bool returns_at_top(Stmt *const *body, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (body[i]->kind == ST_RETURN) return true;
+    return false;
+}
+
+/* for i in ph.static_range(start, stop[, step]): the body lowered once per
+ * value of i, in order, each copy in the enclosing block with i a
+ * compile-time integer (usable where a meta-parameter is). The arguments
+ * are compile-time integers; the step may be negative, not 0. A return in
+ * the body ends the block there, as it would in the first copy. */
+static void static_for(Sema *s, const Stmt *st, bool dead)
+{
+    const Expr *r = st->value;
+    int64_t v[3] = {0, 0, 1};
+    bool ok = r->nitems >= 1 && r->nitems <= 3;
+    if (!ok) sema_err(s, r->loc, "%s.static_range takes 1 to 3 arguments, got %d", s->alias, r->nitems);
+    for (int i = 0; ok && i < r->nitems; i++) {
+        char why[200];
+        const Expr *a = r->items[i];
+        if (a->kind == EX_KEYWORD) {
+            sema_err(s, a->loc, "%s.static_range takes no keyword arguments", s->alias);
+            ok = false;
+        } else if (!sema_const_int(s, a, &v[r->nitems == 1 ? 1 : i], why, sizeof why)) {
+            sema_err(s, a->loc, "expected a compile-time integer for %s.static_range, got %s", s->alias, why);
+            ok = false;
+        }
+    }
+    if (ok && v[2] == 0) {
+        sema_err(s, r->items[2]->loc, "the step of %s.static_range must not be 0", s->alias);
+        ok = false;
+    }
+    int64_t span = v[2] > 0 ? v[1] - v[0] : v[0] - v[1], step = v[2] > 0 ? v[2] : -v[2];
+    int64_t count = ok && span > 0 ? (span + step - 1) / step : 0;
+    int64_t copies = count * (sema_count_stmts(st) - 1);
+    if (ok && (count > MAX_UNROLLED || s->unrolled + copies > MAX_UNROLLED)) {
+        sema_err(s, r->loc, "%s.static_range copies %lld statements here, which takes the statements copied into this "
+                 "kernel (unrolled loops multiplied, helpers inlined) past %d; use range", s->alias, (long long)copies,
+                 MAX_UNROLLED);
+        ok = false;
+    }
+    const char *iv_name = st->target && st->target->kind == EX_NAME ? st->target->name : NULL;
+    if (!iv_name) sema_err(s, st->target ? st->target->loc : st->loc, "expected a name after 'for'");
+    bool fresh = iv_name && can_declare(s, iv_name, st->target->loc);
+    if (!ok) count = 1, dead = true;   /* the body is still checked, once */
+    s->unrolled += ok ? copies : 0;
+    for (int64_t k = 0; k < count; k++) {
+        int mark = s->syms.len;
+        Val iv = val_weak_int(v[0] + k * v[2]);
+        if (fresh) vec_push(&s->syms, ((Sym){.name = iv_name, .kind = SYM_LOOP, .val = iv}));   /* weak: compile-time */
+        bool was_dead = s->dead;
+        s->dead = dead;
+        sema_lower_block(s, st->body, st->nbody);
+        s->dead = was_dead;
+        s->syms.len = mark;
+        if (returns_at_top(st->body, st->nbody)) dead = true;
+    }
+    if (count && returns_at_top(st->body, st->nbody)) s->dead = true;
+}
+
+static bool is_static_range(Sema *s, const Expr *r)
+{
+    return r && r->kind == EX_CALL && sema_is_ns(s->alias, r->lhs, "static_range");
+}
+
 static void for_stmt(Sema *s, const Stmt *st, bool dead)
 {
     const Expr *r = st->value;
     bool ok = true;
+    if (is_static_range(s, r)) {
+        static_for(s, st, dead);
+        return;
+    }
     s->emit = false;
     s->nsym = 0;
     if (!r || r->kind != EX_CALL || !r->lhs || r->lhs->kind != EX_NAME || strcmp(r->lhs->name, "range")) {

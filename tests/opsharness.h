@@ -20,6 +20,8 @@
 #define MATH_OPS "tests/gpu/math.ph"   /* tanh, erf, sigmoid, pow, fma, inf, nan */
 #define GATHER_OPS "tests/gpu/gather.ph" /* scalars from tensors, gathers, scatters */
 #define TYPE_OPS "tests/gpu/types.ph"  /* i8, u8: conversions, widening, integer dots */
+#define MASKED_OPS "tests/gpu/masked.ph"   /* masked loads and stores, a ragged softmax */
+#define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers, RoPE */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)
@@ -35,6 +37,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"masks", "n", 300},
         {"argred", "G", 24}, {"argred", "L", 200}, {"vecshape", "L", 800},
         {"idot", "K", 80}, {"tcidot", "K", 80},
+        {"rope", "P", 1000},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;

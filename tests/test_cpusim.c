@@ -2,8 +2,9 @@
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
  * tests/gpu/math.ph, the math built-ins, tests/gpu/gather.ph, elements,
- * gathers and scatters, and tests/gpu/types.ph, the 8-bit integer types)
- * runs on
+ * gathers and scatters, tests/gpu/types.ph, the 8-bit integer types,
+ * tests/gpu/masked.ph, masked loads and stores, and tests/gpu/flow.ph,
+ * unrolled loops, helpers and RoPE) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -68,6 +69,23 @@ Test(cpusim, every_types_config_matches_the_interpreter, .timeout = 600) { every
 Test(cpusim, every_int8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/int8gemm/int8gemm.ph", 4, "sm_90"); }
 /* sm_90a: its wgmma engine takes no integer dot, the others do */
 Test(cpusim, every_types_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90a"); }
+/* tests/gpu/masked.ph: masked loads and stores, a ragged softmax; for
+ * each GPU path (sm_80's code, sm_90a's). */
+Test(cpusim, every_masked_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(MASKED_OPS, 6, "sm_90");
+    every_config_matches(MASKED_OPS, 6, "sm_80");
+    every_config_matches(MASKED_OPS, 6, "sm_90a");
+}
+
+/* tests/gpu/flow.ph: ph.static_range, @ph.func helpers, RoPE on
+ * interleaved pairs; for each GPU path. */
+Test(cpusim, every_flow_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(FLOW_OPS, 7, "sm_90");
+    every_config_matches(FLOW_OPS, 7, "sm_80");
+    every_config_matches(FLOW_OPS, 7, "sm_90a");
+}
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and

@@ -3,8 +3,10 @@
  * reductions, transposes, masks and integer arithmetic, bf16 and FMA dots,
  * rank-1 broadcasting, early returns and branches in loops, blocks of 96
  * threads, windows past the tensors' edges), and of tests/gpu/math.ph
- * (tanh, erf, sigmoid, pow, fma, inf and nan) and of tests/gpu/gather.ph
- * (elements as scalars, gathers, scatters), runs on the GPU and in the
+ * (tanh, erf, sigmoid, pow, fma, inf and nan), tests/gpu/gather.ph
+ * (elements as scalars, gathers, scatters), tests/gpu/types.ph (8-bit
+ * integers), tests/gpu/masked.ph (masked loads and stores) and
+ * tests/gpu/flow.ph (unrolled loops, helpers, RoPE), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -123,6 +125,12 @@ Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every
 Test(gpu_ops, every_gather_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(GATHER_OPS); }
 /* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
 Test(gpu_ops, every_types_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(TYPE_OPS); }
+/* Masked loads and stores, a ragged softmax: an element a mask leaves out
+ * must stay as the interpreter leaves it. */
+Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
+
+/* ph.static_range, @ph.func helpers, RoPE on interleaved pairs. */
+Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(FLOW_OPS); }
 
 /* ---- atomic adds ---- */
 

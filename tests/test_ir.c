@@ -82,6 +82,19 @@ Test(ir_text, round_trip_gather_scatter)
     free(text);
 }
 
+/* a masked store prints its mask after the value and keeps it before the value */
+Test(ir_text, round_trip_masked_store)
+{
+    round_trip_file("tests/ir/masked_store.ir");
+    char *text = tu_read_file("tests/ir/masked_store.ir");
+    IrModule *m = parse_ok(text);
+    const IrOp *st = m->funcs[0]->body->ops[6];
+    cr_assert_eq(st->kind, OP_STORE);
+    cr_assert(st->flags == STORE_MASKED && st->nargs == 3 && ir_window_starts(st) == 1);
+    cr_assert(ir_store_mask(st) == st->args[1] && st->args[2] == st->args[1] + 1, "mask %%5, value %%6");
+    ir_module_free(m);
+    free(text);
+}
 /* after the passes: asynchronous copies, commits (no operands: the next
  * line's value is not theirs), waits with and without operands */
 Test(ir_text, round_trip_after_the_passes)
@@ -284,6 +297,10 @@ Test(ir_verify, rejects_malformed_ir)
     verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%1, %%1] : f32[4, 4]\n  return\n", c), "does not match tensor 'X'");
     verify_fails("X: f16[N, M]", BODY("%s  %%3 = load X[%%2, %%1] : f16[4, 4]\n  return\n", c), "window start 1 must be an i32 scalar");
     verify_fails("X: f16[N]", BODY("%s  %%3 = splat %%2 : f32[4]\n  store X[%%1], %%3\n  return\n", c), "op 'store'");
+    verify_fails("X: f32[N]", BODY("%s  %%3 = splat %%2 : f32[4]\n  %%4 = splat %%1 : i32[4]\n  store X[%%1], %%3 mask %%4\n  return\n", c),
+                 "mask must be bool of the value's shape, is i32[4]");
+    verify_fails("X: f32[N]", BODY("%s  %%3 = splat %%2 : f32[4]\n  %%4 = lt %%1, %%1 : bool\n  %%5 = splat %%4 : bool[2]\n  store X[%%1], %%3 mask %%5\n  return\n", c),
+                 "mask must be bool of the value's shape, is bool[2]");
     verify_fails("", BODY("%s  %%3 = for %%4 = %%1 to %%1 step 1 iter(%%5 = %%1) : i32 {\n    yield %%2\n  }\n  return\n", c), "body yields f32 for result 1 of type i32");
     verify_fails("", BODY("%s  %%3 = for %%4 = %%1 to %%1 step 0 iter(%%5 = %%1) : i32 {\n    yield %%5\n  }\n  return\n", c), "step 0 must be positive");
     verify_fails("", BODY("%s  for %%3 = %%1 to %%1 step 1 {\n    %%4 = add %%3, %%1 : i32\n  }\n  return\n", c), "must end with yield");

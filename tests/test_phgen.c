@@ -96,6 +96,57 @@ Test(phgen, the_corpus_covers_every_feature)
     cr_expect_gt(count[PF_LOOP_LOAD], 40);
 }
 
+/* Masked loads and stores come from a stream of their own: with
+ * pct_mask 0 no program has one, and with every load and store masked a
+ * seed's program differs from its unmasked one only in lines that hold
+ * ph.load or ph.store (so tests/ptx/hashes.txt's programs stay as they were). */
+Test(phgen, masks_leave_the_rest_of_the_program_alone)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_mask = 0;
+    all = none;
+    all.pct_mask = 100;
+    int masked = 0;
+    for (uint64_t seed = 1; seed < 60; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "ph.load(") && !strstr(a, "ph.store("), "seed %llu", (unsigned long long)seed);
+        masked += strstr(b, "mask") != NULL;
+        char *sa, *sb, *la = strtok_r(a, "\n", &sa), *lb = strtok_r(b, "\n", &sb);
+        for (; la && lb; la = strtok_r(NULL, "\n", &sa), lb = strtok_r(NULL, "\n", &sb))
+            cr_assert(!strcmp(la, lb) || strstr(lb, "ph.load(") || strstr(lb, "ph.store("), "seed %llu: '%s' became '%s'",
+                      (unsigned long long)seed, la, lb);
+        cr_assert(!la && !lb, "seed %llu: the line counts differ", (unsigned long long)seed);
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(masked, 50);
+}
+
+/* Unrolled loops and helpers come from a stream of their own too: with
+ * pct_flow 0 no program has one (phgen_dump's programs), with 100 every
+ * loop of literal bounds is unrolled, and some programs pass loads through
+ * the helper. */
+Test(phgen, unrolled_loops_and_helpers_have_a_stream_of_their_own)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_flow = 0;
+    all = none;
+    all.pct_flow = 100;
+    int unrolled = 0, helped = 0;
+    for (uint64_t seed = 1; seed < 60; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "static_range") && !strstr(a, "@ph.func"), "seed %llu", (unsigned long long)seed);
+        unrolled += strstr(b, "ph.static_range(") != NULL;
+        helped += strstr(b, "fz_keep(") != NULL;
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(unrolled, 10);
+    cr_expect_gt(helped, 10);
+}
+
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
 {
     int *runs = user;

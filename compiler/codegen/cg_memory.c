@@ -6,7 +6,7 @@
  * plan_rings before emission.
  * Guarantees: a load, gather or scatter touches only in-bounds elements
  * (the window's mask, the indices' bounds), a scatter each element once
- * (stores are cg_store.c's); every
+ * (stores, masked ones too, are cg_store.c's); every
  * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); copies land in their
  * ring slot, a buffer of the shared area, and read_shared reads a ring

@@ -3,7 +3,8 @@
  * A tile in a BLOCKED layout is written in its chunks of v consecutive
  * columns, one vector store each, where the window's chunks are aligned
  * (window_chunks_aligned: then a chunk is wholly inside the tensor or
- * wholly outside); element by element otherwise. A wide tile in an MMA
+ * wholly outside); element by element otherwise, and always where a
+ * mask picks the elements (ph.store's mask=). A wide tile in an MMA
  * layout (a dot's result, or what is computed from one) first goes through
  * shared memory into the BLOCKED layout: a warp then writes whole rows of
  * 16-byte chunks, where the MMA layout's threads would each write two
@@ -12,8 +13,8 @@
  * bytes the loop's rings held.
  *
  * Expects: the window's operands emitted (window_elem reads them).
- * Guarantees: each element of the window inside the tensor is written
- * once, by the one thread that owns a valid slot holding it (an idle
+ * Guarantees: each element of the window inside the tensor (and, for a
+ * masked store, where its mask holds) is written once, by the one thread that owns a valid slot holding it (an idle
  * warp's slots and a slice's copies write nothing), so an add is never
  * made twice; nothing outside the tensor is written. Atomic adds are
  * monotonic atomicrmw on the global address space, element by element:
@@ -27,8 +28,9 @@
  * shared-memory round trip cost more than the sectors they save. */
 enum { STAGE_MIN_BYTES = 4096 };
 
-/* Element by element, each under its own guard. */
-static void store_elements(Cg *c, const IrOp *op, const Slots *s, bool atomic)
+/* Element by element, each under its own guard; where mask is given (its
+ * slots in s's layout), only the elements whose mask slot holds. */
+static void store_elements(Cg *c, const IrOp *op, const Slots *s, const Slots *mask, bool atomic)
 {
     const IrParam *prm = &c->f->params[op->param];
     LLVMTypeRef et = dtype_ty(c, prm->dt);
@@ -37,6 +39,7 @@ static void store_elements(Cg *c, const IrOp *op, const Slots *s, bool atomic)
         SlotPos p = slot_pos(c, s->lay, k);
         LLVMValueRef off, inb;
         window_elem(c, op, p, &off, &inb);
+        if (mask) inb = LLVMBuildAnd(c->b, inb, mask->v[k], "");
         Guard g = guard_begin(c, and1(c, inb, p.owner));
         LLVMValueRef ptr = LLVMBuildGEP2(c->b, et, c->tensor_ptr[op->param], &off, 1, "");
         if (atomic) LLVMBuildAtomicRMW(c->b, how, ptr, s->v[k], LLVMAtomicOrderingMonotonic, 0);
@@ -77,7 +80,7 @@ static void store_blocked(Cg *c, const IrOp *op, const Slots *s)
     store_chunks(c, op, s);
     LLVMBuildBr(c->b, done);
     LLVMPositionBuilderAtEnd(c->b, scal);
-    store_elements(c, op, s, false);
+    store_elements(c, op, s, NULL, false);
     LLVMBuildBr(c->b, done);
     LLVMPositionBuilderAtEnd(c->b, done);
 }
@@ -141,8 +144,10 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     const Layout *l = reg_layout(c, val);
     Slots s = cg_get(c, val, l);
     DType dt = c->f->params[op->param].dt;
-    if (atomic) {
-        store_elements(c, op, &s, true);
+    ValueId mask = ir_store_mask(op);
+    if (atomic || mask) {
+        Slots m = mask ? cg_get(c, mask, l) : (Slots){0};
+        store_elements(c, op, &s, mask ? &m : NULL, atomic);
     } else if (staging_pays(c, l, dt)) {
         Slots b = stage_through_shared(c, &s, dt);
         store_blocked(c, op, &b);
@@ -150,7 +155,7 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     } else if (l->kind == LAY_BLOCKED && l->v > 1) {
         store_blocked(c, op, &s);
     } else {
-        store_elements(c, op, &s, false);
+        store_elements(c, op, &s, NULL, false);
     }
 }
 

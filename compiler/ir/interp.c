@@ -418,7 +418,7 @@ static void run_load(Interp *in, const IrOp *op)
 static void write_window(Interp *in, const IrOp *op, bool add)
 {
     const IrParam *p = &in->f->params[op->param];
-    ValueId v = op->args[op->nargs - 1];
+    ValueId v = op->args[op->nargs - 1], mask = ir_store_mask(op);
     IrType t = ir_vtype(in->f, v);
     Window win = window_of(in, op, p, t);
     int rows = ir_rows(t), cols = ir_cols(t);
@@ -431,6 +431,7 @@ static void write_window(Interp *in, const IrOp *op, bool add)
             int64_t gj = win.c0 + j;
             if (gj < 0 || gj >= win.cols) continue;
             int64_t e = (int64_t)i * cols + j, at = base + j;
+            if (mask && !ibuf(in, mask)[e]) continue;
             if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
             else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
             else switch (p->dt) {

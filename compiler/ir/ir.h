@@ -80,6 +80,10 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
  * themselves (the code generator asks its copy engine). */
 enum { DOT_TRANS_B = 1, DOT_ASYNC = 2 };
 enum { WAIT_SLOTS_RELEASED = 1 };
+/* STORE_MASKED (OP_STORE): the operand before the value is a bool tile of
+ * the value's type and shape; an element is written only where it is true
+ * (and, as always, only inside the tensor). */
+enum { STORE_MASKED = 1 };
 
 /* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
  * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
@@ -95,7 +99,7 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_STORE: STORE_MASKED */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;
@@ -187,6 +191,19 @@ ValueId ir_block_arg(IrFunc *f, IrBlock *b, IrType t, const char *name);
 IrOp *ir_emit(IrFunc *f, IrBlock *b, IrOpKind kind, int nargs, const ValueId *args,
               int nres, const IrType *restypes);
 static inline IrType ir_vtype(const IrFunc *f, ValueId v) { return f->values[v].type; }
+/* A memory op's start (or index) operands (load, store, atomic_add,
+ * copy_async, gather, scatter, scatter_add): all but the value, the mask
+ * of a masked store and a copy's slot. */
+static inline int ir_window_starts(const IrOp *op)
+{
+    bool reads = op->kind == OP_LOAD || op->kind == OP_GATHER;
+    return op->nargs - !reads - (op->kind == OP_STORE && (op->flags & STORE_MASKED));
+}
+/* A masked store's mask (just before the value); 0 for any other op. */
+static inline ValueId ir_store_mask(const IrOp *op)
+{
+    return op->kind == OP_STORE && (op->flags & STORE_MASKED) && op->nargs >= 2 ? op->args[op->nargs - 2] : 0;
+}
 
 /* ---- names ---- */
 const char *ir_op_name(const IrOp *op);   /* "add", "exp", "reduce_sum", "for", ... */

@@ -480,6 +480,14 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
             expect_punct(ps, ',');
             apush(ps, &args, use(ps));
         }
+        if (on.kind == OP_STORE && is_word(ps, "mask")) {
+            /* the mask goes before the value, which stays the last operand */
+            next(ps);
+            ValueId value = args.data[args.len - 1];
+            args.data[args.len - 1] = use(ps);
+            apush(ps, &args, value);
+            on.flags |= STORE_MASKED;
+        }
         if (on.kind == OP_COPY_ASYNC) {
             expect_word(ps, "ring");
             axis = (int)integer(ps, 0, INT32_MAX, "a ring number");

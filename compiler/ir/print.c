@@ -202,7 +202,7 @@ static void print_operands(Printer *p, const IrOp *op)
         break;
     case OP_LOAD: case OP_STORE: case OP_ATOMIC_ADD: case OP_COPY_ASYNC: case OP_GATHER: case OP_SCATTER: case OP_SCATTER_ADD: {
         bool reads = op->kind == OP_LOAD || op->kind == OP_GATHER;
-        int nstart = reads ? op->nargs : op->nargs - 1;
+        int nstart = ir_window_starts(op);
         fputc(' ', p->out);
         print_param_ref(p, op->param);
         fputc('[', p->out);
@@ -211,6 +211,10 @@ static void print_operands(Printer *p, const IrOp *op)
         if (!reads && op->nargs >= 1) {
             fputs(", ", p->out);
             print_value(p, op->args[op->nargs - 1]);
+        }
+        if (ir_store_mask(op)) {
+            fputs(" mask ", p->out);
+            print_value(p, ir_store_mask(op));
         }
         if (op->kind == OP_COPY_ASYNC) fprintf(p->out, " ring %d stages %lld", op->axis, (long long)op->ival);
         break;

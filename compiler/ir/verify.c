@@ -237,13 +237,18 @@ static bool check_memory(Verifier *v, const IrOp *op)
     char b1[32];
     const IrParam *p;
     if (!tensor_param(v, op, &p)) return false;
-    int nstart = op->kind == OP_LOAD ? op->nargs : op->nargs - 1;
+    int nstart = ir_window_starts(op);
     if (nstart != p->rank) return bad(v, op, "tensor '%s' has rank %d but the window has %d starts", p->name, p->rank, nstart < 0 ? 0 : nstart);
     for (int i = 0; i < nstart; i++)
         if (!is_i32_scalar(ty(v, op->args[i]))) return bad(v, op, "window start %d must be an i32 scalar", i + 1);
     IrType w = op->nres ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
     if (w.dt != p->dt || w.rank != p->rank)
         return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), p->rank);
+    if (op->flags & ~(op->kind == OP_STORE ? STORE_MASKED : 0)) return bad(v, op, "has flags %d it does not take", op->flags);
+    ValueId mask = ir_store_mask(op);
+    IrType m = mask ? ty(v, mask) : w;
+    if (mask && (m.dt != DT_BOOL || !same_shape(m, w)))
+        return bad(v, op, "mask must be bool of the value's shape, is %s", tstr(m, b1));
     return true;
 }
 

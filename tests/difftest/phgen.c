@@ -36,6 +36,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "arg_reduce", "cumsum", "reshape", "rank1_store",
     "element", "gather", "scatter",
     "i8_convert", "dot_i8",
+    "masked_load", "masked_store", "static_range", "helper",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -52,6 +53,8 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_math_more = 40;
     o->pct_index = 15;
     o->pct_types = 30;
+    o->pct_mask = 15;
+    o->pct_flow = 20;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -282,6 +285,8 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_more = seed * 0x9e3779b97f4a7c15ull + 0x2545f491;
     g->rng_index = seed * 0xbf58476d1ce4e5b9ull + 0x7f4a7c15;
     g->rng_types = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
+    g->rng_mask = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
+    g->rng_flow = seed * 0xa0761d6478bd642full + 0xe7037ed1;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);
@@ -408,6 +413,7 @@ char *phgen_source(const PhgenProgram *p)
     fprintf(out, "# A program from tests/difftest/phgen.c (seed %llu) for differential testing.\n",
             (unsigned long long)p->seed);
     fprintf(out, "# run: %s\nimport phobos.lang as ph\n\n\n", spec);
+    if (p->helper_used) fprintf(out, "@ph.func\ndef fz_keep(x):\n    y: ph.let = x\n    return y\n\n\n");
     for (int k = 0; k < 1 + p->two_kernels; k++) {
         if (k) fprintf(out, "\n\n");
         print_decorators(out, p, k ? p->launch2 : p->launch, k);

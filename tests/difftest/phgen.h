@@ -38,6 +38,10 @@ typedef struct {
     int pct_types;        /* of integer conversions and of dots: an 8-bit round trip (ph.i8, ph.u8) or an
                            * i8 x i8 -> i32 dot instead, from a stream of its own as pct_math_more's
                            * (0 gives the programs from before the 8-bit types) */
+    int pct_mask;         /* of loads and of stores: ph.load with mask= and other=, ph.store with mask=,
+                           * from a stream of its own as pct_math_more (0 gives the programs of before) */
+    int pct_flow;         /* of loops with literal bounds: ph.static_range; of loads, half as many: passed
+                           * through a @ph.func helper; a stream of its own again */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -57,6 +61,7 @@ typedef enum {
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
     PF_ELEMENT, PF_GATHER, PF_SCATTER,
     PF_I8_CONVERT, PF_DOT_I8,
+    PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER,
     PF_COUNT
 } PhgenFeature;
 

@@ -2,8 +2,10 @@
  * as DIR/seed-S.ph, so that tools outside C (tests/ptx/identical.sh) can
  * compile the same random programs on every run: the programs of the
  * corpus recorded in tests/ptx/hashes.txt, without the math built-ins,
- * elements, gathers and scatters, and the 8-bit types generated from
- * their own streams (PhgenOptions.pct_math_more, pct_index, pct_types).
+ * elements, gathers and scatters, the 8-bit types, masked loads and
+ * stores, unrolled loops and helpers, each generated from a stream of
+ * its own (PhgenOptions.pct_math_more, pct_index, pct_types, pct_mask,
+ * pct_flow).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -25,6 +27,8 @@ int main(int argc, char **argv)
     opt.pct_math_more = 0;
     opt.pct_index = 0;
     opt.pct_types = 0;
+    opt.pct_mask = 0;
+    opt.pct_flow = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

@@ -150,6 +150,12 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
         }
         text = pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
     }
+    text = masked_load_text(g, text, sh, t->dt);
+    if (rnd_flow(g, 200) < g->o.pct_flow) {   /* through the helper fz_keep, which returns its argument */
+        text = pfmt(g->p, "fz_keep(%s)", text);
+        g->p->helper_used = true;
+        feature(g, PF_HELPER);
+    }
     *out = ex(text, dt, sh, true, t->dt == DT_I32 ? 50 : 2);
     if (t->dt != dt) {   /* a tensor of another dtype, converted (exactly: it is a raw input) */
         out->t = dt == DT_I32 ? pfmt(g->p, "ph.i32(%s * 4.0)", text) : pfmt(g->p, "%s(%s)", dtname(dt), text);

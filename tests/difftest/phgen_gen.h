@@ -49,6 +49,7 @@ struct PhgenProgram {
     Node root;
     DtSpec spec;
     uint64_t features;
+    bool helper_used;      /* the source defines fz_keep, a @ph.func helper */
     void **allocs;
     int nallocs, capallocs;
 };
@@ -83,6 +84,8 @@ typedef struct {
     uint64_t rng_index;        /* elements, gathers and scatters' own stream (PhgenOptions.pct_index) */
     bool on_index;             /* rnd draws from that stream now (index_stream) */
     uint64_t rng_types;        /* the 8-bit types' own stream (PhgenOptions.pct_types) */
+    uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
+    uint64_t rng_flow;         /* ph.static_range's and helpers' own stream (PhgenOptions.pct_flow) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -123,6 +126,26 @@ static inline int rnd_types(Gen *g, int n)
     g->rng = g->rng_types;
     int r = rnd(g, n);
     g->rng_types = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the masks' stream: leaves rnd's stream as it was. */
+static inline int rnd_mask(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_mask;
+    int r = rnd(g, n);
+    g->rng_mask = g->rng;
+    g->rng = saved;
+    return r;
+}
+/* From the stream of unrolled loops and helpers, the same way. */
+static inline int rnd_flow(Gen *g, int n)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_flow;
+    int r = rnd(g, n);
+    g->rng_flow = g->rng;
     g->rng = saved;
     return r;
 }
@@ -214,6 +237,13 @@ Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt);
 DType pick_dtype(Gen *g, unsigned flags);
 /* A load of exactly shape sh (rank 1 or 2) and dtype dt. */
 bool load_of(Gen *g, Shape sh, DType dt, Ex *out);
+/* A window's text as a masked load or store (pct_mask of them, from the
+ * masks' stream), else unchanged: a mask of shape sh from iotas and block
+ * indices, exact everywhere; a load's other value a literal of dtype dt. */
+char *masked_load_text(Gen *g, char *window, Shape sh, DType dt);
+/* The statement that stores value into window: `window = value`, or
+ * ph.store(window, value, mask=...) for a window of shape sh. */
+char *store_text(Gen *g, const char *window, Shape sh, const char *value);
 /* A shape that fits t: each dim kept or made 1, sometimes rank 1. */
 Shape sub_shape(Gen *g, Shape t);
 Ex gen_literal(Gen *g, bool want_int);

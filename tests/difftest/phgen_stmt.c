@@ -167,7 +167,8 @@ static void gen_for(Gen *g, Node *parent, int depth)
     Node *n = open_stmt(g);
     int lo = rnd(g, 3), step = 1 + rnd(g, 3), hi;
     char *hitext;
-    if (chance(g, 50)) {
+    bool literal = chance(g, 50);
+    if (literal) {
         hi = lo + 2 + rnd(g, 8);
         hitext = pfmt(g->p, "%d", hi);
     } else {
@@ -182,7 +183,17 @@ static void gen_for(Gen *g, Node *parent, int depth)
         index_stream(g);
     }
     char *iv = fresh(g, "i");
-    close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
+    /* literal bounds, sometimes unrolled: the copy's compile-time counter becomes an i32 let */
+    bool unrolled = literal && rnd_flow(g, 100) < g->o.pct_flow;
+    if (unrolled) {
+        close_stmt(g, parent, n, pfmt(g->p, "for %su in ph.static_range(%d, %s, %d):", iv, lo, hitext, step), iv);
+        Node *let = node_new(g->p, pfmt(g->p, "%s: ph.let = %su", iv, iv), false);
+        snprintf(let->def, sizeof let->def, "%s", iv);
+        node_add(g->p, n, let);
+        feature(g, PF_STATIC_RANGE);
+    } else {
+        close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
+    }
     n->block = true;
     push_loop(g, iv);
     if (w) stream_update(g, n, w, wsh, iv);
@@ -387,7 +398,7 @@ void gen_store(Gen *g, Node *parent)
         Node *n = open_stmt(g);
         gen_use(g, iv);
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, loop, n, pfmt(p, "%s[r0 + %s, c0:+BN] = %s", t->name, iv, e.t), NULL);
+        close_stmt(g, loop, n, store_text(g, pfmt(p, "%s[r0 + %s, c0:+BN]", t->name, iv), shape2(E1, EN), e.t), NULL);
         g->nloops--;
         feature(g, PF_STORE_LOOP);
         return;
@@ -402,28 +413,32 @@ void gen_store(Gen *g, Node *parent)
         cond->block = true;
         Node *n = open_stmt(g);
         Ex e = gen_num(g, rows ? shape2(EM, E1) : shape2(E1, EN), depth, flags);
-        close_stmt(g, cond, n, pfmt(p, "%s[%s] = %s", t->name, rows ? "r0:+BM" : "c0:+BN", e.t), NULL);
+        close_stmt(g, cond, n, store_text(g, pfmt(p, "%s[%s]", t->name, rows ? "r0:+BM" : "c0:+BN"), (Shape){1, {E1, rows ? EM : EN}}, e.t), NULL);
         feature(g, PF_RANK1_STORE);
         return;
     }
     Node *n = open_stmt(g);
     if (kind < 6) {
         Ex e = gen_num(g, shape2(EM, E1), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[r0:+BM, ph.ctx.block.y] = %s", t->name, e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, ph.ctx.block.y]", t->name), shape2(EM, E1), e.t), NULL);
     } else if (kind < 9) {
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, parent, n, pfmt(p, "%s[ph.ctx.block.x, c0:+BN] = %s", t->name, e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[ph.ctx.block.x, c0:+BN]", t->name), shape2(E1, EN), e.t), NULL);
     } else {
         Ex e = gen_num(g, shape2(EM, EN), depth, flags);
         const char *rows = "r0:+BM", *cols = "c0:+BN";
+        bool scatter = false;
         if (index_chance(g)) {   /* a scatter: the block's rows (or columns) rotated, each written once */
             index_stream(g);
             if (chance(g, 50)) rows = pfmt(p, "r0 + (ph.iota(0, BM) + %d) %% BM", 1 + rnd(g, 7));
             else cols = pfmt(p, "c0 + (ph.iota(1, BN) + %d) %% BN", 1 + rnd(g, 7));
             index_stream(g);
             feature(g, PF_SCATTER);
+            scatter = true;
         }
-        close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, e.t), NULL);
+        /* a scatter takes no mask (ph.store's mask= is a window's) */
+        if (scatter) close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, e.t), NULL);
+        else close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, c0:+BN]", t->name), shape2(EM, EN), e.t), NULL);
     }
 }
 
