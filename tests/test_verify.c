@@ -56,6 +56,7 @@ static void axis_2(IrFunc *f) { def(f, 4)->axis = 2; }
 static void unknown_kind(IrFunc *f) { third_op(f)->kind = (IrOpKind)1000; }
 static void copy_without_operands(IrFunc *f) { third_op(f)->nargs = 0; }
 static void ring_of_one_stage(IrFunc *f) { third_op(f)->ival = 1; }
+static void load_with_flags(IrFunc *f) { third_op(f)->flags = 4; }
 static void negative_pending(IrFunc *f) { third_op(f)->ival = -1; }
 static void block_id_axis_3(IrFunc *f) { first_op(f)->axis = 3; }
 static void for_without_upper(IrFunc *f) { control(f)->nargs = 1; }
@@ -204,6 +205,9 @@ static const Rejected rejected[] = {
     /* ---- gathers and scatters ---- */
     {"X: f32[N, M]", C "  %3 = gather X[%1] : f32\n  return\n", NULL, "f: op 'gather' (%3): tensor 'X' has rank 2 but there are 1 indices"},
     {"X: f32[N]", C "  scatter X[%1], %2\n  return\n", NULL, "f: op 'scatter': writes a tile; one element is a store's"},
+    {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  %4 = splat %1 : i32[4]\n  store X[%1], %3 mask %4\n  return\n", NULL,
+     "f: op 'store': mask must be bool of the value's shape, is i32[4]"},
+    {"X: f16[N]", C "  %3 = load X[%1] : f16[4]\n  return\n", load_with_flags, "f: op 'load' (%3): has flags 4 it does not take"},
     {"X: f16[N]", C "  %3 = gather X[%1] : f32\n  return\n", NULL, "f: op 'gather' (%3): elements f32 do not match tensor 'X' (f16)"},
     {"X: f32[N, M]", C "  %3 = splat %1 : i32[4]\n  %4 = gather X[%3, %1] : f32[4]\n  return\n", NULL,
      "f: op 'gather' (%4): index 2 is i32; it must be i32 of the elements' shape f32[4]"},

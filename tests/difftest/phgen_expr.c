@@ -136,6 +136,7 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
     Tensor *t = sh.rank == 1 ? tensor_for(g, 1, sh.e[1], E1, dt) : tensor_for(g, 2, te[0], te[1], dt);
     if (!t) return false;
     char *text;
+    bool gathered = false;
     if (sh.rank == 1) {
         text = pfmt(g->p, "%s[%s:+%s]", t->name, window_start(g, sh.e[1]), ext_meta[sh.e[1]]);
     } else {
@@ -147,10 +148,12 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
             ax[0] = row_indices(g, te[0]);
             index_stream(g);
             feature(g, PF_GATHER);
+            gathered = true;
         }
         text = pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
     }
-    text = masked_load_text(g, text, sh, t->dt);
+    /* a gathered window's shape follows its indices', not sh: it takes no mask */
+    if (!gathered) text = masked_load_text(g, text, sh, t->dt);
     if (rnd_flow(g, 200) < g->o.pct_flow) {   /* through the helper fz_keep, which returns its argument */
         text = pfmt(g->p, "fz_keep(%s)", text);
         g->p->helper_used = true;

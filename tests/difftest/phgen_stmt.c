@@ -179,7 +179,10 @@ static void gen_for(Gen *g, Node *parent, int depth)
     if (index_chance(g)) {   /* a bound read from an i32 input: lo + 1 to lo + 7 */
         index_stream(g);
         Ex e;
-        if (gen_element(g, NEED_INT, &e)) hitext = pfmt(g->p, "%d + %s %% 7", lo + 1, e.t);
+        if (gen_element(g, NEED_INT, &e)) {
+            hitext = pfmt(g->p, "%d + %s %% 7", lo + 1, e.t);
+            literal = false;
+        }
         index_stream(g);
     }
     char *iv = fresh(g, "i");
