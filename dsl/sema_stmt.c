@@ -4,6 +4,7 @@
  * threaded as OP_FOR's carried values and OP_IF's results. */
 #include "sema.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,8 +197,11 @@ static void assign_stmt(Sema *s, const Stmt *st)
         return;
     }
     Sym *y = assign_target(s, t);
+    /* the value may inline a helper, whose symbols can move the table: keep y's place */
+    ptrdiff_t at = y ? y - s->syms.data : -1;
     Val x = sema_expr(s, st->value);
     if (!y) return;
+    y = &s->syms.data[at];
     if (val_bad(y->val)) {
         s->bad++;
         return;
