@@ -109,46 +109,22 @@ static inline uint64_t next_u64(Gen *g)
     return z ^ (z >> 31);
 }
 static inline int rnd(Gen *g, int n) { return n <= 1 ? 0 : (int)(next_u64(g) % (uint64_t)n); }
-/* From the stream of the newer math built-ins: leaves rnd's stream as it was. */
-static inline int rnd_more(Gen *g, int n)
+/* rnd drawn from another stream (*stream, advanced), leaving rnd's own as it was:
+ * each newer generator feature draws from a stream of its own, so a seed's
+ * program is otherwise the one it was before the feature existed. */
+static inline int rnd_from(Gen *g, uint64_t *stream, int n)
 {
     uint64_t saved = g->rng;
-    g->rng = g->rng_more;
+    g->rng = *stream;
     int r = rnd(g, n);
-    g->rng_more = g->rng;
+    *stream = g->rng;
     g->rng = saved;
     return r;
 }
-/* From the 8-bit types' stream, the same way. */
-static inline int rnd_types(Gen *g, int n)
-{
-    uint64_t saved = g->rng;
-    g->rng = g->rng_types;
-    int r = rnd(g, n);
-    g->rng_types = g->rng;
-    g->rng = saved;
-    return r;
-}
-/* From the masks' stream: leaves rnd's stream as it was. */
-static inline int rnd_mask(Gen *g, int n)
-{
-    uint64_t saved = g->rng;
-    g->rng = g->rng_mask;
-    int r = rnd(g, n);
-    g->rng_mask = g->rng;
-    g->rng = saved;
-    return r;
-}
-/* From the stream of unrolled loops and helpers, the same way. */
-static inline int rnd_flow(Gen *g, int n)
-{
-    uint64_t saved = g->rng;
-    g->rng = g->rng_flow;
-    int r = rnd(g, n);
-    g->rng_flow = g->rng;
-    g->rng = saved;
-    return r;
-}
+static inline int rnd_more(Gen *g, int n) { return rnd_from(g, &g->rng_more, n); }    /* the newer math built-ins */
+static inline int rnd_types(Gen *g, int n) { return rnd_from(g, &g->rng_types, n); }  /* the 8-bit types */
+static inline int rnd_mask(Gen *g, int n) { return rnd_from(g, &g->rng_mask, n); }    /* masked loads and stores */
+static inline int rnd_flow(Gen *g, int n) { return rnd_from(g, &g->rng_flow, n); }    /* unrolled loops and helpers */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */
