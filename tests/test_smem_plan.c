@@ -340,6 +340,35 @@ Test(smem_plan, a_ring_s_waits_order_its_accesses_and_what_follows_it_waits_for_
     smem_plan_free(&p);
 }
 
+/* A ring's loop inside an outer loop (a persistent kernel's tiles): the
+ * copies before the ring's loop (unordered) meet the reads and copies of
+ * its last run, so a barrier goes before the first of them, none between
+ * them, and none in the ring's loop besides the wait's. */
+Test(smem_plan, copies_before_a_ring_s_loop_wait_for_its_last_run)
+{
+    SmemPlan p = {0};
+    int ring = smem_add_buffer(&p, SMEM_RING, 4096, 16);
+    mark(&p, SMEM_LOOP);
+    int first = p.events.len;
+    smem_add_access_unordered(&p, ring, true);
+    smem_add_access_unordered(&p, ring, true);
+    mark(&p, SMEM_LOOP);
+    mark(&p, SMEM_BARRIER);
+    use(&p, ring, true);
+    use(&p, ring, false);
+    mark(&p, SMEM_LOOP_END);
+    use(&p, ring, true);
+    mark(&p, SMEM_LOOP_END);
+    make(&p);
+    cr_expect_eq(nbarriers(&p), 1, "%d barriers", nbarriers(&p));
+    cr_expect(p.barrier[first] || p.barrier[first - 1], "no barrier before the copies");
+    int at;
+    bool none[16] = {0};
+    cr_expect_not(smem_plan_check(&p, none, &at), "no barrier at all passes");
+    cr_expect_eq(at, first, "the first copy meets the last run's accesses, not %d", at);
+    smem_plan_free(&p);
+}
+
 /* A loop may run no iteration, so what was pending before it still is
  * after it; an if's branches each leave theirs. */
 Test(smem_plan, what_was_pending_before_a_loop_or_in_a_branch_is_pending_after)
@@ -397,7 +426,9 @@ static void random_events(SmemPlan *p, int nbufs, int len, int max_depth)
         } else if (r == 2) {
             mark(p, SMEM_BARRIER);
         } else {
-            use(p, rnd(nbufs), rnd(2));
+            int b = rnd(nbufs);
+            if (p->bufs.data[b].kind == SMEM_RING && rnd(3) == 0) smem_add_access_unordered(p, b, true);
+            else use(p, b, rnd(2));
         }
     }
 }
@@ -456,8 +487,9 @@ Test(smem_plan, generated_sequences_never_place_live_buffers_together)
 /* ---- barriers on generated sequences, against paths ----
  * An independent judge: every path through the sequence, loops run 0 to 3
  * times and ifs either way, scanned access by access; two accesses of the
- * same bytes, one a write, not both of one ring, need a barrier (placed or
- * a fixed one) between them. */
+ * same bytes, one a write, need a barrier (placed or a fixed one) between
+ * them, unless both are of one ring and the later is ordered or the
+ * earlier an unordered write too. */
 
 /* The event that closes the loop or if opened at i; for an if, *els is its else. */
 static int closing(const SmemPlan *p, int i, int *els)
@@ -489,7 +521,8 @@ static void judge_path(Judge *j, int n)
         if (e->kind != SMEM_ACCESS) continue;
         for (int y = 0; y < npend; y++) {
             const SmemEvent *o = &j->p->events.data[pend[y]];
-            bool one_ring = o->buf == e->buf && j->p->bufs.data[e->buf].kind == SMEM_RING;
+            bool one_ring = o->buf == e->buf && j->p->bufs.data[e->buf].kind == SMEM_RING &&
+                            (!e->unordered || (o->unordered && o->write));
             if ((o->write || e->write) && !one_ring && smem_bufs_overlap(j->p, o->buf, e->buf)) j->ok = false;
         }
         pend[npend++] = j->path[x];

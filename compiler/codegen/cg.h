@@ -140,6 +140,7 @@ const Layout *operand_layout(Cg *c, int rows, int cols, int elem_bytes);
 int64_t smem_offset(Cg *c, int buf);
 void smem_access(Cg *c, int buf, bool write);
 void smem_access_together(Cg *c, int buf, bool write);
+void smem_access_unordered(Cg *c, int buf, bool write);
 void smem_mark(Cg *c, SmemEventKind kind);
 void smem_fixed_barrier(Cg *c);
 LLVMValueRef smem_byte_ptr(Cg *c, LLVMValueRef offset);

@@ -298,7 +298,12 @@ void emit_copy_async(Cg *c, const IrOp *op)
     LLVMValueRef at = offset_add(c, i32c(c, c->ring_at[op->axis]), mul(c, slot, c->ring_slot_bytes[op->axis]));
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
-    smem_access(c, c->ring_buf[op->axis], true);
+    /* a slot the ring's loop turns (a value it carries) is free by the loop's
+     * waits; any other is a copy before the loop, which may run again in an
+     * outer loop after the last run's reads of the ring */
+    ValueId slot_id = op->args[op->nargs - 1];
+    if (c->f->values[slot_id].def) smem_access_unordered(c, c->ring_buf[op->axis], true);
+    else smem_access(c, c->ring_buf[op->axis], true);
     c->ring_in_flight[op->axis] = true;
     c->target->copy->copy(c, op, l, at, r0, c0);
     Slots out = new_slots(1, l);

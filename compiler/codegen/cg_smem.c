@@ -85,16 +85,18 @@ int64_t smem_offset(Cg *c, int buf)
 }
 
 /* The next event; in the second emission, a barrier where the plan puts one. */
-static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write, bool together)
+static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write, bool together, bool unordered)
 {
     if (!c->smem_replay) {
         if (together) smem_add_access_together(&c->smem_plan, buf, write);
+        else if (unordered) smem_add_access_unordered(&c->smem_plan, buf, write);
         else smem_add_event(&c->smem_plan, kind, buf, write);
         return;
     }
     int i = c->smem_next_event++;
     const SmemEvent *e = i < c->smem_plan.events.len ? &c->smem_plan.events.data[i] : NULL;
-    if (!e || e->kind != kind || (kind == SMEM_ACCESS && (e->buf != buf || e->write != write || e->together != together))) {
+    if (!e || e->kind != kind ||
+        (kind == SMEM_ACCESS && (e->buf != buf || e->write != write || e->together != together || e->unordered != unordered))) {
         cg_fail(c, NULL, "internal error: the second emission accesses shared memory otherwise than the first");
         return;
     }
@@ -103,19 +105,23 @@ static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write, bool toge
 
 /* An access of buffer buf: its memory operations follow, with no other
  * shared-memory access or barrier before them. */
-void smem_access(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, false); }
+void smem_access(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, false, false); }
+
+/* An access of a ring that the ring's waits do not order after its loop's
+ * reads: a copy before the loop (SmemEvent.unordered). */
+void smem_access_unordered(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, false, true); }
 
 /* An access whose memory operations are those of the access just made (a
  * loop that reads two buffers): its barrier, if it needs one, goes before
  * that access. */
-void smem_access_together(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, true); }
+void smem_access_together(Cg *c, int buf, bool write) { smem_event(c, SMEM_ACCESS, buf, write, true, false); }
 
-void smem_mark(Cg *c, SmemEventKind kind) { smem_event(c, kind, -1, false, false); }
+void smem_mark(Cg *c, SmemEventKind kind) { smem_event(c, kind, -1, false, false, false); }
 
 /* A barrier the code generator runs whatever the plan (a wait's). */
 void smem_fixed_barrier(Cg *c)
 {
-    smem_event(c, SMEM_BARRIER, -1, false, false);
+    smem_event(c, SMEM_BARRIER, -1, false, false, false);
     barrier(c);
 }
 

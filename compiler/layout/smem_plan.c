@@ -30,14 +30,21 @@ int smem_add_buffer(SmemPlan *p, SmemKind kind, int64_t bytes, int align)
 
 int smem_add_event(SmemPlan *p, SmemEventKind kind, int buf, bool write)
 {
-    SmemEvent e = {kind, buf, write, false};
+    SmemEvent e = {kind, buf, write, false, false};
     vec_push(&p->events, e);
     return p->events.len - 1;
 }
 
 int smem_add_access_together(SmemPlan *p, int buf, bool write)
 {
-    SmemEvent e = {SMEM_ACCESS, buf, write, true};
+    SmemEvent e = {SMEM_ACCESS, buf, write, true, false};
+    vec_push(&p->events, e);
+    return p->events.len - 1;
+}
+
+int smem_add_access_unordered(SmemPlan *p, int buf, bool write)
+{
+    SmemEvent e = {SMEM_ACCESS, buf, write, false, true};
     vec_push(&p->events, e);
     return p->events.len - 1;
 }
@@ -274,7 +281,11 @@ bool smem_bufs_overlap(const SmemPlan *p, int a, int b)
  * buffer by some threads, which others may not have seen. An access needs
  * a barrier before it when a pending access shares a byte with it and
  * either writes (read after write, write after read, write after write),
- * unless both are of one ring, whose copies and reads its waits order. A
+ * unless both are of one ring, whose copies and reads its waits order,
+ * and the later one is not unordered: a copy before the ring's loop meets
+ * the ring's reads and ordered copies still pending (those of the loop's
+ * last run, inside an outer loop), though not the other copies before the
+ * loop (each its own slot). A
  * loop's body starts with what was pending at its entry and what its end
  * leaves, up to a fixed point (one more iteration may always follow);
  * after the loop, what was pending at its head (it may run no iteration);
@@ -295,15 +306,27 @@ typedef struct {
 
 static void put(uint64_t *set, int b) { set[b / 64] |= (uint64_t)1 << (b % 64); }
 
-/* The pending set: reads in its first half, writes in its second. */
-static uint64_t *pending_new(const Check *k) { return xcalloc((size_t)(2 * k->words) + 1, sizeof(uint64_t)); }
+/* The pending set: reads in its first third, writes in its second, and in
+ * its last the writes of rings by ordered accesses (their loops' copies). */
+enum { PENDING_PARTS = 3 };
+static uint64_t *pending_new(const Check *k) { return xcalloc((size_t)(PENDING_PARTS * k->words) + 1, sizeof(uint64_t)); }
+
+static bool has(const uint64_t *set, int b) { return set[b / 64] >> (b % 64) & 1; }
 
 static bool conflicts(const Check *k, const uint64_t *pend, const SmemEvent *e)
 {
     const uint64_t *o = k->overlap + (size_t)e->buf * (size_t)k->words, *reads = pend, *writes = pend + k->words;
     for (int i = 0; i < k->words; i++)
         if (o[i] & (writes[i] | (e->write ? reads[i] : 0))) return true;
+    /* an unordered access of a ring meets the ring's own ordered ones */
+    if (e->unordered && (has(pend + 2 * k->words, e->buf) || (e->write && has(reads, e->buf)))) return true;
     return false;
+}
+
+static void record(const Check *k, uint64_t *pend, const SmemEvent *e)
+{
+    put(pend + (e->write ? k->words : 0), e->buf);
+    if (e->write && !e->unordered && k->p->bufs.data[e->buf].kind == SMEM_RING) put(pend + 2 * k->words, e->buf);
 }
 
 /* Runs events lo .. hi-1 from pending set pend (updated); false, with *at
@@ -311,7 +334,7 @@ static bool conflicts(const Check *k, const uint64_t *pend, const SmemEvent *e)
  * comes between. */
 static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
 {
-    size_t size = sizeof *pend * (size_t)(2 * k->words);
+    size_t size = sizeof *pend * (size_t)(PENDING_PARTS * k->words);
     for (int i = lo; i < hi; i++) {
         const SmemEvent *e = &k->p->events.data[i];
         if (k->barrier[i] || e->kind == SMEM_BARRIER) memset(pend, 0, size);
@@ -321,7 +344,7 @@ static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
             while (last + 1 < hi && k->p->events.data[last + 1].kind == SMEM_ACCESS && k->p->events.data[last + 1].together) last++;
             for (int j = i; j <= last; j++)
                 if (conflicts(k, pend, &k->p->events.data[j])) { *at = j; return false; }
-            for (int j = i; j <= last; j++) put(pend + (k->p->events.data[j].write ? k->words : 0), k->p->events.data[j].buf);
+            for (int j = i; j <= last; j++) record(k, pend, &k->p->events.data[j]);
             i = last;
         } else if (e->kind == SMEM_LOOP) {
             int end = k->match[i];
@@ -331,7 +354,7 @@ static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
             for (;;) {
                 memcpy(next, head, size);
                 if (!(ok = walk(k, i + 1, end, next, at))) break;
-                for (int w = 0; w < 2 * k->words; w++) next[w] |= pend[w];
+                for (int w = 0; w < PENDING_PARTS * k->words; w++) next[w] |= pend[w];
                 if (!memcmp(next, head, size)) break;
                 memcpy(head, next, size);
             }
@@ -345,7 +368,7 @@ static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
             uint64_t *other = pending_new(k);
             memcpy(other, pend, size);
             bool ok = walk(k, i + 1, els, pend, at) && walk(k, els + 1, end, other, at);
-            for (int w = 0; w < 2 * k->words; w++) pend[w] |= other[w];
+            for (int w = 0; w < PENDING_PARTS * k->words; w++) pend[w] |= other[w];
             free(other);
             if (!ok) return false;
             i = end;

@@ -52,6 +52,9 @@ typedef struct {
     int buf;         /* SMEM_ACCESS */
     bool write;
     bool together;   /* an access made with the one before it (one loop reads both) */
+    bool unordered;  /* a ring access its waits do not order after the ring's earlier
+                        reads and copies: a copy issued before the ring's loop, which
+                        may follow the reads of the loop's previous run (an outer loop) */
 } SmemEvent;
 
 typedef struct {
@@ -77,6 +80,8 @@ int smem_add_event(SmemPlan *p, SmemEventKind kind, int buf, bool write);
  * them and their memory operations is one (a dot's loop reading both of
  * its operands), so a barrier either needs goes before the first. */
 int smem_add_access_together(SmemPlan *p, int buf, bool write);
+/* An access of a ring that its waits do not order (SmemEvent.unordered). */
+int smem_add_access_unordered(SmemPlan *p, int buf, bool write);
 
 /* Live ranges and offsets of every buffer, and the area's size; then the
  * barriers (barrier[]). False, with a message, when the events are not
