@@ -21,6 +21,7 @@ typedef struct {
     char name[256];
     int max_grid[3];
     int max_threads;
+    int multiprocessors;
     int max_shared;        /* bytes of shared memory a block may opt in to */
 } Device;
 

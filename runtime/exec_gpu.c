@@ -66,12 +66,12 @@ static ph_status device_open(Device *d, int ordinal)
     const PhDriver *cu = ph_internal_driver();
     CUresult r;
     if ((r = cu->DeviceGet(&d->dev, ordinal))) return ph_internal_cuda_fail(r, "cuDeviceGet");
-    int major = 0, minor = 0, sms = 0;
+    int major = 0, minor = 0;
     cu->DeviceGetAttribute(&major, ATTR_CC_MAJOR, d->dev);
     cu->DeviceGetAttribute(&minor, ATTR_CC_MINOR, d->dev);
     if (major < 8)
         return ph_internal_failf(PH_ERR_NO_DEVICE, "device %d has compute capability %d.%d; phc needs 8.0 or later", ordinal, major, minor);
-    cu->DeviceGetAttribute(&sms, ATTR_SM_COUNT, d->dev);
+    if (cu->DeviceGetAttribute(&d->multiprocessors, ATTR_SM_COUNT, d->dev) || d->multiprocessors < 1) d->multiprocessors = 1;
     cu->DeviceGetAttribute(&d->max_grid[0], ATTR_MAX_GRID_X, d->dev);
     cu->DeviceGetAttribute(&d->max_grid[1], ATTR_MAX_GRID_Y, d->dev);
     cu->DeviceGetAttribute(&d->max_grid[2], ATTR_MAX_GRID_Z, d->dev);
@@ -82,7 +82,7 @@ static ph_status device_open(Device *d, int ordinal)
     if (st) return st;
     char name[200] = "";
     cu->DeviceGetName(name, sizeof name, d->dev);
-    snprintf(d->name, sizeof d->name, "%s, sm_%d%d, %d SMs", name, major, minor, sms);
+    snprintf(d->name, sizeof d->name, "%s, sm_%d%d, %d SMs", name, major, minor, d->multiprocessors);
     if ((r = cu->DevicePrimaryCtxRetain(&d->ctx, d->dev))) return ph_internal_cuda_fail(r, "cuDevicePrimaryCtxRetain");
     d->ready = true;
     return PH_OK;

@@ -27,6 +27,7 @@ static ph_status interp_start(int device)
     d->max_grid[0] = INT32_MAX;
     d->max_grid[1] = d->max_grid[2] = 65535;
     snprintf(d->name, sizeof d->name, "the CPU interpreter");
+    d->multiprocessors = 1;   /* it runs one block at a time */
     d->ready = true;
     rt->ready = true;
     rt->default_device = 0;

@@ -67,6 +67,14 @@ const char *ph_device_name(void)
     return name;
 }
 
+int ph_device_multiprocessors(void)
+{
+    ph_internal_lock();
+    int n = rt->ready ? rt->devices[ph_internal_thread_device()].multiprocessors : 0;
+    ph_internal_unlock();
+    return n;
+}
+
 void ph_shutdown(void)
 {
     if (ph_internal_locked()) return;   /* from inside a launch's grid callback: not now */

@@ -75,6 +75,16 @@ static void huge_grid(const ph_meta *meta, void *user, unsigned g[3])
     g[0] = 1; g[1] = 1u << 20;   /* over the 65535 limit of y */
 }
 
+/* The multiprocessors the driver counts, as the device's name says them. */
+Test(gpu, the_device_counts_its_multiprocessors)
+{
+    need_gpu();
+    int n = ph_device_multiprocessors(), named = 0;
+    const char *sms = strstr(ph_device_name(), ", sm_");
+    cr_assert(sms && sscanf(strchr(sms + 1, ',') + 1, "%d SMs", &named) == 1, "%s", ph_device_name());
+    cr_assert(n >= 1 && n == named, "%d multiprocessors, %s", n, ph_device_name());
+}
+
 Test(gpu, grid_over_the_limits_is_refused)
 {
     need_gpu();

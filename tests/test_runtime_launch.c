@@ -372,12 +372,14 @@ Test(runtime, phobos_target_interp_selects_the_interpreter)
     setenv("PHOBOS_TARGET", "interp", 1);
     cr_assert_eq(ph_init(0), PH_OK, "%s", ph_last_error());
     cr_assert_str_eq(ph_device_name(), "the CPU interpreter");
+    cr_assert_eq(ph_device_multiprocessors(), 1);
     unsetenv("PHOBOS_TARGET");
     cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK);
     cr_assert_eq(ph_init(0), PH_ERR_STATE);
     cr_assert(strstr(ph_last_error(), "already runs on the CPU interpreter") != NULL, "%s", ph_last_error());
     ph_shutdown();
     cr_assert_str_eq(ph_device_name(), "no device");
+    cr_assert_eq(ph_device_multiprocessors(), 0);
 }
 
 /* A kernel's signature, parameter by parameter: names, kinds, element

@@ -105,6 +105,7 @@ _set_device = _sig("ph_set_device", _int, _int)
 _last_error = _sig("ph_last_error", _cp)
 _status_name = _sig("ph_status_name", _cp, _int)
 _device_name = _sig("ph_device_name", _cp)
+_device_multiprocessors = _sig("ph_device_multiprocessors", _int)
 _module_load_file = _sig("ph_module_load_file", _int, _cp, ctypes.POINTER(_vp))
 _module_load_string = _sig("ph_module_load_string", _int, _cp, _cp, ctypes.POINTER(_vp))
 _module_free = _sig("ph_module_free", None, _vp)
@@ -209,6 +210,12 @@ def target():
 
 def device_name():
     return _device_name().decode()
+
+
+def device_multiprocessors():
+    """The device's multiprocessors (SMs): the grid of a persistent kernel
+    that keeps each busy; 1 on the interpreter, 0 before a device starts."""
+    return _device_multiprocessors()
 
 
 # ---- arguments ----

@@ -142,6 +142,11 @@ const char *ph_last_error(void);
 const char *ph_status_name(ph_status s);
 /* The calling thread's device: "NVIDIA H200, sm_90, 132 SMs", or "the CPU interpreter" */
 const char *ph_device_name(void);
+/* The calling thread's device's multiprocessors (SMs): the grid that keeps
+ * every one busy with a block of a persistent kernel (one that loops over
+ * its tiles, bench/gemm_tuned.ph); 1 on the interpreter, which runs one
+ * block at a time, and 0 before a device has started. */
+int ph_device_multiprocessors(void);
 
 /* ---- modules and kernels ----
  * A module runs on the calling thread's device when it is loaded (when no

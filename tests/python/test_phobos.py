@@ -35,6 +35,7 @@ def vecadd():
 def test_signature_comes_from_the_runtime(vecadd):
     assert [repr(p) for p in vecadd.params] == ["X: f32[N]", "Y: f32[N]", "Z: f32[N]"]
     assert phobos.device_name() == "the CPU interpreter"
+    assert phobos.device_multiprocessors() == 1
 
 
 def test_vecadd_with_a_grid_of_the_meta_parameters(vecadd):
