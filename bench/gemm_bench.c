@@ -34,12 +34,14 @@ typedef struct {
     Shape s;
 } Gemm;
 
+/* The kernel is persistent (it loops over the tiles): a block per tile,
+ * or per multiprocessor where there are fewer. */
 static void grid_tiles(const ph_meta *meta, void *user, unsigned g[3])
 {
     const Gemm *w = user;
     int64_t bm = ph_meta_get(meta, "BM", 1), bn = ph_meta_get(meta, "BN", 1);
-    g[0] = (unsigned)((w->s.m + bm - 1) / bm);
-    g[1] = (unsigned)((w->s.n + bn - 1) / bn);
+    int64_t tiles = ((w->s.m + bm - 1) / bm) * ((w->s.n + bn - 1) / bn), sms = ph_device_multiprocessors();
+    g[0] = (unsigned)(sms > 0 && sms < tiles ? sms : tiles);
 }
 
 static ph_status multiply(void *user)
