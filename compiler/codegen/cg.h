@@ -94,7 +94,6 @@ typedef struct {
     LLVMValueRef copy_state[4];  /* the copy engine's: what its begin made (counters, a buffer's offset) */
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
-    int loop_depth;              /* of the op being emitted: the for loops around it */
     LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
     LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
     char *err; size_t errlen;

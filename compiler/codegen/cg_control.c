@@ -72,9 +72,7 @@ static void emit_for(Cg *c, const IrOp *op)
     LLVMPositionBuilderAtEnd(c->b, bodybb);
     Slots *y = xcalloc((size_t)(ncar ? ncar : 1), sizeof *y);
     int mark = c->cache.len;
-    c->loop_depth++;
     emit_block(c, body, op, y);
-    c->loop_depth--;
     smem_mark(c, SMEM_LOOP_END);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef next = LLVMBuildAdd(c->b, iv, i32c(c, op->ival), "");
