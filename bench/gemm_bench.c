@@ -6,7 +6,7 @@
  * grid of blocks and a K shorter than M and N (fewer iterations for each
  * block's pipeline to fill and drain) cost against the cube.
  *
- *   gemm_bench [--tsv PATH] [--shape M N K] PROGRAM.ph
+ *   gemm_bench [--tsv PATH] [--shape M N K] [--blocks N] PROGRAM.ph
  *
  * Each figure is timed as gpubench.h says; TFLOP/s = 2·M·N·K / time. A
  * line per shape with the config the autotuner chose; with --tsv, the
@@ -16,7 +16,9 @@
  * launch, and 1024 sampled elements against a double-precision dot of the
  * same f16 inputs; a wrong one fails the bench. --shape runs that one
  * shape instead of the grid (make gpusanitize: small, under
- * compute-sanitizer, every config launched while the autotuner times it). */
+ * compute-sanitizer, every config launched while the autotuner times it);
+ * --blocks N launches at most N blocks, so that each loops over several
+ * tiles (make gpusanitize, the persistent kernel's tile loop). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,8 @@
 
 typedef struct { int64_t m, n, k; } Shape;
 static const Shape grid_shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192}, {8192, 4096, 2048}};
+
+static int64_t max_blocks;   /* --blocks; 0: a block per multiprocessor */
 
 typedef struct {
     ph_kernel *gemm;
@@ -40,7 +44,7 @@ static void grid_tiles(const ph_meta *meta, void *user, unsigned g[3])
 {
     const Gemm *w = user;
     int64_t bm = ph_meta_get(meta, "BM", 1), bn = ph_meta_get(meta, "BN", 1);
-    int64_t tiles = ((w->s.m + bm - 1) / bm) * ((w->s.n + bn - 1) / bn), sms = ph_device_multiprocessors();
+    int64_t tiles = ((w->s.m + bm - 1) / bm) * ((w->s.n + bn - 1) / bn), sms = max_blocks ? max_blocks : ph_device_multiprocessors();
     g[0] = (unsigned)(sms > 0 && sms < tiles ? sms : tiles);
 }
 
@@ -122,10 +126,16 @@ int main(int argc, char **argv)
             }
             shapes = &one;
             nshapes = 1;
+        } else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) {
+            max_blocks = atoll(argv[++i]);
+            if (max_blocks < 1) {
+                fprintf(stderr, "%s: --blocks takes a positive count\n", argv[0]);
+                return 2;
+            }
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            fprintf(stderr, "usage: %s [--tsv PATH] [--shape M N K] PROGRAM.ph\n", argv[0]);
+            fprintf(stderr, "usage: %s [--tsv PATH] [--shape M N K] [--blocks N] PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }

@@ -3,9 +3,9 @@
 # every tuned GEMM and attention config at a small size, on the sm_90a path
 # and on the mma.sync path (PHOBOS_ARCH=sm_90), from a build folder made
 # elsewhere (make gpu-bundle); builds nothing. The GEMM runs once per path
-# and tool at 256 x 256 x 256 with the autotuner on, so every config of
-# bench/gemm_tuned.ph is launched (and checked by the sanitizer) while it is
-# timed; the attention check runs each config index of
+# and tool at 384 x 640 x 192 on 3 blocks with the autotuner on, so every
+# config of bench/gemm_tuned.ph is launched (and checked by the sanitizer)
+# while it is timed, each block looping over several tiles; the attention check runs each config index of
 # bench/attention_tuned.ph (PHOBOS_CONFIG_INDEX, as gpucheck.sh does) at
 # Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
 # tool's summary at 0 errors (0 hazards) and the check passing.
@@ -40,7 +40,8 @@ for arch in $ARCHS; do
     export PHOBOS_ARCH=$arch
     for tool in $TOOLS; do
         echo "== $tool, $arch"
-        sanitize "gemm_tuned.ph 256x256x256, every config" "$BUILD/bench/gemm_bench" --shape 256 256 256 bench/gemm_tuned.ph
+        sanitize "gemm_tuned.ph 384x640x192 on 3 blocks, every config" \
+            "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 bench/gemm_tuned.ph
         for d in 64 128; do
             n=$(PHOBOS_CONFIG_INDEX=0 "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d 2>&1 |
                 sed -n 's/^configs that fit: //p' | tr ',' '\n' | awk '$2 > most { most = $2 } END { print most + 0 }')
