@@ -69,40 +69,50 @@ static inline uint16_t ph_f32_to_bf16(float f)
  * infinity from a conversion. To f32: exact; a NaN gives the f32 NaN
  * 0x7fffffff (sign and payload are not kept), an e5m2 infinity the f32
  * infinity. */
-static inline uint8_t ph_f32_to_f8(float f, int man, int bias, uint32_t sat_above, uint8_t maxnorm)
+typedef struct {
+    int man, bias;         /* mantissa bits, exponent bias */
+    bool has_inf;          /* e5m2: S.11111.00 is an infinity; e4m3: only S.1111.111 is special (NaN) */
+    uint32_t sat_above;    /* f32 magnitudes (bits) above this saturate: those at most round to maxnorm */
+    uint8_t maxnorm;       /* the largest finite code */
+} PhF8Format;
+
+/* 464 rounds to 448 (its even neighbour), anything above past it; 61440
+ * rounds (to even) to 65536, past 57344 */
+static const PhF8Format ph_e4m3 = {3, 7, false, 0x43e80000u, 0x7e};
+static const PhF8Format ph_e5m2 = {2, 15, true, 0x476fffffu, 0x7b};
+
+static inline uint8_t ph_f32_to_f8(float f, PhF8Format fm)
 {
     uint32_t u = ph_f32_bits(f), a = u & 0x7fffffffu;
     uint8_t sign = (uint8_t)((u >> 24) & 0x80);
     if (a > 0x7f800000u) return 0x7f;
-    if (a > sat_above) return sign | maxnorm;
-    if (a < (uint32_t)(128 - bias) << 23) {   /* below the smallest normal: units of the smallest subnormal */
-        float v = ph_bits_f32(a) * ph_bits_f32((uint32_t)(127 + bias - 1 + man) << 23);   /* exact */
+    if (a > fm.sat_above) return sign | fm.maxnorm;
+    if (a < (uint32_t)(128 - fm.bias) << 23) {   /* below the smallest normal: units of the smallest subnormal */
+        float v = ph_bits_f32(a) * ph_bits_f32((uint32_t)(127 + fm.bias - 1 + fm.man) << 23);   /* exact */
         return sign | (uint8_t)__builtin_rintf(v);   /* 2^man, the smallest normal, where it rounds up */
     }
-    int shift = 23 - man;
+    int shift = 23 - fm.man;
     uint32_t r = a + ((1u << (shift - 1)) - 1) + ((a >> shift) & 1);
-    return sign | (uint8_t)((r >> shift) - ((uint32_t)(127 - bias) << man));
+    return sign | (uint8_t)((r >> shift) - ((uint32_t)(127 - fm.bias) << fm.man));
 }
 
-static inline float ph_f8_to_f32(uint8_t b, int man, int bias, bool has_inf)
+static inline float ph_f8_to_f32(uint8_t b, PhF8Format fm)
 {
     uint32_t a = b & 0x7fu, sign = (uint32_t)(b & 0x80) << 24;
-    uint32_t top = has_inf ? 0x7fu & ~((1u << man) - 1) : 0x7fu;   /* e5m2: 0x7c, infinity; e4m3: 0x7f, NaN */
-    if (a > top || (!has_inf && a == top)) return ph_bits_f32(0x7fffffffu);
+    uint32_t top = fm.has_inf ? 0x7fu & ~((1u << fm.man) - 1) : 0x7fu;   /* e5m2: 0x7c, infinity; e4m3: 0x7f, NaN */
+    if (a > top || (!fm.has_inf && a == top)) return ph_bits_f32(0x7fffffffu);
     if (a == top) return ph_bits_f32(sign | 0x7f800000u);
-    if (a >> man == 0) {   /* zero or subnormal: a units of 2^(1 - bias - man), exact */
-        float v = (float)a * ph_bits_f32((uint32_t)(127 - (bias - 1 + man)) << 23);
-        return sign ? -v : v;
+    if (a >> fm.man == 0) {   /* zero or subnormal: a units of 2^(1 - bias - man), exact */
+        float v = (float)a * ph_bits_f32((uint32_t)(127 - (fm.bias - 1 + fm.man)) << 23);
+        return ph_bits_f32(ph_f32_bits(v) | sign);
     }
-    return ph_bits_f32(sign | ((a << (23 - man)) + ((uint32_t)(127 - bias) << 23)));
+    return ph_bits_f32(sign | ((a << (23 - fm.man)) + ((uint32_t)(127 - fm.bias) << 23)));
 }
 
-/* 464 rounds to 448 (its even neighbour), anything above to past it;
- * 61440 rounds (to even) to 65536, past 57344 */
-static inline uint8_t ph_f32_to_e4m3(float f) { return ph_f32_to_f8(f, 3, 7, 0x43e80000u, 0x7e); }
-static inline uint8_t ph_f32_to_e5m2(float f) { return ph_f32_to_f8(f, 2, 15, 0x476fffffu, 0x7b); }
-static inline float ph_e4m3_to_f32(uint8_t b) { return ph_f8_to_f32(b, 3, 7, false); }
-static inline float ph_e5m2_to_f32(uint8_t b) { return ph_f8_to_f32(b, 2, 15, true); }
+static inline uint8_t ph_f32_to_e4m3(float f) { return ph_f32_to_f8(f, ph_e4m3); }
+static inline uint8_t ph_f32_to_e5m2(float f) { return ph_f32_to_f8(f, ph_e5m2); }
+static inline float ph_e4m3_to_f32(uint8_t b) { return ph_f8_to_f32(b, ph_e4m3); }
+static inline float ph_e5m2_to_f32(uint8_t b) { return ph_f8_to_f32(b, ph_e5m2); }
 static inline float ph_round_e4m3(float f) { return ph_e4m3_to_f32(ph_f32_to_e4m3(f)); }
 static inline float ph_round_e5m2(float f) { return ph_e5m2_to_f32(ph_f32_to_e5m2(f)); }
 
