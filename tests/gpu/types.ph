@@ -120,3 +120,19 @@ def tcf8dot(A: ph.tensor[ph.f8e4m3][M, K], B: ph.tensor[ph.f8e5m2][K, N], Bt: ph
         acc_t += ph.dot_t(a, Bt[c0:+BN, k:+BK])
     C[r0:+BM, c0:+BN] = acc
     D[r0:+BM, c0:+BN] = acc_t + ph.dot(ph.f8e5m2(A[r0:+BM, 0:+16]), B[0:+16, c0:+BN])
+
+# fp8 through the other memory paths: a gather of rows, a masked load
+# whose other value saturates (1000.0 is 448 in e4m3), a masked store, an
+# element read as a scalar, and a scatter of rows permuted in the block.
+@ph.kernel
+@ph.autotune(BM=[16])
+def fp8mem(A: ph.tensor[ph.f8e4m3][M, N], I: ph.tensor[ph.i32][M], G: ph.tensor[ph.f8e4m3][M, N],
+           H: ph.tensor[ph.f8e5m2][M, N], Y: ph.tensor[ph.f32][M, N], S: ph.tensor[ph.f8e4m3][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    idx: ph.let = (ph.reshape(I[r0:+BM], [BM, 1]) % M + M) % M
+    g: ph.let = A[idx, 0:+64]
+    G[r0:+BM, 0:+64] = g
+    m: ph.let = ph.load(A[r0:+BM, 0:+64], mask=ph.iota(1, 64) < 40, other=1000.0)
+    ph.store(H[r0:+BM, 0:+64], m, mask=ph.iota(0, BM) > 3)
+    Y[r0:+BM, 0:+64] = m + A[r0, 3]
+    S[r0 + ph.iota(0, BM) * 5 % BM, 0:+64] = ph.f8e4m3(g * 0.5)
