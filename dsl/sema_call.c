@@ -30,6 +30,7 @@ static const Builtin builtins[] = {
     {"f16", B_CONVERT, 1, 1, DT_F16, 0}, {"bf16", B_CONVERT, 1, 1, DT_BF16, 0},
     {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0},
     {"i8", B_CONVERT, 1, 1, DT_I8, 0}, {"u8", B_CONVERT, 1, 1, DT_U8, 0},
+    {"f8e4m3", B_CONVERT, 1, 1, DT_F8E4M3, 0}, {"f8e5m2", B_CONVERT, 1, 1, DT_F8E5M2, 0},
     {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
     {"argmax", B_ALONG, 2, 2, OP_ARGMAX, 0}, {"argmin", B_ALONG, 2, 2, OP_ARGMIN, 0},
     {"cumsum", B_ALONG, 2, 2, OP_CUMSUM, 0}, {"reshape", B_RESHAPE, 2, 2, 0, 0},
@@ -45,10 +46,14 @@ static Val zero_acc(Sema *s, DType dt, int m, int n, Loc loc)
     return r;
 }
 
-/* The dtype both dot operands are rounded to. */
+/* The dtype both dot operands are rounded to (two fp8 keep theirs: the
+ * tensor cores mix e4m3 and e5m2). An fp8 operand beside a wider float
+ * takes its dtype, exactly. */
 static DType dot_dtype(DType a, DType b)
 {
     if (a == b) return a;
+    if (ir_is_f8(a)) return b;
+    if (ir_is_f8(b)) return a;
     if (a == DT_F32) return b;
     if (b == DT_F32) return a;
     return DT_F32;   /* f16 with bf16 */
@@ -64,13 +69,13 @@ static Val dot_call(Sema *s, const Expr *e, bool trans, Val a, Val b)
         sema_err(s, e->loc, "%s expects two 2-D tiles, got %s and %s", name, ta, tb);
         return val_error();
     }
-    bool int8 = a.dt == DT_I8 && b.dt == DT_I8;
-    if (!int8 && (ir_is_storage(a.dt) || ir_is_storage(b.dt))) {
+    bool int8 = a.dt == DT_I8 && b.dt == DT_I8, f8 = ir_is_f8(a.dt) && ir_is_f8(b.dt);
+    if (!int8 && (a.dt == DT_I8 || a.dt == DT_U8 || b.dt == DT_I8 || b.dt == DT_U8)) {
         sema_err(s, e->loc, "%s of 8-bit integers needs two i8 operands (for an i32 result), got %s and %s", name, ta, tb);
         return val_error();
     }
     if (!int8 && (!ir_is_float(a.dt) || !ir_is_float(b.dt))) {
-        sema_err(s, e->loc, "%s needs f16, bf16 or f32 operands, got %s and %s", name, ta, tb);
+        sema_err(s, e->loc, "%s needs f16, bf16, f32 or fp8 operands, got %s and %s", name, ta, tb);
         return val_error();
     }
     int kb = trans ? b.dim[1] : b.dim[0];
@@ -81,8 +86,8 @@ static Val dot_call(Sema *s, const Expr *e, bool trans, Val a, Val b)
     }
     int m = a.dim[0], n = trans ? b.dim[0] : b.dim[1];
     DType dt = dot_dtype(a.dt, b.dt), rt = int8 ? DT_I32 : DT_F32;
-    a = sema_coerce(s, a, dt, 2, a.dim, e->loc);
-    b = sema_coerce(s, b, dt, 2, b.dim, e->loc);
+    a = sema_coerce(s, a, f8 ? a.dt : dt, 2, a.dim, e->loc);
+    b = sema_coerce(s, b, f8 ? b.dt : dt, 2, b.dim, e->loc);
     Val acc = zero_acc(s, rt, m, n, e->loc);
     Val r = {.dt = rt, .rank = 2, .dim = {m, n}};
     if (s->emit) {

@@ -220,7 +220,7 @@ DType sema_dtype(const char *alias, const Expr *e)
     if (!n) return DT_VOID;
     static const struct { const char *name; DType dt; } map[] = {
         {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32}, {"i32", DT_I32}, {"bool", DT_BOOL},
-        {"i8", DT_I8}, {"u8", DT_U8},
+        {"i8", DT_I8}, {"u8", DT_U8}, {"f8e4m3", DT_F8E4M3}, {"f8e5m2", DT_F8E5M2},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
         if (!strcmp(n, map[i].name)) return map[i].dt;

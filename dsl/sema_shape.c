@@ -3,6 +3,7 @@
  * dtype promotion, types as text, and coercion of a value to a shape and
  * dtype (emitting the converts, splats and broadcasts it takes). */
 #include "sema.h"
+#include "ir/scalarops.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -170,7 +171,7 @@ ValueId sema_const(Sema *s, DType dt, int64_t i, double f, Loc loc)
 {
     IrOp *op;
     ValueId v = sema_emit1(s, OP_CONST, 0, NULL, ir_scalar(dt), loc, &op);
-    if (ir_is_float(dt)) op->fval = f;
+    if (ir_is_float(dt)) op->fval = ir_is_f8(dt) ? sop_round(dt, (float)f) : f;   /* fp8 constants hold the format's values */
     else op->ival = dt == DT_BOOL ? i != 0 : i;
     return v;
 }
@@ -193,7 +194,7 @@ Val sema_coerce(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc)
         sema_err(s, loc, "%g does not fit in i32", x.fval);
         return val_error();
     }
-    if (x.weak && ir_is_storage(dt)) {
+    if (x.weak && (dt == DT_I8 || dt == DT_U8)) {
         double v = x.wfloat ? trunc(x.fval) : (double)x.ival, lo = dt == DT_I8 ? -128 : 0, hi = dt == DT_I8 ? 127 : 255;
         if (!(v >= lo && v <= hi)) {
             sema_err(s, loc, "%s does not fit in %s (%g to %g)", x.wfloat ? "this number" : "this integer", ir_dtype_name(dt), lo, hi);
@@ -323,8 +324,8 @@ DType sema_promote(Val a, Val b)
     if (a.weak) return a.wfloat && ir_is_int(b.dt) ? DT_F32 : b.dt;
     if (b.weak) return b.wfloat && ir_is_int(a.dt) ? DT_F32 : a.dt;
     if (a.dt != b.dt) {
-        if (ir_is_storage(a.dt)) a.dt = DT_I32;
-        if (ir_is_storage(b.dt)) b.dt = DT_I32;
+        if (ir_is_storage(a.dt)) a.dt = ir_is_f8(a.dt) ? DT_F32 : DT_I32;
+        if (ir_is_storage(b.dt)) b.dt = ir_is_f8(b.dt) ? DT_F32 : DT_I32;
     }
     return promote_strong(a.dt, b.dt);
 }
@@ -332,6 +333,6 @@ DType sema_promote(Val a, Val b)
 Val sema_widen(Sema *s, Val x, Loc loc)
 {
     if (val_bad(x) || !ir_is_storage(x.dt)) return x;
-    return sema_coerce(s, x, DT_I32, x.rank, x.dim, loc);
+    return sema_coerce(s, x, ir_is_f8(x.dt) ? DT_F32 : DT_I32, x.rank, x.dim, loc);
 }
 

@@ -91,6 +91,8 @@ static inline double host_get(DType dt, const void *p, size_t i)
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I8: return ((const int8_t *)p)[i];
     case DT_U8: return ((const uint8_t *)p)[i];
+    case DT_F8E4M3: return ph_e4m3_to_f32(((const uint8_t *)p)[i]);
+    case DT_F8E5M2: return ph_e5m2_to_f32(((const uint8_t *)p)[i]);
     default: return NAN;
     }
 }
@@ -103,6 +105,8 @@ static inline void host_set(DType dt, void *p, size_t i, double v)
     case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)v); break;
     case DT_F32: ((float *)p)[i] = (float)v; break;
     case DT_I32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case DT_F8E4M3: ((uint8_t *)p)[i] = ph_f32_to_e4m3((float)v); break;
+    case DT_F8E5M2: ((uint8_t *)p)[i] = ph_f32_to_e5m2((float)v); break;
     default: break;
     }
 }
@@ -114,7 +118,8 @@ static inline void host_fill_normal(DType dt, void *p, size_t n, double mean, do
 
 /* ---- poison: a NaN pattern no kernel computes, so an unwritten element fails ---- */
 
-enum { HOST_POISON_16 = 0x7e5a, HOST_POISON_BF16 = 0x7fa5 };
+/* fp8: 0xff, a NaN of each format that no conversion gives (they give 0x7f) */
+enum { HOST_POISON_16 = 0x7e5a, HOST_POISON_BF16 = 0x7fa5, HOST_POISON_F8 = 0xff };
 #define HOST_POISON_32 0x7fa5a5a5u
 
 static inline void host_poison(DType dt, void *p, size_t n)
@@ -123,6 +128,7 @@ static inline void host_poison(DType dt, void *p, size_t n)
         switch (dt) {
         case DT_F16: ((uint16_t *)p)[i] = HOST_POISON_16; break;
         case DT_BF16: ((uint16_t *)p)[i] = HOST_POISON_BF16; break;
+        case DT_F8E4M3: case DT_F8E5M2: ((uint8_t *)p)[i] = HOST_POISON_F8; break;
         default: ((uint32_t *)p)[i] = HOST_POISON_32; break;
         }
     }
@@ -133,6 +139,7 @@ static inline bool host_is_poison(DType dt, const void *p, size_t i)
     switch (dt) {
     case DT_F16: return ((const uint16_t *)p)[i] == HOST_POISON_16;
     case DT_BF16: return ((const uint16_t *)p)[i] == HOST_POISON_BF16;
+    case DT_F8E4M3: case DT_F8E5M2: return ((const uint8_t *)p)[i] == HOST_POISON_F8;
     default: return ((const uint32_t *)p)[i] == HOST_POISON_32;
     }
 }

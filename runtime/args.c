@@ -24,7 +24,7 @@ static const char *arg_kind_name(ph_arg_kind k)
 static const char *arg_dtype_name(ph_dtype t)
 {
     static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32",
-                                         [PH_I8] = "i8", [PH_U8] = "u8"};
+                                         [PH_I8] = "i8", [PH_U8] = "u8", [PH_F8E4M3] = "f8e4m3", [PH_F8E5M2] = "f8e5m2"};
     return t > PH_DTYPE_UNCHECKED && (unsigned)t < sizeof names / sizeof *names ? names[t] : NULL;
 }
 

@@ -69,6 +69,8 @@ static void fill(DType dt, void *p, size_t n)
         case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)x); break;
         case DT_I32: ((int32_t *)p)[i] = (int32_t)(x * 25); break;
         case DT_I8: case DT_U8: ((uint8_t *)p)[i] = (uint8_t)(uniform() * 256); break;   /* every value */
+        case DT_F8E4M3: ((uint8_t *)p)[i] = ph_f32_to_e4m3((float)x); break;
+        case DT_F8E5M2: ((uint8_t *)p)[i] = ph_f32_to_e5m2((float)x); break;
         default: ((float *)p)[i] = (float)x; break;
         }
     }
@@ -82,6 +84,8 @@ static double as_double(DType dt, const void *p, size_t i)
     case DT_I32: return ((const int32_t *)p)[i];
     case DT_I8: return ((const int8_t *)p)[i];
     case DT_U8: return ((const uint8_t *)p)[i];
+    case DT_F8E4M3: return ph_e4m3_to_f32(((const uint8_t *)p)[i]);
+    case DT_F8E5M2: return ph_e5m2_to_f32(((const uint8_t *)p)[i]);
     default: return ((const float *)p)[i];
     }
 }
@@ -134,11 +138,12 @@ static inline int compare_tensor_within(const char *who, const IrFunc *f, const 
 
 /* The kernels whose every operation is exact or exactly rounded on every
  * side (float // and %; max and min; math.ph's fmas; prefix sums in
- * index order): their tensors must match the interpreter's bit for bit, a
+ * index order; types.ph's fp8 conversions): their tensors must match the interpreter's bit for bit, a
  * zero's sign and a NaN's bits included. */
 static inline bool compared_bitwise(const IrFunc *f)
 {
-    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax") || !strcmp(f->kernel, "fmas") || !strcmp(f->kernel, "scan");
+    return !strcmp(f->kernel, "fmods") || !strcmp(f->kernel, "zeromax") || !strcmp(f->kernel, "fmas") || !strcmp(f->kernel, "scan") ||
+           !strcmp(f->kernel, "fp8cvt");
 }
 
 static inline int compare_tensor_bits(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got,

@@ -67,6 +67,10 @@ Test(cpusim, every_types_config_matches_the_interpreter, .timeout = 600) { every
 /* The scaled int8 GEMM of examples/int8gemm, every config (its check
  * holds the interpreter to a plain C reference). */
 Test(cpusim, every_int8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/int8gemm/int8gemm.ph", 4, "sm_90"); }
+/* examples/fp8gemm: the row quantization and the fp8 GEMM on mma.sync's
+ * e4m3 form, every config, on sm_90 and sm_90a. */
+Test(cpusim, every_fp8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/fp8gemm/fp8gemm.ph", 4, "sm_90"); }
+Test(cpusim, every_fp8gemm_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches("examples/fp8gemm/fp8gemm.ph", 4, "sm_90a"); }
 /* sm_90a: its wgmma engine takes no integer dot, the others do */
 Test(cpusim, every_types_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90a"); }
 /* tests/gpu/masked.ph: masked loads and stores, a ragged softmax; for

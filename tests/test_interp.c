@@ -355,6 +355,32 @@ Test(interp, narrow_integers_saturate_wrap_and_dot_exactly)
     free(text);
 }
 
+/* tests/ir/fp8.ir: saturation and rounding into e4m3 and e5m2, an exact
+ * widening to f16, a mixed fp8 dot in f32. */
+Test(interp, fp8_rounds_saturates_and_dots_in_f32)
+{
+    char *text = tu_read_file("tests/ir/fp8.ir");
+    IrModule *m = parse_ok(text);
+    float x[4] = {1000.0f, -0.1f, 17.0f, NAN};
+    uint8_t a[4 * 8], b[8 * 4], e[4], f8[4];
+    uint16_t h[4];
+    float c[16];
+    for (int i = 0; i < 32; i++) a[i] = 0x38, b[i] = 0x3c;   /* 1.0 in each */
+    a[1] = 0x40;   /* 2 at row 0, column 1, meets B's row 1 */
+    b[4] = 0x7b;   /* 57344 at row 1, column 0 */
+    IrArg args[7] = {tensor1(x, 4), tensor2(a, 4, 8), tensor2(b, 8, 4), tensor1(e, 4), tensor1(f8, 4), tensor1(h, 4), tensor2(c, 4, 4)};
+    run_ok(m->funcs[0], args, 7, one_block);
+    /* the last store wrote 448 over E; F holds e5m2 of X: 1024, -0.09375, 16 (a tie, to even), NaN */
+    cr_assert(e[0] == 0x7e && e[3] == 0x7e, "%x %x", e[0], e[3]);
+    cr_assert(f8[0] == 0x64 && f8[1] == 0xae && f8[2] == 0x4c && f8[3] == 0x7f, "%x %x %x %x", f8[0], f8[1], f8[2], f8[3]);
+    cr_assert(h[0] == 0x6400 && h[1] == 0xae00 && h[2] == 0x4c00 && (h[3] & 0x7c00) == 0x7c00 && (h[3] & 0x3ff), "%x %x", h[0], h[3]);
+    cr_assert_float_eq(c[0], 2.0f * 57344.0f + 7.0f - 0.5f, 0);
+    cr_assert_float_eq(c[1], 2.0f + 7.0f - 0.5f, 0);
+    cr_assert_float_eq(c[5], 7.5f, 0);
+    ir_module_free(m);
+    free(text);
+}
+
 static const char *const dot_ir =
     "func d kernel d threads 32\n    params(A: f16[M, K], B: f16[K, N], BT: f16[N, K], C: f32[M, N], CT: f32[M, N]) {\n"
     "  %1 = const 0 : i32\n  %2 = load A[%1, %1] : f16[24, 40]\n  %3 = load B[%1, %1] : f16[40, 16]\n"

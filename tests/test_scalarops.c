@@ -308,6 +308,43 @@ static void narrow_cases(void)
     cvt(DT_BOOL, DT_U8, 1, 1);
 }
 
+/* fp8: round to nearest even, saturating (infinities too), NaN to NaN;
+ * out of fp8 exactly, to integers truncating */
+static void fp8_cases(void)
+{
+    double nan = NAN, inf = INFINITY;
+    DType e4 = DT_F8E4M3, e5 = DT_F8E5M2;
+    cvt(DT_F32, e4, 464, 448);                       /* a tie: to the even code, 448 */
+    cvt(DT_F32, e4, 465, 448);                       /* saturates */
+    cvt(DT_F32, e4, -1e30, -448);
+    cvt(DT_F32, e4, inf, 448);
+    cvt(DT_F32, e4, nan, nan);
+    cvt(DT_F32, e4, 0.0009765625, 0);                /* 2^-10, half the smallest subnormal: to even */
+    cvt(DT_F32, e4, -0.00146484375, -0.001953125);   /* 1.5 * 2^-10: to 2^-9 */
+    cvt(DT_F32, e4, 17, 16);                         /* a tie between 16 and 18 */
+    cvt(DT_F32, e4, 19, 20);
+    cvt(DT_F32, e5, 61440, 57344);                   /* past the largest: saturates */
+    cvt(DT_F32, e5, -inf, -57344);
+    cvt(DT_F32, e5, 1.125, 1);                       /* a tie: to 1.0 */
+    cvt(DT_F32, e5, 1.375, 1.5);
+    cvt(DT_F32, e5, 1.52587890625e-05, 1.52587890625e-05);   /* 2^-16, the smallest subnormal */
+    cvt(DT_F16, e4, -300, -288);
+    cvt(DT_BF16, e5, 3.5, 3.5);
+    cvt(DT_I32, e4, 1000, 448);
+    cvt(DT_I32, e5, -7, -7);
+    cvt(e4, DT_F32, -448, -448);
+    cvt(e4, DT_F16, 0.001953125, 0.001953125);
+    cvt(e5, DT_BF16, 57344, 57344);
+    cvt(e4, DT_I32, -3.5, -3);
+    cvt(e5, DT_I8, 57344, 127);
+    cvt(e5, DT_U8, -2, 0);
+    cvt(e4, DT_BOOL, 0.015625, 1);
+    cvt(e5, DT_BOOL, -0.0, 0);
+    cvt(e4, e5, 448, 448);
+    cvt(e5, e4, 57344, 448);
+    cvt(e5, e4, nan, nan);
+}
+
 static void bool_cases(void)
 {
     bin("and", DT_BOOL, 1, 0, 0);
@@ -334,6 +371,7 @@ static void all_cases(void)
     half_cases();
     convert_cases();
     narrow_cases();
+    fp8_cases();
     bool_cases();
 }
 
@@ -433,6 +471,8 @@ static uint32_t bits_of(DType dt, double v)
     case DT_F32: return ph_f32_bits((float)v);
     case DT_F16: return ph_f32_to_f16((float)v);
     case DT_BF16: return ph_f32_to_bf16((float)v);
+    case DT_F8E4M3: return ph_f32_to_e4m3((float)v);
+    case DT_F8E5M2: return ph_f32_to_e5m2((float)v);
     default: return (uint32_t)(int32_t)v;
     }
 }
@@ -443,6 +483,8 @@ static double value_of(DType dt, uint32_t bits)
     case DT_F32: return ph_bits_f32(bits);
     case DT_F16: return ph_f16_to_f32((uint16_t)bits);
     case DT_BF16: return ph_bf16_to_f32((uint16_t)bits);
+    case DT_F8E4M3: return ph_e4m3_to_f32((uint8_t)bits);
+    case DT_F8E5M2: return ph_e5m2_to_f32((uint8_t)bits);
     case DT_I8: return (int8_t)bits;
     case DT_U8: return (uint8_t)bits;
     default: return (int32_t)bits;

@@ -735,7 +735,7 @@ Test(builtins, errors)
              "    b8: ph.let = ph.where(t > 0.0, t, n < 1)\n"
              "    ph.exp(t)\n"),
           "t.ph:7:18: error: ph.dot: the inner dimensions differ: f32[32, 64] and f32[32, 64]\n"
-          "t.ph:8:18: error: ph.dot needs f16, bf16 or f32 operands, got i32[32, 64] and f32[32, 64]\n"
+          "t.ph:8:18: error: ph.dot needs f16, bf16, f32 or fp8 operands, got i32[32, 64] and f32[32, 64]\n"
           "t.ph:9:18: error: ph.dot expects two 2-D tiles, got f16[4] and f32[32, 64]\n"
           "t.ph:10:18: error: ph.transpose expects a 2-D tile, got i32\n"
           "t.ph:11:18: error: ph.exp needs a number, got bool\n"

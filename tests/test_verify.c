@@ -108,6 +108,8 @@ static const Rejected rejected[] = {
     {"", "  %1 = const 5 : i8\n  %2 = splat %1 : i8[4, 4]\n  %3 = const 0.0 : f32\n  %4 = splat %3 : f32[4, 4]\n"
          "  %5 = dot %2, %2, %4 : f32[4, 4]\n  return\n", NULL,
      "f: op 'dot' (%5): accumulator f32[4, 4] and result f32[4, 4] must be i32[4, 4]"},
+    {"", "  %1 = const 500.0 : f8e4m3\n  return\n", NULL, "f: op 'const' (%1): 500 is no f8e4m3 value"},
+    {"", "  %1 = const 1.0 : f8e5m2\n  %2 = abs %1 : f8e5m2\n  return\n", NULL, "f: op 'abs' (%2): takes no f8e5m2 operand: convert it to f32 first"},
     {"n: i32", "  %1 = param n : f32\n  return\n", NULL, "f: op 'param' (%1): type f32 differs from parameter 'n' (i32)"},
     {"X: f16[N]", "  %1 = dim X 1 : i32\n  return\n", NULL, "f: op 'dim' (%1): axis 1 is not an axis of 'X'"},
     {"X: f16[N]", "  %1 = dim X 0 : f32\n  return\n", NULL, "f: op 'dim' (%1): must be an i32 scalar"},
@@ -172,9 +174,9 @@ static const Rejected rejected[] = {
      "f: op 'dot' (%5): needs 2-D operands, has f32[4] and f32[4]"},
     {"", C "  %3 = const 1.0 : f16\n  %4 = const 1.0 : bf16\n  %5 = splat %3 : f16[4, 4]\n  %6 = splat %4 : bf16[4, 4]\n"
          "  %7 = splat %2 : f32[4, 4]\n  %8 = dot %5, %6, %7 : f32[4, 4]\n  return\n", NULL,
-     "f: op 'dot' (%8): needs two float or two i8 operands of one dtype, has f16[4, 4] and bf16[4, 4]"},
+     "f: op 'dot' (%8): needs two float or two i8 operands of one dtype (or two fp8), has f16[4, 4] and bf16[4, 4]"},
     {"", C "  %3 = splat %1 : i32[4, 4]\n  %4 = splat %2 : f32[4, 4]\n  %5 = dot %3, %3, %4 : f32[4, 4]\n  return\n", NULL,
-     "f: op 'dot' (%5): needs two float or two i8 operands of one dtype, has i32[4, 4] and i32[4, 4]"},
+     "f: op 'dot' (%5): needs two float or two i8 operands of one dtype (or two fp8), has i32[4, 4] and i32[4, 4]"},
     {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = splat %2 : f32[4, 4]\n  %5 = dot %3, %3, %4 : f32[4, 4]\n  return\n", NULL,
      "f: op 'dot' (%5): inner dimensions differ: f32[4, 2] and f32[4, 2]"},
     {"", C "  %3 = splat %2 : f32[4, 2]\n  %4 = splat %2 : f32[4, 4]\n  %5 = dot_t %3, %4, %4 : f32[4, 4]\n  return\n", NULL,

@@ -154,6 +154,9 @@ LLVMValueRef cg_call(Cg *c, const char *name, LLVMTypeRef ret, int n, LLVMTypeRe
 LLVMValueRef call1f(Cg *c, const char *name, LLVMValueRef x);
 LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt);
+/* cg_fp8.c: an fp8 value (i8 bits) to f32, exactly, and an f32 to fp8 as cvt.rn.satfinite */
+LLVMValueRef cg_f8_to_f32(Cg *c, LLVMValueRef v, DType dt);
+LLVMValueRef cg_f32_to_f8(Cg *c, LLVMValueRef x, DType dt);
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt);
 LLVMValueRef smem_word_ptr(Cg *c, int buf, LLVMValueRef index);
 Guard guard_begin(Cg *c, LLVMValueRef cond);

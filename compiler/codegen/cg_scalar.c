@@ -269,9 +269,11 @@ static LLVMValueRef convert_to_int(Cg *c, LLVMValueRef v, DType from, DType to)
 LLVMValueRef cg_convert(Cg *c, LLVMValueRef v, DType from, DType to)
 {
     if (from == to) return v;
-    if (to == DT_I32 && ir_is_storage(from)) return convert_to_int(c, v, from, to);
+    if (ir_is_f8(to)) return from_f32(c, to_f32(c, v, from), to);   /* an integer through f32, as the interpreter */
+    bool int8 = from == DT_I8 || from == DT_U8;
+    if (to == DT_I32 && int8) return convert_to_int(c, v, from, to);
     if (to == DT_I8 || to == DT_U8) return convert_to_int(c, v, from, to);
-    if (to == DT_BOOL && ir_is_storage(from)) return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->ti8, 0, 0), "");
+    if (to == DT_BOOL && int8) return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->ti8, 0, 0), "");
     if (to == DT_I32) {
         if (from == DT_BOOL) return LLVMBuildZExt(c->b, v, c->ti32, "");
         LLVMTypeRef t = c->tf32;

@@ -28,7 +28,7 @@ LLVMTypeRef dtype_ty(Cg *c, DType dt)
     switch (dt) {
     case DT_BOOL: return c->ti1;
     case DT_I32: return c->ti32;
-    case DT_I8: case DT_U8: return c->ti8;
+    case DT_I8: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return c->ti8;
     case DT_F16: return c->tf16;
     case DT_BF16: return c->tbf16;
     case DT_F32: return c->tf32;
@@ -65,6 +65,7 @@ LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
 {
     if (dt == DT_F32) return v;
     if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPExt(c->b, v, c->tf32, "");
+    if (ir_is_f8(dt)) return cg_f8_to_f32(c, v, dt);
     if (dt == DT_I32 || dt == DT_I8) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
     if (dt == DT_BOOL || dt == DT_U8) return LLVMBuildUIToFP(c->b, v, c->tf32, "");
     return v;
@@ -73,6 +74,7 @@ LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
 LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
 {
     if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPTrunc(c->b, v, dtype_ty(c, dt), "");
+    if (ir_is_f8(dt)) return cg_f32_to_f8(c, v, dt);
     return v;
 }
 
@@ -80,7 +82,7 @@ LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt)
 {
     switch (dt) {
-    case DT_BOOL: case DT_U8: return LLVMBuildZExt(c->b, v, c->ti32, "");
+    case DT_BOOL: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return LLVMBuildZExt(c->b, v, c->ti32, "");   /* fp8: its bits */
     case DT_I8: return LLVMBuildSExt(c->b, v, c->ti32, "");
     case DT_I32: return v;
     default: return LLVMBuildBitCast(c->b, to_f32(c, v, dt), c->ti32, "");
@@ -91,7 +93,7 @@ static LLVMValueRef from_word(Cg *c, LLVMValueRef w, DType dt)
 {
     switch (dt) {
     case DT_BOOL: return LLVMBuildTrunc(c->b, w, c->ti1, "");
-    case DT_I8: case DT_U8: return LLVMBuildTrunc(c->b, w, c->ti8, "");
+    case DT_I8: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return LLVMBuildTrunc(c->b, w, c->ti8, "");
     case DT_I32: return w;
     default: return from_f32(c, LLVMBuildBitCast(c->b, w, c->tf32, ""), dt);
     }

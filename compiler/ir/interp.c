@@ -1,7 +1,7 @@
 /* interp.c: the CPU interpreter of the tile IR, the executable meaning of
  * the language. Runs a function over the whole grid, one block at a time,
  * on host memory. Every value has one buffer, allocated once (shapes are
- * static) and overwritten by loops: float for f16/bf16/f32 (f16 and bf16
+ * static) and overwritten by loops: float for f16/bf16/f32 and fp8 (f16, bf16 and fp8
  * held already rounded to their dtype), int32_t for i32, i8, u8 (within
  * their range) and bool. Each op
  * is dispatched once and loops over its whole tile; each element of a
@@ -36,6 +36,7 @@ static void round_all(DType dt, float *x, int64_t n)
 {
     if (dt == DT_F16) for (int64_t i = 0; i < n; i++) x[i] = ph_round_f16(x[i]);
     else if (dt == DT_BF16) for (int64_t i = 0; i < n; i++) x[i] = ph_round_bf16(x[i]);
+    else if (ir_is_f8(dt)) for (int64_t i = 0; i < n; i++) x[i] = sop_round(dt, x[i]);
 }
 
 static RunStatus run_error(Interp *in, const IrOp *op, const char *fmt, ...)
@@ -372,7 +373,26 @@ static float read_elem(DType dt, const void *base, int64_t idx)
     switch (dt) {
     case DT_F16: return ph_f16_to_f32(((const uint16_t *)base)[idx]);
     case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)base)[idx]);
+    case DT_F8E4M3: return ph_e4m3_to_f32(((const uint8_t *)base)[idx]);
+    case DT_F8E5M2: return ph_e5m2_to_f32(((const uint8_t *)base)[idx]);
     default: return ((const float *)base)[idx];
+    }
+}
+
+/* Element e of value v into a tensor of dtype dt at element at (v holds
+ * it already in dt's range and rounding; the float formats round again,
+ * which changes nothing). */
+static void write_elem(Interp *in, DType dt, void *data, int64_t at, ValueId v, int64_t e)
+{
+    switch (dt) {
+    case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
+    case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
+    case DT_F8E4M3: ((uint8_t *)data)[at] = ph_f32_to_e4m3(fbuf(in, v)[e]); break;
+    case DT_F8E5M2: ((uint8_t *)data)[at] = ph_f32_to_e5m2(fbuf(in, v)[e]); break;
+    case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
+    case DT_I8: ((int8_t *)data)[at] = (int8_t)ibuf(in, v)[e]; break;
+    case DT_U8: ((uint8_t *)data)[at] = (uint8_t)ibuf(in, v)[e]; break;
+    default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
     }
 }
 
@@ -434,14 +454,7 @@ static void write_window(Interp *in, const IrOp *op, bool add)
             if (mask && !ibuf(in, mask)[e]) continue;
             if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
             else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
-            else switch (p->dt) {
-            case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
-            case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
-            case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
-            case DT_I8: ((int8_t *)data)[at] = (int8_t)ibuf(in, v)[e]; break;
-            case DT_U8: ((uint8_t *)data)[at] = (uint8_t)ibuf(in, v)[e]; break;
-            default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
-            }
+            else write_elem(in, p->dt, data, at, v, e);
         }
     }
 }
@@ -481,12 +494,7 @@ static void run_scatter(Interp *in, const IrOp *op, bool add)
         if (at < 0) continue;
         if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
         else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
-        else switch (p->dt) {
-        case DT_F16: ((uint16_t *)data)[at] = ph_f32_to_f16(fbuf(in, v)[e]); break;
-        case DT_BF16: ((uint16_t *)data)[at] = ph_f32_to_bf16(fbuf(in, v)[e]); break;
-        case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
-        default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
-        }
+        else write_elem(in, p->dt, data, at, v, e);
     }
 }
 

@@ -59,6 +59,8 @@ float sop_round(DType dt, float x)
 {
     if (dt == DT_F16) return ph_round_f16(x);
     if (dt == DT_BF16) return ph_round_bf16(x);
+    if (dt == DT_F8E4M3) return ph_round_e4m3(x);
+    if (dt == DT_F8E5M2) return ph_round_e5m2(x);
     return x;
 }
 

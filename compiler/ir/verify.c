@@ -4,6 +4,9 @@
  * after every pass, and by the interpreter, so a bug shows up where it is
  * made rather than as a wrong number. */
 #include "ir.h"
+#include "scalarops.h"
+
+#include <math.h>
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -62,7 +65,8 @@ static bool is_i32_scalar(IrType t) { return t.dt == DT_I32 && t.rank == 0; }
 /* Arithmetic takes no storage dtype (i8, u8): the front end widens those first. */
 static bool no_storage(Verifier *v, const IrOp *op, IrType a)
 {
-    if (ir_is_storage(a.dt)) return bad(v, op, "takes no %s operand: convert it to i32 first", ir_dtype_name(a.dt));
+    const char *wide = ir_dtype_name(ir_is_f8(a.dt) ? DT_F32 : DT_I32);
+    if (ir_is_storage(a.dt)) return bad(v, op, "takes no %s operand: convert it to %s first", ir_dtype_name(a.dt), wide);
     return true;
 }
 
@@ -162,6 +166,7 @@ static bool check_fma(Verifier *v, const IrOp *op, IrType a, IrType r)
     IrType x = ty(v, op->args[1]), y = ty(v, op->args[2]);
     if (!ir_type_eq(a, x) || !ir_type_eq(a, y) || !ir_type_eq(a, r))
         return bad(v, op, "operands %s, %s, %s and result must have one type", tstr(a, b1), tstr(x, b2), tstr(y, b3));
+    if (!no_storage(v, op, a)) return false;
     if (!ir_is_float(a.dt)) return bad(v, op, "needs float operands, not %s", ir_dtype_name(a.dt));
     return true;
 }
@@ -221,8 +226,9 @@ static bool check_dot(Verifier *v, const IrOp *op)
     char b1[32], b2[32], b3[32];
     IrType a = ty(v, op->args[0]), b = ty(v, op->args[1]), acc = ty(v, op->args[2]), r = ty(v, op->res[0]);
     if (a.rank != 2 || b.rank != 2) return bad(v, op, "needs 2-D operands, has %s and %s", tstr(a, b1), tstr(b, b2));
-    if ((!ir_is_float(a.dt) && a.dt != DT_I8) || a.dt != b.dt)
-        return bad(v, op, "needs two float or two i8 operands of one dtype, has %s and %s", tstr(a, b1), tstr(b, b2));
+    bool f8 = ir_is_f8(a.dt) && ir_is_f8(b.dt);   /* e4m3 and e5m2 mix, as the tensor cores take them */
+    if (!f8 && ((!ir_is_float(a.dt) && a.dt != DT_I8) || a.dt != b.dt))
+        return bad(v, op, "needs two float or two i8 operands of one dtype (or two fp8), has %s and %s", tstr(a, b1), tstr(b, b2));
     bool trans = op->flags & DOT_TRANS_B;
     int bk = trans ? b.shape[1] : b.shape[0], bn = trans ? b.shape[0] : b.shape[1];
     if (a.shape[1] != bk) return bad(v, op, "inner dimensions differ: %s and %s", tstr(a, b1), tstr(b, b2));
@@ -383,6 +389,11 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
     switch (op->kind) {
     case OP_CONST:
         if (r.rank != 0) return bad(v, op, "must be a scalar, is %s", tstr(r, b1));
+        if (ir_is_f8(r.dt) && !(sop_round(r.dt, (float)op->fval) == (float)op->fval || isnan(op->fval))) {
+            char num[32];
+            snprintf(num, sizeof num, "%g", op->fval);
+            return bad(v, op, "%s is no %s value", num, ir_dtype_name(r.dt));
+        }
         return ir_is_int(r.dt) ? const_fits(v, op, r.dt) : true;
     case OP_PARAM: {
         if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);

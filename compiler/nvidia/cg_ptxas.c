@@ -16,7 +16,13 @@
  * chain. Written as ~x + 1 (not, then add 1: the same bits in two's
  * complement) the negation survives: ptxas folds the add into a VIADDMNMX
  * and no longer forms the faulty VIMNMX3 (checked on the H200, see
- * tests/difftest/regressions/rowmax-broadcast-gpu-seed-20261980.ph). */
+ * tests/difftest/regressions/rowmax-broadcast-gpu-seed-20261980.ph).
+ *
+ * The PTX version of fp8 mma.sync. LLVM 19 writes `.version 8.0` (its
+ * +ptx80) and has no fp8 mma, which dot_mma_f8 writes as inline PTX; that
+ * instruction needs PTX ISA 8.4, so a module holding one says 8.4 (which
+ * changes nothing else: 8.4 is 8.0 with additions). Other modules keep
+ * 8.0, and their text. */
 #include "codegen/cg.h"
 #include "nvidia/targets.h"
 
@@ -57,8 +63,11 @@ static bool rewrite_neg_s32(const char *line, size_t len, FILE *out)
     return true;
 }
 
+static bool needs_ptx84(const char *ptx) { return strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e") != NULL; }
+
 char *ptxas_workarounds(const char *ptx)
 {
+    bool v84 = needs_ptx84(ptx);
     char *text = NULL;
     size_t size = 0;
     FILE *out = open_memstream(&text, &size);
@@ -66,7 +75,8 @@ char *ptxas_workarounds(const char *ptx)
     for (const char *line = ptx; *line;) {
         const char *nl = strchr(line, '\n');
         size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        if (!rewrite_neg_s32(line, len, out)) fwrite(line, 1, len, out);
+        if (v84 && len == 12 && !memcmp(line, ".version 8.0", 12)) fputs(".version 8.4", out);
+        else if (!rewrite_neg_s32(line, len, out)) fwrite(line, 1, len, out);
         if (nl) fputc('\n', out);
         line += len + (nl ? 1 : 0);
     }

@@ -1,23 +1,27 @@
-/* dot_mma_s8.c: integer dots on the tensor cores: i8 x i8 -> i32 with
- * mma.sync m16n8k32 (sm_80 and up; sm_90a's wgmma engine does not take
- * them, so Hopper runs them here too).
+/* dot_mma_s8.c: the 8-bit dots on the tensor cores, mma.sync m16n8k32:
+ * i8 x i8 -> i32 (dot_mma_s8, sm_80 and up) and fp8 x fp8 -> f32
+ * (dot_mma_f8: e4m3 and e5m2 in any mix, sm_89 and up, so on the sm_90
+ * and sm_90a rows; sm_90a's wgmma engine takes neither, so Hopper runs
+ * them here too). Both instructions have one fragment layout.
  *
- * Expects: a dot mma_s8_accepts takes (i8 operands, M a multiple of 16, N
- * of 8, K of 32, @ph.tensorcore), its result in the MMA layout of
- * mma_sync_result_layout, whose slots are the s32 accumulator's as they
- * are the f32 one's of m16n8k16.
+ * Expects: a dot mma_s8_accepts (mma_f8_accepts) takes (i8 operands, or
+ * two fp8; M a multiple of 16, N of 8, K of 32, @ph.tensorcore), its
+ * result in the MMA layout of mma_sync_result_layout, whose slots are the
+ * s32 (f32) accumulator's as they are the f32 one's of m16n8k16.
  * Guarantees: A goes to scratch shared memory as [M, K] and B as [N, K]
  * (B^T for ph.dot, B as it is for ph.dot_t), K contiguous in both, so
  * every fragment register (four consecutive i8 along K) is one aligned
- * 32-bit shared load; products are exact and the sums wrap in i32, as the
- * interpreter's (the non-saturating mma). */
+ * 32-bit shared load; i8 products are exact and the sums wrap in i32, as
+ * the interpreter's (the non-saturating mma); fp8 products are exact and
+ * summed in f32 by the hardware, in its order. */
 #include "codegen/dot.h"
 #include "nvidia/mma_layout.h"
+#include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
 
 #include <stdlib.h>
 
-/* The 32-bit word of four i8 at (row, col) of the K-contiguous operand in sl at byte base. */
+/* The 32-bit word of four 8-bit elements at (row, col) of the K-contiguous operand in sl at byte base. */
 static LLVMValueRef fragment_word(Cg *c, const Layout *sl, int64_t base, LLVMValueRef row, LLVMValueRef col)
 {
     LLVMValueRef p = shared_byte_ptr(c, c->smem, offset_add(c, i32c(c, base), shared_offset(c, sl, row, col)));
@@ -26,9 +30,9 @@ static LLVMValueRef fragment_word(Cg *c, const Layout *sl, int64_t base, LLVMVal
     return v;
 }
 
-static void emit_dot_mma_s8(Cg *c, const IrOp *op)
+static void emit_dot_mma_k32(Cg *c, const IrOp *op)
 {
-    IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
+    IrType at = vtype(c, op->args[0]), bt = vtype(c, op->args[1]), t = vtype(c, op->res[0]);
     const Layout *l = c->plan.of[op->res[0]];
     bool tb = op->flags & DOT_TRANS_B;
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
@@ -37,9 +41,9 @@ static void emit_dot_mma_s8(Cg *c, const IrOp *op)
     int abuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(M, K, 1));
     int bbuf = smem_buffer(c, SMEM_SCRATCH, layout_shared_bytes(N, K, 1));
     int64_t abase = smem_offset(c, abuf), bbase = smem_offset(c, bbuf);
-    operand_to_smem(c, op->args[0], DT_I8, abuf, abase, sa);
-    if (tb) operand_to_smem(c, op->args[1], DT_I8, bbuf, bbase, sb);
-    else operand_to_smem_transposed(c, op->args[1], DT_I8, bbuf, bbase, sb);
+    operand_to_smem(c, op->args[0], at.dt, abuf, abase, sa);
+    if (tb) operand_to_smem(c, op->args[1], bt.dt, bbuf, bbase, sb);
+    else operand_to_smem_transposed(c, op->args[1], bt.dt, bbuf, bbase, sb);
     Slots acc = cg_get(c, op->args[2], l);
     smem_access(c, abuf, false);
     smem_access_together(c, bbuf, false);
@@ -70,6 +74,10 @@ static void emit_dot_mma_s8(Cg *c, const IrOp *op)
             for (int in = 0; in < tn; in++) {
                 LLVMValueRef args[10];
                 LLVMValueRef *acc4 = &d[(im * tn + in) * 4];
+                if (ir_is_f8(at.dt)) {
+                    ptx_mma_f8(c, at.dt == DT_F8E5M2, bt.dt == DT_F8E5M2, &afr[im * 4], &bfr[in * 2], acc4);
+                    continue;
+                }
                 for (int i = 0; i < 4; i++) args[i] = afr[im * 4 + i];
                 for (int i = 0; i < 2; i++) args[4 + i] = bfr[in * 2 + i];
                 for (int i = 0; i < 4; i++) args[6 + i] = acc4[i];
@@ -83,4 +91,5 @@ static void emit_dot_mma_s8(Cg *c, const IrOp *op)
     free(d); free(afr); free(bfr);
 }
 
-const DotEngine dot_mma_s8 = {"mma.sync.s8", mma_s8_accepts, emit_dot_mma_s8, mma_sync_result_layout, NULL};
+const DotEngine dot_mma_s8 = {"mma.sync.s8", mma_s8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL};
+const DotEngine dot_mma_f8 = {"mma.sync.f8", mma_f8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL};

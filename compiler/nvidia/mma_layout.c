@@ -44,6 +44,17 @@ bool mma_s8_accepts(const IrFunc *f, const IrOp *dot)
     return M % 16 == 0 && N % 8 == 0 && K % 32 == 0 && K <= 512;
 }
 
+/* The same shapes for two fp8 operands (e4m3 and e5m2 mixed). */
+bool mma_f8_accepts(const IrFunc *f, const IrOp *dot)
+{
+    if (!f->tensorcore) return false;
+    IrType a = ir_vtype(f, dot->args[0]), b = ir_vtype(f, dot->args[1]);
+    if (!ir_is_f8(a.dt) || !ir_is_f8(b.dt)) return false;
+    int M = a.shape[0], K = a.shape[1];
+    int N = dot->flags & DOT_TRANS_B ? b.shape[0] : b.shape[1];
+    return M % 16 == 0 && N % 8 == 0 && K % 32 == 0 && K <= 512;
+}
+
 static const Layout *tensorcore_result(LayoutTable *t, const IrFunc *f, const IrOp *dot, const void *ctx)
 {
     (void)ctx;

@@ -135,3 +135,18 @@ void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRe
     asm_call(c, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
              "r,l,r,r,r,~{memory}", c->tvoid, args, 5);
 }
+
+void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef *acc)
+{
+    char text[200], cons[200];
+    snprintf(text, sizeof text,
+             "mma.sync.aligned.m16n8k32.row.col.f32.%s.%s.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+             a_e5m2 ? "e5m2" : "e4m3", b_e5m2 ? "e5m2" : "e4m3");
+    tied_constraints(cons, sizeof cons, 4, "r,r,r,r,r,r");
+    LLVMValueRef args[10];
+    for (int i = 0; i < 4; i++) args[i] = a[i];
+    for (int i = 0; i < 2; i++) args[4 + i] = b[i];
+    for (int i = 0; i < 4; i++) args[6 + i] = acc[i];
+    LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, 4), args, 10);
+    take_results(c, r, acc, 4);
+}

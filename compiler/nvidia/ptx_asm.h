@@ -38,6 +38,11 @@ void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMVa
  * (tied): they are written before the fence, and the wgmma that read the
  * results come after it, as register A operands and accumulators must be. */
 void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n);
+/* mma.sync.aligned.m16n8k32.row.col.f32.{e4m3|e5m2}.{e4m3|e5m2}.f32 (PTX
+ * ISA 8.4, sm_89 and up; codegen_emit then writes .version 8.4): acc[0..4)
+ * (f32) += A (a[0..4), four fp8 each, s8's fragment order) times B
+ * (b[0..2)), replaced in place by the results. */
+void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef *acc);
 
 /* Shared-memory addresses below are i32 offsets in the shared window
  * (ptx_shared_address). */

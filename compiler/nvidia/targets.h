@@ -19,6 +19,7 @@ extern const struct Target nvidia_sm90a;  /* H100 and H200 with wgmma */
 extern const struct DotEngine dot_mma_sync;   /* dot_mma.c: mma.sync m16n8k16, sm_80 and up */
 extern const struct DotEngine dot_wgmma;      /* dot_wgmma.c: wgmma.mma_async from shared memory, sm_90a */
 extern const struct DotEngine dot_mma_s8;     /* dot_mma_s8.c: mma.sync m16n8k32 on i8, sm_80 and up */
+extern const struct DotEngine dot_mma_f8;     /* dot_mma_s8.c: mma.sync m16n8k32 on fp8, sm_89 and up (PTX 8.4) */
 extern const struct CopyEngine copy_cp_async;  /* copy_cp_async.c: cp.async.cg into ring slots, sm_80 and up */
 extern const struct CopyEngine copy_tma;       /* copy_tma.c: bulk tensor copies on mbarriers, sm_90a */
 extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */

@@ -68,7 +68,7 @@ _lib = _open_library()
 
 _OK, _ERR_COMPILE, _ERR_NOT_FOUND, _ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID = 0, 4, 6, 7, 8, 9
 _ARG_TENSOR, _ARG_I32, _ARG_F32 = 1, 2, 3
-_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4, "i8": 5, "u8": 6}   # ph_dtype
+_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4, "i8": 5, "u8": 6, "f8e4m3": 7, "f8e5m2": 8}   # ph_dtype
 _INTERPRETER = -1
 
 
@@ -221,9 +221,12 @@ def device_multiprocessors():
 # ---- arguments ----
 
 # A parameter's dtype as each kind of array spells it. NumPy has no
-# bfloat16: a bf16 parameter takes uint16 arrays of the bit patterns.
-_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16", "i8": "int8", "u8": "uint8"}
-_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8"}
+# bfloat16 and no fp8: a bf16 parameter takes uint16 arrays of the bit
+# patterns, an fp8 one uint8 arrays of them.
+_NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16", "i8": "int8", "u8": "uint8",
+                 "f8e4m3": "uint8", "f8e5m2": "uint8"}
+_TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8",
+                 "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 _I32_RANGE = (-2**31, 2**31 - 1)
 
 
@@ -284,7 +287,8 @@ def _tensor_arg(kname, p, x):
     if on_gpu != (_target == "gpu"):
         raise TypeError(f"{where} is {'a CUDA tensor' if on_gpu else 'in host memory'}, but the kernels run on "
                         f"{'the GPU: pass a CUDA torch tensor' if _target == 'gpu' else 'the CPU interpreter: pass a NumPy array or a CPU tensor'}")
-    dtype = next((d for d, name in names.items() if name == got), None)
+    # the parameter's own first: NumPy's uint8 is u8's and fp8's
+    dtype = p.dtype if names.get(p.dtype) == got else next((d for d, name in names.items() if name == got), None)
     if dtype is None:   # no dtype of the language: nothing to tell the runtime
         raise TypeError(f"{where} must have dtype {names[p.dtype]}, got {got}")
     if len(shape) != p.rank:

@@ -50,7 +50,7 @@ typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32 } ph_arg_kind;
 
 /* A tensor's element type. PH_DTYPE_UNCHECKED (zero) is no claim at all:
  * the launch takes the tensor's elements to be what the kernel declares. */
-typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, PH_U8 } ph_dtype;
+typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, PH_U8, PH_F8E4M3, PH_F8E5M2 } ph_dtype;
 
 /* One kernel argument. A tensor is a device pointer and its dims, and
  * optionally its element type and its strides (in elements, as torch's

@@ -102,6 +102,22 @@ static bool read_mma(const char *text, AsmCall *a, int nin, int nout)
     return (da < 0 || (a->desc_a >= 0 && a->desc_a < nin)) && a->desc_b >= 0 && a->desc_b < nin && a->scale_d >= 0 && a->scale_d < nin;
 }
 
+/* fp8 mma.sync as ptx_mma_f8 writes it: A's four registers, B's two, the
+ * four accumulators (tied to the outputs). */
+static bool read_mma_f8(const char *text, AsmCall *a, int nin, int nout)
+{
+    char t1[8], t2[8];
+    int used = 0;
+    if (sscanf(text, "mma.sync.aligned.m16n8k32.row.col.f32.%7[a-z0-9].%7[a-z0-9].f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, "
+                     "{$8, $9}, {$10, $11, $12, $13};%n", t1, t2, &used) != 2 || used != (int)strlen(text))
+        return false;
+    bool ok = (!strcmp(t1, "e4m3") || !strcmp(t1, "e5m2")) && (!strcmp(t2, "e4m3") || !strcmp(t2, "e5m2"));
+    a->op = IN_MMA_F8;
+    a->a_e5m2 = !strcmp(t1, "e5m2");
+    a->b_e5m2 = !strcmp(t2, "e5m2");
+    return ok && nin == 10 && nout == 4;
+}
+
 /* The copy engine's asm texts (ptx_asm.c), each with its operands in a
  * fixed order: the mbarrier's shared address first (try_wait: after its
  * result), the bulk copy's destination, map, x, y and mbarrier. */
@@ -147,6 +163,8 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         a->op = IN_WGMMA_WAIT;
     } else if (strstr(text, "wgmma.mma_async")) {
         ok = read_mma(text, a, nin, nout);
+    } else if (!strncmp(text, "mma.sync.aligned.m16n8k32", 25)) {
+        ok = read_mma_f8(text, a, nin, nout);
     } else {
         ok = read_tma(text, a);
     }
@@ -156,7 +174,7 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         a->acc = xmalloc(sizeof *a->acc);
     } else {
         /* mma's other inputs are the descriptors and scale-d, wait_group's none */
-        int others = a->op != IN_WGMMA ? 0 : a->desc_a < 0 ? 6 : 3;
+        int others = a->op == IN_MMA_F8 ? 6 : a->op != IN_WGMMA ? 0 : a->desc_a < 0 ? 6 : 3;
         ok = ok && a->op && tie_accumulators(a, tied, nin, nout) && nin == nout + others;
     }
     free(tied);
@@ -227,6 +245,7 @@ static const char *asm_what(int op)
     switch (op) {
     case IN_WGMMA: return ", wgmma.mma_async";
     case IN_WGMMA_WAIT: return ", wgmma.wait_group";
+    case IN_MMA_F8: return ", mma.sync fp8";
     case IN_FENCE_PROXY_ASYNC: return ", fence.proxy.async";
     case IN_MBAR_EXPECT_TX: return ", mbarrier.expect_tx";
     case IN_MBAR_TRY_WAIT: return ", mbarrier.try_wait";

@@ -31,7 +31,7 @@ enum {
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
     IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
-    IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC,
+    IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT
 };
 
@@ -66,6 +66,7 @@ typedef struct {
     int pending;            /* wait_group's N */
     int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2 */
     bool bf16;              /* mma: bf16 operands, else f16 */
+    bool a_e5m2, b_e5m2;    /* fp8 mma.sync: each operand e5m2, else e4m3 */
     bool trans_a, trans_b;  /* mma: A M-major, B N-major (imm-trans-a, -b) */
     int scale_a, scale_b;   /* mma: imm-scale-a, -b (1 or -1) */
     int desc_a, desc_b, scale_d;   /* mma: the arguments holding them (desc_a -1: A from registers) */

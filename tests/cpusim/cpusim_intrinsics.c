@@ -27,7 +27,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
     "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
     /* inline PTX (cpusim_asm.c), named for messages */
-    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async",
+    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
 };
 
@@ -203,6 +203,38 @@ static void warp_mma_s8(Thread *w)
     }
 }
 
+/* mma.m16n8k32.row.col.f32.{e4m3|e5m2}.{e4m3|e5m2}.f32 (inline PTX): the
+ * fragments as the s8 form's, four fp8 per register; products exact, the
+ * sum rounded once to f32. */
+static void warp_mma_f8(Launch *L, Thread *w)
+{
+    const AsmCall *a = &L->s->asm_calls[w[0].asm_call];
+    float A[16][32], B[32][8], C[16][8];
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++)
+            for (int e = 0; e < 4; e++) {
+                uint8_t x = (uint8_t)(lo32(w[t].in[r]) >> (8 * e));
+                A[g + (r & 1) * 8][4 * q + (r >> 1) * 16 + e] = a->a_e5m2 ? ph_e5m2_to_f32(x) : ph_e4m3_to_f32(x);
+            }
+        for (int r = 0; r < 2; r++)
+            for (int e = 0; e < 4; e++) {
+                uint8_t x = (uint8_t)(lo32(w[t].in[4 + r]) >> (8 * e));
+                B[4 * q + r * 16 + e][g] = a->b_e5m2 ? ph_e5m2_to_f32(x) : ph_e4m3_to_f32(x);
+            }
+        for (int r = 0; r < 4; r++) C[g + (r >> 1) * 8][2 * q + (r & 1)] = slot_f32(w[t].in[6 + r]);
+    }
+    for (int t = 0; t < 32; t++) {
+        int g = t / 4, q = t % 4;
+        for (int r = 0; r < 4; r++) {
+            int i = g + (r >> 1) * 8, j = 2 * q + (r & 1);
+            double sum = C[i][j];
+            for (int k = 0; k < 32; k++) sum += (double)A[i][k] * B[k][j];
+            w[t].out[r] = f32_slot((float)sum);
+        }
+    }
+}
+
 /* Computes the collectives of the warps whose live lanes all posted one;
  * true when any did. */
 bool release_warps(Launch *L)
@@ -238,6 +270,7 @@ bool release_warps(Launch *L)
         case IN_MMA_F16: warp_mma(w, false); break;
         case IN_MMA_BF16: warp_mma(w, true); break;
         case IN_MMA_S8: warp_mma_s8(w); break;
+        case IN_MMA_F8: warp_mma_f8(L, w); break;
         case IN_WGMMA_WAIT: warp_wgmma_wait(L, w); break;
         }
         for (int l = 0; l < n; l++) w[l].st = TH_READY;

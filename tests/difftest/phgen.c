@@ -37,6 +37,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "element", "gather", "scatter",
     "i8_convert", "dot_i8",
     "masked_load", "masked_store", "static_range", "helper",
+    "f8_convert", "dot_f8",
 };
 
 void phgen_default_options(PhgenOptions *o)

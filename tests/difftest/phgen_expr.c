@@ -355,6 +355,21 @@ static Ex narrow_round_trip(Gen *g, Ex a)
     return ex(t, DT_I32, a.sh, true, 258);
 }
 
+/* An exact value a through fp8 and into dt: rounded (and saturated) to
+ * e4m3 or e5m2, possibly scaled first, through the other format at times;
+ * every side rounds it bit for bit (half.h's routines, cg_fp8.c), so the
+ * result is exact too, at most a's magnitude. Drawn from the types' stream. */
+static Ex fp8_round_trip(Gen *g, Ex a, DType dt)
+{
+    static const char *const fmt[] = {"ph.f8e4m3", "ph.f8e5m2"};
+    int f = rnd_types(g, 2), form = rnd_types(g, 3);
+    char *q = form == 0 ? pfmt(g->p, "%s(%s)", fmt[f], a.t)
+            : form == 1 ? pfmt(g->p, "(%s(%s * 64.0) * 0.015625)", fmt[f], a.t)   /* scaled: e4m3 saturates past 7 */
+                        : pfmt(g->p, "%s(%s(%s))", fmt[1 - f], fmt[f], a.t);
+    feature(g, PF_F8_CONVERT);
+    return ex(pfmt(g->p, "%s(%s)", dtname(dt), q), dt, a.sh, true, a.mag);
+}
+
 static Ex convert(Gen *g, Shape t, int depth, unsigned flags)
 {
     if (flags & NEED_INT) {   /* float -> i32 on exact values only */
@@ -369,6 +384,7 @@ static Ex convert(Gen *g, Shape t, int depth, unsigned flags)
     static const DType to[] = {DT_F32, DT_F16, DT_BF16};
     DType dt = to[rnd(g, 3)];
     feature(g, PF_CONVERT);
+    if (a.exact && rnd_types(g, 100) < g->o.pct_types) return fp8_round_trip(g, a, dt);
     return ex(pfmt(g->p, "%s(%s)", dtname(dt), a.t), dt, a.sh, a.exact, a.mag);
 }
 
@@ -641,11 +657,39 @@ static Ex int8_dot(Gen *g, Shape t, int R)
     return ex(pfmt(g->p, "(ph.f32(ph.%s(%s, %s)) / (4096.0 * %s))", trans ? "dot_t" : "dot", a, b, ext_meta[R]), DT_F32, t, false, 4);
 }
 
+/* An fp8 dot operand of exactly shape sh: an input times 4 rounded to
+ * e4m3 or e5m2 (fmt), exactly as every side rounds it. */
+static char *f8_operand(Gen *g, Shape sh, const char *fmt)
+{
+    Ex a;
+    if (!load_of(g, sh, DT_F32, &a)) abort();
+    return pfmt(g->p, "%s(%s * 4.0)", fmt, a.t);
+}
+
+/* ph.dot or ph.dot_t of two fp8 tiles (the formats drawn apart) over
+ * extent R, scaled to the float dots' magnitude: products exact, sums in
+ * f32 (the tensor cores' e4m3/e5m2 mma.sync with @ph.tensorcore where the
+ * shape allows, the FMA path otherwise). Drawn wholly from the types' stream. */
+static Ex fp8_dot(Gen *g, Shape t, int R)
+{
+    uint64_t saved = g->rng;
+    g->rng = g->rng_types;
+    bool trans = chance(g, 40);
+    const char *fa = chance(g, 50) ? "ph.f8e4m3" : "ph.f8e5m2", *fb = chance(g, 50) ? "ph.f8e4m3" : "ph.f8e5m2";
+    char *a = f8_operand(g, shape2(t.e[0], R), fa);
+    char *b = trans ? f8_operand(g, shape2(t.e[1], R), fb) : f8_operand(g, shape2(R, t.e[1]), fb);
+    g->rng_types = g->rng;
+    g->rng = saved;
+    feature(g, PF_DOT_F8);
+    if (trans) feature(g, PF_DOT_T);
+    return ex(pfmt(g->p, "(ph.%s(%s, %s) / (16.0 * %s))", trans ? "dot_t" : "dot", a, b, ext_meta[R]), DT_F32, t, false, 4);
+}
+
 static Ex dot(Gen *g, Shape t)
 {
     int R = g->p->tc ? EK : EM + rnd(g, 3);
     char *s = dot_text(g, t.e[0], t.e[1], R, dot_dtype(g));
-    if (rnd_types(g, 100) < g->o.pct_types) return int8_dot(g, t, R);
+    if (rnd_types(g, 100) < g->o.pct_types) return rnd_types(g, 3) ? int8_dot(g, t, R) : fp8_dot(g, t, R);
     return ex(pfmt(g->p, "(%s / %s)", s, ext_meta[R]), DT_F32, t, false, 4);
 }
 

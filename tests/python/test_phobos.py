@@ -90,6 +90,34 @@ def test_int8gemm_against_numpy():
         g[(1, 1)](a.view(np.uint8), b, sa, sb, c)
 
 
+def e4m3_value(bits):
+    """An e4m3 code's value (NumPy has no fp8: arrays of uint8 bit patterns)."""
+    bits = bits.astype(np.int64)
+    e, m = (bits >> 3) & 15, bits & 7
+    v = np.where(e > 0, (1 + m / 8) * 2.0 ** (e - 7), m / 8 * 2.0 ** -6)
+    return np.where(bits & 0x80, -v, v)
+
+
+def test_fp8gemm_against_numpy():
+    mod = phobos.load(example("fp8gemm"))
+    rng = np.random.default_rng(8)
+    M, K, N = 70, 100, 40
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    a = np.zeros((M, K), dtype=np.uint8)
+    sa = np.zeros(M, dtype=np.float32)
+    mod.quantize_rows[lambda meta: (phobos.cdiv(M, meta["BM"]),)](x, a, sa)
+    np.testing.assert_array_equal(sa, np.maximum(np.abs(x).max(axis=1), np.float32(1e-30)) / np.float32(448))
+    assert np.abs(e4m3_value(a) * sa[:, None] - x).max() <= np.abs(x).max() / 16   # within half an e4m3 step
+    b = rng.integers(0, 256, (K, N), dtype=np.uint8)
+    b[(b & 0x7f) == 0x7f] = 0                                 # no NaN
+    c = np.zeros((M, N), dtype=np.float16)
+    mod.fp8gemm[lambda meta: (phobos.cdiv(M, meta["BM"]), phobos.cdiv(N, meta["BN"]))](a, b, sa, np.float32(0.5), c)
+    ref = (e4m3_value(a) @ e4m3_value(b)) * sa[:, None].astype(np.float64) * 0.5
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2e-3, atol=1e-2 * np.abs(ref).max())
+    with pytest.raises(phobos.LaunchError, match=r"^fp8gemm: parameter A: expected f8e4m3, got i8$"):
+        mod.fp8gemm[(1, 1)](a.view(np.int8), b, sa, 0.5, c)
+
+
 def attention_reference(q, k, v, scale, causal):
     s = (q.astype(np.float64) @ k.astype(np.float64).T) * scale
     if causal:
