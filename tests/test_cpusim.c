@@ -87,6 +87,15 @@ Test(cpusim, every_flow_config_matches_the_interpreter, .timeout = 600)
     every_config_matches(FLOW_OPS, 7, "sm_90a");
 }
 
+/* tests/gpu/strided.ph: rank-3/4 tensors passed as views, windows over two
+ * axes or one; the guard zones catch a write outside a tensor's span. */
+Test(cpusim, every_strided_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(STRIDED_OPS, 4, "sm_90");
+    every_config_matches(STRIDED_OPS, 4, "sm_80");
+    every_config_matches(STRIDED_OPS, 4, "sm_90a");
+}
+
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
@@ -253,7 +262,7 @@ Test(cpusim, a_multiply_feeding_a_subtract_is_fused)
     unsigned grid[3] = {1, 1, 1};
     char err[256];
     cr_assert_eq(cpusim_launch(s, m->funcs[0]->name, grid, args, 4, err, sizeof err), PH_OK, "%s", err);
-    IrArg iargs[4] = {{a, {128, 0}, 0, 0}, {yi, {128, 0}, 0, 0}, {.f = b}, {.f = c}};
+    IrArg iargs[4] = {{.data = a, .dims = {128, 0}}, {.data = yi, .dims = {128, 0}}, {.f = b}, {.f = c}};
     int igrid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(m->funcs[0], iargs, 4, igrid, err, sizeof err), 0, "%s", err);
     int differ = 0;
