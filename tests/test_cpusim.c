@@ -96,6 +96,14 @@ Test(cpusim, every_strided_config_matches_the_interpreter, .timeout = 600)
     every_config_matches(STRIDED_OPS, 4, "sm_90a");
 }
 
+/* examples/attention_bhnd: attention over [B, H, N, D] views (the harness
+ * lays every rank-4 tensor out as a view), on both GPU paths. */
+Test(cpusim, attention_over_views_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches("examples/attention_bhnd/attention_bhnd.ph", 3, "sm_90");
+    every_config_matches("examples/attention_bhnd/attention_bhnd.ph", 3, "sm_90a");
+}
+
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
