@@ -92,3 +92,28 @@ def test_torch_views_on_the_gpu(causal):
     finally:
         phobos.shutdown()
         phobos.init("interp")
+
+
+ROWS = '''
+import phobos.lang as ph
+
+@ph.kernel
+@ph.autotune(BM=[16], BK=[32])
+def rowsum(X: ph.tensor[ph.f32][1, M, K], S: ph.tensor[ph.f32][M]):
+    r0: ph.let = ph.ctx.block.x * BM
+    acc: ph.var[ph.tile[ph.f32][BM, 1]] = 0.0
+    for k0 in range(0, K, BK):
+        acc += ph.rowsum(X[0, r0:+BM, k0:+BK])
+    S[r0:+BM] = acc
+'''
+
+
+def test_a_matrix_view_with_a_leading_axis_of_one():
+    """A rank-2 view that is not row-major (a transpose, a slice of columns)
+    goes to a rank-3 parameter [1, M, K] with the axis added, a view too."""
+    k = phobos.compile(ROWS, name="rows.ph").rowsum
+    w = np.random.default_rng(8).standard_normal((70, 90)).astype(np.float32)
+    for x in (w.T, w[:, 10:60], w.T[5:65:2]):
+        s = np.full(x.shape[0], np.nan, np.float32)
+        k[lambda meta: (phobos.cdiv(x.shape[0], meta["BM"]),)](x[None], s)
+        np.testing.assert_allclose(s, x.sum(1), rtol=1e-5, atol=1e-4)
