@@ -52,13 +52,13 @@ def tdot(A: ph.tensor[ph.f16][B, H, M, K], Bt: ph.tensor[ph.f16][B, H, K, N], C:
 
 @ph.kernel
 @ph.autotune(BM=[16], BK=[64])
-def r3(X: ph.tensor[ph.f32][G, M, K], T: ph.tensor[ph.f32][G, M, K], S: ph.tensor[ph.f32][G, K],
+def r3(X: ph.tensor[ph.f32][G, M, K], T: ph.tensor[ph.f32][G, M, K], S: ph.tensor[ph.f32][G, 2, K],
        U: ph.tensor[ph.i32][G, M, K], V: ph.tensor[ph.i32][G, M, K]):
     m0: ph.let = ph.ctx.block.x * BM
     for g in range(ph.ctx.block.y, G, 3):
         x: ph.let = X[g, m0:+BM, 0:+BK]
         first: ph.let = X[g, m0, 0:+BK]                # one row, a 1-D tile
         ph.store(T[g, m0:+BM, 0:+BK], x + first, mask=ph.iota(1, BK) < 40)
-        ph.atomic_add(S[g, 0:+BK], ph.colsum(x))
+        ph.atomic_add(S[g, 1, 0:+BK], ph.colsum(x))     # a rank-3 window along one axis
         u: ph.let = ph.load(U[g, m0:+BM, 0:+BK], mask=ph.iota(0, BM) % 2 == 0, other=-7)
         V[g, m0:+BM, 0:+BK] = u * 3 + ph.i32(ph.ctx.block.x)
