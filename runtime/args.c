@@ -69,7 +69,7 @@ static ph_status check_view(const IrFunc *f, const IrParam *p, const ph_arg *a)
         if (a->strides[i] < 0 || a->strides[i] > limit)
             return ph_internal_failf(PH_ERR_ARGS, "%s: parameter %s: stride %d is %lld; strides must be from 0 to 2^62", f->kernel,
                                      p->name, i, (long long)a->strides[i]);
-        if (a->strides[i] && a->dims[i] - 1 > (limit - span) / a->strides[i])
+        if (a->strides[i] && a->dims[i] - 1 > (limit - 1 - span) / a->strides[i])
             return ph_internal_failf(PH_ERR_ARGS, "%s: parameter %s: its strides reach past 2^62 elements", f->kernel, p->name);
         span += (a->dims[i] - 1) * a->strides[i];
     }

@@ -41,8 +41,6 @@ static int64_t value_for(const char *kernel, const char *name)
         {"rope", "P", 1000},
         {"perm", "B", 2}, {"perm", "H", 3}, {"perm", "D", 20}, {"edges", "B", 2}, {"edges", "H", 3}, {"edges", "D", 6},
         {"tdot", "B", 2}, {"tdot", "H", 3},
-        {"attn_bhnd", "B", 2}, {"attn_bhnd", "H", 3}, {"attn_bhnd_kt", "B", 2}, {"attn_bhnd_kt", "H", 3},
-        {"attn_bhnd", "causal", 1},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
