@@ -86,7 +86,7 @@ static void func_header(IrFunc *f, const Kernel *k, const int64_t *config)
     for (int i = 0; i < k->nparams; i++) {
         f->params[i] = k->params[i];
         f->params[i].name = adup(f, k->params[i].name);
-        for (int a = 0; a < 2; a++) f->params[i].dim_name[a] = adup(f, k->params[i].dim_name[a]);
+        for (int a = 0; a < IR_MAX_RANK; a++) f->params[i].dim_name[a] = adup(f, k->params[i].dim_name[a]);
     }
     f->nmeta = k->nmeta;
     f->meta = arena_alloc(f->arena, sizeof *f->meta * (size_t)(k->nmeta + 1));

@@ -170,13 +170,20 @@ DType sema_dtype(const char *alias, const Expr *e);
 /* A window X[...]: the tensor's index, start values and extents; false on
  * error. A subscript that is an i32 tile gathers: start holds the tile of
  * indices and gathered is set; a plain index (no ':') sets plain. vrank and
- * vdim are the shape of the value the window reads or takes. */
+ * vdim are the shape of the value the window reads or takes. A window of a
+ * rank-3/4 tensor is seen as one of the one or two axes it runs along
+ * (axes, a bitmask): rank, start and ext are theirs, and tstart holds a
+ * start for each of the tensor's trank axes. */
 typedef struct {
-    int param; int rank; Val start[2]; int ext[2]; DType dt;
-    bool plain[2], gathered[2];
+    int param; int rank; Val start[IR_MAX_RANK]; int ext[IR_MAX_RANK]; DType dt;
+    bool plain[IR_MAX_RANK], gathered[IR_MAX_RANK];
     int vrank, vdim[2];
+    int trank, axes; Val tstart[IR_MAX_RANK];
 } Window;
 bool sema_window(Sema *s, const Expr *index, Window *w);
+/* Emitting: the start (or index) operands of window w's memory op into
+ * args (IR_MAX_RANK of room); their count, the tensor's rank. */
+int sema_window_starts(Sema *s, const Window *w, Loc loc, ValueId *args);
 static inline bool sema_window_gathers(const Window *w) { return w->gathered[0] || w->gathered[1]; }
 /* The window's value: a load, or a gather where a subscript is a tile of indices. */
 Val sema_load(Sema *s, const Window *w, Loc loc);

@@ -605,12 +605,13 @@ void sema_atomic_add(Sema *s, const Expr *e)
     x = sema_window_value(s, x, &w, e->items[1]->loc, what);
     x = sema_coerce_to(s, x, w.dt, w.vrank, w.vdim, e->items[1]->loc, what);
     if (val_bad(x) || !s->emit) return;
-    ValueId args[3] = {w.start[0].v, w.start[1].v, 0};
+    ValueId args[IR_MAX_RANK + 1];
     bool gathers = sema_window_gathers(&w);
-    if (gathers) sema_gather_indices(s, &w, e->loc, args);
-    args[w.rank] = x.v;
-    IrOp *op = ir_emit(s->f, s->blk, gathers ? OP_SCATTER_ADD : OP_ATOMIC_ADD, w.rank + 1, args, 0, NULL);
+    int n = sema_window_starts(s, &w, e->loc, args);
+    args[n] = x.v;
+    IrOp *op = ir_emit(s->f, s->blk, gathers ? OP_SCATTER_ADD : OP_ATOMIC_ADD, n + 1, args, 0, NULL);
     op->loc = e->loc;
     op->param = w.param;
+    op->window_axes = w.axes;
 }
 

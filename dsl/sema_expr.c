@@ -508,6 +508,46 @@ static bool gather_shape(Sema *s, Window *w, Loc loc)
     return true;
 }
 
+/* A window of a rank-3/4 tensor: scalars index some axes, and the one or
+ * two others are the tile's (in the tensor's order); seen from here on as
+ * a window of those axes alone. */
+static bool strided_window(Sema *s, const char *name, Window *w, Expr *const *items, Loc loc)
+{
+    int nwin = 0;
+    for (int a = 0; a < w->trank; a++) {
+        if (w->gathered[a]) {
+            sema_err(s, items[a]->loc, "'%s' has rank %d: its subscripts are i32 scalars and windows, not tiles of indices",
+                     name, w->trank);
+            return false;
+        }
+        w->tstart[a] = w->start[a];
+        if (!w->plain[a]) w->axes |= 1 << a, nwin++;
+    }
+    if (nwin < 1 || nwin > 2) {
+        sema_err(s, loc, "a window of the rank-%d tensor '%s' runs along one or two axes, the others indexed by scalars; "
+                 "it has %d window%s", w->trank, name, nwin, nwin == 1 ? "" : "s");
+        return false;
+    }
+    int j = 0;
+    for (int a = 0; a < w->trank; a++)
+        if (w->axes & (1 << a)) w->start[j] = w->tstart[a], w->ext[j] = w->ext[a], w->plain[j] = false, j++;
+    for (; j < IR_MAX_RANK; j++) w->start[j] = (Val){0}, w->ext[j] = 0, w->plain[j] = false;
+    w->rank = nwin;
+    return true;
+}
+
+int sema_window_starts(Sema *s, const Window *w, Loc loc, ValueId *args)
+{
+    if (w->trank > 2) {
+        for (int a = 0; a < w->trank; a++) args[a] = w->tstart[a].v;
+        return w->trank;
+    }
+    args[0] = w->start[0].v;
+    args[1] = w->start[1].v;
+    if (sema_window_gathers(w)) sema_gather_indices(s, w, loc, args);
+    return w->rank;
+}
+
 bool sema_window(Sema *s, const Expr *index, Window *w)
 {
     const Expr *x = index->lhs;
@@ -525,17 +565,19 @@ bool sema_window(Sema *s, const Expr *index, Window *w)
         items = items[0]->items;
     }
     if (n != p->rank) {
+        static const char *const forms[] = {"", "i:+n", "r:+n, c:+m", "z, r:+n, c:+m", "z, h, r:+n, c:+m"};
         sema_err(s, index->loc, "'%s' has rank %d: write %s[%s], got %d subscript%s", x->name, p->rank, x->name,
-                 p->rank == 2 ? "r:+n, c:+m" : "i:+n", n, n == 1 ? "" : "s");
+                 forms[p->rank], n, n == 1 ? "" : "s");
         return false;
     }
     memset(w, 0, sizeof *w);
     w->param = y->param;
-    w->rank = p->rank;
+    w->rank = w->trank = p->rank;
     w->dt = p->dt;
     bool ok = true;
     for (int i = 0; i < n; i++) ok = window_item(s, p, w, i, items[i]) && ok;
     if (!ok) return false;
+    if (p->rank > 2 && !strided_window(s, x->name, w, items, index->loc)) return false;
     if (sema_window_gathers(w)) {
         if (!gather_shape(s, w, index->loc)) return false;
     } else {
@@ -600,18 +642,18 @@ Val sema_load(Sema *s, const Window *w, Loc loc)
     Val r = {.dt = w->dt, .rank = w->vrank, .dim = {w->vdim[0], w->vdim[1]}};
     if (s->emit) {
         IrOp *op;
-        ValueId args[2] = {w->start[0].v, w->start[1].v};
-        bool gathers = sema_window_gathers(w);
-        if (gathers) sema_gather_indices(s, w, loc, args);
-        r.v = sema_emit1(s, gathers ? OP_GATHER : OP_LOAD, w->rank, args, val_irtype(r), loc, &op);
+        ValueId args[IR_MAX_RANK];
+        int n = sema_window_starts(s, w, loc, args);
+        r.v = sema_emit1(s, sema_window_gathers(w) ? OP_GATHER : OP_LOAD, n, args, val_irtype(r), loc, &op);
         op->param = w->param;
+        op->window_axes = w->axes;
     }
     return r;
 }
 
 static bool every_index_plain(const Window *w)
 {
-    return w->plain[0] && (w->rank == 1 || w->plain[1]);
+    return w->trank <= 2 && w->plain[0] && (w->rank == 1 || w->plain[1]);
 }
 
 /* ---- the dispatcher ---- */

@@ -59,8 +59,8 @@ static bool check_param_type(Diag *d, const char *alias, const Param *p, IrParam
         n = items[0]->nitems;
         items = items[0]->items;
     }
-    if (n < 1 || n > 2) {
-        diag_error(d, a->loc, "tensor '%s' must have rank 1 or 2, got %d dimensions", p->name, n);
+    if (n < 1 || n > IR_MAX_RANK) {
+        diag_error(d, a->loc, "tensor '%s' must have rank 1 to 4, got %d dimensions", p->name, n);
         return false;
     }
     out->rank = n;

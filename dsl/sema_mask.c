@@ -138,12 +138,13 @@ void sema_masked_store(Sema *s, const Expr *e)
     x = sema_coerce_to(s, x, w.dt, w.rank, dim, ve->loc, what);
     Val m = me ? window_mask(s, me, &w, mwhat) : val_weak_int(0);
     if (val_bad(x) || val_bad(m) || !s->emit) return;
-    ValueId args[4] = {w.start[0].v, w.start[1].v, 0, 0};
-    int n = w.rank;
+    ValueId args[IR_MAX_RANK + 2];
+    int n = sema_window_starts(s, &w, e->loc, args);
     if (me) args[n++] = m.v;
     args[n++] = x.v;
     IrOp *op = ir_emit(s->f, s->blk, OP_STORE, n, args, 0, NULL);
     op->loc = e->loc;
     op->param = w.param;
+    op->window_axes = w.axes;
     op->flags = me ? STORE_MASKED : 0;
 }

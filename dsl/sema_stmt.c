@@ -169,12 +169,13 @@ static void store(Sema *s, const Stmt *st, TokKind op)
     if (op != T_EOF) x = sema_binary(s, op, sema_load(s, &w, st->loc), x, st->loc);
     x = sema_coerce_to(s, x, w.dt, w.vrank, w.vdim, st->value->loc, what);
     if (val_bad(x) || !s->emit) return;
-    ValueId args[3] = {w.start[0].v, w.start[1].v, 0};
-    if (sema_window_gathers(&w)) sema_gather_indices(s, &w, st->loc, args);
-    args[w.rank] = x.v;
-    IrOp *op2 = ir_emit(s->f, s->blk, sema_window_gathers(&w) ? OP_SCATTER : OP_STORE, w.rank + 1, args, 0, NULL);
+    ValueId args[IR_MAX_RANK + 1];
+    int n = sema_window_starts(s, &w, st->loc, args);
+    args[n] = x.v;
+    IrOp *op2 = ir_emit(s->f, s->blk, sema_window_gathers(&w) ? OP_SCATTER : OP_STORE, n + 1, args, 0, NULL);
     op2->loc = st->loc;
     op2->param = w.param;
+    op2->window_axes = w.axes;
 }
 
 static void assign_stmt(Sema *s, const Stmt *st)

@@ -292,13 +292,21 @@ static inline bool host_signature(const IrFunc *f, const char *spec)
     return true;
 }
 
-static inline IrArg host_tensor1(void *data, int64_t n) { return (IrArg){data, {n, 0}, 0, 0}; }
+static inline IrArg host_tensor1(void *data, int64_t n) { return (IrArg){.data = data, .dims = {n, 0}}; }
 static inline IrArg host_tensor2(void *data, int64_t rows, int64_t cols)
 {
-    return (IrArg){data, {rows, cols}, 0, 0};
+    return (IrArg){.data = data, .dims = {rows, cols}};
 }
-static inline IrArg host_i32(int32_t v) { return (IrArg){NULL, {0, 0}, v, 0}; }
-static inline IrArg host_f32(float v) { return (IrArg){NULL, {0, 0}, 0, v}; }
+/* A tensor of rank 3 or 4 with its strides in elements (a view of another
+ * tensor, as torch's permute() and transpose() make them). */
+static inline IrArg host_tensor_view(void *data, int rank, const int64_t *dims, const int64_t *strides)
+{
+    IrArg a = {.data = data};
+    for (int i = 0; i < rank && i < 4; i++) a.dims[i] = dims[i], a.strides[i] = strides[i];
+    return a;
+}
+static inline IrArg host_i32(int32_t v) { return (IrArg){.i = v}; }
+static inline IrArg host_f32(float v) { return (IrArg){.f = v}; }
 
 static inline int64_t host_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -353,9 +361,16 @@ static inline int host_gpu_launch(const HostLauncher *l, const IrFunc *f, const 
             dargs[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
             continue;
         }
-        int64_t d1 = p->rank == 2 ? args[i].dims[1] : 1;
-        bytes[i] = (size_t)(args[i].dims[0] * d1) * host_dtype_size(p->dt);
+        int64_t d1 = p->rank == 2 ? args[i].dims[1] : 1, span = args[i].dims[0] * d1;
         dargs[i] = ph_tensor2(0, args[i].dims[0], d1);
+        if (p->rank > 2) {   /* a view: the bytes its strides reach */
+            int64_t elems = 1;
+            span = 1;
+            for (int a = 0; a < p->rank; a++) span += (args[i].dims[a] - 1) * args[i].strides[a], elems *= args[i].dims[a];
+            if (span == 1) span = elems;   /* no strides given: row-major */
+            dargs[i] = ph_tensor_nd(0, PH_DTYPE_UNCHECKED, p->rank, args[i].dims, args[i].strides);
+        }
+        bytes[i] = (size_t)span * host_dtype_size(p->dt);
         if (ph_malloc(&dargs[i].ptr, bytes[i]) || ph_memcpy_htod(dargs[i].ptr, args[i].data, bytes[i])) {
             status = 1;
             break;

@@ -51,12 +51,39 @@ static bool row_major_contiguous(const int64_t *dims, const int64_t *strides, in
     return true;
 }
 
-/* The kernel reads a tensor as row-major contiguous (the language says a
- * tensor parameter is): strides that say otherwise are refused; none
- * given ({0, 0}) say nothing. */
+static bool strides_given(const ph_arg *a, int rank)
+{
+    for (int i = 0; i < rank; i++)
+        if (a->strides[i]) return true;
+    return false;
+}
+
+/* A rank-3/4 tensor is read through its strides: each from 0 to 2^62, and
+ * its farthest element's offset below 2^62 too, so the kernel's i64
+ * offsets never wrap. */
+static ph_status check_view(const IrFunc *f, const IrParam *p, const ph_arg *a)
+{
+    const int64_t limit = (int64_t)1 << 62;
+    int64_t span = 0;
+    for (int i = 0; i < p->rank; i++) {
+        if (a->strides[i] < 0 || a->strides[i] > limit)
+            return ph_internal_failf(PH_ERR_ARGS, "%s: parameter %s: stride %d is %lld; strides must be from 0 to 2^62", f->kernel,
+                                     p->name, i, (long long)a->strides[i]);
+        if (a->strides[i] && a->dims[i] - 1 > (limit - 1 - span) / a->strides[i])
+            return ph_internal_failf(PH_ERR_ARGS, "%s: parameter %s: its strides reach past 2^62 elements", f->kernel, p->name);
+        span += (a->dims[i] - 1) * a->strides[i];
+    }
+    return PH_OK;
+}
+
+/* The kernel reads a tensor of rank 1 or 2 as row-major contiguous (the
+ * language says such a tensor parameter is): strides that say otherwise
+ * are refused; none given ({0, 0}) say nothing. One of rank 3 or 4 is read
+ * through its strides. */
 static ph_status check_strides(const IrFunc *f, const IrParam *p, const ph_arg *a)
 {
-    if ((!a->strides[0] && !a->strides[1]) || row_major_contiguous(a->dims, a->strides, p->rank)) return PH_OK;
+    if (p->rank > 2) return check_view(f, p, a);
+    if (!strides_given(a, p->rank) || row_major_contiguous(a->dims, a->strides, p->rank)) return PH_OK;
     if (p->rank == 1)
         return ph_internal_failf(PH_ERR_ARGS, "%s: parameter %s: strides (%lld) are not row-major contiguous for dims (%lld)", f->kernel,
                     p->name, (long long)a->strides[0], (long long)a->dims[0]);
@@ -133,12 +160,21 @@ const char *ph_internal_ineligible(const IrFunc *f, const ph_arg *args, char *wh
 /* One launch parameter of kernel ABI slot `slot` (ir/abi.h) from argument a of parameter p. */
 static void pack_slot(uint64_t *to, IrAbiSlot slot, const IrParam *p, const ph_arg *a)
 {
-    int64_t d1 = p->rank == 2 ? a->dims[1] : 1;
-    switch (slot) {
-    case IR_ABI_TENSOR_ADDRESS: *to = a->ptr; break;
-    case IR_ABI_TENSOR_DIM0: memcpy(to, &a->dims[0], 8); break;
-    case IR_ABI_TENSOR_DIM1: memcpy(to, &d1, 8); break;
-    case IR_ABI_SCALAR: memcpy(to, p->dt == DT_I32 ? (const void *)&a->i32 : (const void *)&a->f32, 4); break;
+    int dim = ir_abi_dim_axis(slot), stride = ir_abi_stride_axis(slot);
+    if (slot == IR_ABI_TENSOR_ADDRESS) {
+        *to = a->ptr;
+    } else if (slot == IR_ABI_SCALAR) {
+        memcpy(to, p->dt == DT_I32 ? (const void *)&a->i32 : (const void *)&a->f32, 4);
+    } else if (dim >= 0) {
+        int64_t d = dim < p->rank ? a->dims[dim] : 1;
+        memcpy(to, &d, 8);
+    } else if (stride >= 0) {   /* the strides given, or row-major ones */
+        int64_t st = a->strides[stride];
+        if (!strides_given(a, p->rank)) {
+            st = 1;
+            for (int i = stride + 1; i < p->rank; i++) st *= a->dims[i];
+        }
+        memcpy(to, &st, 8);
     }
 }
 

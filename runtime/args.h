@@ -19,7 +19,8 @@ const char *ph_internal_ineligible(const IrFunc *f, const ph_arg *args, char *wh
 ph_status ph_internal_grid_for(const IrFunc *f, const char **meta_names, int64_t *meta_values, const int *max_grid,
                                ph_grid_fn grid, void *user, unsigned g[3]);
 /* Writes args into store, a launch's parameters (three a tensor: its
- * address and two dims; one a scalar), as the kernel ABI passes them. */
+ * address and its dims, and for rank 3 or 4 its strides; one a scalar), as
+ * the kernel ABI passes them. */
 void ph_internal_pack_args(uint64_t *store, const IrFunc *f, const ph_arg *args);
 
 #endif

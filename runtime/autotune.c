@@ -100,10 +100,20 @@ static Verbosity verbosity(FILE *out)
 
 /* ---- restored and zeroed tensors ---- */
 
+/* The bytes from a tensor's first element to past its last: its elements
+ * for a contiguous one; for a rank-3/4 view, the span its strides reach. */
 static size_t tensor_bytes(const IrParam *p, const ph_arg *a)
 {
     size_t elem = (size_t)ir_dtype_bytes(p->dt);
-    return (size_t)a->dims[0] * (size_t)(p->rank == 2 ? a->dims[1] : 1) * elem;
+    bool strided = false;
+    for (int i = 0; p->rank > 2 && i < p->rank; i++) strided = strided || a->strides[i];
+    size_t n = 1;
+    if (!strided) {
+        for (int i = 0; i < p->rank; i++) n *= (size_t)a->dims[i];
+    } else {
+        for (int i = 0; i < p->rank; i++) n += (size_t)(a->dims[i] - 1) * (size_t)a->strides[i];
+    }
+    return n * elem;
 }
 
 ph_status ph_internal_tuner_set_reset(PhTuner *t, const char *param, IrTuneReset how)
@@ -406,8 +416,8 @@ static bool winner_for(const Winner *w, const ph_arg *args, int nargs)
     int n = 0;
     for (int i = 0; i < nargs; i++) {
         if (args[i].kind != PH_ARG_TENSOR) continue;
-        if (n + 2 > w->ndims || w->dims[n] != args[i].dims[0] || w->dims[n + 1] != args[i].dims[1]) return false;
-        n += 2;
+        if (n + 4 > w->ndims || memcmp(&w->dims[n], args[i].dims, sizeof args[i].dims)) return false;
+        n += 4;
     }
     return n == w->ndims;
 }
@@ -415,10 +425,11 @@ static bool winner_for(const Winner *w, const ph_arg *args, int nargs)
 static void remember(PhTuner *t, const ph_arg *args, int nargs, int config)
 {
     int n = 0;
-    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 2 : 0;
+    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 4 : 0;
     Winner *w = xcalloc(1, sizeof *w + (size_t)n * sizeof *w->dims);
     for (int i = 0; i < nargs; i++)
-        if (args[i].kind == PH_ARG_TENSOR) { w->dims[w->ndims++] = args[i].dims[0]; w->dims[w->ndims++] = args[i].dims[1]; }
+        if (args[i].kind == PH_ARG_TENSOR)
+            for (int a = 0; a < 4; a++) w->dims[w->ndims++] = args[i].dims[a];
     w->config = config;
     w->next = t->winners;
     t->winners = w;
@@ -453,7 +464,7 @@ char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, 
     for (int i = 0; i < nargs && i < f->nparams; i++) {
         if (!f->params[i].is_tensor) continue;
         fprintf(out, " %lld", (long long)args[i].dims[0]);
-        if (f->params[i].rank == 2) fprintf(out, "x%lld", (long long)args[i].dims[1]);
+        for (int a = 1; a < f->params[i].rank; a++) fprintf(out, "x%lld", (long long)args[i].dims[a]);
     }
     fprintf(out, "\ndevice %s\nbuild %s\n", device, ph_internal_build_id());
     fclose(out);

@@ -57,7 +57,8 @@ static ph_status interp_launch(ph_kernel *k, int *eligible, unsigned (*grids)[3]
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     IrArg *iargs = xcalloc((size_t)nargs + 1, sizeof *iargs);
     for (int i = 0; i < nargs; i++)
-        iargs[i] = (IrArg){(void *)(uintptr_t)args[i].ptr, {args[i].dims[0], args[i].dims[1]}, args[i].i32, args[i].f32};
+        iargs[i] = (IrArg){(void *)(uintptr_t)args[i].ptr, {args[i].dims[0], args[i].dims[1], args[i].dims[2], args[i].dims[3]},
+                           args[i].i32, args[i].f32, {args[i].strides[0], args[i].strides[1], args[i].strides[2], args[i].strides[3]}};
     int grid[3] = {(int)g[0], (int)g[1], (int)g[2]};
     char err[1024] = "";
     int r = ir_interp(f, iargs, nargs, grid, err, sizeof err);

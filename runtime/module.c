@@ -202,7 +202,7 @@ ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out)
     if (i < 0 || i >= f->nparams) return ph_internal_failf(PH_ERR_INVALID, "%s has no parameter %d (it has %d)", k->name, i, f->nparams);
     const IrParam *p = &f->params[i];
     *out = (ph_param){p->name, p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32,
-                      ir_dtype_name(p->dt), p->is_tensor ? p->rank : 0, {NULL, NULL}, {0, 0}};
+                      ir_dtype_name(p->dt), p->is_tensor ? p->rank : 0, {NULL, NULL, NULL, NULL}, {0, 0, 0, 0}};
     for (int a = 0; a < out->rank; a++) {
         out->dim_names[a] = p->dim_name[a];
         out->dim_values[a] = p->dim_name[a] ? 0 : p->dim_value[a];

@@ -22,6 +22,7 @@
 #define TYPE_OPS "tests/gpu/types.ph"  /* i8, u8: conversions, widening, integer dots */
 #define MASKED_OPS "tests/gpu/masked.ph"   /* masked loads and stores, a ragged softmax */
 #define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers, RoPE */
+#define STRIDED_OPS "tests/gpu/strided.ph" /* rank-3/4 tensors as views, windows over two axes or one */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)
@@ -41,6 +42,8 @@ static int64_t value_for(const char *kernel, const char *name)
         /* bench/gemm_tuned.ph is persistent: more tiles than the 4 x 3 grid's
          * blocks (15 of 128 x 256), so blocks loop, and edges in M and N */
         {"gemm", "M", 520}, {"gemm", "N", 520}, {"gemm", "K", 80},
+        {"perm", "B", 2}, {"perm", "H", 3}, {"perm", "D", 20}, {"edges", "B", 2}, {"edges", "H", 3}, {"edges", "D", 6},
+        {"tdot", "B", 2}, {"tdot", "H", 3},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
@@ -90,9 +93,26 @@ static double as_double(DType dt, const void *p, size_t i)
     }
 }
 
+/* Strides for a rank-3/4 tensor of dims d, laid out in memory as a view
+ * that is not row-major: for an even parameter index as torch's
+ * x.transpose(R-3, R-2) of a contiguous tensor (the last stride 1), for an
+ * odd one as x.transpose(R-2, R-1) (the last two axes swapped). */
+static void view_strides(int index, int rank, const int64_t *d, int64_t *st)
+{
+    int order[4] = {0, 1, 2, 3};   /* memory order, outermost first */
+    int a = index % 2 ? rank - 2 : rank - 3, t = order[a];
+    order[a] = order[a + 1], order[a + 1] = t;
+    int64_t run = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        st[order[k]] = run;
+        run *= d[order[k]];
+    }
+}
+
 /* The interpreter's arguments for config f: each dim from value_for (a
  * specialized dim from its meta-parameter), tensors filled at random in
- * new buffers (bufs[i], count[i] elements), scalars from value_for. */
+ * new buffers (bufs[i], count[i] elements; a rank-3/4 tensor as a view,
+ * view_strides), scalars from value_for. */
 static void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
 {
     for (int i = 0; i < f->nparams; i++) {
@@ -105,18 +125,20 @@ static void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
             args[i].f = 0.75f;
             continue;
         }
-        int64_t d[2] = {1, 1};
+        int64_t d[4] = {1, 1, 1, 1};
         for (int a = 0; a < p->rank; a++) {
             d[a] = p->dim_name[a] ? value_for(f->kernel, p->dim_name[a]) : p->dim_value[a];
             for (int m = 0; m < f->nmeta && p->dim_name[a]; m++)
                 if (!strcmp(f->meta[m].name, p->dim_name[a])) d[a] = f->meta[m].value;
         }
-        count[i] = (size_t)(d[0] * d[1]);
+        count[i] = (size_t)(d[0] * d[1] * d[2] * d[3]);
         bufs[i] = malloc(count[i] * elem_bytes(p->dt));
         fill(p->dt, bufs[i], count[i]);
         args[i].data = bufs[i];
         args[i].dims[0] = d[0];
-        args[i].dims[1] = p->rank == 2 ? d[1] : 0;
+        args[i].dims[1] = p->rank >= 2 ? d[1] : 0;
+        for (int a = 2; a < p->rank; a++) args[i].dims[a] = d[a];
+        if (p->rank > 2) view_strides(i, p->rank, d, args[i].strides);
     }
 }
 

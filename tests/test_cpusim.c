@@ -91,6 +91,83 @@ Test(cpusim, every_flow_config_matches_the_interpreter, .timeout = 600)
     every_config_matches(FLOW_OPS, 7, "sm_90a");
 }
 
+/* tests/gpu/strided.ph: rank-3/4 tensors passed as views, windows over two
+ * axes or one; the guard zones catch a write outside a tensor's span. */
+Test(cpusim, every_strided_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(STRIDED_OPS, 4, "sm_90");
+    every_config_matches(STRIDED_OPS, 4, "sm_80");
+    every_config_matches(STRIDED_OPS, 4, "sm_90a");
+}
+
+/* examples/attention_bhnd's configs on the executor (arch's code) and in
+ * the interpreter, from the inputs of its check (normal q, k, v; scale
+ * 0.125; N = 100, past the blocks) passed as the same views: K and V as
+ * [B, N, H, D] memory, O written into [B, N, H, D], the keys of
+ * attn_bhnd_kt as a [B, H, D, N] view. Every output element must agree
+ * within 1e-2 (the outputs are means of v; the GPU's exp is approximate)
+ * and stay poisoned alike. Returns the runs that differ. */
+static int attention_views_differ(const char *arch)
+{
+    enum { B = 2, H = 3, N = 100, D = 64 };
+    const size_t n = (size_t)B * H * N * D;
+    IrModule *m = driver_compile_file("examples/attention_bhnd/attention_bhnd.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    cpusim *s = load_arch(m, arch);
+    HostLauncher sim = {"cpusim", sim_launch, s};
+    HostRng r;
+    host_rng_seed(&r, 12);
+    uint16_t *in[3];
+    for (int i = 0; i < 3; i++) host_fill_normal(DT_F16, in[i] = host_alloc(DT_F16, n), n, 0.0, 1.0, &r);
+    const int64_t bhnd[4] = {B, H, N, D}, bhdn[4] = {B, H, D, N}, bnhd[4] = {B, N, H, D};
+    const int64_t flat[4] = {H * N * D, N * D, D, 1}, heads[4] = {N * H * D, D, H * D, 1}, keys[4] = {H * N * D, N * D, 1, D};
+    const int64_t out[4] = {N * H * D, H * D, D, 1};   /* [B, N, H, D], row-major */
+    int failed = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        const IrFunc *f = m->funcs[i];
+        bool kt = !strcmp(f->kernel, "attn_bhnd_kt");
+        for (int causal = 0; causal < (kt ? 1 : 2); causal++) {
+            uint16_t *o[2];
+            IrArg a[2][6];
+            for (int w = 0; w < 2; w++) {
+                host_poison(DT_F16, o[w] = host_alloc(DT_F16, n), n);
+                a[w][0] = host_tensor_view(in[0], 4, bhnd, flat);
+                a[w][1] = kt ? host_tensor_view(in[1], 4, bhdn, keys) : host_tensor_view(in[1], 4, bhnd, heads);
+                a[w][2] = host_tensor_view(in[2], 4, bhnd, kt ? flat : heads);
+                a[w][3] = kt ? host_tensor_view(o[w], 4, bhnd, flat) : host_tensor_view(o[w], 4, bnhd, out);
+                a[w][4] = host_f32(0.125f);
+                a[w][5] = host_i32(causal);
+            }
+            int64_t gx = host_cdiv(N, host_meta(f, "BM"));
+            cr_assert_eq(host_launch(&host_interpreter, f, a[0], kt ? 5 : 6, gx, H, B), 0);
+            cr_assert_eq(host_launch(&sim, f, a[1], kt ? 5 : 6, gx, H, B), 0, "%s on %s", f->name, arch);
+            int bad = 0;
+            size_t written = 0;
+            for (size_t e = 0; e < n; e++) {
+                double want = host_get(DT_F16, o[0], e), got = host_get(DT_F16, o[1], e);
+                written += !host_is_poison(DT_F16, o[0], e);
+                bool same = host_is_poison(DT_F16, o[0], e) ? host_is_poison(DT_F16, o[1], e) : fabs(got - want) <= 1e-2;
+                if (!same && bad++ < 3) cr_log_error("%s (%s, causal %d): O[%zu]: cpusim %.6g, interpreter %.6g", f->name, arch, causal, e, got, want);
+            }
+            cr_expect_eq(written, n, "%s: the interpreter wrote %zu of %zu elements", f->name, written, n);
+            failed += bad != 0;
+            free(o[0]);
+            free(o[1]);
+        }
+    }
+    for (int i = 0; i < 3; i++) free(in[i]);
+    cpusim_free(s);
+    ir_module_free(m);
+    return failed;
+}
+
+/* examples/attention_bhnd: attention over [B, H, N, D] views, on both GPU paths. */
+Test(cpusim, attention_over_views_matches_the_interpreter, .timeout = 600)
+{
+    cr_expect_eq(attention_views_differ("sm_90"), 0);
+    cr_expect_eq(attention_views_differ("sm_90a"), 0);
+}
+
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage
  * counts) at the ops dims (M 100, N 72, K 48: windows past every edge and
  * a K that is no multiple of BK). */
@@ -257,7 +334,7 @@ Test(cpusim, a_multiply_feeding_a_subtract_is_fused)
     unsigned grid[3] = {1, 1, 1};
     char err[256];
     cr_assert_eq(cpusim_launch(s, m->funcs[0]->name, grid, args, 4, err, sizeof err), PH_OK, "%s", err);
-    IrArg iargs[4] = {{a, {128, 0}, 0, 0}, {yi, {128, 0}, 0, 0}, {.f = b}, {.f = c}};
+    IrArg iargs[4] = {{.data = a, .dims = {128, 0}}, {.data = yi, .dims = {128, 0}}, {.f = b}, {.f = c}};
     int igrid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(m->funcs[0], iargs, 4, igrid, err, sizeof err), 0, "%s", err);
     int differ = 0;

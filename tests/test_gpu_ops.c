@@ -54,7 +54,8 @@ static int run_config(ph_module *mod, const IrFunc *f)
         ph_devptr ptr;
         cr_assert_eq(ph_malloc(&ptr, count[i] * elem_bytes(p->dt)), PH_OK, "%s", ph_last_error());
         cr_assert_eq(ph_memcpy_htod(ptr, host[i], count[i] * elem_bytes(p->dt)), PH_OK);
-        gargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : ph_tensor1(ptr, iargs[i].dims[0]);
+        gargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : p->rank == 1 ? ph_tensor1(ptr, iargs[i].dims[0])
+                 : ph_tensor_nd(ptr, PH_DTYPE_UNCHECKED, p->rank, iargs[i].dims, iargs[i].strides);
     }
     ph_kernel *k;
     cr_assert_eq(ph_kernel_get(mod, f->name, &k), PH_OK, "%s", ph_last_error());
@@ -131,6 +132,10 @@ Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { eve
 
 /* ph.static_range, @ph.func helpers, RoPE on interleaved pairs. */
 Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(FLOW_OPS); }
+
+/* Rank-3/4 tensors passed as views (strides not row-major), windows over
+ * two axes or one, the others indexed by scalars (some outside). */
+Test(gpu_ops, every_strided_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(STRIDED_OPS); }
 
 /* ---- atomic adds ---- */
 

@@ -1,8 +1,9 @@
 /* test_runtime_launch.c: launches against a fake driver
  * (test_runtime.h): winners remembered by dims, refusals that name each
  * config's reason, the caller's stream, modules on their own device and
- * after a shutdown, a tuned launch that allocates nothing; and the
- * interpreter as the target, its memory host memory. */
+ * after a shutdown, a tuned launch that allocates nothing; views of rank 4
+ * passed with their strides; and the interpreter as the target, its memory
+ * host memory. */
 #include "test_runtime.h"
 
 /* A second launch with the same dims takes the remembered winner: nothing
@@ -502,6 +503,51 @@ Test(runtime, tensor_maps_are_built_from_the_launchs_tensors)
     cr_expect_eq(*(int32_t *)fake.launch_params[12], 1, "B's flag");
     static const unsigned char zeros[128];
     cr_expect_eq(memcmp(fake.launch_params[9], zeros, 128), 0, "A's map is zeros");
+    ph_module_free(m);
+    ph_shutdown();
+}
+
+/* A rank-4 tensor goes to the kernel as its address, its four dims and its
+ * four strides (the kernel ABI, compiler/ir/abi.h), a view's as given and
+ * row-major ones where none are; the runtime refuses a negative stride and
+ * strides that reach 2^62 elements, naming the parameter. */
+Test(runtime, views_go_to_the_kernel_with_their_strides)
+{
+    use_fake_driver();
+    static const char src[] = "import phobos.lang as ph\n\n@ph.kernel\n"
+                              "def v(X: ph.tensor[ph.f32][B, H, N, D], Y: ph.tensor[ph.f32][N]):\n"
+                              "    Y[0:+8] = X[1, 2, 0:+8, 3]\n";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "v", &k), PH_OK);
+    ph_param p;
+    cr_assert_eq(ph_kernel_param(k, 0, &p), PH_OK);
+    cr_expect(p.rank == 4 && !strcmp(p.dim_names[3], "D"));
+    const int64_t dims[4] = {2, 3, 40, 64}, view[4] = {40 * 3 * 64, 64, 3 * 64, 1};   /* [B, N, H, D] memory */
+    ph_arg args[2] = {ph_tensor_nd(0x10000, PH_F32, 4, dims, view), ph_tensor1_t(0x90000, PH_F32, 40)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    uint64_t want[9] = {0x10000, 2, 3, 40, 64, 40 * 3 * 64, 64, 3 * 64, 1};
+    for (int i = 0; i < 9; i++) {
+        uint64_t got;
+        memcpy(&got, fake.launch_params[i], 8);
+        cr_expect_eq(got, want[i], "parameter %d is %llu, not %llu", i, (unsigned long long)got, (unsigned long long)want[i]);
+    }
+    args[0] = ph_tensor_nd(0x10000, PH_F32, 4, dims, NULL);   /* no strides: row-major */
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 2), PH_OK, "%s", ph_last_error());
+    const uint64_t row_major[4] = {3 * 40 * 64, 40 * 64, 64, 1};
+    for (int i = 0; i < 4; i++) {
+        uint64_t got;
+        memcpy(&got, fake.launch_params[5 + i], 8);
+        cr_expect_eq(got, row_major[i], "stride %d is %llu", i, (unsigned long long)got);
+    }
+    const int64_t backwards[4] = {40 * 3 * 64, 64, -3 * 64, 1}, huge[4] = {(int64_t)1 << 62, 0, 0, 1};
+    args[0] = ph_tensor_nd(0x10000, PH_F32, 4, dims, backwards);
+    cr_expect_eq(ph_launch(k, grid1, NULL, args, 2), PH_ERR_ARGS);
+    cr_expect_str_eq(ph_last_error(), "v: parameter X: stride 2 is -192; strides must be from 0 to 2^62");
+    args[0] = ph_tensor_nd(0x10000, PH_F32, 4, dims, huge);
+    cr_expect_eq(ph_launch(k, grid1, NULL, args, 2), PH_ERR_ARGS);
+    cr_expect_str_eq(ph_last_error(), "v: parameter X: its strides reach past 2^62 elements");
     ph_module_free(m);
     ph_shutdown();
 }

@@ -376,17 +376,17 @@ Test(header, stages)
 Test(header, parameters)
 {
     fails(HEAD "@ph.kernel\ndef k(X: ph.tensor[ph.f32][N, 0], n: ph.f16, b, c: ph.i32 = 3, X: ph.i32, "
-               "Y: ph.tensor[ph.bool][N], Z: ph.tensor[ph.f32][A, B, C], W: int, n2: ph.tensor[ph.f32][X]) -> int:\n    pass\n",
+               "Y: ph.tensor[ph.bool][N], Z: ph.tensor[ph.f32][A, B, C, E, F], W: int, n2: ph.tensor[ph.f32][X]) -> int:\n    pass\n",
           "t.ph:4:31: error: a tensor dimension is a name or a positive integer literal\n"
           "t.ph:4:38: error: scalar parameters are ph.i32 or ph.f32, got f16\n"
           "t.ph:4:46: error: parameter 'b' needs a type: ph.tensor[DTYPE][DIMS], ph.i32 or ph.f32\n"
           "t.ph:4:61: error: parameter 'c' has a default value; kernel parameters take none\n"
           "t.ph:4:64: error: parameter 'X' is given twice\n"
           "t.ph:4:78: error: expected one element type for tensor 'Y': ph.f16, ph.bf16, ph.f32 or ph.i32\n"
-          "t.ph:4:104: error: tensor 'Z' must have rank 1 or 2, got 3 dimensions\n"
-          "t.ph:4:135: error: expected ph.tensor[DTYPE][DIMS], ph.i32 or ph.f32 as the type of parameter 'W'\n"
-          "t.ph:4:144: error: dimension name 'X' is also the name of a parameter\n"
-          "t.ph:4:169: error: a kernel returns nothing; remove the '->' annotation\n");
+          "t.ph:4:104: error: tensor 'Z' must have rank 1 to 4, got 5 dimensions\n"
+          "t.ph:4:141: error: expected ph.tensor[DTYPE][DIMS], ph.i32 or ph.f32 as the type of parameter 'W'\n"
+          "t.ph:4:150: error: dimension name 'X' is also the name of a parameter\n"
+          "t.ph:4:175: error: a kernel returns nothing; remove the '->' annotation\n");
 }
 
 /* ---- dims, metas, locals ---- */

@@ -46,7 +46,8 @@ static void operand_defined_later(IrFunc *f) { third_op(f)->args[0] = 4; }
 static void result_out_of_range(IrFunc *f) { third_op(f)->res[0] = f->nvalues; }
 static void load_of_missing_param(IrFunc *f) { third_op(f)->param = 7; }
 static void param_of_missing_param(IrFunc *f) { first_op(f)->param = 7; }
-static void tensor_of_rank_3(IrFunc *f) { f->params[0].rank = 3; }
+static void tensor_of_rank_5(IrFunc *f) { f->params[0].rank = 5; }
+static void axes_of_rank_2(IrFunc *f) { third_op(f)->window_axes = 3; }
 static void unknown_unary(IrFunc *f) { third_op(f)->sub = UN_COUNT; }
 static void unknown_binary(IrFunc *f) { third_op(f)->sub = BIN_COUNT; }
 static void unknown_compare(IrFunc *f) { third_op(f)->sub = CMP_COUNT; }
@@ -187,7 +188,19 @@ static const Rejected rejected[] = {
     {"X: f16[N, M]", C "  %3 = load X[%1, %1] : f16[4, 4]\n  return\n", load_of_missing_param,
      "f: op 'load' (%3): names parameter 7, which does not exist"},
     {"n: i32", C "  %3 = load n[%1] : i32[4]\n  return\n", NULL, "f: op 'load' (%3): parameter 'n' is not a tensor"},
-    {"X: f16[N]", C "  %3 = load X[%1] : f16[4]\n  return\n", tensor_of_rank_3, "f: op 'load' (%3): tensor 'X' has rank 3"},
+    {"X: f16[N]", C "  %3 = load X[%1] : f16[4]\n  return\n", tensor_of_rank_5, "f: op 'load' (%3): tensor 'X' has rank 5"},
+    {"X: f16[N, M]", C "  %3 = load X[%1, %1] : f16[4, 4]\n  return\n", axes_of_rank_2,
+     "f: op 'load' (%3): tensor 'X' has rank 2: its windows take no axes"},
+    {"X: f16[B, H, N, D]", C "  %3 = load X[%1, %1, %1, %1] : f16[4, 4]\n  return\n", NULL,
+     "f: op 'load' (%3): axes mask 0 is not one or two axes of tensor 'X' (rank 4)"},
+    {"X: f16[B, H, N, D]", C "  %3 = load X[%1, %1, %1, %1] axes 0 1 2 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'load' (%3): axes mask 7 is not one or two axes of tensor 'X' (rank 4)"},
+    {"X: f16[B, N, D]", C "  %3 = load X[%1, %1, %1] axes 1 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'load' (%3): window f16[4, 4] does not match tensor 'X' (f16, rank 1)"},
+    {"X: f16[B, N, D]", C "  %3 = load X[%1, %1] axes 1 2 : f16[4, 4]\n  return\n", NULL,
+     "f: op 'load' (%3): tensor 'X' has rank 3 but the window has 2 starts"},
+    {"X: f32[B, N, D]", C "  %3 = gather X[%1, %1, %1] : f32\n  return\n", NULL,
+     "f: op 'gather' (%3): tensor 'X' has rank 3; this op takes tensors of rank 1 or 2"},
     {"X: f16[N, M]", C "  %3 = load X[%1] : f16[4, 4]\n  return\n", NULL,
      "f: op 'load' (%3): tensor 'X' has rank 2 but the window has 1 starts"},
     {"X: f16[N, M]", C "  %3 = load X[%1, %2] : f16[4, 4]\n  return\n", NULL, "f: op 'load' (%3): window start 2 must be an i32 scalar"},

@@ -77,6 +77,8 @@ typedef struct {
     LayoutPlan plan;
     bool *stored;                /* by param: the kernel stores to this tensor */
     LLVMValueRef *tensor_ptr, *tensor_dim0, *tensor_dim1, *scalar;   /* by param */
+    LLVMValueRef (*tensor_dims)[4];      /* by param: every dim (rank-many; i64) */
+    LLVMValueRef (*tensor_strides)[4];   /* by param, rank 3 and 4: the strides in elements (i64) */
     LLVMValueRef smem;           /* placeholder for the shared area, sized at the end */
     SmemPlan smem_plan;          /* its buffers and their accesses, recorded by the first emission, placed */
     bool smem_replay;            /* the second emission: smem_plan is made */

@@ -187,7 +187,7 @@ static void emit_op(Cg *c, const IrOp *op)
         break;
     case OP_DIM:
         one = new_slots(1, NULL);
-        one.v[0] = LLVMBuildTrunc(c->b, op->axis == 0 ? c->tensor_dim0[op->param] : c->tensor_dim1[op->param], c->ti32, "");
+        one.v[0] = LLVMBuildTrunc(c->b, c->tensor_dims[op->param][op->axis], c->ti32, "");
         c->vals[op->res[0]] = one;
         break;
     case OP_BLOCK_ID: case OP_GRID_DIM:

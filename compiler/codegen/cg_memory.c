@@ -18,12 +18,48 @@
 
 /* ---- memory ---- */
 
+/* The window axis of a rank-3/4 tensor that the tile's columns run
+ * along (its last window axis), and the one its rows run along (-1 for a
+ * 1-D tile). */
+static int col_axis(const IrOp *op) { return 31 - __builtin_clz((unsigned)op->window_axes); }
+static int row_axis(const IrOp *op)
+{
+    unsigned rest = (unsigned)op->window_axes & ~(1u << col_axis(op));
+    return rest ? __builtin_ctz(rest) : -1;
+}
+
+/* A window of a rank-3/4 tensor: each axis's index (its start, plus the
+ * slot's row or column along the window axes) checked against its dim
+ * (unsigned: negative is out) and times its stride, summed in i64. */
+static void strided_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *ok)
+{
+    LLVMBuilderRef B = c->b;
+    int rank = c->f->params[op->param].rank, ca = col_axis(op), ra = row_axis(op);
+    *offset = NULL;
+    *ok = NULL;
+    for (int a = 0; a < rank; a++) {
+        LLVMValueRef at = LLVMBuildSExt(B, c->vals[op->args[a]].v[0], c->ti64, "");
+        if (a == ca) at = LLVMBuildAdd(B, at, LLVMBuildZExt(B, p.col, c->ti64, ""), "");
+        if (a == ra) at = LLVMBuildAdd(B, at, LLVMBuildZExt(B, p.row, c->ti64, ""), "");
+        LLVMValueRef in = LLVMBuildICmp(B, LLVMIntULT, at, c->tensor_dims[op->param][a], "");
+        LLVMValueRef term = LLVMBuildMul(B, at, c->tensor_strides[op->param][a], "");
+        *ok = *ok ? LLVMBuildAnd(B, *ok, in, "") : in;
+        *offset = *offset ? LLVMBuildAdd(B, *offset, term, "") : term;
+    }
+}
+
 /* The element (row, col) of the window at slot position p: its offset in
  * the tensor (i64) and whether it lies inside. */
 void window_elem(Cg *c, const IrOp *op, SlotPos p, LLVMValueRef *offset, LLVMValueRef *inb)
 {
     const IrParam *prm = &c->f->params[op->param];
     LLVMBuilderRef B = c->b;
+    if (prm->rank > 2) {
+        LLVMValueRef ok;
+        strided_elem(c, op, p, offset, &ok);
+        *inb = p.valid ? LLVMBuildAnd(B, ok, p.valid, "") : ok;
+        return;
+    }
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef ok;
     if (prm->rank == 1) {
@@ -78,10 +114,32 @@ static Slots load_vector(Cg *c, const IrOp *op, const Layout *l)
     return out;
 }
 
+/* A rank-3/4 window's chunks: where the columns' axis has stride 1 and a
+ * dim that is a multiple of v, every other stride is a multiple of v and
+ * the columns' start is, a chunk's elements are consecutive, and wholly
+ * inside or wholly outside. */
+static LLVMValueRef strided_chunks_aligned(Cg *c, const IrOp *op, int v)
+{
+    LLVMBuilderRef B = c->b;
+    const IrParam *prm = &c->f->params[op->param];
+    int ca = col_axis(op);
+    LLVMValueRef zero = LLVMConstInt(c->ti64, 0, 0), vm = LLVMConstInt(c->ti64, (unsigned long long)v, 0);
+    LLVMValueRef ok = LLVMBuildICmp(B, LLVMIntEQ, c->tensor_strides[op->param][ca], LLVMConstInt(c->ti64, 1, 0), "");
+    ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, c->tensor_dims[op->param][ca], vm, ""), zero, ""), "");
+    for (int a = 0; a < prm->rank; a++)
+        if (a != ca) ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildURem(B, c->tensor_strides[op->param][a], vm, ""), zero, ""), "");
+    LLVMValueRef start = c->vals[op->args[ca]].v[0];
+    ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, start, i32c(c, v - 1), ""), i32c(c, 0), ""), "");
+    int64_t bytes = (int64_t)v * ir_dtype_bytes(prm->dt);
+    LLVMValueRef addr = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    return LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, (unsigned long long)bytes - 1, 0), ""), zero, ""), "");
+}
+
 LLVMValueRef window_chunks_aligned(Cg *c, const IrOp *op, int v)
 {
     const IrParam *prm = &c->f->params[op->param];
     LLVMBuilderRef B = c->b;
+    if (prm->rank > 2) return strided_chunks_aligned(c, op, v);
     int64_t bytes = (int64_t)v * ir_dtype_bytes(prm->dt);
     LLVMValueRef row_len = prm->rank == 2 ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
     LLVMValueRef start = c->vals[op->args[prm->rank - 1]].v[0];

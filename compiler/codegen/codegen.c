@@ -96,8 +96,8 @@ static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
 {
     switch (a.slot) {
     case IR_ABI_TENSOR_ADDRESS: return c->tptr1;
-    case IR_ABI_TENSOR_DIM0: case IR_ABI_TENSOR_DIM1: return c->ti64;
-    default: return dtype_ty(c, f->params[a.param].dt);
+    case IR_ABI_SCALAR: return dtype_ty(c, f->params[a.param].dt);
+    default: return c->ti64;   /* dims and strides */
     }
 }
 
@@ -154,6 +154,8 @@ static void declare_kernel(Cg *c, const IrFunc *f)
     c->tensor_dim0 = xcalloc(np1, sizeof(LLVMValueRef));
     c->tensor_dim1 = xcalloc(np1, sizeof(LLVMValueRef));
     c->scalar = xcalloc(np1, sizeof(LLVMValueRef));
+    c->tensor_dims = xcalloc(np1, sizeof *c->tensor_dims);
+    c->tensor_strides = xcalloc(np1, sizeof *c->tensor_strides);
     c->stored = ir_stored_params(f);
     for (int k = 0; k < np; k++) {
         int i = abi[k].param;
@@ -163,7 +165,10 @@ static void declare_kernel(Cg *c, const IrFunc *f)
         case IR_ABI_TENSOR_DIM0: c->tensor_dim0[i] = v; break;
         case IR_ABI_TENSOR_DIM1: c->tensor_dim1[i] = v; break;
         case IR_ABI_SCALAR: c->scalar[i] = v; break;
+        default: break;
         }
+        if (ir_abi_dim_axis(abi[k].slot) >= 0) c->tensor_dims[i][ir_abi_dim_axis(abi[k].slot)] = v;
+        if (ir_abi_stride_axis(abi[k].slot) >= 0) c->tensor_strides[i][ir_abi_stride_axis(abi[k].slot)] = v;
         if (abi[k].slot == IR_ABI_TENSOR_ADDRESS || abi[k].slot == IR_ABI_SCALAR)
             LLVMSetValueName2(v, f->params[i].name, strlen(f->params[i].name));
     }
@@ -220,7 +225,7 @@ static void free_emission_state(Cg *c, const IrFunc *f)
     for (int i = 0; i <= f->nvalues; i++) free(c->vals[i].v);
     free(c->vals);
     free(c->ring_of);
-    free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->scalar); free(c->stored);
+    free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->tensor_dims); free(c->tensor_strides); free(c->scalar); free(c->stored);
 }
 
 /* One emission of the kernel: its declaration, its rings and regions, its

@@ -10,7 +10,12 @@ int ir_abi_slots(const IrParam *p, IrAbiSlot out[IR_ABI_MAX_SLOTS])
     out[0] = IR_ABI_TENSOR_ADDRESS;
     out[1] = IR_ABI_TENSOR_DIM0;
     out[2] = IR_ABI_TENSOR_DIM1;
-    return 3;
+    if (p->rank <= 2) return 3;   /* row-major contiguous: dim 1 is the row stride */
+    static const IrAbiSlot more[] = {IR_ABI_TENSOR_DIM2, IR_ABI_TENSOR_DIM3};
+    int n = 3;
+    for (int a = 2; a < p->rank; a++) out[n++] = more[a - 2];
+    for (int a = 0; a < p->rank; a++) out[n++] = (IrAbiSlot)(IR_ABI_TENSOR_STRIDE0 + a);
+    return n;
 }
 
 int ir_abi_params(const IrParam *params, int nparams, IrAbiParam *out)

@@ -10,16 +10,34 @@
 #include "ir.h"
 
 /* What one PTX parameter of an entry carries. The kernel's parameters come
- * in IrFunc.params order; a tensor expands to three PTX parameters, a
- * scalar to one. */
+ * in IrFunc.params order; a tensor of rank 1 or 2 expands to three PTX
+ * parameters (address, dim 0, dim 1), one of rank R of 3 or 4 to 1 + 2R
+ * (address, its R dims, its R strides), a scalar to one. */
 typedef enum {
     IR_ABI_TENSOR_ADDRESS,   /* a tensor's global address (8 bytes) */
     IR_ABI_TENSOR_DIM0,      /* its first dim, i64 */
     IR_ABI_TENSOR_DIM1,      /* its second dim, i64; 1 for a rank-1 tensor */
     IR_ABI_SCALAR,           /* an i32 or f32 scalar (the parameter's dtype), 4 bytes */
+    IR_ABI_TENSOR_DIM2,      /* rank 3 and 4: the third dim, i64 */
+    IR_ABI_TENSOR_DIM3,      /* rank 4: the fourth dim, i64 */
+    IR_ABI_TENSOR_STRIDE0,   /* rank 3 and 4: the stride of axis 0 in elements, i64 (then 1, 2, 3) */
+    IR_ABI_TENSOR_STRIDE1,
+    IR_ABI_TENSOR_STRIDE2,
+    IR_ABI_TENSOR_STRIDE3,
 } IrAbiSlot;
 
-enum { IR_ABI_MAX_SLOTS = 3 };   /* the most PTX parameters one kernel parameter expands to */
+enum { IR_ABI_MAX_SLOTS = 9 };   /* the most PTX parameters one kernel parameter expands to */
+
+/* The dim axis a slot carries (0 .. 3), or -1 for another slot. */
+static inline int ir_abi_dim_axis(IrAbiSlot s)
+{
+    return s == IR_ABI_TENSOR_DIM0 ? 0 : s == IR_ABI_TENSOR_DIM1 ? 1 : s == IR_ABI_TENSOR_DIM2 ? 2 : s == IR_ABI_TENSOR_DIM3 ? 3 : -1;
+}
+/* The stride axis a slot carries (0 .. 3), or -1 for another slot. */
+static inline int ir_abi_stride_axis(IrAbiSlot s)
+{
+    return s >= IR_ABI_TENSOR_STRIDE0 && s <= IR_ABI_TENSOR_STRIDE3 ? (int)(s - IR_ABI_TENSOR_STRIDE0) : -1;
+}
 
 /* One PTX parameter: what it carries, of which kernel parameter. */
 typedef struct {

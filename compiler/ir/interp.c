@@ -351,20 +351,44 @@ static void run_dot(Interp *in, const IrOp *op)
 
 /* ---- memory ---- */
 
-typedef struct { int64_t rows, cols; int64_t r0, c0; } Window;
+/* A window in 2-D terms: element (gi, gj) of the tensor's plane lies at
+ * base + gi * rs + gj * cs, inside when 0 <= gi < rows, 0 <= gj < cols and
+ * the axes indexed by a scalar are inside (inside). A rank-1 tensor is one
+ * row; a rank-2 tensor row-major; a rank-3/4 tensor's window runs along
+ * window_axes (a 1-D tile along its one axis), by its strides. */
+typedef struct { bool inside; int64_t base, rows, cols, r0, c0, rs, cs; } Window;
 
-/* The window of a load or store, in 2-D terms; a rank-1 tensor is one row. */
-static Window window_of(Interp *in, const IrOp *op, const IrParam *p, IrType w)
+/* The strides of a tensor argument, in elements: its own, or row-major. */
+static void arg_strides(const IrArg *arg, int rank, int64_t st[IR_MAX_RANK])
+{
+    bool given = false;
+    for (int a = 0; a < rank; a++) given = given || arg->strides[a];
+    int64_t run = 1;
+    for (int a = rank - 1; a >= 0; a--) {
+        st[a] = rank > 2 && given ? arg->strides[a] : run;
+        run *= arg->dims[a];
+    }
+}
+
+static Window window_of(Interp *in, const IrOp *op, const IrParam *p)
 {
     const IrArg *arg = &in->args[op->param];
-    Window win = {1, arg->dims[0], 0, *ibuf(in, op->args[0])};
-    if (p->rank == 2) {
-        win.rows = arg->dims[0];
-        win.cols = arg->dims[1];
-        win.r0 = *ibuf(in, op->args[0]);
-        win.c0 = *ibuf(in, op->args[1]);
+    int64_t st[IR_MAX_RANK];
+    arg_strides(arg, p->rank, st);
+    unsigned axes = p->rank <= 2 ? (1u << p->rank) - 1 : (unsigned)op->window_axes;
+    Window win = {true, 0, 1, 1, 0, 0, 0, 0};
+    int nwin = __builtin_popcount(axes), seen = 0;
+    for (int a = 0; a < p->rank; a++) {
+        int64_t at = *ibuf(in, op->args[a]);
+        if (!(axes & (1u << a))) {
+            win.inside = win.inside && at >= 0 && at < arg->dims[a];
+            win.base += at * st[a];
+        } else if (seen++ == 0 && nwin == 2) {
+            win.rows = arg->dims[a], win.r0 = at, win.rs = st[a];
+        } else {
+            win.cols = arg->dims[a], win.c0 = at, win.cs = st[a];
+        }
     }
-    (void)w;
     return win;
 }
 
@@ -409,24 +433,24 @@ static void run_load(Interp *in, const IrOp *op)
 {
     const IrParam *p = &in->f->params[op->param];
     IrType t = ir_vtype(in->f, op->res[0]);
-    Window win = window_of(in, op, p, t);
+    Window win = window_of(in, op, p);
     int rows = ir_rows(t), cols = ir_cols(t);
     const void *data = in->args[op->param].data;
     for (int i = 0; i < rows; i++) {
         int64_t gi = win.r0 + i;
-        bool row_in = gi >= 0 && gi < win.rows;
-        int64_t base = gi * win.cols + win.c0;
+        bool row_in = win.inside && gi >= 0 && gi < win.rows;
+        int64_t base = win.base + gi * win.rs;
         if (ir_is_int(p->dt)) {
             int32_t *r = ibuf(in, op->res[0]) + (int64_t)i * cols;
             for (int j = 0; j < cols; j++) {
                 int64_t gj = win.c0 + j;
-                r[j] = row_in && gj >= 0 && gj < win.cols ? read_int(p->dt, data, base + j) : 0;
+                r[j] = row_in && gj >= 0 && gj < win.cols ? read_int(p->dt, data, base + gj * win.cs) : 0;
             }
         } else {
             float *r = fbuf(in, op->res[0]) + (int64_t)i * cols;
             for (int j = 0; j < cols; j++) {
                 int64_t gj = win.c0 + j;
-                r[j] = row_in && gj >= 0 && gj < win.cols ? read_elem(p->dt, data, base + j) : 0.0f;
+                r[j] = row_in && gj >= 0 && gj < win.cols ? read_elem(p->dt, data, base + gj * win.cs) : 0.0f;
             }
         }
     }
@@ -440,17 +464,17 @@ static void write_window(Interp *in, const IrOp *op, bool add)
     const IrParam *p = &in->f->params[op->param];
     ValueId v = op->args[op->nargs - 1], mask = ir_store_mask(op);
     IrType t = ir_vtype(in->f, v);
-    Window win = window_of(in, op, p, t);
+    Window win = window_of(in, op, p);
     int rows = ir_rows(t), cols = ir_cols(t);
     void *data = in->args[op->param].data;
-    for (int i = 0; i < rows; i++) {
+    for (int i = 0; i < rows && win.inside; i++) {
         int64_t gi = win.r0 + i;
         if (gi < 0 || gi >= win.rows) continue;
-        int64_t base = gi * win.cols + win.c0;
+        int64_t base = win.base + gi * win.rs;
         for (int j = 0; j < cols; j++) {
             int64_t gj = win.c0 + j;
             if (gj < 0 || gj >= win.cols) continue;
-            int64_t e = (int64_t)i * cols + j, at = base + j;
+            int64_t e = (int64_t)i * cols + j, at = base + gj * win.cs;
             if (mask && !ibuf(in, mask)[e]) continue;
             if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
             else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);

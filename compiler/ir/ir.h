@@ -92,6 +92,10 @@ enum { STORE_MASKED = 1 };
  * the verifier refuses regions nested deeper, so passes that recurse
  * over verified IR stop there too. */
 enum { IR_MAX_RINGS = 64, IR_MAX_DEPTH = 256 };
+/* The most axes a tensor parameter has. Ranks 1 and 2 are row-major and
+ * contiguous; a tensor of rank 3 or 4 has strides, which the kernel takes
+ * with its dims (abi.h), so a view of another tensor is passed as it is. */
+enum { IR_MAX_RANK = 4 };
 
 typedef struct IrBlock IrBlock;
 
@@ -101,6 +105,9 @@ typedef struct IrOp {
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
     int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_STORE: STORE_MASKED */
+    int window_axes;       /* OP_LOAD, OP_STORE, OP_ATOMIC_ADD of a tensor of rank 3 or 4: the bitmask of the
+                            * one or two tensor axes the tile's axes run along, in order (the others are
+                            * indexed by their start alone); 0 for ranks 1 and 2 (the tile has every axis) */
     int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;
@@ -132,9 +139,9 @@ typedef struct {
     const char *name;
     bool is_tensor;
     DType dt;
-    int rank;                   /* tensors: 1 or 2 */
-    const char *dim_name[2];
-    int64_t dim_value[2];
+    int rank;                   /* tensors: 1 to IR_MAX_RANK */
+    const char *dim_name[4];
+    int64_t dim_value[4];
     IrTuneReset tune_reset;     /* tensors only */
 } IrParam;
 
@@ -236,13 +243,16 @@ void ir_pipeline(IrFunc *f);         /* issues loop loads one iteration ahead (p
 int ir_run_passes(IrFunc *f, bool verify, const char *dump_after, FILE *dump, char *err, size_t errlen);
 
 /* ---- the interpreter ---- */
-/* A tensor argument is host memory, row-major, with its actual dims; f16 and
- * bf16 elements are uint16_t bit patterns, f32 float, i32 int32_t. */
+/* A tensor argument is host memory with its actual dims; f16 and bf16
+ * elements are uint16_t bit patterns, f32 float, i32 int32_t. Ranks 1 and 2
+ * are row-major contiguous; ranks 3 and 4 take strides, in elements (all 0:
+ * row-major contiguous). */
 typedef struct {
     void *data;        /* tensors */
-    int64_t dims[2];   /* tensors: rank-many entries used */
+    int64_t dims[4];   /* tensors: rank-many entries used */
     int32_t i;         /* i32 scalars */
     float f;           /* f32 scalars */
+    int64_t strides[4];/* tensors of rank 3 or 4: rank-many entries used, all 0 for row-major */
 } IrArg;
 
 /* Runs f over the whole grid, block by block, on host memory. Checks

@@ -440,7 +440,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     ValueVec args = {0};
     TypeVec tys = {0};
     Tok number = {0};
-    int axis = 0, param = 0;
+    int axis = 0, param = 0, window_axes = 0;
     int64_t ival = 0;
     switch (on.kind) {
     case OP_CONST:
@@ -494,6 +494,8 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
             expect_word(ps, "stages");
             ival = integer(ps, 2, 64, "a stage count from 2 to 64");
         }
+        if (accept_word(ps, "axes"))   /* a rank-3/4 window's tile axes (the verifier wants one or two) */
+            for (int n = 0; n < IR_MAX_RANK && ps->tok.kind == T_NUM; n++) window_axes |= 1 << (int)integer(ps, 0, IR_MAX_RANK - 1, "a tensor axis (0 to 3)");
         break;
     case OP_COMMIT_ASYNC:
         break;   /* no operands: a value on the next line is the next op's */
@@ -521,6 +523,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     op->flags = on.flags;
     op->axis = axis;
     op->param = param;
+    op->window_axes = window_axes;
     op->loc = loc;
     if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC) op->ival = ival;
     if (on.kind == OP_CONST) {
@@ -636,7 +639,7 @@ static void header_lists(Parser *ps)
         if (accept_punct(ps, '[')) {
             pa.is_tensor = true;
             do {
-                if (pa.rank == 2) fail(ps, "a tensor has at most 2 dimensions%s", "");
+                if (pa.rank == IR_MAX_RANK) fail(ps, "a tensor has at most 4 dimensions%s", "");
                 if (ps->tok.kind == T_IDENT) {
                     pa.dim_name[pa.rank] = arena_strndup(f->arena, ps->tok.s, (size_t)ps->tok.len);
                     next(ps);

@@ -34,6 +34,7 @@ IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args)
     c->axis = op->axis;
     c->param = op->param;
     c->flags = op->flags;
+    c->window_axes = op->window_axes;
     c->ival = op->ival;
     c->fval = op->fval;
     c->loc = op->loc;

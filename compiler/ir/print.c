@@ -217,6 +217,11 @@ static void print_operands(Printer *p, const IrOp *op)
             print_value(p, ir_store_mask(op));
         }
         if (op->kind == OP_COPY_ASYNC) fprintf(p->out, " ring %d stages %lld", op->axis, (long long)op->ival);
+        if (op->window_axes) {
+            fputs(" axes", p->out);
+            for (int a = 0; a < IR_MAX_RANK; a++)
+                if (op->window_axes & (1 << a)) fprintf(p->out, " %d", a);
+        }
         break;
     }
     case OP_WAIT_ASYNC:
@@ -295,7 +300,7 @@ static void print_header(Printer *p)
         fprintf(p->out, "%s%s: %s", i ? ", " : "", pa->name, ir_dtype_name(pa->dt));
         if (pa->is_tensor) {
             fputc('[', p->out);
-            for (int d = 0; d < pa->rank && d < 2; d++) {
+            for (int d = 0; d < pa->rank && d < IR_MAX_RANK; d++) {
                 if (d) fputs(", ", p->out);
                 if (pa->dim_name[d]) fputs(pa->dim_name[d], p->out);
                 else fprintf(p->out, "%lld", (long long)pa->dim_value[d]);

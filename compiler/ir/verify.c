@@ -113,7 +113,7 @@ static bool tensor_param(Verifier *v, const IrOp *op, const IrParam **out)
     if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
     *out = &v->f->params[op->param];
     if (!(*out)->is_tensor) return bad(v, op, "parameter '%s' is not a tensor", (*out)->name);
-    if ((*out)->rank < 1 || (*out)->rank > 2) return bad(v, op, "tensor '%s' has rank %d", (*out)->name, (*out)->rank);
+    if ((*out)->rank < 1 || (*out)->rank > IR_MAX_RANK) return bad(v, op, "tensor '%s' has rank %d", (*out)->name, (*out)->rank);
     return true;
 }
 
@@ -238,6 +238,20 @@ static bool check_dot(Verifier *v, const IrOp *op)
     return true;
 }
 
+/* A window of a rank-1/2 tensor has every axis (window_axes 0); one of a
+ * rank-3/4 tensor one or two of its axes, and only loads, stores and atomic
+ * adds take those (the copy engines, gathers and scatters take rank 2 at most). */
+static bool window_axes_ok(Verifier *v, const IrOp *op, const IrParam *p)
+{
+    unsigned m = (unsigned)op->window_axes;
+    if (p->rank <= 2) return m ? bad(v, op, "tensor '%s' has rank %d: its windows take no axes", p->name, p->rank) : true;
+    if (op->kind != OP_LOAD && op->kind != OP_STORE && op->kind != OP_ATOMIC_ADD)
+        return bad(v, op, "tensor '%s' has rank %d; this op takes tensors of rank 1 or 2", p->name, p->rank);
+    if (!m || m >> p->rank || __builtin_popcount(m) > 2)
+        return bad(v, op, "axes mask %d is not one or two axes of tensor '%s' (rank %d)", op->window_axes, p->name, p->rank);
+    return true;
+}
+
 static bool check_memory(Verifier *v, const IrOp *op)
 {
     char b1[32];
@@ -248,8 +262,10 @@ static bool check_memory(Verifier *v, const IrOp *op)
     for (int i = 0; i < nstart; i++)
         if (!is_i32_scalar(ty(v, op->args[i]))) return bad(v, op, "window start %d must be an i32 scalar", i + 1);
     IrType w = op->nres ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
-    if (w.dt != p->dt || w.rank != p->rank)
-        return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), p->rank);
+    if (!window_axes_ok(v, op, p)) return false;
+    int wrank = p->rank <= 2 ? p->rank : __builtin_popcount((unsigned)op->window_axes);
+    if (w.dt != p->dt || w.rank != wrank)
+        return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), wrank);
     if (op->flags & ~(op->kind == OP_STORE ? STORE_MASKED : 0)) return bad(v, op, "has flags %d it does not take", op->flags);
     ValueId mask = ir_store_mask(op);
     IrType m = mask ? ty(v, mask) : w;
@@ -267,6 +283,7 @@ static bool check_by_element(Verifier *v, const IrOp *op)
     const IrParam *p;
     if (!tensor_param(v, op, &p)) return false;
     int nidx = op->kind == OP_GATHER ? op->nargs : op->nargs - 1;
+    if (p->rank > 2 || op->window_axes) return bad(v, op, "tensor '%s' has rank %d; this op takes tensors of rank 1 or 2", p->name, p->rank);
     if (nidx != p->rank) return bad(v, op, "tensor '%s' has rank %d but there are %d indices", p->name, p->rank, nidx < 0 ? 0 : nidx);
     IrType e = op->nres ? ty(v, op->res[0]) : ty(v, op->args[op->nargs - 1]);
     if (!op->nres && e.rank == 0) return bad(v, op, "writes a tile; one element is a store's");

@@ -26,8 +26,8 @@ static ValueId copy_window(IrFunc *f, IrBlock *body, const IrOp *load, const boo
 {
     ValueId *map = xcalloc((size_t)f->nvalues + 1, sizeof *map);
     ir_copy_marked(f, body, need, nneed, iv, at, blk, pos, map);
-    ValueId args[2];
-    for (int j = 0; j < load->nargs && j < 2; j++) args[j] = map[load->args[j]] ? map[load->args[j]] : load->args[j];
+    ValueId args[IR_MAX_RANK];
+    for (int j = 0; j < load->nargs && j < IR_MAX_RANK; j++) args[j] = map[load->args[j]] ? map[load->args[j]] : load->args[j];
     IrOp *c = ir_clone_op(f, load, args);
     ir_block_insert(f, blk, (*pos)++, c);
     free(map);

@@ -73,9 +73,9 @@ _INTERPRETER = -1
 
 
 class _Arg(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_int), ("ptr", ctypes.c_uint64), ("dims", ctypes.c_int64 * 2),
+    _fields_ = [("kind", ctypes.c_int), ("ptr", ctypes.c_uint64), ("dims", ctypes.c_int64 * 4),
                 ("i32", ctypes.c_int32), ("f32", ctypes.c_float), ("dtype", ctypes.c_int),
-                ("strides", ctypes.c_int64 * 2)]
+                ("strides", ctypes.c_int64 * 4)]
 
 
 class _Meta(ctypes.Structure):
@@ -85,7 +85,7 @@ class _Meta(ctypes.Structure):
 
 class _Param(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("kind", ctypes.c_int), ("dtype", ctypes.c_char_p),
-                ("rank", ctypes.c_int), ("dim_names", ctypes.c_char_p * 2), ("dim_values", ctypes.c_int64 * 2)]
+                ("rank", ctypes.c_int), ("dim_names", ctypes.c_char_p * 4), ("dim_values", ctypes.c_int64 * 4)]
 
 
 _GridFn = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Meta), ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint * 3))
@@ -301,9 +301,11 @@ def _tensor_arg(kname, p, x):
         # a kernel may store into any tensor it is given, and the interpreter would write through
         raise ValueError(f"{where} is read-only (an immutable buffer, or a NumPy array with writeable=False); "
                          f"pass a writable array, e.g. its copy")
+    # a rank-3/4 view (a transpose, a permute, a slice of heads) goes as it is: the kernel reads it
+    # through its strides; rank 1 and 2 must be row-major, which the runtime checks
     a = _Arg(_ARG_TENSOR, ptr)
-    a.dims[0] = shape[0]
-    a.dims[1] = shape[1] if p.rank == 2 else 1
+    for i in range(4):
+        a.dims[i] = shape[i] if i < p.rank else 1
     a.dtype = _DTYPES[dtype]
     for i, stride in enumerate(strides):
         a.strides[i] = stride
@@ -319,10 +321,10 @@ def _scalar_arg(kname, p, x):
             raise TypeError(f"{where} must be an int, got {type(x).__name__}")
         if not _I32_RANGE[0] <= x <= _I32_RANGE[1]:
             raise ValueError(f"{where} = {x} does not fit in an i32")
-        return _Arg(_ARG_I32, 0, (ctypes.c_int64 * 2)(), x, 0.0)
+        return _Arg(_ARG_I32, 0, (ctypes.c_int64 * 4)(), x, 0.0)
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"{where} must be a float, got {type(x).__name__}")
-    return _Arg(_ARG_F32, 0, (ctypes.c_int64 * 2)(), 0, float(x))
+    return _Arg(_ARG_F32, 0, (ctypes.c_int64 * 4)(), 0, float(x))
 
 
 # ---- modules and kernels ----

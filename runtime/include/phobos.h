@@ -55,35 +55,50 @@ typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, P
 /* One kernel argument. A tensor is a device pointer and its dims, and
  * optionally its element type and its strides (in elements, as torch's
  * stride() reports them); a launch refuses a tensor whose dtype is not the
- * parameter's, or whose strides are not row-major contiguous for its dims
- * (a dim of size 1 may have any stride). Strides {0, 0} are "not given":
- * the tensor is taken as row-major contiguous. A rank-1 tensor's dims and
- * strides are {d0, 1} and {s0, 0}. */
+ * parameter's. A tensor of rank 1 or 2 is read row-major and contiguous:
+ * strides that are not (a dim of size 1 may have any stride) are refused.
+ * A tensor of rank 3 or 4 is read through its strides, whatever they are
+ * (each from 0 to 2^62; a view of another tensor, passed as it is). Strides
+ * all 0 are "not given": the tensor is taken as row-major contiguous.
+ * Entries past the rank are ignored: a rank-1 tensor's dims and strides
+ * are {d0, 1, 1, 1} and {s0, 0, 0, 0}. */
 typedef struct {
     ph_arg_kind kind;
     ph_devptr ptr;
-    int64_t dims[2];
+    int64_t dims[4];
     int32_t i32;
     float f32;
     ph_dtype dtype;
-    int64_t strides[2];
+    int64_t strides[4];
 } ph_arg;
 
 /* Tensors whose dtype is not checked, taken as row-major contiguous. */
-static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
-static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+static inline ph_arg ph_tensor1(ph_devptr p, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1, 1, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
+static inline ph_arg ph_tensor2(ph_devptr p, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1, 1, 1}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
 /* Tensors whose dtype is checked, contiguous. */
-static inline ph_arg ph_tensor1_t(ph_devptr p, ph_dtype t, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {0, 0}}; return a; }
-static inline ph_arg ph_tensor2_t(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {0, 0}}; return a; }
+static inline ph_arg ph_tensor1_t(ph_devptr p, ph_dtype t, int64_t d0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1, 1, 1}, 0, 0, t, {0, 0, 0, 0}}; return a; }
+static inline ph_arg ph_tensor2_t(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1) { ph_arg a = {PH_ARG_TENSOR, p, {d0, d1, 1, 1}, 0, 0, t, {0, 0, 0, 0}}; return a; }
 /* Tensors whose dtype and strides (in elements) are checked. */
-static inline ph_arg ph_tensor1_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t s0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1}, 0, 0, t, {s0, 0}}; return a; }
+static inline ph_arg ph_tensor1_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t s0) { ph_arg a = {PH_ARG_TENSOR, p, {d0, 1, 1, 1}, 0, 0, t, {s0, 0, 0, 0}}; return a; }
 static inline ph_arg ph_tensor2_s(ph_devptr p, ph_dtype t, int64_t d0, int64_t d1, int64_t s0, int64_t s1)
 {
-    ph_arg a = {PH_ARG_TENSOR, p, {d0, d1}, 0, 0, t, {s0, s1}};
+    ph_arg a = {PH_ARG_TENSOR, p, {d0, d1, 1, 1}, 0, 0, t, {s0, s1, 0, 0}};
     return a;
 }
-static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0}, v, 0, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
-static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0}, 0, v, PH_DTYPE_UNCHECKED, {0, 0}}; return a; }
+/* Tensors of rank 1 to 4 with their dtype, dims and strides (in elements;
+ * strides NULL: row-major contiguous): a rank-3/4 view, a torch tensor's
+ * permute() or transpose(), is passed as it is, without a copy. */
+static inline ph_arg ph_tensor_nd(ph_devptr p, ph_dtype t, int rank, const int64_t *dims, const int64_t *strides)
+{
+    ph_arg a = {PH_ARG_TENSOR, p, {1, 1, 1, 1}, 0, 0, t, {0, 0, 0, 0}};
+    for (int i = 0; i < rank && i < 4; i++) {
+        a.dims[i] = dims[i];
+        a.strides[i] = strides ? strides[i] : 0;
+    }
+    return a;
+}
+static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0, 0, 0}, v, 0, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
+static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0, 0, 0}, 0, v, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
 
 /* The chosen config's meta-parameters, passed to the grid callback (the
  * tutorial's `lambda meta:`). */
@@ -165,7 +180,7 @@ int ph_module_kernel_count(const ph_module *m);
 const char *ph_module_kernel_name(const ph_module *m, int i);
 
 /* A kernel's parameter, as its signature declares it: kind PH_ARG_TENSOR
- * with an element type ("f16", "bf16", "f32", "i32") and rank 1 or 2, each
+ * with an element type ("f16", "bf16", "f32", "i32", "i8", "u8") and rank 1 to 4, each
  * dim a name (dim_names[a]) or a literal (dim_values[a]); or a scalar
  * (PH_ARG_I32 or PH_ARG_F32, rank 0). The strings live as long as the module. */
 typedef struct {
@@ -173,8 +188,8 @@ typedef struct {
     ph_arg_kind kind;
     const char *dtype;
     int rank;
-    const char *dim_names[2];
-    int64_t dim_values[2];
+    const char *dim_names[4];
+    int64_t dim_values[4];
 } ph_param;
 
 /* The number of k's parameters (-1 for a null k), and parameter i of them. */

@@ -216,8 +216,10 @@ ph_status status_message(ph_status st, char *err, size_t errlen, const char *fmt
     return st;
 }
 
-/* Packs the arguments into slots as the kernel's trampoline reads them
- * (codegen.h: a tensor is pointer, dim0, dim1; dim1 1 for rank 1). */
+/* Packs the arguments into slots as the kernel's trampoline reads them,
+ * by the kernel ABI (ir/abi.h: a tensor is pointer, dim0, dim1, dim1 1 for
+ * rank 1; rank 3 and 4 then its other dims and its strides, row-major
+ * ones where none are given). */
 static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, uint64_t *slots, int *nslots, char *err,
                            size_t errlen)
 {
@@ -233,9 +235,17 @@ static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, ui
                         want == PH_ARG_TENSOR ? " tensor" : want == PH_ARG_I32 ? "n i32" : "n f32");
         if (p->is_tensor) {
             if (!args[i].ptr) return status_message(PH_ERR_INVALID, err, errlen, "%s: argument %d is a null tensor", k->name, i + 1);
-            slots[n++] = args[i].ptr;
-            slots[n++] = (uint64_t)args[i].dims[0];
-            slots[n++] = (uint64_t)(p->rank == 2 ? args[i].dims[1] : 1);
+            IrAbiSlot abi[IR_ABI_MAX_SLOTS];
+            bool given = false;
+            for (int a = 0; a < p->rank; a++) given = given || args[i].strides[a];
+            for (int j = 0, nj = ir_abi_slots(p, abi); j < nj; j++) {
+                int d = ir_abi_dim_axis(abi[j]), st = ir_abi_stride_axis(abi[j]);
+                int64_t v = d >= 0 ? (d < p->rank ? args[i].dims[d] : 1) : 0;
+                if (st >= 0 && given) v = args[i].strides[st];
+                if (st >= 0 && !given)
+                    for (int a = (v = 1, st + 1); a < p->rank; a++) v *= args[i].dims[a];
+                slots[n++] = abi[j] == IR_ABI_TENSOR_ADDRESS ? args[i].ptr : (uint64_t)v;
+            }
         } else if (want == PH_ARG_I32) {
             slots[n++] = (uint32_t)args[i].i32;
         } else {
@@ -257,12 +267,22 @@ static int tensor_spans(const SimKernel *k, const uint64_t *slots, TensorSpan *s
             slot++;
             continue;
         }
-        int64_t d0 = (int64_t)slots[slot + 1], d1 = (int64_t)slots[slot + 2];
-        uint64_t elems = d0 > 0 && d1 > 0 ? (uint64_t)d0 * (uint64_t)d1 : 0;
+        uint64_t elems = 0;
+        if (p->rank <= 2) {
+            int64_t d0 = (int64_t)slots[slot + 1], d1 = (int64_t)slots[slot + 2];
+            elems = d0 > 0 && d1 > 0 ? (uint64_t)d0 * (uint64_t)d1 : 0;
+        } else {   /* dims, then strides: the span the strides reach */
+            elems = 1;
+            for (int a = 0; a < p->rank; a++) {
+                int64_t d = (int64_t)slots[slot + 1 + a], st = (int64_t)slots[slot + 1 + p->rank + a];
+                elems += d > 0 && st > 0 ? (uint64_t)(d - 1) * (uint64_t)st : 0;
+            }
+        }
         spans[n].lo = slots[slot];
         spans[n].hi = slots[slot] + elems * (p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4);
         n++;
-        slot += 3;
+        IrAbiSlot abi[IR_ABI_MAX_SLOTS];
+        slot += ir_abi_slots(p, abi);
     }
     return n;
 }
@@ -275,7 +295,7 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     if (!k) return status_message(PH_ERR_NOT_FOUND, err, errlen, "no entry named %s", kernel ? kernel : "(null)");
     if (!grid || !grid[0] || !grid[1] || !grid[2]) return status_message(PH_ERR_GRID, err, errlen, "%s: a grid of zero blocks", k->name);
     if (nargs < 0 || nargs > 256) return status_message(PH_ERR_ARGS, err, errlen, "%s: %d arguments", k->name, nargs);
-    uint64_t slots[3 * 256 + 2 * CODEGEN_MAX_COPY_DESCS + 1];
+    uint64_t slots[IR_ABI_MAX_SLOTS * 256 + 2 * CODEGEN_MAX_COPY_DESCS + 1];
     int nslots = 0;
     ph_status st = pack_args(k, args, nargs, slots, &nslots, err, errlen);
     if (st != PH_OK) return st;

@@ -277,7 +277,7 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         for (int j = 0; j < f->nparams; j++) {
             k->params[j] = f->params[j];
             k->params[j].name = NULL;
-            k->params[j].dim_name[0] = k->params[j].dim_name[1] = NULL;
+            for (int a = 0; a < IR_MAX_RANK; a++) k->params[j].dim_name[a] = NULL;   /* the module's strings go with it */
         }
         char name[600];
         snprintf(name, sizeof name, "%s.simentry", f->name);

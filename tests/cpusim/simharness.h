@@ -89,7 +89,8 @@ static inline int run_config_with(cpusim *s, const IrFunc *f, const char *scalar
         }
         zone[i] = zone_new(host[i], count[i] * elem_bytes(p->dt));
         ph_devptr ptr = (ph_devptr)(uintptr_t)zone[i].data;
-        sargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : ph_tensor1(ptr, iargs[i].dims[0]);
+        sargs[i] = p->rank == 2 ? ph_tensor2(ptr, iargs[i].dims[0], iargs[i].dims[1]) : p->rank == 1 ? ph_tensor1(ptr, iargs[i].dims[0])
+                 : ph_tensor_nd(ptr, PH_DTYPE_UNCHECKED, p->rank, iargs[i].dims, iargs[i].strides);
     }
     char err[512];
     unsigned grid[3] = {4, 3, 1};
@@ -157,6 +158,7 @@ static inline int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg
     for (int i = 0; i < nargs; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+        else if (p->rank > 2) a[i] = ph_tensor_nd((uintptr_t)args[i].data, PH_DTYPE_UNCHECKED, p->rank, args[i].dims, args[i].strides);
         else a[i] = ph_tensor2((uintptr_t)args[i].data, args[i].dims[0], p->rank == 2 ? args[i].dims[1] : 1);
     }
     unsigned g[3] = {(unsigned)grid[0], (unsigned)grid[1], (unsigned)grid[2]};

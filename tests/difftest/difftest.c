@@ -254,9 +254,23 @@ typedef struct {
     bool stored[32];
 } Buffers;
 
+/* A rank-3/4 tensor's strides: laid out as a view that is not row-major,
+ * its first two axes swapped in memory (torch's x.transpose(0, 1) of a
+ * contiguous tensor), so the kernel must follow the strides it is given. */
+static void view_strides(int rank, const int64_t *d, int64_t *st)
+{
+    int order[4] = {1, 0, 2, 3};   /* memory order, outermost first */
+    int64_t run = 1;
+    for (int k = rank - 1; k >= 0; k--) {
+        st[order[k]] = run;
+        run *= d[order[k]];
+    }
+}
+
 /* The arguments of config f: dims from the spec (a dimension the config
  * specializes and the spec does not give takes the config's value), tensors
- * filled or poisoned, scalars from the spec. 0, or 1 with a message. */
+ * filled or poisoned (a rank-3/4 one as a view, view_strides), scalars
+ * from the spec. 0, or 1 with a message. */
 static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffers *b, char *err, size_t errlen)
 {
     uint64_t rng = seed;
@@ -269,7 +283,7 @@ static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffer
             b->ref[i].f = b->be[i].f = (float)v;
             continue;
         }
-        int64_t d[2] = {1, 1};
+        int64_t d[4] = {1, 1, 1, 1};
         for (int a = 0; a < p->rank; a++) {
             d[a] = p->dim_name[a] ? (int64_t)dt_spec_get(spec, p->dim_name[a], 0) : p->dim_value[a];
             for (int m = 0; m < f->nmeta && p->dim_name[a] && !dt_spec_has(spec, p->dim_name[a]); m++)
@@ -280,7 +294,7 @@ static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffer
                 return 1;
             }
         }
-        b->count[i] = d[0] * d[1];
+        b->count[i] = d[0] * d[1] * d[2] * d[3];
         if (b->count[i] > (1 << 26)) {
             snprintf(err, errlen, "tensor %s has %lld elements; the run spec is too large", p->name, (long long)b->count[i]);
             return 1;
@@ -291,7 +305,11 @@ static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffer
         if (b->stored[i]) fill_poison(p->dt, b->ref[i].data, b->count[i]);
         else fill_random(p->dt, b->ref[i].data, b->count[i], &rng);
         memcpy(b->be[i].data, b->ref[i].data, bytes);
-        for (int a = 0; a < 2; a++) b->ref[i].dims[a] = b->be[i].dims[a] = a < p->rank ? d[a] : 0;
+        for (int a = 0; a < 4; a++) b->ref[i].dims[a] = b->be[i].dims[a] = a < p->rank ? d[a] : 0;
+        if (p->rank > 2) {
+            view_strides(p->rank, d, b->ref[i].strides);
+            memcpy(b->be[i].strides, b->ref[i].strides, sizeof b->ref[i].strides);
+        }
     }
     return 0;
 }

@@ -37,9 +37,12 @@ static void fixed_grid(const ph_meta *meta, void *user, unsigned grid[3])
     for (int a = 0; a < 3; a++) grid[a] = (unsigned)g[a];
 }
 
+/* A rank-3/4 tensor is a view of all its elements (difftest.c's
+ * view_strides: a permutation), so its bytes are its elements'. */
 static size_t tensor_bytes(const IrParam *p, const IrArg *a)
 {
-    size_t n = (size_t)a->dims[0] * (p->rank == 2 ? (size_t)a->dims[1] : 1);
+    size_t n = (size_t)a->dims[0] * (p->rank >= 2 ? (size_t)a->dims[1] : 1);
+    for (int d = 2; d < p->rank; d++) n *= (size_t)a->dims[d];
     return n * (p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4);
 }
 
@@ -64,7 +67,8 @@ static DtRunStatus gpu_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs
         size_t bytes = tensor_bytes(p, &args[i]);
         if ((s = ph_malloc(&ptr[i], bytes)) != PH_OK) st = failed(err, errlen, s, "ph_malloc for", p->name);
         else if ((s = ph_memcpy_htod(ptr[i], args[i].data, bytes)) != PH_OK) st = failed(err, errlen, s, "ph_memcpy_htod to", p->name);
-        gargs[i] = p->rank == 2 ? ph_tensor2(ptr[i], args[i].dims[0], args[i].dims[1]) : ph_tensor1(ptr[i], args[i].dims[0]);
+        gargs[i] = p->rank > 2 ? ph_tensor_nd(ptr[i], PH_DTYPE_UNCHECKED, p->rank, args[i].dims, args[i].strides)
+                 : p->rank == 2 ? ph_tensor2(ptr[i], args[i].dims[0], args[i].dims[1]) : ph_tensor1(ptr[i], args[i].dims[0]);
     }
     if (st == DT_RUN_OK && (s = ph_kernel_get(gpu_module, f->name, &k)) != PH_OK) st = failed(err, errlen, s, "ph_kernel_get", f->name);
     if (st == DT_RUN_OK && (s = ph_launch(k, fixed_grid, (void *)grid, gargs, nargs)) != PH_OK) st = failed(err, errlen, s, "ph_launch", f->name);

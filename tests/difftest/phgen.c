@@ -38,6 +38,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "i8_convert", "dot_i8",
     "masked_load", "masked_store", "static_range", "helper",
     "f8_convert", "dot_f8",
+    "strided_view",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -56,6 +57,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_types = 30;
     o->pct_mask = 15;
     o->pct_flow = 20;
+    o->pct_strided = 15;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -288,6 +290,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_types = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
     g->rng_mask = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
     g->rng_flow = seed * 0xa0761d6478bd642full + 0xe7037ed1;
+    g->rng_strided = seed * 0xe7037ed1a0b428dbull + 0x589965cc;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);
@@ -396,7 +399,8 @@ static void print_params(FILE *out, const PhgenProgram *p, const char *body)
     for (int i = 0; i < p->ntens; i++) {
         const Tensor *t = &p->tens[i];
         if (!keep[i]) continue;
-        if (t->rank == 1) fprintf(out, "%s: ph.tensor[%s][%s], ", t->name, dtname(t->dt), ext_dim[t->e[0]]);
+        if (t->view) fprintf(out, "%s: ph.tensor[%s][2, %s, 3, %s], ", t->name, dtname(t->dt), ext_dim[t->e[0]], ext_dim[t->e[1]]);
+        else if (t->rank == 1) fprintf(out, "%s: ph.tensor[%s][%s], ", t->name, dtname(t->dt), ext_dim[t->e[0]]);
         else fprintf(out, "%s: ph.tensor[%s][%s, %s], ", t->name, dtname(t->dt), ext_dim[t->e[0]], ext_dim[t->e[1]]);
     }
 }

@@ -42,6 +42,9 @@ typedef struct {
                            * from a stream of its own as pct_math_more (0 gives the programs of before) */
     int pct_flow;         /* of loops with literal bounds: ph.static_range; of loads, half as many: passed
                            * through a @ph.func helper; a stream of its own again */
+    int pct_strided;      /* of 2-D loads of inputs: from a rank-4 tensor [2, E0, 3, E1] passed as a view
+                           * (strides not row-major), the window along axes 1 and 3, the others indexed
+                           * by scalars (some outside); a stream of its own again */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -63,6 +66,7 @@ typedef enum {
     PF_I8_CONVERT, PF_DOT_I8,
     PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER,
     PF_F8_CONVERT, PF_DOT_F8,
+    PF_STRIDED_VIEW,
     PF_COUNT
 } PhgenFeature;
 

@@ -55,12 +55,12 @@ Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt)
     int match = -1, nmatch = 0;
     for (int i = 0; i < p->ntens; i++) {
         Tensor *t = &p->tens[i];
-        if (!t->output && t->rank == rank && t->e[0] == e0 && t->e[1] == e1 && t->dt == dt && rnd(g, ++nmatch) == 0) match = i;
+        if (!t->output && !t->view && t->rank == rank && t->e[0] == e0 && t->e[1] == e1 && t->dt == dt && rnd(g, ++nmatch) == 0) match = i;
     }
     if (match >= 0 && (chance(g, 70) || p->ntens >= 10)) return &p->tens[match];
     for (int i = 0; p->ntens >= 10 && i < p->ntens; i++) {   /* enough inputs: one of another dtype will do */
         Tensor *t = &p->tens[i];
-        if (!t->output && t->rank == rank && t->e[0] == e0 && t->e[1] == e1) return t;
+        if (!t->output && !t->view && t->rank == rank && t->e[0] == e0 && t->e[1] == e1) return t;
     }
     if (p->ntens >= 23) return NULL;   /* 10 + one per shape (12 shapes) fits */
     Tensor *t = &p->tens[p->ntens];
@@ -70,9 +70,45 @@ Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt)
     t->e[0] = e0;
     t->e[1] = e1;
     t->output = false;
+    t->view = false;
     feature(g, dt == DT_F16 ? PF_F16 : dt == DT_BF16 ? PF_BF16 : dt == DT_I32 ? PF_I32_TENSOR : PF_F32);
     if (rank == 1) feature(g, PF_RANK1);
     return t;
+}
+
+/* Whether a 2-D load reads a rank-4 view (pct_strided, from its own
+ * stream; nothing drawn when it is 0). */
+static bool strided_chance(Gen *g)
+{
+    return g->o.pct_strided && rnd_strided(g, 100) < g->o.pct_strided;
+}
+
+/* An input declared [2, e0, 3, e1] (the difftest engine passes it as a
+ * view: strides that are not row-major), read as an e0 x e1 window; an
+ * existing one of that dtype and those extents, or a new one. From the
+ * views' stream only. */
+static Tensor *view_for(Gen *g, int e0, int e1, DType dt)
+{
+    PhgenProgram *p = g->p;
+    for (int i = 0; i < p->ntens; i++) {
+        Tensor *t = &p->tens[i];
+        if (t->view && t->e[0] == e0 && t->e[1] == e1 && t->dt == dt && rnd_strided(g, 3)) return t;
+    }
+    if (p->ntens >= 23) return NULL;
+    Tensor *t = &p->tens[p->ntens];
+    *t = (Tensor){.dt = dt, .rank = 2, .e = {e0, e1}, .view = true};
+    snprintf(t->name, sizeof t->name, "V%d", p->ntens++);
+    feature(g, PF_STRIDED_VIEW);
+    return t;
+}
+
+/* The scalar indices of a view's axes 0 (of 2) and 2 (of 3): block ids and
+ * literals, sometimes outside (the whole window reads 0). */
+static char *view_window(Gen *g, const Tensor *t, const char *rows, const char *cols)
+{
+    static const char *const a0[] = {"0", "1", "ph.ctx.block.y % 2", "ph.ctx.block.x - 1", "2"};
+    static const char *const a2[] = {"2", "ph.ctx.block.x % 3", "ph.ctx.block.y + 1", "0", "(-1)"};
+    return pfmt(g->p, "%s[%s, %s, %s, %s]", t->name, a0[rnd_strided(g, 5)], rows, a2[rnd_strided(g, 5)], cols);
 }
 
 /* A window start along extent e of a tensor, sometimes moved by the loop
@@ -133,7 +169,8 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
 {
     int te[2];
     for (int d = 0; d < 2; d++) te[d] = sh.e[d] != E1 ? sh.e[d] : EM + rnd(g, 3);
-    Tensor *t = sh.rank == 1 ? tensor_for(g, 1, sh.e[1], E1, dt) : tensor_for(g, 2, te[0], te[1], dt);
+    bool view = sh.rank == 2 && strided_chance(g);
+    Tensor *t = sh.rank == 1 ? tensor_for(g, 1, sh.e[1], E1, dt) : view ? view_for(g, te[0], te[1], dt) : tensor_for(g, 2, te[0], te[1], dt);
     if (!t) return false;
     char *text;
     bool gathered = false;
@@ -141,16 +178,17 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
         text = pfmt(g->p, "%s[%s:+%s]", t->name, window_start(g, sh.e[1]), ext_meta[sh.e[1]]);
     } else {
         char *ax[2];
-        for (int d = 0; d < 2; d++)
-            ax[d] = sh.e[d] != E1 ? pfmt(g->p, "%s:+%s", window_start(g, te[d]), ext_meta[te[d]]) : window_start(g, te[d]);
-        if (sh.e[0] != E1 && index_chance(g)) {   /* the window's rows gathered by a tile of indices */
+        for (int d = 0; d < 2; d++)   /* a view's axis of extent 1 is a window of 1: a plain index would drop it */
+            ax[d] = sh.e[d] != E1 ? pfmt(g->p, "%s:+%s", window_start(g, te[d]), ext_meta[te[d]])
+                  : view ? pfmt(g->p, "%s:+1", window_start(g, te[d])) : window_start(g, te[d]);
+        if (!view && sh.e[0] != E1 && index_chance(g)) {   /* the window's rows gathered by a tile of indices */
             index_stream(g);
             ax[0] = row_indices(g, te[0]);
             index_stream(g);
             feature(g, PF_GATHER);
             gathered = true;
         }
-        text = pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
+        text = view ? view_window(g, t, ax[0], ax[1]) : pfmt(g->p, "%s[%s, %s]", t->name, ax[0], ax[1]);
     }
     /* a gathered window's shape follows its indices', not sh: it takes no mask */
     if (!gathered) text = masked_load_text(g, text, sh, t->dt);

@@ -31,7 +31,9 @@ static const char *const ext_dim[] = {"1", "M", "N", "K"};
 
 enum { META_TILE, META_THREADS, META_DIM };   /* a meta-parameter's role */
 typedef struct { char name[4]; int n; int v[4]; int role; } Meta;
-typedef struct { char name[16]; DType dt; int rank; int e[2]; bool output; } Tensor;
+/* view: an input declared [2, e[0], 3, e[1]] and read along axes 1 and 3
+ * (pct_strided); to the generator a rank-2 tensor of e[0] x e[1]. */
+typedef struct { char name[16]; DType dt; int rank; int e[2]; bool output; bool view; } Tensor;
 
 struct PhgenProgram {
     uint64_t seed;
@@ -86,6 +88,7 @@ typedef struct {
     uint64_t rng_types;        /* the 8-bit types' own stream (PhgenOptions.pct_types) */
     uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
     uint64_t rng_flow;         /* ph.static_range's and helpers' own stream (PhgenOptions.pct_flow) */
+    uint64_t rng_strided;      /* rank-4 views' own stream (PhgenOptions.pct_strided) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -125,6 +128,7 @@ static inline int rnd_more(Gen *g, int n) { return rnd_from(g, &g->rng_more, n);
 static inline int rnd_types(Gen *g, int n) { return rnd_from(g, &g->rng_types, n); }  /* the 8-bit types */
 static inline int rnd_mask(Gen *g, int n) { return rnd_from(g, &g->rng_mask, n); }    /* masked loads and stores */
 static inline int rnd_flow(Gen *g, int n) { return rnd_from(g, &g->rng_flow, n); }    /* unrolled loops and helpers */
+static inline int rnd_strided(Gen *g, int n) { return rnd_from(g, &g->rng_strided, n); }   /* rank-4 views */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */
