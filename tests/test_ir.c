@@ -38,6 +38,7 @@ Test(ir_text, round_trip_attention) { round_trip_file("tests/ir/attn_fwd.ir"); }
 Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
 Test(ir_text, round_trip_types) { round_trip_file("tests/ir/types.ir"); }
+Test(ir_text, round_trip_while) { round_trip_file("tests/ir/while.ir"); }
 /* atomic_add prints as it is written: the tensor, the starts, the value */
 Test(ir_text, round_trip_atomic_add)
 {

@@ -524,6 +524,24 @@ static RunStatus run_for(Interp *in, const IrOp *op)
     return RUN_NEXT;
 }
 
+/* The results hold the carried values between iterations, as run_for's do;
+ * the condition region sees them, and so does the body. */
+static RunStatus run_while(Interp *in, const IrOp *op)
+{
+    const IrBlock *cond = op->body, *body = op->els;
+    for (int i = 0; i < op->nargs; i++) copy_value(in, op->res[i], op->args[i]);
+    for (;;) {
+        for (int i = 0; i < op->nargs; i++) copy_value(in, cond->args[i], op->res[i]);
+        RunStatus s = run_block(in, cond);
+        if (s != RUN_YIELD) return s;
+        if (!*ibuf(in, in->yielded->args[0])) return RUN_NEXT;
+        for (int i = 0; i < op->nargs; i++) copy_value(in, body->args[i], op->res[i]);
+        s = run_block(in, body);
+        if (s != RUN_YIELD) return s;
+        take_yield(in, op);
+    }
+}
+
 static RunStatus run_if(Interp *in, const IrOp *op)
 {
     const IrBlock *taken = *ibuf(in, op->args[0]) ? op->body : op->els;
@@ -576,6 +594,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
         break;
     case OP_FOR: return run_for(in, op);
     case OP_IF: return run_if(in, op);
+    case OP_WHILE: return run_while(in, op);
     case OP_YIELD: in->yielded = op; return RUN_YIELD;
     case OP_RETURN: return RUN_RETURN;
     default: return run_error(in, op, "unknown op");

@@ -5,7 +5,9 @@
  * typed dtype x shape (rank 0 is a scalar, one value for the whole block).
  * Control flow is structured: OP_FOR carries loop values through block
  * arguments and OP_YIELD (like MLIR's scf.for), OP_IF yields its results
- * from both branches. docs/ir.md describes every op and the text form. */
+ * from both branches, OP_WHILE runs a condition region then a body region
+ * over its carried values (MLIR's scf.while, the body's arguments being
+ * the carried values themselves). docs/ir.md describes every op and the text form. */
 #ifndef PHC_IR_H
 #define PHC_IR_H
 
@@ -104,7 +106,7 @@ typedef struct IrOp {
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;
     int nres;   ValueId *res;
-    IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els) */
+    IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els); OP_WHILE: condition (body), loop body (els) */
     Loc loc;               /* source statement, for messages */
 } IrOp;
 

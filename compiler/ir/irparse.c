@@ -433,6 +433,47 @@ static void if_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     }
 }
 
+/* while iter(%a = %init, ...) : types { condition } do(%b, ...) { body } */
+static void while_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
+{
+    IrFunc *f = ps->f;
+    ValueVec args = {0};
+    TokVec carried = {0}, after = {0};
+    TypeVec tys = {0};
+    if (accept_word(ps, "iter")) {
+        expect_punct(ps, '(');
+        do {
+            check_list(ps, carried.len);
+            apush(ps, &carried, value_tok(ps));
+            expect_punct(ps, '=');
+            apush(ps, &args, use(ps));
+        } while (accept_punct(ps, ','));
+        expect_punct(ps, ')');
+    }
+    if (accept_punct(ps, ':')) types(ps, &tys);
+    Loc loc = opt_loc(ps);
+    if (tys.len != res->len || tys.len != carried.len)
+        fail_at(ps, at.line, at.col, "a while needs as many results, iter values and types%s", "");
+    IrOp *op = ir_emit(f, b, OP_WHILE, args.len, args.data, tys.len, tys.data);
+    op->loc = loc;
+    bind_results(ps, op, res);
+    op->body = ir_block_new(f);
+    for (int i = 0; i < carried.len; i++) bind(ps, &carried.data[i], ir_block_arg(f, op->body, tys.data[i], NULL));
+    region(ps, op->body);
+    expect_word(ps, "do");
+    if (accept_punct(ps, '(')) {
+        do {
+            check_list(ps, after.len);
+            apush(ps, &after, value_tok(ps));
+        } while (accept_punct(ps, ','));
+        expect_punct(ps, ')');
+    }
+    if (after.len != tys.len) fail_at(ps, at.line, at.col, "a while's body needs one argument per carried value%s", "");
+    op->els = ir_block_new(f);
+    for (int i = 0; i < after.len; i++) bind(ps, &after.data[i], ir_block_arg(f, op->els, tys.data[i], NULL));
+    region(ps, op->els);
+}
+
 static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc at)
 {
     static const char axes[] = "xyz";
@@ -568,6 +609,7 @@ static void op_line(Parser *ps, IrBlock *b)
     next(ps);
     if (on.kind == OP_FOR) for_op(ps, b, &res, at);
     else if (on.kind == OP_IF) if_op(ps, b, &res, at);
+    else if (on.kind == OP_WHILE) while_op(ps, b, &res, at);
     else plain_op(ps, b, &res, on, at);
     
 }

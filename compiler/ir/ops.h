@@ -65,5 +65,9 @@ IR_OP(WAIT_ASYNC, "wait_async", -1, -1, IR_OP_EFFECT)
 /* control */
 IR_OP(FOR,       "for",      -1, -1, IR_OP_REGIONS)  /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
 IR_OP(IF,        "if",        1, -1, IR_OP_REGIONS)  /* args: cond (bool scalar); body = then, els = else; results yielded by both */
-IR_OP(YIELD,     "yield",    -1, 0, IR_OP_EFFECT)    /* last op of a for body or an if branch; args: the values passed on */
+IR_OP(WHILE,     "while",    -1, -1, IR_OP_REGIONS)
+    /* args: inits; results: carried. body: the condition region (args: carried; yields one bool
+     * scalar), els: the loop body (args: carried; yields the next carried values). The condition
+     * runs before each iteration, and the loop ends when it is false */
+IR_OP(YIELD,     "yield",    -1, 0, IR_OP_EFFECT)    /* last op of a for body, an if branch or a while region; args: the values passed on */
 IR_OP(RETURN,    "return",    0, 0, IR_OP_EFFECT)    /* ends the block's work */

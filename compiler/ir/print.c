@@ -166,6 +166,47 @@ static void print_if(Printer *p, const IrOp *op, int depth)
     }
 }
 
+/* while iter(%a = %init, ...) : types { condition } do(%b, ...) { body } */
+static void print_while(Printer *p, const IrOp *op, int depth)
+{
+    const IrBlock *cond = op->body, *body = op->els;
+    fputs("while", p->out);
+    if (op->nargs) {
+        fputs(" iter(", p->out);
+        for (int i = 0; i < op->nargs; i++) {
+            if (i) fputs(", ", p->out);
+            if (cond && i < cond->nargs) {
+                number_value(p, cond->args[i]);
+                print_value(p, cond->args[i]);
+            } else {
+                fputs("%?", p->out);
+            }
+            fputs(" = ", p->out);
+            print_value(p, op->args[i]);
+        }
+        fputs(")", p->out);
+    }
+    if (op->nres) {
+        fputs(" : ", p->out);
+        print_types(p, op->nres, op->res);
+    }
+    print_loc(p, op->loc);
+    fputs(" {\n", p->out);
+    if (cond) print_block(p, cond, depth + 1);
+    indent(p, depth);
+    fputs("} do", p->out);
+    if (body && body->nargs) {
+        for (int i = 0; i < body->nargs; i++) number_value(p, body->args[i]);
+        fputs("(", p->out);
+        print_values(p, body->nargs, body->args);
+        fputs(")", p->out);
+    }
+    fputs(" {\n", p->out);
+    if (body) print_block(p, body, depth + 1);
+    indent(p, depth);
+    fputs("}", p->out);
+}
+
 /* What follows the op name, before " : type". */
 static void print_operands(Printer *p, const IrOp *op)
 {
@@ -249,6 +290,7 @@ static void print_op(Printer *p, const IrOp *op, int depth)
     }
     if (op->kind == OP_FOR) print_for(p, op, depth);
     else if (op->kind == OP_IF) print_if(p, op, depth);
+    else if (op->kind == OP_WHILE) print_while(p, op, depth);
     else {
         fputs(ir_op_name(op), p->out);
         print_operands(p, op);
