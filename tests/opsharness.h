@@ -22,6 +22,7 @@
 #define TYPE_OPS "tests/gpu/types.ph"  /* i8, u8: conversions, widening, integer dots */
 #define MASKED_OPS "tests/gpu/masked.ph"   /* masked loads and stores, a ragged softmax */
 #define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers, RoPE */
+#define LOOP_OPS "tests/gpu/loops.ph"      /* while loops */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)

@@ -6,7 +6,8 @@
  * (tanh, erf, sigmoid, pow, fma, inf and nan), tests/gpu/gather.ph
  * (elements as scalars, gathers, scatters), tests/gpu/types.ph (8-bit
  * integers), tests/gpu/masked.ph (masked loads and stores) and
- * tests/gpu/flow.ph (unrolled loops, helpers, RoPE), runs on the GPU and in the
+ * tests/gpu/flow.ph (unrolled loops, helpers, RoPE) and tests/gpu/loops.ph
+ * (while loops), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -131,6 +132,9 @@ Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { eve
 
 /* ph.static_range, @ph.func helpers, RoPE on interleaved pairs. */
 Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(FLOW_OPS); }
+
+/* tests/gpu/loops.ph: while loops, data-dependent trip counts, an early return in one. */
+Test(gpu_ops, every_loops_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(LOOP_OPS); }
 
 /* ---- atomic adds ---- */
 
