@@ -147,6 +147,43 @@ Test(phgen, unrolled_loops_and_helpers_have_a_stream_of_their_own)
     cr_expect_gt(helped, 10);
 }
 
+/* Range loops written as whiles come from a stream of their own: with
+ * pct_while 0 no program has one, with 100 every range loop that is not
+ * unrolled is one, and those programs compile and run in the interpreter
+ * (each loop ends: its counter is a var no other statement assigns). */
+Test(phgen, while_loops_have_a_stream_of_their_own)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_while = 0;
+    all = none;
+    all.pct_while = 100;
+    int whiles = 0;
+    for (uint64_t seed = 1; seed < 60; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "while "), "seed %llu", (unsigned long long)seed);
+        cr_assert(!strstr(b, " in range(") || strstr(b, "range(0, K, BK)") || strstr(b, "range(0, BM,"),
+                  "seed %llu: a range loop left:\n%s", (unsigned long long)seed, b);
+        if (strstr(b, "while ")) {
+            whiles++;
+            DtSpec spec;
+            char err[256];
+            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
+            char *diags = NULL;
+            IrModule *m = tu_compile("w.ph", b, NULL, &diags);
+            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
+            free(diags);
+            DtReport rep;
+            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
+                         (unsigned long long)seed, rep.message);
+            ir_module_free(m);
+        }
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(whiles, 10);
+}
+
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
 {
     int *runs = user;

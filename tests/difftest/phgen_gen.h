@@ -86,6 +86,7 @@ typedef struct {
     uint64_t rng_types;        /* the 8-bit types' own stream (PhgenOptions.pct_types) */
     uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
     uint64_t rng_flow;         /* ph.static_range's and helpers' own stream (PhgenOptions.pct_flow) */
+    uint64_t rng_while;        /* range loops written as whiles: their own stream (PhgenOptions.pct_while) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -125,6 +126,7 @@ static inline int rnd_more(Gen *g, int n) { return rnd_from(g, &g->rng_more, n);
 static inline int rnd_types(Gen *g, int n) { return rnd_from(g, &g->rng_types, n); }  /* the 8-bit types */
 static inline int rnd_mask(Gen *g, int n) { return rnd_from(g, &g->rng_mask, n); }    /* masked loads and stores */
 static inline int rnd_flow(Gen *g, int n) { return rnd_from(g, &g->rng_flow, n); }    /* unrolled loops and helpers */
+static inline int rnd_while(Gen *g, int n) { return rnd_from(g, &g->rng_while, n); }  /* loops written as whiles */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */
