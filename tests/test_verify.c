@@ -64,6 +64,8 @@ static void block_id_axis_3(IrFunc *f) { first_op(f)->axis = 3; }
 static void for_without_upper(IrFunc *f) { control(f)->nargs = 1; }
 static void for_without_results(IrFunc *f) { control(f)->nres = 0; }
 static void for_without_body(IrFunc *f) { control(f)->body = NULL; }
+static void no_prefix(IrFunc *f) { third_op(f)->str = NULL; }
+static void assert_without_file(IrFunc *f) { f->body->ops[3]->file = NULL; }
 static void while_arg_f32(IrFunc *f) { f->values[control(f)->els->args[0]].type = ir_scalar(DT_F32); }
 static void while_without_body(IrFunc *f) { control(f)->els = NULL; }
 static void while_without_results(IrFunc *f) { control(f)->nres = 0; }
@@ -277,6 +279,13 @@ static const Rejected rejected[] = {
     {"", WHILE, while_arg_f32, "f: op 'while' (%3): carried value 1: initial i32, arguments and result must agree (f32)"},
     {"", WHILE, while_without_body, "f: op 'while' (%3): has no body"},
     {"", WHILE, while_without_results, "f: op 'while': has 1 carried values but 0 results"},
+    /* ---- device_print, device_assert ---- */
+    {"", C "  device_print \"x\", %1\n  return\n", no_prefix, "f: op 'device_print': has no prefix"},
+    {"", C "  %3 = splat %1 : i32[4]\n  device_print \"x\", %2, %3\n  return\n", NULL,
+     "f: op 'device_print': operand 2 is i32[4]; it prints i32, f32 and bool scalars"},
+    {"", C "  device_assert %1, \"m\", \"t.ph\"\n  return\n", NULL, "f: op 'device_assert': condition must be bool, is i32"},
+    {"", B "  device_assert %3, \"m\", \"t.ph\"\n  return\n", assert_without_file,
+     "f: op 'device_assert': has no message or no file"},
     /* ---- regions ---- */
     {"", B "  if %3 {\n  }\n  return\n", NULL, "f: op 'if': a region of a 'if' must end with yield"},
     {"", B "  if %3 {\n    %4 = add %1, %1 : i32\n    yield\n  }\n  return\n", corrupt_region, "f: op 'if': has a corrupt region"},

@@ -108,6 +108,8 @@ typedef struct IrOp {
     int nres;   ValueId *res;
     IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els); OP_WHILE: condition (body), loop body (els) */
     Loc loc;               /* source statement, for messages */
+    const char *str;       /* OP_DEVICE_PRINT: the prefix; OP_DEVICE_ASSERT: the message (arena strings) */
+    const char *file;      /* OP_DEVICE_ASSERT: the source file, for its message */
 } IrOp;
 
 struct IrBlock {

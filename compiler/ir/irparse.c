@@ -19,7 +19,7 @@ enum {
     MAX_LIST = 4096,            /* operands, results, params of one op or header */
 };
 
-typedef enum { T_EOF, T_IDENT, T_NUM, T_VALUE, T_PUNCT } TokKind;
+typedef enum { T_EOF, T_IDENT, T_NUM, T_VALUE, T_PUNCT, T_STR } TokKind;
 
 typedef struct {
     TokKind kind;
@@ -118,6 +118,12 @@ static void next(Parser *ps)
             ps->tok.name = name;
             ps->tok.namelen = (int)(q - name);
         }
+    } else if (*q == '"') {   /* a string on one line: \\, \" and \xHH escapes */
+        for (q++; *q && *q != '"' && *q != '\n'; q++)
+            if (*q == '\\' && q[1] && q[1] != '\n') q++;
+        if (*q != '"') fail(ps, "unterminated string%s", "");
+        q++;
+        ps->tok.kind = T_STR;
     } else if (is_alpha(*q)) {
         while (is_alnum(*q)) q++;
         ps->tok.kind = T_IDENT;
@@ -474,6 +480,32 @@ static void while_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     region(ps, op->els);
 }
 
+static int hex_digit(char c) { return is_digit(c) ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+
+/* A string token, its escapes decoded, in the function's arena. */
+static const char *string(Parser *ps)
+{
+    if (ps->tok.kind != T_STR) fail(ps, "expected a string%s", "");
+    char *out = arena_alloc(ps->f->arena, (size_t)ps->tok.len), *o = out;
+    for (const char *q = ps->tok.s + 1; q < ps->tok.s + ps->tok.len - 1; q++) {
+        if (*q != '\\') { *o++ = *q; continue; }
+        q++;
+        if (*q == 'x') {
+            int hi = hex_digit(q[1]), lo = hi < 0 ? -1 : hex_digit(q[2]);
+            if (lo < 0 || (hi == 0 && lo == 0)) fail(ps, "bad \\x escape in a string%s", "");
+            *o++ = (char)(hi * 16 + lo);
+            q += 2;
+        } else if (*q == '\\' || *q == '"') {
+            *o++ = *q;
+        } else {
+            fail(ps, "unknown escape in a string%s", "");
+        }
+    }
+    *o = 0;
+    next(ps);
+    return out;
+}
+
 static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc at)
 {
     static const char axes[] = "xyz";
@@ -483,7 +515,22 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     Tok number = {0};
     int axis = 0, param = 0;
     int64_t ival = 0;
+    const char *str = NULL, *file = NULL;
     switch (on.kind) {
+    case OP_DEVICE_PRINT:   /* "prefix", values */
+        str = string(ps);
+        while (accept_punct(ps, ',')) {
+            check_list(ps, args.len);
+            apush(ps, &args, use(ps));
+        }
+        break;
+    case OP_DEVICE_ASSERT:  /* cond, "message", "file" */
+        apush(ps, &args, use(ps));
+        expect_punct(ps, ',');
+        str = string(ps);
+        expect_punct(ps, ',');
+        file = string(ps);
+        break;
     case OP_CONST:
         number = ps->tok;
         if (number.kind != T_NUM && !(number.kind == T_IDENT && (is_word(ps, "inf") || is_word(ps, "nan"))))
@@ -563,6 +610,8 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     op->axis = axis;
     op->param = param;
     op->loc = loc;
+    op->str = str;
+    op->file = file;
     if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC) op->ival = ival;
     if (on.kind == OP_CONST) {
         DType dt = tys.len ? tys.data[0].dt : DT_I32;

@@ -62,6 +62,10 @@ IR_OP(COMMIT_ASYNC, "commit_async", 0, 0, IR_OP_EFFECT)  /* closes a group of th
 IR_OP(WAIT_ASYNC, "wait_async", -1, -1, IR_OP_EFFECT)
     /* args: copies; results: the same values, readable. ival: the groups that may still be in
      * flight. Waits, then (with args) a barrier; an effect, since the barrier protects ring slots */
+/* debugging (docs/ir.md): str holds the text, file the source file */
+IR_OP(DEVICE_PRINT,  "device_print",  -1, 0, IR_OP_EFFECT)  /* args: scalars; prints "pid (x, y, z) str v..." once per block */
+IR_OP(DEVICE_ASSERT, "device_assert",  1, 0, IR_OP_EFFECT)  /* args: cond (bool scalar or tile); stops the launch where an
+                                                              * element is false, naming file, loc and the message str */
 /* control */
 IR_OP(FOR,       "for",      -1, -1, IR_OP_REGIONS)  /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
 IR_OP(IF,        "if",        1, -1, IR_OP_REGIONS)  /* args: cond (bool scalar); body = then, els = else; results yielded by both */

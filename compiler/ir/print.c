@@ -207,6 +207,18 @@ static void print_while(Printer *p, const IrOp *op, int depth)
     fputs("}", p->out);
 }
 
+/* A string in double quotes: \\, \" and bytes outside printable ASCII escaped (\xHH). */
+static void print_string(Printer *p, const char *s)
+{
+    fputc('"', p->out);
+    for (const unsigned char *q = (const unsigned char *)(s ? s : ""); *q; q++) {
+        if (*q == '"' || *q == '\\') fprintf(p->out, "\\%c", *q);
+        else if (*q < 0x20 || *q >= 0x7f) fprintf(p->out, "\\x%02x", *q);
+        else fputc(*q, p->out);
+    }
+    fputc('"', p->out);
+}
+
 /* What follows the op name, before " : type". */
 static void print_operands(Printer *p, const IrOp *op)
 {
@@ -235,6 +247,22 @@ static void print_operands(Printer *p, const IrOp *op)
         break;
     case OP_IOTA:
         fprintf(p->out, " %d", op->axis);
+        break;
+    case OP_DEVICE_PRINT:
+        fputc(' ', p->out);
+        print_string(p, op->str);
+        for (int i = 0; i < op->nargs; i++) {
+            fputs(", ", p->out);
+            print_value(p, op->args[i]);
+        }
+        break;
+    case OP_DEVICE_ASSERT:
+        fputc(' ', p->out);
+        print_values(p, op->nargs, op->args);
+        fputs(", ", p->out);
+        print_string(p, op->str);
+        fputs(", ", p->out);
+        print_string(p, op->file);
         break;
     case OP_REDUCE: case OP_ARGMAX: case OP_ARGMIN: case OP_CUMSUM:
         fputc(' ', p->out);

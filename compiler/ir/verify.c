@@ -484,6 +484,18 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_if(v, op, depth);
     case OP_WHILE:
         return check_while(v, op, depth);
+    case OP_DEVICE_PRINT:
+        if (!op->str) return bad(v, op, "has no prefix");
+        for (int i = 0; i < op->nargs; i++) {
+            IrType t = ty(v, op->args[i]);
+            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_F32 && t.dt != DT_BOOL))
+                return bad(v, op, "operand %d is %s; it prints i32, f32 and bool scalars", i + 1, tstr(t, b1));
+        }
+        return true;
+    case OP_DEVICE_ASSERT:
+        if (a.dt != DT_BOOL) return bad(v, op, "condition must be bool, is %s", tstr(a, b1));
+        if (!op->str || !op->file) return bad(v, op, "has no message or no file");
+        return true;
     default:   /* commit_async, yield, return: nothing but their operand counts */
         return true;
     }
