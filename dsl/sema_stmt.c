@@ -231,6 +231,14 @@ static void expr_stmt(Sema *s, const Stmt *st)
         sema_masked_store(s, e);
         return;
     }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "device_print")) {
+        sema_device_print(s, e);
+        return;
+    }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "device_assert")) {
+        sema_device_assert(s, e);
+        return;
+    }
     const FuncDef *helper = e->kind == EX_CALL ? sema_helper(s, e->lhs) : NULL;
     if (helper) {
         sema_inline_call(s, e, helper, false);
