@@ -328,6 +328,8 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;
     case OP_WHILE: emit_while(c, op); break;
+    case OP_DEVICE_PRINT: emit_device_print(c, op); break;
+    case OP_DEVICE_ASSERT: emit_device_assert(c, op); break;
     case OP_RETURN:
         LLVMBuildBr(c->b, c->exit_bb);
         /* anything after a return is dead: give it a block of its own */
