@@ -184,6 +184,40 @@ Test(phgen, while_loops_have_a_stream_of_their_own)
     cr_expect_gt(whiles, 10);
 }
 
+/* Device asserts come from a stream of their own, always hold (the
+ * interpreter runs every such program without a failed assert), and no
+ * program prints. */
+Test(phgen, device_asserts_have_a_stream_of_their_own_and_hold)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_assert = 0;
+    all = none;
+    all.pct_assert = 30;
+    int asserting = 0;
+    for (uint64_t seed = 1; seed < 40; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "device_assert") && !strstr(b, "device_print"), "seed %llu", (unsigned long long)seed);
+        if (strstr(b, "device_assert")) {
+            asserting++;
+            DtSpec spec;
+            char err[256];
+            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
+            char *diags = NULL;
+            IrModule *m = tu_compile("a.ph", b, NULL, &diags);
+            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
+            free(diags);
+            DtReport rep;
+            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
+                         (unsigned long long)seed, rep.message);
+            ir_module_free(m);
+        }
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(asserting, 20);
+}
+
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
 {
     int *runs = user;

@@ -42,6 +42,8 @@ typedef struct {
                            * from a stream of its own as pct_math_more (0 gives the programs of before) */
     int pct_flow;         /* of loops with literal bounds: ph.static_range; of loads, half as many: passed
                            * through a @ph.func helper; a stream of its own again */
+    int pct_assert;       /* of statements: a ph.device_assert that always holds before it, from a stream of
+                           * its own (0 gives the programs of before); the generator never prints */
     int pct_while;        /* of range loops: the same loop written as a while over a var counter, from a
                            * stream of its own (0 gives the programs of before) */
 } PhgenOptions;
@@ -63,7 +65,7 @@ typedef enum {
     PF_ARG_REDUCE, PF_CUMSUM, PF_RESHAPE, PF_RANK1_STORE,
     PF_ELEMENT, PF_GATHER, PF_SCATTER,
     PF_I8_CONVERT, PF_DOT_I8,
-    PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER, PF_WHILE,
+    PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER, PF_WHILE, PF_DEVICE_ASSERT,
     PF_COUNT
 } PhgenFeature;
 

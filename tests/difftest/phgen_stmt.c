@@ -380,8 +380,31 @@ static void gen_if(Gen *g, Node *parent, int depth)
     if (elif && els) feature(g, PF_IF_ELIF_ELSE);
 }
 
+/* ph.device_assert of a condition that always holds (x - x == 0 of an i32
+ * scalar or tile, exact and wrapping; an iota below its extent), so the
+ * program's results are what they were; never a print. */
+static void gen_assert(Gen *g, Node *parent)
+{
+    int ints[256], n = 0;
+    for (int i = 0; i < g->nsyms; i++)
+        if (g->syms[i].dt == DT_I32) ints[n++] = i;
+    Node *a = open_stmt(g);
+    char *head;
+    if (n && rnd_assert(g, 3)) {
+        const char *x = g->syms[ints[rnd_assert(g, n)]].name;
+        gen_use(g, x);
+        head = pfmt(g->p, "ph.device_assert(%s - %s == 0, \"%s - %s\")", x, x, x, x);
+    } else {
+        bool rows = rnd_assert(g, 2);
+        head = pfmt(g->p, "ph.device_assert(ph.iota(%d, %s) < %s, \"iota\")", rows ? 0 : 1, rows ? "BM" : "BN", rows ? "BM" : "BN");
+    }
+    close_stmt(g, parent, a, head, NULL);
+    feature(g, PF_DEVICE_ASSERT);
+}
+
 void gen_stmt(Gen *g, Node *parent, int depth)
 {
+    if (g->o.pct_assert && rnd_assert(g, 100) < g->o.pct_assert) gen_assert(g, parent);
     if (depth == 0 && chance(g, g->o.pct_attention * (g->p->tc ? 2 : 1))) {
         gen_attention(g, parent);
         return;

@@ -3,7 +3,8 @@
 included), scalar and tile vars carried, loops nested both ways with ifs and
 an early return inside, a dot on the tensor cores in a while, and a chase
 through a tensor of links, on random inputs whose windows run past the
-tensors' edges."""
+tensors' edges; ph.device_assert with conditions that hold and one
+ph.device_print, which leave the results alone."""
 
 import phobos.lang as ph
 
@@ -19,6 +20,8 @@ def steps(P: ph.tensor[ph.i32][M], X: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f
     while n < ph.abs(P[b]) % 9:                  # 0 to 8 iterations, read from P
         acc += X[b + n, c0:+BN] * (n + 1)
         n += 1
+    ph.device_assert(n <= 8 and n >= 0, "n out of range")          # asserts that hold: the launch goes on
+    ph.device_assert(acc * 0.0 == 0.0, "acc is not finite")
     if ph.ctx.block.y == 0:
         C[b] = n
     Y[b, c0:+BN] = acc
@@ -82,5 +85,7 @@ def chase(L: ph.tensor[ph.i32][M], H: ph.tensor[ph.i32][M, 2]):
     while L[j] > 0 and hops < 6:                 # follow the links while they point forward
         j = (j + L[j]) % M
         hops += 1
+    if b == 0:                                   # one line on stdout: pid (0, 0, 0) chase 0 j hops
+        ph.device_print("chase", b, j, hops)
     H[b, 0] = j
     H[b, 1] = hops
