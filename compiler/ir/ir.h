@@ -251,7 +251,9 @@ typedef struct {
  * before running: argument count, dims that must agree (a name shared by
  * tensors, literal dims, dims this config specializes), aligned promises,
  * null data, grid sizes >= 1. 0 on success; otherwise nonzero, nothing run,
- * and a message in err. */
+ * and a message in err. A failed device_assert is the exception: the
+ * blocks before it have run, and err names file:line:col, block, element
+ * and message. device_print writes to stdout. */
 int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen);
 
 /* The kernel ABI's parameters (ir_abi_params, ir_param_bytes) come with the IR. */
