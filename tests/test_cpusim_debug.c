@@ -4,7 +4,10 @@
  * block, element, message). On the CPU executor, for each GPU path: the
  * same lines through the generated code's vprintf, and a failed assert
  * ending the launch through __assertfail with the GPU's message. The
- * sema errors, each at its column. */
+ * sema errors, each at its column. And a while whose condition calls a
+ * helper, with a return in its body, on the executor against the
+ * interpreter. */
+#define _DEFAULT_SOURCE   /* MAP_ANONYMOUS (simharness.h), dup */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpusim.h"
+#include "simharness.h"
 #include "testutil.h"
 
 static const char SOURCE[] =
@@ -139,4 +143,42 @@ Test(device_debug, sema_errors)
     fails_with("    ph.device_assert(X[0] > 0.0, 3)\n", "t.ph:5:34: error: expected a string literal for the message of device_assert");
     fails_with("    y: ph.let = ph.device_assert(X[0] > 0.0, \"m\")\n", "t.ph:5:17: error: ph.device_assert is a statement and has no value");
     fails_with("    ph.device_print(\"x\", sep=1)\n", "t.ph:5:26: error: ph.device_print takes no keyword arguments");
+}
+
+/* A chase whose condition calls a helper (inlined into the condition
+ * region, so emitted twice by the rotated loop), nested in a for, a return
+ * in its body; every GPU path against the interpreter. */
+static const char CHASE[] =
+    "import phobos.lang as ph\n"
+    "@ph.func\n"
+    "def live(L, j):\n"
+    "    return L[j] > 0\n"
+    "@ph.kernel\n"
+    "@ph.autotune(BN=[32])\n"
+    "def hop(L: ph.tensor[ph.i32][N], X: ph.tensor[ph.f32][N, N], H: ph.tensor[ph.i32][N], Y: ph.tensor[ph.f32][N, N]):\n"
+    "    b: ph.let = ph.ctx.block.x\n"
+    "    j: ph.var[ph.i32] = b\n"
+    "    hops: ph.var[ph.i32] = 0\n"
+    "    acc: ph.var[ph.tile[ph.f32][1, BN]] = 0.0\n"
+    "    for r in range(2):\n"
+    "        while live(L, j) and hops < 5:\n"
+    "            acc += ph.colsum(X[j:+2, 0:+BN])\n"
+    "            j = (j + L[j]) % N\n"
+    "            hops += 1\n"
+    "            if hops == 4 and b == 3:\n"
+    "                Y[b, 0:+BN] = acc\n"
+    "                return\n"
+    "        hops += r\n"
+    "    H[b] = j * 100 + hops\n"
+    "    Y[b, 0:+BN] = acc\n";
+
+Test(device_debug, a_while_calling_a_helper_in_its_condition_matches_the_interpreter, .timeout = 300)
+{
+    char *diags;
+    IrModule *m = tu_compile("hop.ph", CHASE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    const char *archs[] = {"sm_80", "sm_90", "sm_90a"};
+    for (int a = 0; a < 3; a++) cr_expect_eq(configs_that_differ(m, archs[a]), 0, "%s", archs[a]);
+    ir_module_free(m);
 }
