@@ -195,7 +195,7 @@ static void print_stmt(FILE *out, const Stmt *s, int indent)
     static const char *heads[] = {
         [ST_EXPR] = "expr", [ST_ASSIGN] = "assign", [ST_AUGASSIGN] = "augassign",
         [ST_DECL] = "decl", [ST_FOR] = "for", [ST_IF] = "if", [ST_RETURN] = "return",
-        [ST_PASS] = "pass",
+        [ST_PASS] = "pass", [ST_WHILE] = "while",
     };
     open_line(out, indent, heads[s->kind]);
     if (s->kind == ST_AUGASSIGN) {

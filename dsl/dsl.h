@@ -46,7 +46,7 @@ typedef enum {
     T_NAME, T_INT, T_FLOAT, T_STRING,
     /* keywords the language uses */
     T_DEF, T_FOR, T_IN, T_IF, T_ELIF, T_ELSE, T_RETURN, T_PASS,
-    T_AND, T_OR, T_NOT, T_FROM, T_IMPORT, T_AS, T_TRUE, T_FALSE, T_NONE,
+    T_AND, T_OR, T_NOT, T_FROM, T_IMPORT, T_AS, T_TRUE, T_FALSE, T_NONE, T_WHILE,
     /* the rest of Python's keywords: the parser names them in an error */
     T_RESERVED,
     /* operators and punctuation */
@@ -115,6 +115,7 @@ typedef enum {
     ST_IF,        /* if value: body else orelse (elif: orelse holds one ST_IF) */
     ST_RETURN,    /* value may be NULL */
     ST_PASS,
+    ST_WHILE,     /* while value: body */
 } StmtKind;
 
 typedef struct Stmt {

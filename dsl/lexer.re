@@ -152,8 +152,8 @@ static int scan(const unsigned char **pcur, const unsigned char *lim)
         "not"      { RET(T_NOT); }      "from"   { RET(T_FROM); }
         "import"   { RET(T_IMPORT); }   "as"     { RET(T_AS); }
         "True"     { RET(T_TRUE); }     "False"  { RET(T_FALSE); }
-        "None"     { RET(T_NONE); }
-        "while" | "class" | "lambda" | "with" | "try" | "except" | "finally"
+        "None"     { RET(T_NONE); }     "while"  { RET(T_WHILE); }
+        "class" | "lambda" | "with" | "try" | "except" | "finally"
             | "raise" | "yield" | "global" | "nonlocal" | "del" | "assert"
             | "break" | "continue" | "is" | "async" | "await"
                    { RET(T_RESERVED); }
@@ -654,7 +654,7 @@ const char *tok_kind_name(TokKind k)
         [T_ELIF] = "'elif'", [T_ELSE] = "'else'", [T_RETURN] = "'return'", [T_PASS] = "'pass'",
         [T_AND] = "'and'", [T_OR] = "'or'", [T_NOT] = "'not'", [T_FROM] = "'from'",
         [T_IMPORT] = "'import'", [T_AS] = "'as'", [T_TRUE] = "'True'", [T_FALSE] = "'False'",
-        [T_NONE] = "'None'", [T_RESERVED] = "keyword",
+        [T_NONE] = "'None'", [T_WHILE] = "'while'", [T_RESERVED] = "keyword",
         [T_PLUS] = "'+'", [T_MINUS] = "'-'", [T_STAR] = "'*'", [T_SLASH] = "'/'",
         [T_DSLASH] = "'//'", [T_PERCENT] = "'%'", [T_DSTAR] = "'**'", [T_AT] = "'@'",
         [T_ASSIGN] = "'='", [T_PLUSEQ] = "'+='", [T_MINUSEQ] = "'-='", [T_STAREQ] = "'*='",

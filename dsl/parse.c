@@ -685,6 +685,11 @@ static void parse_stmt(Parser *P, StmtVec *out)
     } else if (at(P, T_IF)) {
         s = parse_if(P);
         if (s) vec_push(out, s);
+    } else if (at(P, T_WHILE)) {   /* while value: body (no else) */
+        s = new_stmt(P, ST_WHILE, advance(P)->loc);
+        s->value = parse_expr(P);
+        if (!P->failed) s->body = parse_suite(P, "the while condition", &s->nbody);
+        if (!P->failed) vec_push(out, s);
     } else {
         parse_simple_stmts(P, out);
     }

@@ -20,6 +20,7 @@ static const char *stmt_what(const Stmt *st)
     case ST_DECL: return "a declaration";
     case ST_FOR: return "a for loop";
     case ST_IF: return "an if statement";
+    case ST_WHILE: return "a while loop";
     case ST_RETURN: return "a return statement";
     default: return "a pass statement";
     }

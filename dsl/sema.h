@@ -211,6 +211,11 @@ Val sema_inline_call(Sema *s, const Expr *e, const FuncDef *fn, bool want_value)
 bool sema_check_helper(Diag *d, const char *alias, const FuncDef *fn);
 int64_t sema_count_stmts(const Stmt *st);   /* st and the statements nested in it */
 
+/* sema_debug.c: the statements ph.device_print and ph.device_assert */
+enum { MAX_PRINT_VALUES = 16 };
+void sema_device_print(Sema *s, const Expr *call);
+void sema_device_assert(Sema *s, const Expr *call);
+
 /* sema_mask.c: ph.load(X[...], mask=, other=) and the statement ph.store(X[...], v, mask=) */
 Val sema_masked_load(Sema *s, const Expr *call);
 void sema_masked_store(Sema *s, const Expr *call);

@@ -412,6 +412,10 @@ Val sema_call(Sema *s, const Expr *e)
         sema_err(s, e->loc, "%s.store is a statement: it writes a tensor window and has no value", s->alias);
         return val_error();
     }
+    if (sema_is_ns(s->alias, e->lhs, "device_print") || sema_is_ns(s->alias, e->lhs, "device_assert")) {
+        sema_err(s, e->loc, "%s.%s is a statement and has no value", s->alias, e->lhs->name);
+        return val_error();
+    }
     const Builtin *b = call_target(s, e);
     if (!b) return val_error();
     if (b->kind == B_SOFTMAX) {

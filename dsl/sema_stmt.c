@@ -1,7 +1,7 @@
 /* sema_stmt.c: statements, in the two passes of sema.h: lets and vars
  * (scoping, declared types), assignments and stores, expression
- * statements, and for and if, through which vars become SSA values
- * threaded as OP_FOR's carried values and OP_IF's results. */
+ * statements, and for, while and if, through which vars become SSA values
+ * threaded as OP_FOR's and OP_WHILE's carried values and OP_IF's results. */
 #include "sema.h"
 
 #include <stddef.h>
@@ -232,6 +232,14 @@ static void expr_stmt(Sema *s, const Stmt *st)
         sema_masked_store(s, e);
         return;
     }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "device_print")) {
+        sema_device_print(s, e);
+        return;
+    }
+    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "device_assert")) {
+        sema_device_assert(s, e);
+        return;
+    }
     const FuncDef *helper = e->kind == EX_CALL ? sema_helper(s, e->lhs) : NULL;
     if (helper) {
         sema_inline_call(s, e, helper, false);
@@ -305,7 +313,7 @@ static void assigned_vars(Sema *s, Stmt *const *body, int n, IntVec *out, int de
             for (int q = 0; q < out->len; q++) dup |= out->data[q] == idx;
             if (!dup) vec_push(out, idx);
         }
-        if (st->kind == ST_FOR || st->kind == ST_IF) {
+        if (st->kind == ST_FOR || st->kind == ST_IF || st->kind == ST_WHILE) {
             assigned_vars(s, st->body, st->nbody, out, depth + 1);
             assigned_vars(s, st->orelse, st->norelse, out, depth + 1);
         }
@@ -532,25 +540,79 @@ static void for_stmt(Sema *s, const Stmt *st, bool dead)
     free(carried.data);
 }
 
-static void if_stmt(Sema *s, const Stmt *st, bool dead)
+/* An if's or a while's condition: typed, then, when clean and live, emitted
+ * into s->blk. True when it was emitted (into *c). */
+static bool condition(Sema *s, const Expr *e, bool dead, Val *c)
 {
     s->emit = false;
     s->nsym = 0;
     int bad0 = s->bad;
-    Val c = sema_expr(s, st->value);
-    if (!val_bad(c) && (c.dt != DT_BOOL || c.rank != 0)) {
+    *c = sema_expr(s, e);
+    if (!val_bad(*c) && (c->dt != DT_BOOL || c->rank != 0)) {
         char t[64];
-        val_str(s, c, t, sizeof t);
-        sema_err(s, st->value->loc, c.rank ? "expected a bool scalar condition, got %s: a condition must be the "
+        val_str(s, *c, t, sizeof t);
+        sema_err(s, e->loc, c->rank ? "expected a bool scalar condition, got %s: a condition must be the "
                  "same in the whole block (use ph.where for tiles)" : "expected a bool scalar condition, got %s", t);
     }
     if (s->bad == bad0) sema_resolve_iotas(s);
     bool emit = s->bad == bad0 && !dead;
     if (emit) {
         s->emit = true;
-        c = sema_expr(s, st->value);
+        *c = sema_expr(s, e);
         s->emit = false;
     }
+    return emit;
+}
+
+/* The vars of vars take fresh arguments of region b. */
+static void region_args(Sema *s, IrBlock *b, const IntVec *vars)
+{
+    for (int i = 0; i < vars->len; i++) {
+        Sym *y = &s->syms.data[vars->data[i]];
+        y->val.v = ir_block_arg(s->f, b, val_irtype(y->val), y->name);
+    }
+}
+
+/* while cond: body. The condition is evaluated before every iteration with
+ * the vars' current values: it is lowered into the while's condition
+ * region, whose arguments are the vars the body assigns, as the body's
+ * are; the while's results are their values when the condition fails. */
+static void while_stmt(Sema *s, const Stmt *st, bool dead)
+{
+    IntVec carried = {0};
+    assigned_vars(s, st->body, st->nbody, &carried, 0);
+    ValueId *saved = xcalloc((size_t)carried.len + 1, sizeof *saved);
+    for (int i = 0; i < carried.len; i++) saved[i] = s->syms.data[carried.data[i]].val.v;
+    IrBlock *outer = s->blk, *cond = ir_block_new(s->f), *body = ir_block_new(s->f);
+    region_args(s, cond, &carried);
+    s->blk = cond;
+    Val c;
+    bool emit = condition(s, st->value, dead, &c);
+    if (emit) ir_emit(s->f, cond, OP_YIELD, 1, &c.v, 0, NULL)->loc = st->loc;
+    region_args(s, body, &carried);
+    s->blk = body;
+    scoped_block(s, st->body, st->nbody);
+    sema_emit_yield(s, body, &carried, st->loc);
+    s->blk = outer;
+    if (emit) {
+        IrType *types = var_types(s, &carried);
+        IrOp *op = ir_emit(s->f, s->blk, OP_WHILE, carried.len, saved, carried.len, types);
+        op->loc = st->loc;
+        op->body = cond;
+        op->els = body;
+        take_results(s, op, &carried);
+        free(types);
+    } else {
+        for (int i = 0; i < carried.len; i++) s->syms.data[carried.data[i]].val.v = saved[i];
+    }
+    free(saved);
+    free(carried.data);
+}
+
+static void if_stmt(Sema *s, const Stmt *st, bool dead)
+{
+    Val c;
+    bool emit = condition(s, st->value, dead, &c);
     IntVec vars = {0};
     assigned_vars(s, st->body, st->nbody, &vars, 0);
     assigned_vars(s, st->orelse, st->norelse, &vars, 0);
@@ -595,6 +657,7 @@ void sema_lower_block(Sema *s, Stmt *const *body, int n)
         const Stmt *st = body[i];
         if (st->kind == ST_FOR) for_stmt(s, st, s->dead);
         else if (st->kind == ST_IF) if_stmt(s, st, s->dead);
+        else if (st->kind == ST_WHILE) while_stmt(s, st, s->dead);
         else simple(s, st, s->dead);
         if (st->kind == ST_RETURN) s->dead = true;
     }

@@ -24,6 +24,10 @@ ph_status ph_internal_cuda_fail(CUresult r, const char *what)
 {
     const char *msg = NULL;
     if (cu.GetErrorString) cu.GetErrorString(r, &msg);
+    if (r == PH_CUDA_ERROR_ASSERT)   /* ph.device_assert: __assertfail printed where, then trapped */
+        return ph_internal_failf(PH_ERR_CUDA, "%s failed: a device assert failed (ph.device_assert; CUDA error %d, %s): the "
+                                 "GPU printed the assert's file, line and message to stdout; the CUDA context is unusable "
+                                 "from now on (every later call fails): end the process", what, r, msg ? msg : "unknown");
     return ph_internal_failf(PH_ERR_CUDA, "%s failed: CUDA error %d (%s)", what, r, msg ? msg : "unknown");
 }
 

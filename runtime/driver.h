@@ -79,6 +79,8 @@ bool ph_internal_load_driver(void);
 const PhDriver *ph_internal_driver(void);
 /* PH_ERR_CUDA, with the driver's words for r, and what failed. */
 ph_status ph_internal_cuda_fail(CUresult r, const char *what);
+/* CUDA_ERROR_ASSERT: a kernel called __assertfail (ph.device_assert) */
+enum { PH_CUDA_ERROR_ASSERT = 710 };
 /* PH_OK for r == 0, else as ph_internal_cuda_fail. */
 ph_status ph_internal_cuda_status(CUresult r, const char *what);
 

@@ -64,6 +64,8 @@ static ph_status interp_launch(ph_kernel *k, int *eligible, unsigned (*grids)[3]
     int r = ir_interp(f, iargs, nargs, grid, err, sizeof err);
     free(iargs);
     k->last = cfg;
+    if (r && strstr(err, ": device assert failed in kernel"))   /* as the GPU answers one: PH_ERR_CUDA */
+        return ph_internal_failf(PH_ERR_CUDA, "%s", err);
     return r ? ph_internal_failf(PH_ERR_ARGS, "%s: %s", f->name, err) : PH_OK;
 }
 

@@ -23,6 +23,7 @@
 #define MASKED_OPS "tests/gpu/masked.ph"   /* masked loads and stores, a ragged softmax */
 #define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers, RoPE */
 #define STRIDED_OPS "tests/gpu/strided.ph" /* rank-3/4 tensors as views, windows over two axes or one */
+#define LOOP_OPS "tests/gpu/loops.ph"      /* while loops */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)

@@ -3,8 +3,8 @@
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
  * tests/gpu/math.ph, the math built-ins, tests/gpu/gather.ph, elements,
  * gathers and scatters, tests/gpu/types.ph, the 8-bit integer types,
- * tests/gpu/masked.ph, masked loads and stores, and tests/gpu/flow.ph,
- * unrolled loops, helpers and RoPE) runs on
+ * tests/gpu/masked.ph, masked loads and stores, tests/gpu/flow.ph,
+ * unrolled loops, helpers and RoPE, and tests/gpu/loops.ph, while loops) runs on
  * the same random inputs both ways; every tensor must agree (within the
  * tolerances of test_gpu_ops), and the poisoned guard zones around each
  * tensor must be untouched, so a store outside a tensor is caught even
@@ -166,6 +166,14 @@ Test(cpusim, attention_over_views_matches_the_interpreter, .timeout = 600)
 {
     cr_expect_eq(attention_views_differ("sm_90"), 0);
     cr_expect_eq(attention_views_differ("sm_90a"), 0);
+
+/* tests/gpu/loops.ph: while loops (counts read from tensors, nested, an
+ * early return, a tensor-core dot, a chase through links); each GPU path. */
+Test(cpusim, every_loops_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(LOOP_OPS, 6, "sm_90");
+    every_config_matches(LOOP_OPS, 6, "sm_80");
+    every_config_matches(LOOP_OPS, 6, "sm_90a");
 }
 
 /* The GEMM the bench times, every config (tile shapes, warp grids, stage

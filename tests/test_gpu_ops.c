@@ -6,7 +6,8 @@
  * (tanh, erf, sigmoid, pow, fma, inf and nan), tests/gpu/gather.ph
  * (elements as scalars, gathers, scatters), tests/gpu/types.ph (8-bit
  * integers), tests/gpu/masked.ph (masked loads and stores) and
- * tests/gpu/flow.ph (unrolled loops, helpers, RoPE), runs on the GPU and in the
+ * tests/gpu/flow.ph (unrolled loops, helpers, RoPE) and tests/gpu/loops.ph
+ * (while loops), runs on the GPU and in the
  * interpreter on the same random inputs; every tensor must come back the
  * same, within the approximate exp/log/rsqrt of the GPU. The atomic adds
  * of tests/gpu/atomics.ph, every block of the grid adding into the same
@@ -136,6 +137,9 @@ Test(gpu_ops, every_flow_config_matches_the_interpreter, .timeout = 300) { every
 /* Rank-3/4 tensors passed as views (strides not row-major), windows over
  * two axes or one, the others indexed by scalars (some outside). */
 Test(gpu_ops, every_strided_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(STRIDED_OPS); }
+
+/* tests/gpu/loops.ph: while loops, data-dependent trip counts, an early return in one. */
+Test(gpu_ops, every_loops_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(LOOP_OPS); }
 
 /* ---- atomic adds ---- */
 

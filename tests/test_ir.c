@@ -39,6 +39,8 @@ Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
 Test(ir_text, round_trip_types) { round_trip_file("tests/ir/types.ir"); }
 Test(ir_text, round_trip_fp8) { round_trip_file("tests/ir/fp8.ir"); }
+
+Test(ir_text, round_trip_while) { round_trip_file("tests/ir/while.ir"); }
 /* atomic_add prints as it is written: the tensor, the starts, the value */
 Test(ir_text, round_trip_atomic_add)
 {

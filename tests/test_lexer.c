@@ -186,10 +186,10 @@ Test(lexer, deep_brackets_are_counted_not_refused)
 
 Test(lexer, keywords)
 {
-    assert_kinds("def for in if elif else return pass and or not from import as True False None",
+    assert_kinds("def for in if elif else return pass and or not from import as True False None while",
                  "'def' 'for' 'in' 'if' 'elif' 'else' 'return' 'pass' 'and' 'or' 'not' 'from' 'import' 'as' "
-                 "'True' 'False' 'None' NEWLINE EOF");
-    const char *reserved[] = {"while", "class", "lambda", "with", "try", "except", "finally", "raise", "yield",
+                 "'True' 'False' 'None' 'while' NEWLINE EOF");
+    const char *reserved[] = {"class", "lambda", "with", "try", "except", "finally", "raise", "yield",
                               "global", "nonlocal", "del", "assert", "break", "continue", "is", "async", "await"};
     for (size_t i = 0; i < sizeof reserved / sizeof *reserved; i++) {
         Lexed L;

@@ -179,6 +179,17 @@ Test(parser, for_and_return)
                "    (return 4:13)))\n");
 }
 
+Test(parser, while_loops)
+{
+    assert_ast("while n < P[i]:\n    n += 1\nwhile a: pass\n",
+               "  (while 1:1 (compare < (name n) (index (name P) (name i)))\n"
+               "    (augassign += 2:5 (name n) (int 1)))\n"
+               "  (while 3:1 (name a)\n"
+               "    (pass 3:10)))\n");
+    assert_errors("while x\n    pass\n", "t.ph:1:8: error: expected ':' after the while condition, found NEWLINE");
+    assert_errors("while x:\n    pass\nelse:\n    pass\n", "t.ph:3:1: error: 'else' without a matching 'if'");
+}
+
 Test(parser, if_elif_else)
 {
     assert_ast("if a:\n    x = 1\nelif b:\n    x = 2\nelif c: x = 3\nelse:\n    x = 4\n",
@@ -311,7 +322,7 @@ Test(parser, syntax_errors)
     assert_errors("a = b = 1\n", "t.ph:1:7: error: chained assignment is not supported");
     assert_errors("X[0]: ph.let = 1\n", "t.ph:1:1: error: only a name can be declared with an annotation");
     assert_errors("f(a=1, b)\n", "t.ph:1:8: error: positional argument follows keyword argument");
-    assert_errors("while x:\n    pass\n", "t.ph:1:1: error: 'while' is not supported in Phobos");
+    assert_errors("while x:\n    break\n", "t.ph:2:5: error: 'break' is not supported in Phobos");
     assert_errors("def f():\n    class A: pass\n", "t.ph:2:5: error: 'class' is not supported in Phobos");
     assert_errors("x = lambda: 1\n", "t.ph:1:5: error: expected an expression, found 'lambda'");
     assert_errors("else:\n    pass\n", "t.ph:1:1: error: 'else' without a matching 'if'");

@@ -425,3 +425,98 @@ Test(passes, async_copies_nothing_for_a_dead_dot)
     cr_expect_null(find_loop(f->body), "the empty loop goes too:\n%s", tu_func_text(f));
     ir_module_free(m);
 }
+
+/* ---- while loops ---- */
+
+/* i counts up to n; s adds n // d and n * 3 and loads X[i]: the product and
+ * the condition's n + 1 leave the loop (licm), the division by a variable
+ * stays (n = 0 runs no iteration, d may be 0), the load of X stays (its
+ * start is the counter), and nothing is pipelined. */
+static const char *while_text =
+    "func f kernel f threads 32\n"
+    "    params(X: i32[8], Y: i32[4], n: i32, d: i32) {\n"
+    "  %1.n = param n : i32\n"
+    "  %2.d = param d : i32\n"
+    "  %3 = const 0 : i32\n"
+    "  %4 = const 1 : i32\n"
+    "  %5 = const 3 : i32\n"
+    "  %6.i, %7.s = while iter(%8.i = %3, %9.s = %3) : i32, i32 {\n"
+    "    %10 = add %1.n, %4 : i32\n"
+    "    %11 = lt %8.i, %10 : bool\n"
+    "    yield %11\n"
+    "  } do(%12.i, %13.s) {\n"
+    "    %14 = floordiv %1.n, %2.d : i32\n"
+    "    %15 = mul %1.n, %5 : i32\n"
+    "    %16 = load X[%12.i] : i32[1]\n"
+    "    %17 = reduce_sum %16, 0 : i32[1]\n"
+    "    %18 = add %13.s, %14 : i32\n"
+    "    %19 = add %18, %15 : i32\n"
+    "    %20 = add %12.i, %4 : i32\n"
+    "    yield %20, %19\n"
+    "  }\n"
+    "  %21 = splat %7.s : i32[4]\n"
+    "  store Y[%3], %21\n"
+    "  return\n"
+    "}\n";
+
+static const IrOp *find_while(const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++)
+        if (b->ops[i]->kind == OP_WHILE) return b->ops[i];
+    return NULL;
+}
+
+static int32_t while_run(const IrFunc *f, int n, int d)
+{
+    int32_t x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4] = {0};
+    IrArg args[4] = {{x, {8, 0}, 0, 0}, {y, {4, 0}, 0, 0}, {NULL, {0, 0}, n, 0}, {NULL, {0, 0}, d, 0}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 4, grid, err, sizeof err), 0, "%s", err);
+    return y[0];
+}
+
+Test(passes, licm_moves_what_is_safe_out_of_a_while_and_pipeline_leaves_it)
+{
+    char err[512];
+    IrModule *m = ir_parse(while_text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    IrFunc *f = m->funcs[0];
+    int32_t before = while_run(f, 5, 2);
+    cr_assert_eq(before, 6 * (5 / 2 + 15));
+    ir_licm(f);
+    ir_pipeline(f);
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    const IrOp *w = find_while(f->body);
+    cr_assert_not_null(w);
+    cr_assert_eq(w->body->nops, 2, "the condition's n + 1 moved out:\n%s", tu_func_text(f));
+    cr_assert_eq(w->els->nops, 7, "the product moved out, the division and the load stayed:\n%s", tu_func_text(f));
+    cr_assert_eq(w->nargs, 2, "pipeline carries nothing new through a while");
+    cr_assert_eq(w->els->ops[0]->kind, OP_BINARY);
+    cr_assert_eq(w->els->ops[0]->sub, BIN_FLOORDIV);
+    cr_assert_eq(w->els->ops[1]->kind, OP_LOAD);
+    cr_assert_eq(while_run(f, 5, 2), before);
+    cr_assert_eq(while_run(f, -1, 0), 0, "no iteration, no division by zero");
+    ir_module_free(m);
+}
+
+Test(passes, fold_removes_a_while_that_never_runs_and_dce_keeps_one_that_may)
+{
+    char err[512];
+    IrModule *m = ir_parse(while_text, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    IrFunc *f = m->funcs[0];
+    ir_dce(f);
+    cr_assert_not_null(find_while(f->body), "a while stays: it may never end");
+    /* the condition i < n + 1 becomes n > n + 1 with n the constant 5: never true */
+    IrOp *p = f->values[1].def, *lt = find_while(f->body)->body->ops[1];
+    p->kind = OP_CONST;
+    p->ival = 5;
+    lt->sub = CMP_GT;
+    lt->args[0] = 1;
+    ir_fold(f);
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    cr_assert_null(find_while(f->body), "folded away:\n%s", tu_func_text(f));
+    cr_assert_eq(while_run(f, 5, 2), 0, "the results are the initial values");
+    ir_module_free(m);
+}

@@ -171,12 +171,77 @@ Test(phgen, strided_views_have_a_stream_of_their_own)
             DtReport rep;
             DtVerdict v = dt_compare_module(m, b, &spec, &dt_interp_backend, seed, NULL, &rep);
             cr_expect_eq(v, DT_SAME, "seed %llu: %s: %s", (unsigned long long)seed, rep.config, rep.message);
+
+/* Range loops written as whiles come from a stream of their own: with
+ * pct_while 0 no program has one, with 100 every range loop that is not
+ * unrolled is one, and those programs compile and run in the interpreter
+ * (each loop ends: its counter is a var no other statement assigns). */
+Test(phgen, while_loops_have_a_stream_of_their_own)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_while = 0;
+    all = none;
+    all.pct_while = 100;
+    int whiles = 0;
+    for (uint64_t seed = 1; seed < 60; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "while "), "seed %llu", (unsigned long long)seed);
+        cr_assert(!strstr(b, " in range(") || strstr(b, "range(0, K, BK)") || strstr(b, "range(0, BM,"),
+                  "seed %llu: a range loop left:\n%s", (unsigned long long)seed, b);
+        if (strstr(b, "while ")) {
+            whiles++;
+            DtSpec spec;
+            char err[256];
+            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
+            char *diags = NULL;
+            IrModule *m = tu_compile("w.ph", b, NULL, &diags);
+            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
+            free(diags);
+            DtReport rep;
+            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
+                         (unsigned long long)seed, rep.message);
             ir_module_free(m);
         }
         free(a);
         free(b);
     }
     cr_expect_gt(viewed, 20);
+    cr_expect_gt(whiles, 10);
+}
+
+/* Device asserts come from a stream of their own, always hold (the
+ * interpreter runs every such program without a failed assert), and no
+ * program prints. */
+Test(phgen, device_asserts_have_a_stream_of_their_own_and_hold)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_assert = 0;
+    all = none;
+    all.pct_assert = 30;
+    int asserting = 0;
+    for (uint64_t seed = 1; seed < 40; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "device_assert") && !strstr(b, "device_print"), "seed %llu", (unsigned long long)seed);
+        if (strstr(b, "device_assert")) {
+            asserting++;
+            DtSpec spec;
+            char err[256];
+            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
+            char *diags = NULL;
+            IrModule *m = tu_compile("a.ph", b, NULL, &diags);
+            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
+            free(diags);
+            DtReport rep;
+            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
+                         (unsigned long long)seed, rep.message);
+            ir_module_free(m);
+        }
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(asserting, 20);
 }
 
 static bool still_fails(const char *source, const DtSpec *spec, void *user)
@@ -234,6 +299,12 @@ Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
     phgen_default_options(&opt);
     opt.pct_index = 0;
     opt.pct_strided = 0;
+     * tensor, and the counts below are those of the plain programs (a loop written as a while
+     * keeps its counter's var, first let and step: three statements more) */
+    PhgenOptions opt;
+    phgen_default_options(&opt);
+    opt.pct_index = 0;
+    opt.pct_while = 0;
     for (uint64_t seed = 1; seed < 400 && reduced < 3; seed++) {
         PhgenProgram *p = phgen_generate(seed, &opt);
         char *src = phgen_source(p);

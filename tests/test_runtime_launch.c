@@ -548,6 +548,45 @@ Test(runtime, views_go_to_the_kernel_with_their_strides)
     args[0] = ph_tensor_nd(0x10000, PH_F32, 4, dims, huge);
     cr_expect_eq(ph_launch(k, grid1, NULL, args, 2), PH_ERR_ARGS);
     cr_expect_str_eq(ph_last_error(), "v: parameter X: its strides reach past 2^62 elements");
+
+/* A kernel whose ph.device_assert failed: the driver answers the next
+ * synchronization with CUDA_ERROR_ASSERT, and the status says so, and that
+ * the context is gone. */
+static CUresult assert_failed(void) { return PH_CUDA_ERROR_ASSERT; }
+
+Test(runtime, a_failed_device_assert_is_named)
+{
+    use_fake_driver();
+    PhDriver *d = (PhDriver *)ph_internal_driver();
+    d->CtxSynchronize = assert_failed;
+    cr_assert_eq(ph_synchronize(), PH_ERR_CUDA);
+    cr_assert(strstr(ph_last_error(), "a device assert failed (ph.device_assert; CUDA error 710"), "%s", ph_last_error());
+    cr_assert(strstr(ph_last_error(), "the CUDA context is unusable from now on"), "%s", ph_last_error());
+    d->CtxSynchronize = fake_ok;
+    ph_shutdown();
+}
+
+/* On the interpreter a failed ph.device_assert gives the GPU's status, its
+ * message naming file:line:col, the block and the message; the runtime
+ * stays usable (no context is lost on the CPU). */
+Test(runtime, a_failed_device_assert_on_the_interpreter)
+{
+    cr_assert_eq(ph_init(PH_INTERPRETER), PH_OK, "%s", ph_last_error());
+    ph_module *m;
+    ph_kernel *k;
+    const char *src = "import phobos.lang as ph\n"
+                      "@ph.kernel\n"
+                      "def pos(X: ph.tensor[ph.f32][N]):\n"
+                      "    ph.device_assert(X[ph.ctx.block.x] > 0.0, \"X must be positive\")\n";
+    cr_assert_eq(ph_module_load_string("pos.ph", src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "pos", &k), PH_OK);
+    float x[4] = {1, 2, -3, 4};
+    long n = 4;
+    ph_arg args[1] = {ph_tensor1((ph_devptr)(uintptr_t)x, n)};
+    cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 1), PH_ERR_CUDA);
+    cr_assert_str_eq(ph_last_error(), "pos.ph:4:5: device assert failed in kernel 'pos', block (2, 0, 0): X must be positive");
+    x[2] = 3;
+    cr_assert_eq(ph_launch(k, grid_of_n, &n, args, 1), PH_OK, "%s", ph_last_error());
     ph_module_free(m);
     ph_shutdown();
 }

@@ -13,6 +13,8 @@
 
 /* Two constants most programs start from: %1 an i32, %2 an f32. */
 #define C "  %1 = const 1 : i32\n  %2 = const 1.0 : f32\n"
+/* %3 a while carrying %1: condition %4 < %1, body passing %5 on. */
+#define WHILE C "  %3 = while iter(%4 = %1) : i32 {\n    %6 = lt %4, %1 : bool\n    yield %6\n  } do(%5) {\n    yield %5\n  }\n  return\n"
 /* %3 a bool scalar. */
 #define B C "  %3 = eq %1, %1 : bool\n"
 
@@ -63,6 +65,11 @@ static void block_id_axis_3(IrFunc *f) { first_op(f)->axis = 3; }
 static void for_without_upper(IrFunc *f) { control(f)->nargs = 1; }
 static void for_without_results(IrFunc *f) { control(f)->nres = 0; }
 static void for_without_body(IrFunc *f) { control(f)->body = NULL; }
+static void no_prefix(IrFunc *f) { third_op(f)->str = NULL; }
+static void assert_without_file(IrFunc *f) { f->body->ops[3]->file = NULL; }
+static void while_arg_f32(IrFunc *f) { f->values[control(f)->els->args[0]].type = ir_scalar(DT_F32); }
+static void while_without_body(IrFunc *f) { control(f)->els = NULL; }
+static void while_without_results(IrFunc *f) { control(f)->nres = 0; }
 static void for_body_without_args(IrFunc *f) { control(f)->body->nargs = 1; }
 static void f32_induction_variable(IrFunc *f) { f->values[control(f)->body->args[0]].type = ir_scalar(DT_F32); }
 static void if_with_two_conditions(IrFunc *f) { if_op(f)->args = values(f, 2, 3); if_op(f)->nargs = 2; }
@@ -279,13 +286,28 @@ static const Rejected rejected[] = {
      "f: op 'if' (%4): then branch yields f32 for result 1 of type i32"},
     {"", B "  %4 = if %3 : i32 {\n    yield %1\n  } else {\n    yield\n  }\n  return\n", NULL,
      "f: op 'if' (%4): else branch yields 0 values, the op has 1 results"},
+    /* ---- while ---- */
+    {"", C "  %3 = while iter(%4 = %1) : i32 {\n    yield %4\n  } do(%5) {\n    yield %5\n  }\n  return\n", NULL,
+     "f: op 'while' (%3): condition must yield one bool scalar"},
+    {"", C "  %3 = while iter(%4 = %1) : i32 {\n    %6 = lt %4, %1 : bool\n    yield %6\n  } do(%5) {\n    yield %2\n  }\n  return\n",
+     NULL, "f: op 'while' (%3): body yields f32 for result 1 of type i32"},
+    {"", WHILE, while_arg_f32, "f: op 'while' (%3): carried value 1: initial i32, arguments and result must agree (f32)"},
+    {"", WHILE, while_without_body, "f: op 'while' (%3): has no body"},
+    {"", WHILE, while_without_results, "f: op 'while': has 1 carried values but 0 results"},
+    /* ---- device_print, device_assert ---- */
+    {"", C "  device_print \"x\", %1\n  return\n", no_prefix, "f: op 'device_print': has no prefix"},
+    {"", C "  %3 = splat %1 : i32[4]\n  device_print \"x\", %2, %3\n  return\n", NULL,
+     "f: op 'device_print': operand 2 is i32[4]; it prints i32, f32 and bool scalars"},
+    {"", C "  device_assert %1, \"m\", \"t.ph\"\n  return\n", NULL, "f: op 'device_assert': condition must be bool, is i32"},
+    {"", B "  device_assert %3, \"m\", \"t.ph\"\n  return\n", assert_without_file,
+     "f: op 'device_assert': has no message or no file"},
     /* ---- regions ---- */
     {"", B "  if %3 {\n  }\n  return\n", NULL, "f: op 'if': a region of a 'if' must end with yield"},
     {"", B "  if %3 {\n    %4 = add %1, %1 : i32\n    yield\n  }\n  return\n", corrupt_region, "f: op 'if': has a corrupt region"},
     {"", B "  if %3 {\n    %4 = add %1, %1 : i32\n    yield\n  }\n  return\n", null_op, "f: op 'if': has a null op"},
     {"", B "  if %3 {\n    yield\n    return\n    yield\n  }\n  return\n", NULL,
      "f: op 'yield': must be the last op of its region"},
-    {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body or if branch"},
+    {"", C "  yield\n  return\n", NULL, "f: op 'yield': outside a for body, if branch or while region"},
     {"", B "  if %3 {\n    %4 = yield %1 : i32\n  }\n  return\n", NULL, "f: op 'yield' (%4): has 1 results, needs 0"},
     {"", C, NULL, "f: the function body must end with return"},
     {"", C "  %3 = add %1, %1 : i32\n  return\n", unknown_kind, "f: op '?' (%3): unknown op kind 1000"},

@@ -64,9 +64,12 @@ static void print_block_layouts(LayoutPrinter *lp, const IrBlock *b, int depth)
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
         for (int j = 0; j < op->nres; j++) print_value_layout(lp, op->res[j], op, depth);
-        if (op->kind == OP_FOR && op->body)
+        bool args = op->kind == OP_FOR || op->kind == OP_WHILE;   /* regions with arguments */
+        if (args && op->body)
             for (int j = 0; j < op->body->nargs; j++) print_value_layout(lp, op->body->args[j], NULL, depth + 1);
         if (op->body) print_block_layouts(lp, op->body, depth + 1);
+        if (op->kind == OP_WHILE && op->els)
+            for (int j = 0; j < op->els->nargs; j++) print_value_layout(lp, op->els->args[j], NULL, depth + 1);
         if (op->els) print_block_layouts(lp, op->els, depth + 1);
     }
 }

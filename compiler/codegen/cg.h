@@ -19,7 +19,8 @@
  *   dot.h          the dot engines, picked per dot from the target's list;
  *                  dot_fma.c (FMA, any dot) is the core's own
  *   cg_scalar.c    scalar arithmetic, Python's float // and %
- *   cg_control.c   blocks, for/if/yield, one op's lowering (emit_op)
+ *   cg_control.c   blocks, for/while/if/yield, one op's lowering (emit_op)
+ *   cg_debug.c     device_print and device_assert (vprintf, __assertfail)
  *   target.h       the GPU (Target): what the core asks of it; its rows,
  *                  engines and hooks live with it (compiler/nvidia)
  * Emission runs, per function (emit_func): layout plan (layout_plan), then
@@ -197,6 +198,10 @@ int ring_buffer_of(Cg *c, ValueId v);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
 Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
+
+/* cg_debug.c: ph.device_print (vprintf) and ph.device_assert (__assertfail) */
+void emit_device_print(Cg *c, const IrOp *op);
+void emit_device_assert(Cg *c, const IrOp *op);
 
 /* cg_reduce.c */
 void emit_reduce(Cg *c, const IrOp *op);

@@ -1,4 +1,4 @@
-/* cg_control.c: blocks, for, if and yield, and one op's lowering (emit_op).
+/* cg_control.c: blocks, for, while, if and yield, and one op's lowering (emit_op).
  *
  * Expects: verified IR, so every scalar and every branch is uniform.
  * Guarantees: the block's threads agree on every scalar and every branch
@@ -87,6 +87,98 @@ static void emit_for(Cg *c, const IrOp *op)
     drain_async_dots(c, op);
 }
 
+/* Forgets the slots of the values region b defines, before it is emitted again. */
+static void forget_region(Cg *c, const IrBlock *b)
+{
+    for (int i = 0; i < b->nargs; i++) {
+        free(c->vals[b->args[i]].v);
+        c->vals[b->args[i]] = (Slots){0};
+    }
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int j = 0; j < op->nres; j++) {
+            free(c->vals[op->res[j]].v);
+            c->vals[op->res[j]] = (Slots){0};
+        }
+        if (op->body) forget_region(c, op->body);
+        if (op->els) forget_region(c, op->els);
+    }
+}
+
+/* A while's condition on the carried values vals (in their layouts): the
+ * region emitted where the builder is, its bool returned. */
+static LLVMValueRef emit_test(Cg *c, const IrOp *op, const Slots *vals)
+{
+    const IrBlock *cond = op->body;
+    forget_region(c, cond);
+    for (int i = 0; i < op->nargs; i++) {
+        Slots s = new_slots(vals[i].n, vals[i].lay);
+        memcpy(s.v, vals[i].v, sizeof *s.v * (size_t)s.n);
+        c->vals[cond->args[i]] = s;
+    }
+    Slots y[1] = {{0}};
+    int mark = c->cache.len;
+    emit_block(c, cond, op, y);
+    cache_truncate(c, mark);
+    LLVMValueRef go = y[0].n ? y[0].v[0] : LLVMConstInt(c->ti1, 0, 0);
+    free(y[0].v);
+    return go;
+}
+
+/* A while, rotated: the condition is emitted twice, once before the loop
+ * and once at the end of each iteration, so the loop is entered only where
+ * it holds and the shared-memory plan sees the first test before the
+ * loop's entry (what is pending after the loop is then what was pending at
+ * its entry or at the end of an iteration, as for a for). */
+static void emit_while(Cg *c, const IrOp *op)
+{
+    const IrBlock *body = op->els;
+    int n = op->nargs;
+    Slots *init = xcalloc((size_t)(n ? n : 1), sizeof *init), *y = xcalloc((size_t)(n ? n : 1), sizeof *y);
+    for (int i = 0; i < n; i++) {
+        const Layout *l = carried_layout(c, body->args[i]);
+        init[i] = l ? cg_get(c, op->args[i], l) : c->vals[op->args[i]];
+    }
+    LLVMValueRef go = emit_test(c, op, init);
+    smem_mark(c, SMEM_LOOP);   /* the loop's entry: where a barrier before it goes */
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), bodybb = new_bb(c, "while"), done = new_bb(c, "endwhile");
+    LLVMBuildCondBr(c->b, go, bodybb, done);
+    LLVMPositionBuilderAtEnd(c->b, bodybb);
+    for (int i = 0; i < n; i++) {
+        ValueId arg = body->args[i];
+        Slots ph = new_slots(init[i].n, carried_layout(c, arg));
+        for (int s = 0; s < ph.n; s++) {
+            ph.v[s] = LLVMBuildPhi(c->b, slot_ty(c, arg, ph.lay), "");
+            LLVMAddIncoming(ph.v[s], &init[i].v[s], &pre, 1);
+        }
+        c->vals[arg] = ph;
+    }
+    int mark = c->cache.len;
+    c->loop_depth++;
+    emit_block(c, body, op, y);
+    LLVMValueRef again = emit_test(c, op, y);
+    c->loop_depth--;
+    smem_mark(c, SMEM_LOOP_END);
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
+    for (int i = 0; i < n; i++)
+        for (int s = 0; s < y[i].n; s++) LLVMAddIncoming(c->vals[body->args[i]].v[s], &y[i].v[s], &latch, 1);
+    LLVMBuildCondBr(c->b, again, bodybb, done);
+    cache_truncate(c, mark);
+    LLVMPositionBuilderAtEnd(c->b, done);
+    for (int i = 0; i < n; i++) {
+        Slots r = new_slots(y[i].n, carried_layout(c, op->res[i]));
+        for (int s = 0; s < r.n; s++) {
+            r.v[s] = LLVMBuildPhi(c->b, slot_ty(c, op->res[i], r.lay), "");
+            LLVMValueRef vs[2] = {init[i].v[s], y[i].v[s]};
+            LLVMBasicBlockRef bs[2] = {pre, latch};
+            LLVMAddIncoming(r.v[s], vs, bs, 2);
+        }
+        c->vals[op->res[i]] = r;
+    }
+    free(init);
+    free_yielded(y, n);
+}
+
 static void emit_if(Cg *c, const IrOp *op)
 {
     LLVMBasicBlockRef thenbb = new_bb(c, "then"), elsebb = new_bb(c, "else"), done = new_bb(c, "endif");
@@ -126,11 +218,13 @@ static void emit_if(Cg *c, const IrOp *op)
  * arguments, the if's results), converted here, before the branch. Each is
  * a copy that the for or if frees: a conversion lives in the cache, which
  * forgets (frees) it when its region ends, before the phis are built. */
-static void emit_yield(Cg *c, const IrOp *op, const IrOp *parent, Slots *yielded)
+static void emit_yield(Cg *c, const IrOp *op, const IrBlock *blk, const IrOp *parent, Slots *yielded)
 {
     for (int j = 0; j < op->nargs; j++) {
-        ValueId target = parent->kind == OP_FOR ? parent->body->args[1 + j] : parent->res[j];
-        const Layout *l = carried_layout(c, target);
+        /* a while's condition yields its bool; its body, the carried values */
+        ValueId target = parent->kind == OP_FOR ? parent->body->args[1 + j]
+                         : parent->kind == OP_WHILE && blk == parent->body ? 0 : parent->res[j];
+        const Layout *l = target ? carried_layout(c, target) : NULL;
         Slots s = l ? cg_get(c, op->args[j], l) : c->vals[op->args[j]];
         yielded[j] = new_slots(s.n, s.lay);
         memcpy(yielded[j].v, s.v, sizeof *s.v * (size_t)s.n);
@@ -232,6 +326,9 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;
+    case OP_WHILE: emit_while(c, op); break;
+    case OP_DEVICE_PRINT: emit_device_print(c, op); break;
+    case OP_DEVICE_ASSERT: emit_device_assert(c, op); break;
     case OP_RETURN:
         LLVMBuildBr(c->b, c->exit_bb);
         /* anything after a return is dead: give it a block of its own */
@@ -247,7 +344,7 @@ void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded)
     for (int i = 0; i < blk->nops && !c->failed; i++) {
         const IrOp *op = blk->ops[i];
         cg_locate(c, op, parent);
-        if (op->kind == OP_YIELD && parent) emit_yield(c, op, parent, yielded);
+        if (op->kind == OP_YIELD && parent) emit_yield(c, op, blk, parent, yielded);
         else emit_op(c, op);
         if (c->regions.len)
             for (int j = 0; j < op->nres; j++) write_regions(c, op->res[j]);

@@ -123,8 +123,9 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
                 vec_push(&c->regions, r);
             }
         }
-        if (op->body) plan_regions(c, op->body, op->kind == OP_FOR ? depth + 1 : depth, def_depth);
-        if (op->els) plan_regions(c, op->els, depth, def_depth);
+        bool loop = op->kind == OP_FOR || op->kind == OP_WHILE;   /* a while's regions both repeat */
+        if (op->body) plan_regions(c, op->body, loop ? depth + 1 : depth, def_depth);
+        if (op->els) plan_regions(c, op->els, op->kind == OP_WHILE ? depth + 1 : depth, def_depth);
     }
 }
 

@@ -556,6 +556,54 @@ static RunStatus run_for(Interp *in, const IrOp *op)
     return RUN_NEXT;
 }
 
+/* The results hold the carried values between iterations, as run_for's do;
+ * the condition region sees them, and so does the body. */
+static RunStatus run_while(Interp *in, const IrOp *op)
+{
+    const IrBlock *cond = op->body, *body = op->els;
+    for (int i = 0; i < op->nargs; i++) copy_value(in, op->res[i], op->args[i]);
+    for (;;) {
+        for (int i = 0; i < op->nargs; i++) copy_value(in, cond->args[i], op->res[i]);
+        RunStatus s = run_block(in, cond);
+        if (s != RUN_YIELD) return s;
+        if (!*ibuf(in, in->yielded->args[0])) return RUN_NEXT;
+        for (int i = 0; i < op->nargs; i++) copy_value(in, body->args[i], op->res[i]);
+        s = run_block(in, body);
+        if (s != RUN_YIELD) return s;
+        take_yield(in, op);
+    }
+}
+
+/* ph.device_print: one line per block to stdout (docs/language.md). */
+static void run_print(Interp *in, const IrOp *op)
+{
+    printf("pid (%d, %d, %d) %s", in->block[0], in->block[1], in->block[2], op->str);
+    for (int i = 0; i < op->nargs; i++) {
+        DType dt = ir_vtype(in->f, op->args[i]).dt;
+        if (dt == DT_F32) printf(" %.9g", (double)*fbuf(in, op->args[i]));
+        else printf(" %d", (int)*ibuf(in, op->args[i]));
+    }
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* ph.device_assert: every element true, or the launch stops here. */
+static RunStatus run_assert(Interp *in, const IrOp *op)
+{
+    IrType t = ir_vtype(in->f, op->args[0]);
+    const int32_t *c = ibuf(in, op->args[0]);
+    int64_t n = ir_numel(t), cols = ir_cols(t);
+    for (int64_t i = 0; i < n; i++) {
+        if (c[i]) continue;
+        char where[64] = "";
+        if (t.rank) snprintf(where, sizeof where, ", element (%lld, %lld)", (long long)(i / cols), (long long)(i % cols));
+        snprintf(in->err, in->errlen, "%s:%d:%d: device assert failed in kernel '%s', block (%d, %d, %d)%s: %s", op->file,
+                 op->loc.line, op->loc.col, in->f->name, in->block[0], in->block[1], in->block[2], where, op->str);
+        return RUN_ERROR;
+    }
+    return RUN_NEXT;
+}
+
 static RunStatus run_if(Interp *in, const IrOp *op)
 {
     const IrBlock *taken = *ibuf(in, op->args[0]) ? op->body : op->els;
@@ -608,6 +656,9 @@ static RunStatus run_op(Interp *in, const IrOp *op)
         break;
     case OP_FOR: return run_for(in, op);
     case OP_IF: return run_if(in, op);
+    case OP_WHILE: return run_while(in, op);
+    case OP_DEVICE_PRINT: run_print(in, op); break;
+    case OP_DEVICE_ASSERT: return run_assert(in, op);
     case OP_YIELD: in->yielded = op; return RUN_YIELD;
     case OP_RETURN: return RUN_RETURN;
     default: return run_error(in, op, "unknown op");

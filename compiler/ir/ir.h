@@ -5,7 +5,9 @@
  * typed dtype x shape (rank 0 is a scalar, one value for the whole block).
  * Control flow is structured: OP_FOR carries loop values through block
  * arguments and OP_YIELD (like MLIR's scf.for), OP_IF yields its results
- * from both branches. docs/ir.md describes every op and the text form. */
+ * from both branches, OP_WHILE runs a condition region then a body region
+ * over its carried values (MLIR's scf.while, the body's arguments being
+ * the carried values themselves). docs/ir.md describes every op and the text form. */
 #ifndef PHC_IR_H
 #define PHC_IR_H
 
@@ -112,8 +114,10 @@ typedef struct IrOp {
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;
     int nres;   ValueId *res;
-    IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els) */
+    IrBlock *body, *els;   /* OP_FOR: body; OP_IF: then (body), else (els); OP_WHILE: condition (body), loop body (els) */
     Loc loc;               /* source statement, for messages */
+    const char *str;       /* OP_DEVICE_PRINT: the prefix; OP_DEVICE_ASSERT: the message (arena strings) */
+    const char *file;      /* OP_DEVICE_ASSERT: the source file, for its message */
 } IrOp;
 
 struct IrBlock {
@@ -259,7 +263,9 @@ typedef struct {
  * before running: argument count, dims that must agree (a name shared by
  * tensors, literal dims, dims this config specializes), aligned promises,
  * null data, grid sizes >= 1. 0 on success; otherwise nonzero, nothing run,
- * and a message in err. */
+ * and a message in err. A failed device_assert is the exception: the
+ * blocks before it have run, and err names file:line:col, block, element
+ * and message. device_print writes to stdout. */
 int ir_interp(const IrFunc *f, const IrArg *args, int nargs, const int grid[3], char *err, size_t errlen);
 
 /* The kernel ABI's parameters (ir_abi_params, ir_param_bytes) come with the IR. */

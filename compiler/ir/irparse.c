@@ -19,7 +19,7 @@ enum {
     MAX_LIST = 4096,            /* operands, results, params of one op or header */
 };
 
-typedef enum { T_EOF, T_IDENT, T_NUM, T_VALUE, T_PUNCT } TokKind;
+typedef enum { T_EOF, T_IDENT, T_NUM, T_VALUE, T_PUNCT, T_STR } TokKind;
 
 typedef struct {
     TokKind kind;
@@ -118,6 +118,12 @@ static void next(Parser *ps)
             ps->tok.name = name;
             ps->tok.namelen = (int)(q - name);
         }
+    } else if (*q == '"') {   /* a string on one line: \\, \" and \xHH escapes */
+        for (q++; *q && *q != '"' && *q != '\n'; q++)
+            if (*q == '\\' && q[1] && q[1] != '\n') q++;
+        if (*q != '"') fail(ps, "unterminated string%s", "");
+        q++;
+        ps->tok.kind = T_STR;
     } else if (is_alpha(*q)) {
         while (is_alnum(*q)) q++;
         ps->tok.kind = T_IDENT;
@@ -433,6 +439,73 @@ static void if_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     }
 }
 
+/* while iter(%a = %init, ...) : types { condition } do(%b, ...) { body } */
+static void while_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
+{
+    IrFunc *f = ps->f;
+    ValueVec args = {0};
+    TokVec carried = {0}, after = {0};
+    TypeVec tys = {0};
+    if (accept_word(ps, "iter")) {
+        expect_punct(ps, '(');
+        do {
+            check_list(ps, carried.len);
+            apush(ps, &carried, value_tok(ps));
+            expect_punct(ps, '=');
+            apush(ps, &args, use(ps));
+        } while (accept_punct(ps, ','));
+        expect_punct(ps, ')');
+    }
+    if (accept_punct(ps, ':')) types(ps, &tys);
+    Loc loc = opt_loc(ps);
+    if (tys.len != res->len || tys.len != carried.len)
+        fail_at(ps, at.line, at.col, "a while needs as many results, iter values and types%s", "");
+    IrOp *op = ir_emit(f, b, OP_WHILE, args.len, args.data, tys.len, tys.data);
+    op->loc = loc;
+    bind_results(ps, op, res);
+    op->body = ir_block_new(f);
+    for (int i = 0; i < carried.len; i++) bind(ps, &carried.data[i], ir_block_arg(f, op->body, tys.data[i], NULL));
+    region(ps, op->body);
+    expect_word(ps, "do");
+    if (accept_punct(ps, '(')) {
+        do {
+            check_list(ps, after.len);
+            apush(ps, &after, value_tok(ps));
+        } while (accept_punct(ps, ','));
+        expect_punct(ps, ')');
+    }
+    if (after.len != tys.len) fail_at(ps, at.line, at.col, "a while's body needs one argument per carried value%s", "");
+    op->els = ir_block_new(f);
+    for (int i = 0; i < after.len; i++) bind(ps, &after.data[i], ir_block_arg(f, op->els, tys.data[i], NULL));
+    region(ps, op->els);
+}
+
+static int hex_digit(char c) { return is_digit(c) ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; }
+
+/* A string token, its escapes decoded, in the function's arena. */
+static const char *string(Parser *ps)
+{
+    if (ps->tok.kind != T_STR) fail(ps, "expected a string%s", "");
+    char *out = arena_alloc(ps->f->arena, (size_t)ps->tok.len), *o = out;
+    for (const char *q = ps->tok.s + 1; q < ps->tok.s + ps->tok.len - 1; q++) {
+        if (*q != '\\') { *o++ = *q; continue; }
+        q++;
+        if (*q == 'x') {
+            int hi = hex_digit(q[1]), lo = hi < 0 ? -1 : hex_digit(q[2]);
+            if (lo < 0 || (hi == 0 && lo == 0)) fail(ps, "bad \\x escape in a string%s", "");
+            *o++ = (char)(hi * 16 + lo);
+            q += 2;
+        } else if (*q == '\\' || *q == '"') {
+            *o++ = *q;
+        } else {
+            fail(ps, "unknown escape in a string%s", "");
+        }
+    }
+    *o = 0;
+    next(ps);
+    return out;
+}
+
 static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc at)
 {
     static const char axes[] = "xyz";
@@ -442,7 +515,22 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     Tok number = {0};
     int axis = 0, param = 0, window_axes = 0;
     int64_t ival = 0;
+    const char *str = NULL, *file = NULL;
     switch (on.kind) {
+    case OP_DEVICE_PRINT:   /* "prefix", values */
+        str = string(ps);
+        while (accept_punct(ps, ',')) {
+            check_list(ps, args.len);
+            apush(ps, &args, use(ps));
+        }
+        break;
+    case OP_DEVICE_ASSERT:  /* cond, "message", "file" */
+        apush(ps, &args, use(ps));
+        expect_punct(ps, ',');
+        str = string(ps);
+        expect_punct(ps, ',');
+        file = string(ps);
+        break;
     case OP_CONST:
         number = ps->tok;
         if (number.kind != T_NUM && !(number.kind == T_IDENT && (is_word(ps, "inf") || is_word(ps, "nan"))))
@@ -525,6 +613,8 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     op->param = param;
     op->window_axes = window_axes;
     op->loc = loc;
+    op->str = str;
+    op->file = file;
     if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC) op->ival = ival;
     if (on.kind == OP_CONST) {
         DType dt = tys.len ? tys.data[0].dt : DT_I32;
@@ -571,6 +661,7 @@ static void op_line(Parser *ps, IrBlock *b)
     next(ps);
     if (on.kind == OP_FOR) for_op(ps, b, &res, at);
     else if (on.kind == OP_IF) if_op(ps, b, &res, at);
+    else if (on.kind == OP_WHILE) while_op(ps, b, &res, at);
     else plain_op(ps, b, &res, on, at);
     
 }

@@ -62,8 +62,16 @@ IR_OP(COMMIT_ASYNC, "commit_async", 0, 0, IR_OP_EFFECT)  /* closes a group of th
 IR_OP(WAIT_ASYNC, "wait_async", -1, -1, IR_OP_EFFECT)
     /* args: copies; results: the same values, readable. ival: the groups that may still be in
      * flight. Waits, then (with args) a barrier; an effect, since the barrier protects ring slots */
+/* debugging (docs/ir.md): str holds the text, file the source file */
+IR_OP(DEVICE_PRINT,  "device_print",  -1, 0, IR_OP_EFFECT)  /* args: scalars; prints "pid (x, y, z) str v..." once per block */
+IR_OP(DEVICE_ASSERT, "device_assert",  1, 0, IR_OP_EFFECT)  /* args: cond (bool scalar or tile); stops the launch where an
+                                                              * element is false, naming file, loc and the message str */
 /* control */
 IR_OP(FOR,       "for",      -1, -1, IR_OP_REGIONS)  /* args: lower, upper, inits...; ival: step (> 0); body args: iv, carried...; results: carried */
 IR_OP(IF,        "if",        1, -1, IR_OP_REGIONS)  /* args: cond (bool scalar); body = then, els = else; results yielded by both */
-IR_OP(YIELD,     "yield",    -1, 0, IR_OP_EFFECT)    /* last op of a for body or an if branch; args: the values passed on */
+IR_OP(WHILE,     "while",    -1, -1, IR_OP_REGIONS)
+    /* args: inits; results: carried. body: the condition region (args: carried; yields one bool
+     * scalar), els: the loop body (args: carried; yields the next carried values). The condition
+     * runs before each iteration, and the loop ends when it is false */
+IR_OP(YIELD,     "yield",    -1, 0, IR_OP_EFFECT)    /* last op of a for body, an if branch or a while region; args: the values passed on */
 IR_OP(RETURN,    "return",    0, 0, IR_OP_EFFECT)    /* ends the block's work */

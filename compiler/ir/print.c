@@ -166,6 +166,59 @@ static void print_if(Printer *p, const IrOp *op, int depth)
     }
 }
 
+/* while iter(%a = %init, ...) : types { condition } do(%b, ...) { body } */
+static void print_while(Printer *p, const IrOp *op, int depth)
+{
+    const IrBlock *cond = op->body, *body = op->els;
+    fputs("while", p->out);
+    if (op->nargs) {
+        fputs(" iter(", p->out);
+        for (int i = 0; i < op->nargs; i++) {
+            if (i) fputs(", ", p->out);
+            if (cond && i < cond->nargs) {
+                number_value(p, cond->args[i]);
+                print_value(p, cond->args[i]);
+            } else {
+                fputs("%?", p->out);
+            }
+            fputs(" = ", p->out);
+            print_value(p, op->args[i]);
+        }
+        fputs(")", p->out);
+    }
+    if (op->nres) {
+        fputs(" : ", p->out);
+        print_types(p, op->nres, op->res);
+    }
+    print_loc(p, op->loc);
+    fputs(" {\n", p->out);
+    if (cond) print_block(p, cond, depth + 1);
+    indent(p, depth);
+    fputs("} do", p->out);
+    if (body && body->nargs) {
+        for (int i = 0; i < body->nargs; i++) number_value(p, body->args[i]);
+        fputs("(", p->out);
+        print_values(p, body->nargs, body->args);
+        fputs(")", p->out);
+    }
+    fputs(" {\n", p->out);
+    if (body) print_block(p, body, depth + 1);
+    indent(p, depth);
+    fputs("}", p->out);
+}
+
+/* A string in double quotes: \\, \" and bytes outside printable ASCII escaped (\xHH). */
+static void print_string(Printer *p, const char *s)
+{
+    fputc('"', p->out);
+    for (const unsigned char *q = (const unsigned char *)(s ? s : ""); *q; q++) {
+        if (*q == '"' || *q == '\\') fprintf(p->out, "\\%c", *q);
+        else if (*q < 0x20 || *q >= 0x7f) fprintf(p->out, "\\x%02x", *q);
+        else fputc(*q, p->out);
+    }
+    fputc('"', p->out);
+}
+
 /* What follows the op name, before " : type". */
 static void print_operands(Printer *p, const IrOp *op)
 {
@@ -194,6 +247,22 @@ static void print_operands(Printer *p, const IrOp *op)
         break;
     case OP_IOTA:
         fprintf(p->out, " %d", op->axis);
+        break;
+    case OP_DEVICE_PRINT:
+        fputc(' ', p->out);
+        print_string(p, op->str);
+        for (int i = 0; i < op->nargs; i++) {
+            fputs(", ", p->out);
+            print_value(p, op->args[i]);
+        }
+        break;
+    case OP_DEVICE_ASSERT:
+        fputc(' ', p->out);
+        print_values(p, op->nargs, op->args);
+        fputs(", ", p->out);
+        print_string(p, op->str);
+        fputs(", ", p->out);
+        print_string(p, op->file);
         break;
     case OP_REDUCE: case OP_ARGMAX: case OP_ARGMIN: case OP_CUMSUM:
         fputc(' ', p->out);
@@ -254,6 +323,7 @@ static void print_op(Printer *p, const IrOp *op, int depth)
     }
     if (op->kind == OP_FOR) print_for(p, op, depth);
     else if (op->kind == OP_IF) print_if(p, op, depth);
+    else if (op->kind == OP_WHILE) print_while(p, op, depth);
     else {
         fputs(ir_op_name(op), p->out);
         print_operands(p, op);

@@ -392,6 +392,33 @@ static bool check_if(Verifier *v, const IrOp *op, int depth)
     return check_yield(v, op, op->els->ops[op->els->nops - 1], "else branch");
 }
 
+/* A region of a while: its arguments, one per carried value of the init's
+ * type, are defined here; it ends with a yield of the types in want. */
+static bool check_while_region(Verifier *v, const IrOp *op, const IrBlock *b, int depth, const char *what)
+{
+    char b1[32], b2[32];
+    if (!b) return bad(v, op, "has no %s", what);
+    if (b->nargs != op->nargs) return bad(v, op, "%s has %d arguments, needs %d", what, b->nargs, op->nargs);
+    for (int i = 0; i < b->nargs; i++) {
+        if (!define(v, op, b->args[i], false)) return false;
+        IrType init = ty(v, op->args[i]), arg = ty(v, b->args[i]), res = ty(v, op->res[i]);
+        if (!ir_type_eq(init, arg) || !ir_type_eq(init, res))
+            return bad(v, op, "carried value %d: initial %s, arguments and result must agree (%s)", i + 1, tstr(init, b1), tstr(arg, b2));
+    }
+    return check_block(v, b, depth + 1, op);
+}
+
+static bool check_while(Verifier *v, const IrOp *op, int depth)
+{
+    if (op->nres != op->nargs) return bad(v, op, "has %d carried values but %d results", op->nargs, op->nres);
+    if (!check_while_region(v, op, op->body, depth, "condition")) return false;
+    const IrOp *y = op->body->ops[op->body->nops - 1];
+    if (y->nargs != 1 || ty(v, y->args[0]).dt != DT_BOOL || ty(v, y->args[0]).rank != 0)
+        return bad(v, op, "condition must yield one bool scalar");
+    if (!check_while_region(v, op, op->els, depth, "body")) return false;
+    return check_yield(v, op, op->els->ops[op->els->nops - 1], "body");
+}
+
 static bool check_op(Verifier *v, const IrOp *op, int depth)
 {
     char b1[32], b2[32];
@@ -483,6 +510,20 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_for(v, op, depth);
     case OP_IF:
         return check_if(v, op, depth);
+    case OP_WHILE:
+        return check_while(v, op, depth);
+    case OP_DEVICE_PRINT:
+        if (!op->str) return bad(v, op, "has no prefix");
+        for (int i = 0; i < op->nargs; i++) {
+            IrType t = ty(v, op->args[i]);
+            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_F32 && t.dt != DT_BOOL))
+                return bad(v, op, "operand %d is %s; it prints i32, f32 and bool scalars", i + 1, tstr(t, b1));
+        }
+        return true;
+    case OP_DEVICE_ASSERT:
+        if (a.dt != DT_BOOL) return bad(v, op, "condition must be bool, is %s", tstr(a, b1));
+        if (!op->str || !op->file) return bad(v, op, "has no message or no file");
+        return true;
     default:   /* commit_async, yield, return: nothing but their operand counts */
         return true;
     }
@@ -500,7 +541,7 @@ static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *ow
         if (!op) return bad(v, owner, "has a null op");
         bool last = i == b->nops - 1;
         if (op->kind == OP_YIELD && (!owner || !last)) {
-            return bad(v, op, owner ? "must be the last op of its region" : "outside a for body or if branch");
+            return bad(v, op, owner ? "must be the last op of its region" : "outside a for body, if branch or while region");
         }
         if (!check_op(v, op, depth)) return false;
         for (int k = 0; k < op->nres; k++)

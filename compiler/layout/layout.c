@@ -557,12 +557,35 @@ static void plan_block(Pass *ps, const IrBlock *blk);
 
 static bool is_tile_value(Pass *ps, ValueId v) { return ir_vtype(ps->f, v).rank > 0; }
 
+/* A while's carried values have one layout in both regions' arguments and
+ * the results: the init's at first, then, as for a for, what the body yields. */
+static void plan_while(Pass *ps, const IrOp *op)
+{
+    const Layout **of = ps->p.of;
+    const IrBlock *cond = op->body, *body = op->els;
+    for (int i = 0; i < op->nargs; i++) {
+        ValueId init = op->args[i], arg = cond->args[i];
+        if (!is_tile_value(ps, arg)) continue;
+        of[arg] = of[body->args[i]] = ps->lazy[init] || !of[init] ? default_layout(ps, arg) : of[init];
+    }
+    for (int round = 0; round < 2; round++) {
+        plan_block(ps, cond);
+        plan_block(ps, body);
+        const IrOp *y = body->ops[body->nops - 1];
+        for (int i = 0; i < op->nargs && y->kind == OP_YIELD; i++) {
+            ValueId yv = y->args[i];
+            if (is_tile_value(ps, cond->args[i]) && !ps->lazy[yv] && of[yv]) of[cond->args[i]] = of[body->args[i]] = of[yv];
+        }
+    }
+    for (int i = 0; i < op->nres; i++) of[op->res[i]] = of[body->args[i]];
+}
+
 static void plan_op(Pass *ps, const IrOp *op)
 {
     const IrFunc *f = ps->f;
     const Layout **of = ps->p.of;
     ValueId r = op->nres ? op->res[0] : 0;
-    if (r && !is_tile_value(ps, r) && op->kind != OP_FOR && op->kind != OP_IF) return;
+    if (r && !is_tile_value(ps, r) && !ir_op_is(op->kind, IR_OP_REGIONS)) return;
     switch (op->kind) {
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST: case OP_RESHAPE:
         ps->lazy[r] = true;
@@ -629,6 +652,9 @@ static void plan_op(Pass *ps, const IrOp *op)
         for (int i = 0; i < op->nres; i++) of[op->res[i]] = of[body->args[1 + i]];
         break;
     }
+    case OP_WHILE:
+        plan_while(ps, op);
+        break;
     case OP_IF: {
         plan_block(ps, op->body);
         if (op->els) plan_block(ps, op->els);

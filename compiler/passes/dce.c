@@ -1,8 +1,8 @@
 /* dce.c: dead code elimination. Removes ops whose results nobody uses and
  * that have no effect: everything but the ops ops.h marks IR_OP_EFFECT
  * (writes, returns, yields, the commits and waits of asynchronous copies,
- * which order the hardware: a wait's barrier protects ring slots), and a
- * for or if whose regions have such an op. Repeats until nothing changes,
+ * which order the hardware: a wait's barrier protects ring slots), a for
+ * or if whose regions have such an op, and every while (it may not end). Repeats until nothing changes,
  * so a chain of dead values goes entirely. Expects verified IR. */
 #include "ir/ir.h"
 
@@ -13,7 +13,8 @@ static bool region_has_effects(const IrBlock *b, int depth);
 
 static bool has_effects(const IrOp *op, int depth)
 {
-    if (ir_op_is(op->kind, IR_OP_EFFECT)) return true;
+    /* a while may never end: it stays, as the program would hang without it too */
+    if (ir_op_is(op->kind, IR_OP_EFFECT) || op->kind == OP_WHILE) return true;
     if (!ir_op_is(op->kind, IR_OP_REGIONS)) return false;
     return depth > IR_MAX_DEPTH || region_has_effects(op->body, depth + 1) || region_has_effects(op->els, depth + 1);
 }

@@ -230,6 +230,14 @@ static bool zero_trip(const IrFunc *f, const IrOp *op)
     return lo && hi && (int32_t)lo->ival >= (int32_t)hi->ival;
 }
 
+/* A while whose condition, folded, is the constant false: its results are its inits. */
+static bool never_runs(const IrFunc *f, const IrOp *op)
+{
+    const IrOp *y = op->body && op->body->nops ? op->body->ops[op->body->nops - 1] : NULL;
+    const IrOp *c = y && y->kind == OP_YIELD && y->nargs == 1 ? const_def(f, y->args[0]) : NULL;
+    return c && !c->ival;
+}
+
 static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
 {
     for (int i = 0; i < n; i++) {
@@ -247,9 +255,13 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
             for (int k = 0; k < op->nres; k++) replace_uses(fo, op->res[k], op->args[k + 2]);
             continue;
         }
-        if (op->kind == OP_FOR || op->kind == OP_IF) {
+        if (op->kind == OP_FOR || op->kind == OP_IF || op->kind == OP_WHILE) {
             fold_block(fo, op->body, depth + 1);
             fold_block(fo, op->els, depth + 1);
+            if (op->kind == OP_WHILE && never_runs(fo->f, op)) {
+                for (int k = 0; k < op->nres; k++) replace_uses(fo, op->res[k], op->args[k]);
+                continue;
+            }
         } else if (fold_accumulate(fo, op, out)) {
             continue;
         } else if (!fold_constant(fo->f, op)) {

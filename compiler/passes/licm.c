@@ -7,8 +7,9 @@
  * effects move; a load (or gather) moves only when the kernel never writes its tensor
  * (so no store or atomic add in the loop can change what it reads);
  * integer // and % move only with a non-zero constant divisor, since a
- * hoisted op runs even when the loop runs zero times. Inner loops are done
- * first, so an op can move out of several loops. */
+ * hoisted op runs even when the loop runs zero times. A while's condition
+ * and body are loop bodies alike. Inner loops are done first, so an op can
+ * move out of several loops. */
 #include "ir/irutil.h"
 
 #include <stdlib.h>
@@ -31,12 +32,12 @@ static bool movable(const IrFunc *f, const IrOp *op, const bool *stored)
 
 static void licm_block(IrFunc *f, IrBlock *blk, const bool *stored);
 
-/* Moves what it can out of loop op (at index *pos of parent). */
-static void hoist(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, const bool *stored)
+/* Moves what it can out of region body of loop op (at index *pos of parent). */
+static void hoist_from(IrFunc *f, IrBlock *parent, int *pos, IrOp *loop, IrBlock *body, const bool *stored)
 {
     bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
     ir_mark_defined(loop->body, inside);
-    IrBlock *body = loop->body;
+    if (loop->els) ir_mark_defined(loop->els, inside);
     for (int i = 0; i < body->nops;) {
         IrOp *op = body->ops[i];
         bool invariant = movable(f, op, stored);
@@ -56,7 +57,12 @@ static void licm_block(IrFunc *f, IrBlock *blk, const bool *stored)
         IrOp *op = blk->ops[i];
         if (op->body) licm_block(f, op->body, stored);
         if (op->els) licm_block(f, op->els, stored);
-        if (op->kind == OP_FOR) hoist(f, blk, &i, op, stored);
+        if (op->kind == OP_FOR) hoist_from(f, blk, &i, op, op->body, stored);
+        /* a while's condition and body, by the same rule: its body may run zero times too */
+        if (op->kind == OP_WHILE) {
+            hoist_from(f, blk, &i, op, op->body, stored);
+            hoist_from(f, blk, &i, op, op->els, stored);
+        }
     }
 }
 

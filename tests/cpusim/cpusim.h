@@ -73,6 +73,12 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
  * its launches: which path sm_90a's copies took. */
 void cpusim_copy_counts(const cpusim *s, unsigned long *bulk, unsigned long *async);
 
+/* What ph.device_print printed (vprintf, cpusim_debug.c) over all of s's
+ * launches, in the order the threads ran; "" when nothing. A failed
+ * ph.device_assert ends its launch with the GPU's message ("device assert
+ * failed: FILE:LINE: ..."). */
+const char *cpusim_printed(const cpusim *s);
+
 void cpusim_free(cpusim *s);
 
 #endif

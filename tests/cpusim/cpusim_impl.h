@@ -124,6 +124,8 @@ struct cpusim {
     int nasm_calls;
     uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
     unsigned long bulk_copies, async_copies;   /* issued so far, over every launch (cpusim_copy_counts) */
+    char *printed;                         /* what vprintf printed, over every launch (cpusim_printed) */
+    size_t nprinted;
 };
 
 /* ---- a launch in progress ---- */
@@ -281,6 +283,7 @@ void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out);
 bool release_warps(Launch *L);
 /* Gives MCJIT the half and bfloat libcalls the x86 back end emits. */
 void add_libcalls(void);
+void add_debug_calls(void);   /* cpusim_debug.c: vprintf and __assertfail */
 
 /* ---- cpusim_shared.c: shared-memory races and cp.async ---- */
 const char *site_name(const cpusim *s, int32_t site);

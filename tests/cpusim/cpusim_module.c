@@ -203,6 +203,7 @@ static int init_host_target(char *err, size_t errlen)
         LLVMLinkInMCJIT();
         failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
         add_libcalls();
+        add_debug_calls();
     }
     if (failed) snprintf(err, errlen, "no native target in this LLVM");
     return failed;
@@ -372,6 +373,7 @@ void cpusim_free(cpusim *s)
     free(s->sites);
     free_asm_calls(s);
     free(s->shared);
+    free(s->printed);
     if (s->stacks) munmap(s->stacks, (size_t)s->nstacks * (STACK_BYTES + PAGE));
     if (s->ee) LLVMDisposeExecutionEngine(s->ee);   /* owns the module */
     LLVMContextDispose(s->ctx);

@@ -39,6 +39,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "masked_load", "masked_store", "static_range", "helper",
     "f8_convert", "dot_f8",
     "strided_view",
+    "while", "device_assert",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -58,6 +59,8 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_mask = 15;
     o->pct_flow = 20;
     o->pct_strided = 15;
+    o->pct_while = 25;
+    o->pct_assert = 5;
 }
 
 /* ---- the program's memory and its statement tree ---- */
@@ -291,6 +294,8 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_mask = seed * 0xd1b54a32d192ed03ull + 0x8bb84b93;
     g->rng_flow = seed * 0xa0761d6478bd642full + 0xe7037ed1;
     g->rng_strided = seed * 0xe7037ed1a0b428dbull + 0x589965cc;
+    g->rng_while = seed * 0x8ebc6af09c88c6e3ull + 0x589965cc;
+    g->rng_assert = seed * 0xc2b2ae3d27d4eb4full + 0x165667b1;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);

@@ -45,6 +45,10 @@ typedef struct {
     int pct_strided;      /* of 2-D loads of inputs: from a rank-4 tensor [2, E0, 3, E1] passed as a view
                            * (strides not row-major), the window along axes 1 and 3, the others indexed
                            * by scalars (some outside); a stream of its own again */
+    int pct_assert;       /* of statements: a ph.device_assert that always holds before it, from a stream of
+                           * its own (0 gives the programs of before); the generator never prints */
+    int pct_while;        /* of range loops: the same loop written as a while over a var counter, from a
+                           * stream of its own (0 gives the programs of before) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -67,6 +71,7 @@ typedef enum {
     PF_MASKED_LOAD, PF_MASKED_STORE, PF_STATIC_RANGE, PF_HELPER,
     PF_F8_CONVERT, PF_DOT_F8,
     PF_STRIDED_VIEW,
+    PF_WHILE, PF_DEVICE_ASSERT,
     PF_COUNT
 } PhgenFeature;
 

@@ -30,6 +30,8 @@ int main(int argc, char **argv)
     opt.pct_mask = 0;
     opt.pct_flow = 0;
     opt.pct_strided = 0;
+    opt.pct_while = 0;
+    opt.pct_assert = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

@@ -89,6 +89,8 @@ typedef struct {
     uint64_t rng_mask;         /* masked loads' and stores' own stream (PhgenOptions.pct_mask) */
     uint64_t rng_flow;         /* ph.static_range's and helpers' own stream (PhgenOptions.pct_flow) */
     uint64_t rng_strided;      /* rank-4 views' own stream (PhgenOptions.pct_strided) */
+    uint64_t rng_while;        /* range loops written as whiles: their own stream (PhgenOptions.pct_while) */
+    uint64_t rng_assert;       /* device asserts that hold: their own stream (PhgenOptions.pct_assert) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -129,6 +131,8 @@ static inline int rnd_types(Gen *g, int n) { return rnd_from(g, &g->rng_types, n
 static inline int rnd_mask(Gen *g, int n) { return rnd_from(g, &g->rng_mask, n); }    /* masked loads and stores */
 static inline int rnd_flow(Gen *g, int n) { return rnd_from(g, &g->rng_flow, n); }    /* unrolled loops and helpers */
 static inline int rnd_strided(Gen *g, int n) { return rnd_from(g, &g->rng_strided, n); }   /* rank-4 views */
+static inline int rnd_while(Gen *g, int n) { return rnd_from(g, &g->rng_while, n); }  /* loops written as whiles */
+static inline int rnd_assert(Gen *g, int n) { return rnd_from(g, &g->rng_assert, n); }  /* device asserts */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */

@@ -157,6 +157,23 @@ static void stream_update(Gen *g, Node *loop, const char *w, Shape sh, const cha
     close_stmt(g, loop, n, pfmt(g->p, "%s += %s", w, term), NULL);
 }
 
+/* The loop n as a while over the counter IVw, a var no other statement
+ * assigns (it is not a symbol), from lo while below hi; its first
+ * statement IV: ph.let = IVw gives the body the for's counter. */
+static void close_while(Gen *g, Node *parent, Node *n, const char *iv, int lo, const char *hi)
+{
+    Node *decl = node_new(g->p, pfmt(g->p, "%sw: ph.var[ph.i32] = %d", iv, lo), false);
+    snprintf(decl->def, sizeof decl->def, "%sw", iv);
+    node_add(g->p, parent, decl);
+    gen_use(g, pfmt(g->p, "%sw", iv));
+    close_stmt(g, parent, n, pfmt(g->p, "while %sw < %s:", iv, hi), NULL);
+    Node *let = node_new(g->p, pfmt(g->p, "%s: ph.let = %sw", iv, iv), false);
+    snprintf(let->def, sizeof let->def, "%s", iv);
+    snprintf(let->uses, sizeof let->uses, " %sw", iv);
+    node_add(g->p, n, let);
+    feature(g, PF_WHILE);
+}
+
 static void gen_for(Gen *g, Node *parent, int depth)
 {
     bool have_var = false;
@@ -194,6 +211,8 @@ static void gen_for(Gen *g, Node *parent, int depth)
         snprintf(let->def, sizeof let->def, "%s", iv);
         node_add(g->p, n, let);
         feature(g, PF_STATIC_RANGE);
+    } else if (rnd_while(g, 100) < g->o.pct_while) {
+        close_while(g, parent, n, iv, lo, hitext);
     } else {
         close_stmt(g, parent, n, pfmt(g->p, "for %s in range(%d, %s, %d):", iv, lo, hitext, step), iv);
     }
@@ -202,6 +221,11 @@ static void gen_for(Gen *g, Node *parent, int depth)
     if (w) stream_update(g, n, w, wsh, iv);
     gen_body(g, n, depth + 1, w ? rnd(g, 3) : 1 + rnd(g, 3));
     g->nloops--;
+    if (!strncmp(n->head, "while ", 6)) {   /* the counter's step, last: never dropped while the loop stays */
+        Node *inc = node_new(g->p, pfmt(g->p, "%sw += %d", iv, step), false);
+        snprintf(inc->def, sizeof inc->def, "%sw", iv);
+        node_add(g->p, n, inc);
+    }
     if (w) sym_push(g, w, DT_F32, wsh, false, true, FCAP);   /* after the loop: its own update stays the only one inside */
 }
 
@@ -356,8 +380,31 @@ static void gen_if(Gen *g, Node *parent, int depth)
     if (elif && els) feature(g, PF_IF_ELIF_ELSE);
 }
 
+/* ph.device_assert of a condition that always holds (x - x == 0 of an i32
+ * scalar or tile, exact and wrapping; an iota below its extent), so the
+ * program's results are what they were; never a print. */
+static void gen_assert(Gen *g, Node *parent)
+{
+    int ints[256], n = 0;
+    for (int i = 0; i < g->nsyms; i++)
+        if (g->syms[i].dt == DT_I32) ints[n++] = i;
+    Node *a = open_stmt(g);
+    char *head;
+    if (n && rnd_assert(g, 3)) {
+        const char *x = g->syms[ints[rnd_assert(g, n)]].name;
+        gen_use(g, x);
+        head = pfmt(g->p, "ph.device_assert(%s - %s == 0, \"%s - %s\")", x, x, x, x);
+    } else {
+        bool rows = rnd_assert(g, 2);
+        head = pfmt(g->p, "ph.device_assert(ph.iota(%d, %s) < %s, \"iota\")", rows ? 0 : 1, rows ? "BM" : "BN", rows ? "BM" : "BN");
+    }
+    close_stmt(g, parent, a, head, NULL);
+    feature(g, PF_DEVICE_ASSERT);
+}
+
 void gen_stmt(Gen *g, Node *parent, int depth)
 {
+    if (g->o.pct_assert && rnd_assert(g, 100) < g->o.pct_assert) gen_assert(g, parent);
     if (depth == 0 && chance(g, g->o.pct_attention * (g->p->tc ? 2 : 1))) {
         gen_attention(g, parent);
         return;
