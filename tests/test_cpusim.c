@@ -166,6 +166,7 @@ Test(cpusim, attention_over_views_matches_the_interpreter, .timeout = 600)
 {
     cr_expect_eq(attention_views_differ("sm_90"), 0);
     cr_expect_eq(attention_views_differ("sm_90a"), 0);
+}
 
 /* tests/gpu/loops.ph: while loops (counts read from tensors, nested, an
  * early return, a tensor-core dot, a chase through links); each GPU path. */

@@ -154,10 +154,8 @@ static void emit_while(Cg *c, const IrOp *op)
         c->vals[arg] = ph;
     }
     int mark = c->cache.len;
-    c->loop_depth++;
     emit_block(c, body, op, y);
     LLVMValueRef again = emit_test(c, op, y);
-    c->loop_depth--;
     smem_mark(c, SMEM_LOOP_END);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     for (int i = 0; i < n; i++)
