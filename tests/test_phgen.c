@@ -171,6 +171,13 @@ Test(phgen, strided_views_have_a_stream_of_their_own)
             DtReport rep;
             DtVerdict v = dt_compare_module(m, b, &spec, &dt_interp_backend, seed, NULL, &rep);
             cr_expect_eq(v, DT_SAME, "seed %llu: %s: %s", (unsigned long long)seed, rep.config, rep.message);
+            ir_module_free(m);
+        }
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(viewed, 20);
+}
 
 /* Range loops written as whiles come from a stream of their own: with
  * pct_while 0 no program has one, with 100 every range loop that is not
@@ -206,7 +213,6 @@ Test(phgen, while_loops_have_a_stream_of_their_own)
         free(a);
         free(b);
     }
-    cr_expect_gt(viewed, 20);
     cr_expect_gt(whiles, 10);
 }
 
@@ -294,16 +300,12 @@ Test(phgen, the_reducer_keeps_the_failure_and_drops_the_rest, .timeout = 120)
     int reduced = 0;
     /* the programs without elements and gathers: an element moving a dot's window keeps its
      * tensor, and the counts below are those of the plain programs (which rank-4 views, drawn
-     * or not, would change too) */
+     * or not, would change too; a loop written as a while keeps its counter's var, first let
+     * and step: three statements more) */
     PhgenOptions opt;
     phgen_default_options(&opt);
     opt.pct_index = 0;
     opt.pct_strided = 0;
-     * tensor, and the counts below are those of the plain programs (a loop written as a while
-     * keeps its counter's var, first let and step: three statements more) */
-    PhgenOptions opt;
-    phgen_default_options(&opt);
-    opt.pct_index = 0;
     opt.pct_while = 0;
     for (uint64_t seed = 1; seed < 400 && reduced < 3; seed++) {
         PhgenProgram *p = phgen_generate(seed, &opt);

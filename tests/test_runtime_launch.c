@@ -548,6 +548,9 @@ Test(runtime, views_go_to_the_kernel_with_their_strides)
     args[0] = ph_tensor_nd(0x10000, PH_F32, 4, dims, huge);
     cr_expect_eq(ph_launch(k, grid1, NULL, args, 2), PH_ERR_ARGS);
     cr_expect_str_eq(ph_last_error(), "v: parameter X: its strides reach past 2^62 elements");
+    ph_module_free(m);
+    ph_shutdown();
+}
 
 /* A kernel whose ph.device_assert failed: the driver answers the next
  * synchronization with CUDA_ERROR_ASSERT, and the status says so, and that
