@@ -94,6 +94,10 @@ static Tensor *view_for(Gen *g, int e0, int e1, DType dt)
         Tensor *t = &p->tens[i];
         if (t->view && t->e[0] == e0 && t->e[1] == e1 && t->dt == dt && rnd_strided(g, 3)) return t;
     }
+    for (int i = 0; p->ntens >= 23 && i < p->ntens; i++) {   /* no room: a view of this shape in any dtype */
+        Tensor *t = &p->tens[i];
+        if (t->view && t->e[0] == e0 && t->e[1] == e1) return t;
+    }
     if (p->ntens >= 23) return NULL;
     Tensor *t = &p->tens[p->ntens];
     *t = (Tensor){.dt = dt, .rank = 2, .e = {e0, e1}, .view = true};
@@ -171,6 +175,10 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
     for (int d = 0; d < 2; d++) te[d] = sh.e[d] != E1 ? sh.e[d] : EM + rnd(g, 3);
     bool view = sh.rank == 2 && strided_chance(g);
     Tensor *t = sh.rank == 1 ? tensor_for(g, 1, sh.e[1], E1, dt) : view ? view_for(g, te[0], te[1], dt) : tensor_for(g, 2, te[0], te[1], dt);
+    if (!t && view) {   /* no room for another view: a plain tensor of the shape */
+        view = false;
+        t = tensor_for(g, 2, te[0], te[1], dt);
+    }
     if (!t) return false;
     char *text;
     bool gathered = false;
