@@ -409,6 +409,9 @@ static CUresult fake_error(CUresult r, const char **s) { (void)r; *s = "fake err
 
 static void use_fake_driver(void)
 {
+    /* the fake device is compute capability 9.0: its default path, whatever
+     * a gpucheck run with the mma.sync path forced (PHOBOS_ARCH=sm_90) says */
+    unsetenv("PHOBOS_ARCH");
     PhDriver d = {
         .Init = fake_init, .DeviceGetCount = fake_count, .DeviceGet = fake_get, .DeviceGetName = fake_name,
         .DeviceGetAttribute = fake_attr, .DevicePrimaryCtxRetain = fake_retain, .DevicePrimaryCtxRelease = fake_release,
