@@ -2,7 +2,8 @@
  * (tests/cpusim/) against the interpreter, so the back end is checked
  * without a GPU. Every config of every kernel of tests/gpu/ops.ph (and of
  * tests/gpu/math.ph, the math built-ins, tests/gpu/gather.ph, elements,
- * gathers and scatters, tests/gpu/types.ph, the 8-bit integer types,
+ * gathers and scatters (and the examples built on them: paged attention,
+ * the embedding bag, varlen attention), tests/gpu/types.ph, the 8-bit integer types,
  * tests/gpu/masked.ph, masked loads and stores, tests/gpu/flow.ph,
  * unrolled loops, helpers and RoPE, and tests/gpu/loops.ph, while loops) runs on
  * the same random inputs both ways; every tensor must agree (within the
@@ -61,6 +62,28 @@ Test(cpusim, paged_attention_and_embedding_bag_match_the_interpreter, .timeout =
 {
     every_config_matches("examples/paged_attention/paged_attention.ph", 2, "sm_90");
     every_config_matches("examples/embedding_bag/embedding_bag.ph", 2, "sm_90a");
+}
+/* examples/varlen_attention, every config, causal and not, on both GPU
+ * paths: random prefix sums from -50 to 49 (so sequences of negative
+ * length, and ones that start before the tensor or run past it), whose
+ * blocks past a sequence's end return and whose rows past it are masked;
+ * the guard zones catch a row stored outside O. */
+Test(cpusim, every_varlen_attention_config_matches_the_interpreter, .timeout = 600)
+{
+    IrModule *m = driver_compile_file("examples/varlen_attention/varlen_attention.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    cr_assert_geq(m->nfuncs, 2);
+    const char *arch[2] = {"sm_90", "sm_90a"};
+    for (int a = 0; a < 2; a++) {
+        cpusim *s = load_arch(m, arch[a]);
+        for (int i = 0; i < m->nfuncs; i++)
+            for (int causal = 0; causal < 2; causal++) {
+                int bad = run_config_with(s, m->funcs[i], "causal", causal);
+                cr_expect_eq(bad, 0, "%s on %s, causal %d: %d elements or guards differ", m->funcs[i]->name, arch[a], causal, bad);
+            }
+        cpusim_free(s);
+    }
+    ir_module_free(m);
 }
 /* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
 Test(cpusim, every_types_config_matches_the_interpreter, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90"); }
