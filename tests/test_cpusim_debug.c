@@ -49,7 +49,7 @@ static float X[16] = {1.5f, -2.0f, 0.25f, 3.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 static int interp(const IrFunc *f, int n, char *out, size_t outlen, char *err, size_t errlen)
 {
     float y[16];
-    IrArg args[3] = {{X, {16, 0}, 0, 0}, {y, {16, 0}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    IrArg args[3] = {{.data = X, .dims = {16, 0}}, {.data = y, .dims = {16, 0}}, {.i = n}};
     int grid[3] = {3, 1, 1};
     fflush(stdout);
     FILE *tmp = tmpfile();

@@ -31,7 +31,7 @@ static IrModule *binary_program(const char *op, const char *dt, const char *a, c
 static uint32_t run_one(const IrFunc *f)
 {
     uint32_t x = 0xdeadbeef;
-    IrArg arg = {&x, {1, 0}, 0, 0};
+    IrArg arg = {.data = &x, .dims = {1, 0}};
     int grid[3] = {1, 1, 1};
     char err[512];
     cr_assert_eq(ir_interp(f, &arg, 1, grid, err, sizeof err), 0, "%s", err);
@@ -341,8 +341,8 @@ Test(fold, an_add_of_a_dot_accumulates_in_the_dot)
     float a[16], b[16], c1[16], c2[16];
     for (int i = 0; i < 16; i++) { a[i] = (float)(i % 5 - 2); b[i] = (float)(i % 3 - 1); c1[i] = c2[i] = -9.0f; }
     int grid[3] = {1, 1, 1};
-    IrArg args1[3] = {{a, {4, 4}, 0, 0}, {b, {4, 4}, 0, 0}, {c1, {4, 4}, 0, 0}};
-    IrArg args2[3] = {{a, {4, 4}, 0, 0}, {b, {4, 4}, 0, 0}, {c2, {4, 4}, 0, 0}};
+    IrArg args1[3] = {{.data = a, .dims = {4, 4}}, {.data = b, .dims = {4, 4}}, {.data = c1, .dims = {4, 4}}};
+    IrArg args2[3] = {{.data = a, .dims = {4, 4}}, {.data = b, .dims = {4, 4}}, {.data = c2, .dims = {4, 4}}};
     cr_assert_eq(ir_interp(ref->funcs[0], args1, 3, grid, err, sizeof err), 0, "%s", err);
     cr_assert_eq(ir_interp(f, args2, 3, grid, err, sizeof err), 0, "%s", err);
     for (int i = 0; i < 16; i++) cr_expect_eq(c2[i], c1[i], "element %d", i);

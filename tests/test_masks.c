@@ -80,8 +80,8 @@ static void run(const IrFunc *f, int32_t a, int32_t b, float *y)
         idx[i] = i - 20;
         y[i] = 0;
     }
-    IrArg args[5] = {{x, {ROWS, COLS}, 0, 0}, {idx, {ROWS, COLS}, 0, 0}, {y, {ROWS, COLS}, 0, 0},
-                     {NULL, {0, 0}, a, 0}, {NULL, {0, 0}, b, 0}};
+    IrArg args[5] = {{.data = x, .dims = {ROWS, COLS}}, {.data = idx, .dims = {ROWS, COLS}}, {.data = y, .dims = {ROWS, COLS}},
+                     {.i = a}, {.i = b}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);

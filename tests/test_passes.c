@@ -41,7 +41,7 @@ static float *run(const IrFunc *f, int n)
     for (int i = 0; i < 16; i++) w[i] = 0.5f + (float)i;
     float *y = malloc(4 * 16 * sizeof *y);
     for (int i = 0; i < 64; i++) y[i] = (float)i * 0.25f;
-    IrArg args[4] = {{x, {64, 16}, 0, 0}, {w, {1, 16}, 0, 0}, {y, {4, 16}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    IrArg args[4] = {{.data = x, .dims = {64, 16}}, {.data = w, .dims = {1, 16}}, {.data = y, .dims = {4, 16}}, {.i = n}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 4, grid, err, sizeof err), 0, "%s", err);
@@ -145,7 +145,7 @@ static void store_load_run(const IrFunc *f, int n, float *y)
     float x[SL_X];
     for (int i = 0; i < SL_X; i++) x[i] = (float)(i + 1);
     for (int i = 0; i < SL_Y; i++) y[i] = -100.0f;
-    IrArg args[3] = {{x, {SL_X, 0}, 0, 0}, {y, {SL_Y, 0}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    IrArg args[3] = {{.data = x, .dims = {SL_X, 0}}, {.data = y, .dims = {SL_Y, 0}}, {.i = n}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 3, grid, err, sizeof err), 0, "%s", err);
@@ -208,7 +208,7 @@ static void atomic_add_run(const IrFunc *f, int n, float *out)
     for (int i = 0; i < AA_X; i++) x[i] = (float)(i + 1);
     for (int i = 0; i < 4; i++) s[i] = 0.5f, o[i] = -1.0f;
     for (int i = 0; i < AA_Y; i++) y[i] = 10 * (i + 1);
-    IrArg args[5] = {{x, {AA_X, 0}, 0, 0}, {s, {4, 0}, 0, 0}, {y, {AA_Y, 0}, 0, 0}, {o, {4, 0}, 0, 0}, {NULL, {0, 0}, n, 0}};
+    IrArg args[5] = {{.data = x, .dims = {AA_X, 0}}, {.data = s, .dims = {4, 0}}, {.data = y, .dims = {AA_Y, 0}}, {.data = o, .dims = {4, 0}}, {.i = n}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);
@@ -316,7 +316,7 @@ static float *run_mm(const IrFunc *f)
     for (int i = 0; i < N * K; i++) y[i] = ph_f32_to_f16((float)(i % 9 - 4) * 0.5f);
     float *out = calloc(32 * 32 + N * K, sizeof *out);
     for (int i = 0; i < 32 * 32; i++) out[i] = -7.0f;   /* poison */
-    IrArg args[5] = {{a, {N + 32, K}, 0, 0}, {b, {N + 32, K}, 0, 0}, {y, {N, K}, 0, 0}, {out, {32, 32}, 0, 0}, {NULL, {0, 0}, N, 0}};
+    IrArg args[5] = {{.data = a, .dims = {N + 32, K}}, {.data = b, .dims = {N + 32, K}}, {.data = y, .dims = {N, K}}, {.data = out, .dims = {32, 32}}, {.i = N}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);
@@ -469,7 +469,7 @@ static const IrOp *find_while(const IrBlock *b)
 static int32_t while_run(const IrFunc *f, int n, int d)
 {
     int32_t x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[4] = {0};
-    IrArg args[4] = {{x, {8, 0}, 0, 0}, {y, {4, 0}, 0, 0}, {NULL, {0, 0}, n, 0}, {NULL, {0, 0}, d, 0}};
+    IrArg args[4] = {{.data = x, .dims = {8, 0}}, {.data = y, .dims = {4, 0}}, {.i = n}, {.i = d}};
     char err[512];
     int grid[3] = {1, 1, 1};
     cr_assert_eq(ir_interp(f, args, 4, grid, err, sizeof err), 0, "%s", err);

@@ -607,7 +607,7 @@ Test(scalarops, the_table_gives_the_documented_results)
 
 static int interp_case(const IrFunc *f, const Case *c, Tensors *t)
 {
-    IrArg args[3] = {{t->a, {2, 0}, 0, 0}, {t->b, {2, 0}, 0, 0}, {t->z, {2, 0}, 0, 0}};
+    IrArg args[3] = {{.data = t->a, .dims = {2, 0}}, {.data = t->b, .dims = {2, 0}}, {.data = t->z, .dims = {2, 0}}};
     int grid[3] = {1, 1, 1};
     char err[512];
     if (ir_interp(f, args, 3, grid, err, sizeof err)) {
