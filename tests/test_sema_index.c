@@ -5,27 +5,9 @@
  * file:line:col. */
 #include <criterion/criterion.h>
 #include "ir/ir.h"
-#include "testutil.h"
+#include "semacheck.h"
 
 #define HEAD "import phobos.lang as ph\n\n"
-
-static IrModule *compiles(const char *text)
-{
-    char *diags;
-    IrModule *m = tu_compile("t.ph", text, NULL, &diags);
-    cr_assert(m, "unexpected errors:\n%s", diags);
-    free(diags);
-    return m;
-}
-
-static void fails_with(const char *text, const char *const *want, int n)
-{
-    char *diags;
-    IrModule *m = tu_compile("t.ph", text, NULL, &diags);
-    cr_assert_null(m, "expected errors for:\n%s", text);
-    for (int i = 0; i < n; i++) cr_expect(strstr(diags, want[i]), "no %s in:\n%s", want[i], diags);
-    free(diags);
-}
 
 /* Ops of kind in b and its regions whose first value (result, else the
  * last operand) has rank rank. */
@@ -186,7 +168,7 @@ Test(index, errors_name_the_subscript)
         "t.ph:12:19: error: expected an i32 scalar for the window start, got i32[4]\n",
         "t.ph:13:19: error: expected an i32 scalar for the window start, got f32\n",
     };
-    fails_with(HEAD
+    fails_with_all(HEAD
         "@ph.kernel\n"
         "def k(X: ph.tensor[ph.f32][R, C], I: ph.tensor[ph.i32][R]):\n"
         "    idx: ph.let = I[0:+4]\n"

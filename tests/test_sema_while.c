@@ -5,27 +5,9 @@
  * and the errors, each at its file:line:col with its caret. */
 #include <criterion/criterion.h>
 #include "ir/ir.h"
-#include "testutil.h"
+#include "semacheck.h"
 
 #define HEAD "import phobos.lang as ph\n\n"
-
-static IrModule *compiles(const char *text)
-{
-    char *diags;
-    IrModule *m = tu_compile("t.ph", text, NULL, &diags);
-    cr_assert(m, "unexpected errors:\n%s", diags);
-    free(diags);
-    return m;
-}
-
-static void fails_with(const char *text, const char *want)
-{
-    char *diags;
-    IrModule *m = tu_compile("t.ph", text, NULL, &diags);
-    cr_assert_null(m, "expected errors for:\n%s", text);
-    cr_expect(strstr(diags, want), "no\n%s\nin:\n%s", want, diags);
-    free(diags);
-}
 
 static int count_kind(const IrBlock *b, IrOpKind kind)
 {
