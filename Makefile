@@ -341,6 +341,8 @@ gpu-bundle: all build-tests
 	cp $(BUILD)/docs/embed $(BUILD)/gpu/docs/
 	cp $(BUILD)/tests/gpufuzz $(wildcard $(BUILD)/tests/test_gpu* $(BUILD)/tests/test_runtime*) $(BUILD)/gpu/tests/
 	rm -f $(BUILD)/gpu/tests/*.log
+	@# symbols stay here; without them the bundle fits what a device call carries (64 MiB)
+	strip --strip-unneeded $(BUILD)/gpu/bin/* $(BUILD)/gpu/examples/* $(BUILD)/gpu/bench/* $(BUILD)/gpu/tests/*
 	@du -sh $(BUILD)/gpu
 
 # Each suite's skipped and failed tests are shown with their reasons.
