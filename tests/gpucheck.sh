@@ -5,7 +5,8 @@
 # of bench/attention_tuned.ph, tests/gpu/attention_shapes.ph (head dim 64 and
 # 128, every tile shape up to 128 x 128, 4 and 8 warps) and
 # tests/gpu/attention_fused.ph (dQ by atomic adds), the GPU
-# suites, and 100 generated programs (seed 1) and every regression of
+# suites, the Python examples on torch (when python3 has it: attention_torch.py,
+# distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -88,6 +89,15 @@ for t in test_gpu test_gpu_ops test_runtime test_runtime_load test_runtime_launc
     echo "== $t"
     "$BUILD/tests/$t" --jobs 1 || status=1
 done
+# the Python examples on torch's CUDA tensors, when this machine's python3 has torch
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    for py in examples/attention/attention_torch.py examples/distributed/attention_heads.py; do
+        echo "== $py"
+        PHOBOS_LIBRARY="$BUILD/gpulibs/libphobos.so.0" PYTHONPATH=python python3 "$py" || status=1
+    done
+else
+    echo "== the Python examples: skipped, no python3 with torch and CUDA here"
+fi
 echo "== gpufuzz: 100 generated programs from seed 1, and tests/difftest/regressions"
 "$BUILD/tests/gpufuzz" --backend gpu --seed 1 --count 100 --out "$BUILD/gpufuzz" \
     --regress tests/difftest/regressions/*.ph || status=1
