@@ -48,6 +48,22 @@ Test(phgen, every_program_compiles_verifies_and_runs_in_the_interpreter, .timeou
     cr_expect_gt(configs, CORPUS_SIZE);
 }
 
+/* Seeds whose programs once failed to compile, each with what was wrong. */
+Test(phgen, programs_that_once_did_not_compile_do)
+{
+    static const struct { uint64_t seed; const char *why; } seeds[] = {
+        {203612115, "@ph.aligned named N, which no tensor of the program has"},
+    };
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        char *src = phgen_program(seeds[i].seed, NULL, NULL), *diags = NULL;
+        IrModule *m = tu_compile("gen.ph", src, NULL, &diags);
+        cr_expect_not_null(m, "seed %llu (%s):\n%s\n%s", (unsigned long long)seeds[i].seed, seeds[i].why, diags, src);
+        if (m) ir_module_free(m);
+        free(diags);
+        free(src);
+    }
+}
+
 Test(phgen, generation_is_deterministic)
 {
     for (uint64_t seed = 1; seed < 40; seed++) {

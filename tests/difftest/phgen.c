@@ -342,6 +342,16 @@ static void print_node(FILE *out, const Node *n, int indent)
     if (n->next) print_node(out, n->next, indent);
 }
 
+/* Whether a tensor of the program has dim e (an @ph.aligned promise may
+ * name only such a dim: the reducer and the choice of tensors can leave a
+ * promised dim with no tensor at all). */
+static bool dim_declared(const PhgenProgram *p, int e)
+{
+    for (int i = 0; i < p->ntens; i++)
+        if (p->tens[i].e[0] == e || (p->tens[i].rank == 2 && p->tens[i].e[1] == e)) return true;
+    return false;
+}
+
 /* The decorators, in the program's order (reversed for the second kernel). */
 static void print_decorators(FILE *out, const PhgenProgram *p, int launch, bool reversed)
 {
@@ -351,10 +361,12 @@ static void print_decorators(FILE *out, const PhgenProgram *p, int launch, bool 
         if (d == 0 && p->tc) fprintf(out, "@ph.tensorcore\n");
         if (d == 1 && launch > 0) fprintf(out, "@ph.launch(%d)\n", launch);
         if (d == 1 && launch < 0) fprintf(out, "@ph.launch(NT)\n");
-        if (d == 3 && (p->aligned[EM] || p->aligned[EN] || p->aligned[EK])) {
+        bool promised[EK + 1] = {false};
+        for (int e = EM; e <= EK; e++) promised[e] = p->aligned[e] && dim_declared(p, e);
+        if (d == 3 && (promised[EM] || promised[EN] || promised[EK])) {
             fprintf(out, "@ph.aligned(");
             for (int e = EM, first = 1; e <= EK; e++)
-                if (p->aligned[e]) {
+                if (promised[e]) {
                     fprintf(out, "%s%s=\"%s\"", first ? "" : ", ", ext_dim[e], ext_meta[e]);
                     first = 0;
                 }
