@@ -23,7 +23,18 @@ static LLVMValueRef grid_register(Cg *c, const char *reg, int axis)
 static LLVMValueRef block_index(Cg *c, int axis) { return grid_register(c, "ctaid", axis); }
 static LLVMValueRef grid_blocks(Cg *c, int axis) { return grid_register(c, "nctaid", axis); }
 
-static void block_barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
+/* The tile code's threads alone where a producer runs beside them
+ * (bar.sync 1, T: barrier 0 would wait for the producer's threads too) */
+static void block_barrier(Cg *c)
+{
+    if (c->role != CG_CONSUMERS) {
+        call0(c, "llvm.nvvm.barrier0", c->tvoid);
+        return;
+    }
+    LLVMTypeRef pts[2] = {c->ti32, c->ti32};
+    LLVMValueRef args[2] = {i32c(c, 1), i32c(c, c->T)};
+    cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
+}
 
 /* shfl.sync.bfly over the whole warp (mask all ones, clamp 31) */
 static LLVMValueRef shuffle_xor(Cg *c, LLVMValueRef v, int lane_mask, bool isint)
@@ -66,7 +77,7 @@ static void annotate_kernel(Cg *c)
 {
     annotate_grid_constants(c);
     /* .maxntid tells ptxas the block size, so it can spend registers */
-    annotate(c, "maxntidx", c->T);
+    annotate(c, "maxntidx", ir_launch_threads(c->f));
     /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
     annotate(c, "maxnreg", 255);
 }
