@@ -6,10 +6,11 @@
  * mbarrier phases turn over across tiles), with the tensor maps built and
  * with A's not (K 162: its rows no multiple of 16 bytes, so the producer
  * stores A's slots itself). Then planted bugs in the LLVM IR as emitted,
- * which the executor's order of mbarriers (cpusim_order.c) must report: a
- * consumer that never arrives on a slot's empty barrier, an empty barrier
- * that completes at its first arrival (the producer refills a slot the
- * other consumers still read), a full wait on the other parity. */
+ * which the executor must report: a consumer that never arrives on a
+ * slot's empty barrier (a deadlock), a producer that does not wait for it,
+ * consumers that release a slot before the wgmma reading it completed, a
+ * full wait on the other parity. (test_cpusim_races.c holds the order of
+ * mbarriers, cpusim_order.c, to account on hand-written IR.) */
 #include "simharness.h"
 #include "codegen/codegen.h"
 #include "driver/targets.h"
@@ -157,6 +158,136 @@ Test(cpusim_ws, the_warp_specialized_gemm_as_emitted_runs_right)
     int bad;
     cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
     cr_expect_eq(bad, 0);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* ---- planted bugs, in the LLVM IR as emitted ---- */
+
+/* The label of the basic block line p lies in (a pointer to its name). */
+static const char *block_of(const char *text, const char *p)
+{
+    for (const char *line = p; line > text;) {
+        line--;
+        while (line > text && line[-1] != '\n') line--;
+        if (line[0] != ' ' && line[0] != '\n' && line[0] != ';' && strchr(line, ':') && strchr(line, ':') < strchr(line, '\n'))
+            return line;
+    }
+    return text;
+}
+
+/* Blanks every line holding needle in a block whose label starts with
+ * block; changes `from` to `to` in it instead when from is given. How
+ * many lines it changed. */
+static int edit_in_blocks(char *text, const char *block, const char *needle, const char *from, const char *to)
+{
+    int n = 0;
+    for (char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) {
+        if (strncmp(block_of(text, p), block, strlen(block))) continue;
+        char *line = p;
+        while (line > text && line[-1] != '\n') line--;
+        char *eol = strchr(line, '\n');
+        if (!from) {
+            for (char *q = line; q < eol; q++) *q = ' ';
+        } else {
+            char *at = strstr(line, from);
+            cr_assert(at && at < eol && strlen(to) == strlen(from), "%.*s", (int)(eol - line), line);
+            memcpy(at, to, strlen(to));
+        }
+        n++;
+    }
+    return n;
+}
+
+static void expect_caught(char *ir, const char *what, const char *want1, const char *want2)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char err[1024];
+    int bad;
+    cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "%s, and no error", what);
+    cr_log_info("%s: %s", what, err);
+    cr_expect(strstr(err, want1) && (!want2 || strstr(err, want2)), "%s: %s", what, err);
+    ir_module_free(m);
+}
+
+/* No consumer arrives on an empty barrier: the producer waits for ever. */
+Test(cpusim_ws, a_consumer_that_never_releases_a_slot_is_a_deadlock)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    cr_assert_gt(edit_in_blocks(ir, "wsrelease", "@llvm.nvvm.mbarrier.arrive.shared(", NULL, NULL), 0);
+    expect_caught(ir, "no empty arrive", "deadlock in block (0, 0, 0)", "waiting on mbarriers");
+    free(ir);
+    ir_module_free(m);
+}
+
+/* The producer's wait for an empty slot passing at once: it refills a
+ * slot whose last copy the consumers have not even seen land. */
+Test(cpusim_ws, a_refill_without_waiting_for_the_empty_barrier_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    int n = 0;
+    for (char *p = strstr(ir, "mbarrier.try_wait.parity"); p; p = strstr(p + 1, "mbarrier.try_wait.parity")) {
+        if (strncmp(block_of(ir, p), "wsemptywait", 11)) continue;
+        char *line = p;
+        while (line > ir && line[-1] != '\n') line--;
+        char *call = strstr(line, "= call i32 asm"), *eol = strchr(line, '\n');
+        cr_assert(call && call < eol);
+        memset(call, ' ', (size_t)(eol - call));
+        memcpy(call, "= add i32 0, 1", 14);
+        n++;
+    }
+    cr_assert_gt(n, 0);
+    expect_caught(ir, "no empty wait", "thread 256's bulk tensor copy writes byte ", NULL);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* The consumers release a slot whose wgmma may still read it: wait_group 2 after issuing. */
+Test(cpusim_ws, a_slot_released_before_its_wgmma_completed_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    cr_assert_gt(edit_in_blocks(ir, "", "wgmma.wait_group.sync.aligned 1;", "aligned 1;", "aligned 2;"), 0);
+    expect_caught(ir, "wait_group 2", "thread 256's bulk tensor copy writes byte ", "may still be reading");
+    free(ir);
+    ir_module_free(m);
+}
+
+/* A consumer waiting for the other parity of a full barrier: it reads
+ * the slot before its copy landed (the phase before the first counts as
+ * complete). */
+Test(cpusim_ws, a_full_wait_on_the_wrong_parity_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    /* the parity operand, `i32 %x)` ending the call: xor'ed with 1 by an instruction before it */
+    size_t cap = strlen(ir) * 2 + 4096;
+    char *out = malloc(cap), *o = out;
+    const char *p = ir;
+    int n = 0;
+    for (const char *k; (k = strstr(p, "mbarrier.try_wait.parity"));) {
+        const char *line = k, *eol = strchr(k, '\n');
+        while (line > ir && line[-1] != '\n') line--;
+        const char *op = NULL;
+        for (const char *q = line; q < eol; q++)
+            if (!strncmp(q, "i32 %", 5)) op = q + 4;
+        const char *end = op ? strchr(op, ')') : NULL;
+        o += sprintf(o, "%.*s", (int)(line - p), p);
+        if (!strncmp(block_of(ir, k), "wsfullwait", 10) && op && end < eol) {
+            o += sprintf(o, "  %%flip%d = xor i32 %.*s, 1\n%.*s%%flip%d", n, (int)(end - op), op, (int)(op - line), line, n);
+            o += sprintf(o, "%.*s", (int)(eol - end), end);
+            n++;
+        } else {
+            o += sprintf(o, "%.*s", (int)(eol - line), line);
+        }
+        p = eol;
+    }
+    strcpy(o, p);
+    cr_assert_gt(n, 0);
+    expect_caught(out, "full waits on the other parity", "that a bulk tensor copy (in ", "mbarrier");
+    free(out);
     free(ir);
     ir_module_free(m);
 }

@@ -127,9 +127,9 @@ static LLVMValueRef slot_barrier_ptr(Cg *c, int row, LLVMValueRef s)
 }
 
 /* Waits until bar's phase of parity `parity` completed. */
-static void wait_phase(Cg *c, LLVMValueRef bar, LLVMValueRef parity)
+static void wait_phase(Cg *c, const char *name, LLVMValueRef bar, LLVMValueRef parity)
 {
-    LLVMBasicBlockRef spin = new_bb(c, "wsspin"), done = new_bb(c, "wsseen");
+    LLVMBasicBlockRef spin = new_bb(c, name), done = new_bb(c, "wsseen");
     LLVMBuildBr(c->b, spin);
     LLVMPositionBuilderAtEnd(c->b, spin);
     LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, ptx_shared_address(c, bar), parity), done, spin);
@@ -185,7 +185,7 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
     LLVMBasicBlockRef wait = new_bb(c, "wsempty"), go = new_bb(c, "wsgo");
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, ws_load(c, EMPTY_DONE), i32c(c, 0), ""), wait, go);
     LLVMPositionBuilderAtEnd(B, wait);
-    wait_phase(c, slot_barrier_ptr(c, 1, s), LLVMBuildXor(B, next_phase(c, EMPTY_PHASES, s), i32c(c, 1), ""));
+    wait_phase(c, "wsemptywait", slot_barrier_ptr(c, 1, s), LLVMBuildXor(B, next_phase(c, EMPTY_PHASES, s), i32c(c, 1), ""));
     ws_store(c, EMPTY_DONE, i32c(c, 1));
     LLVMBuildBr(B, go);
     LLVMPositionBuilderAtEnd(B, go);
@@ -246,7 +246,7 @@ static void ws_wait(Cg *c, int pending)
     LLVMPositionBuilderAtEnd(B, one);
     LLVMValueRef at = mul(c, LLVMBuildSub(B, w, ws_load(c, RELEASED), ""), 4);
     LLVMValueRef s = LLVMBuildAnd(B, LLVMBuildLShr(B, ws_load(c, QUEUE), at, ""), i32c(c, 15), "");
-    wait_phase(c, slot_barrier_ptr(c, 0, s), next_phase(c, FULL_PHASES, s));
+    wait_phase(c, "wsfullwait", slot_barrier_ptr(c, 0, s), next_phase(c, FULL_PHASES, s));
     ws_store(c, WAITED, add(c, w, i32c(c, 1)));
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, done);
@@ -258,7 +258,7 @@ static void ws_release(Cg *c, bool all)
 {
     LLVMBuilderRef B = c->b;
     LLVMValueRef upto = ws_load(c, all ? WAITED : KEEP);
-    LLVMBasicBlockRef head = new_bb(c, "wsrel"), one = new_bb(c, "wsempty1"), done = new_bb(c, "wsreld");
+    LLVMBasicBlockRef head = new_bb(c, "wsrel"), one = new_bb(c, "wsrelease"), done = new_bb(c, "wsreleased");
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, head);
     LLVMValueRef r = ws_load(c, RELEASED);
