@@ -291,3 +291,18 @@ Test(cpusim_ws, a_full_wait_on_the_wrong_parity_is_reported)
     free(ir);
     ir_module_free(m);
 }
+
+/* Where the option does not apply (sm_90: cp.async rings, no producer),
+ * the extra warp exits at once and the tile code, on its named barrier,
+ * runs as without it. */
+Test(cpusim_ws, the_option_without_a_producer_runs_right_on_sm90)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    cpusim *s = load_arch(m, "sm_90");
+    char err[1024];
+    int bad;
+    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 200, 72}, 2, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(bad, 0);
+    cpusim_free(s);
+    ir_module_free(m);
+}
