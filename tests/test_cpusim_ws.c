@@ -306,3 +306,40 @@ Test(cpusim_ws, the_option_without_a_producer_runs_right_on_sm90)
     cpusim_free(s);
     ir_module_free(m);
 }
+
+/* A GEMM whose blocks past the last tile return before their loop, and
+ * whose loop's end is a tensor's element (a scalar the producer does not
+ * load: no producer then, and the kernel runs as without the option). */
+static const char *EARLY_RETURN =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n@ph.tensorcore\n@ph.launch(128)\n@ph.stages(3)\n@ph.warp_specialize(1)\n"
+    "@ph.autotune(BM=[64], BN=[128], BK=[64])\n"
+    "def gemm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f16][M, N]):\n"
+    "    m0: ph.let = ph.ctx.block.x * BM\n"
+    "    n0: ph.let = ph.ctx.block.y * BN\n"
+    "    if m0 >= M:\n"
+    "        return\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0\n"
+    "    for k0 in range(0, K, BK):\n"
+    "        acc += ph.dot(A[m0:+BM, k0:+BK], B[k0:+BK, n0:+BN])\n"
+    "    C[m0:+BM, n0:+BN] = ph.f16(acc)\n";
+
+Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
+{
+    char *diags = NULL, err[1024];
+    IrModule *m = tu_compile("early.ph", EARLY_RETURN, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags ? diags : "");
+    free(diags);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ptx = NULL;
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(ptx, "barrier.sync \t1, 128;") && strstr(ptx, "cp.async.bulk.tensor"), "a producer and consumers");
+    free(ptx);
+    cpusim *s = load_arch(m, "sm_90a");
+    int bad;
+    /* 3 blocks along M for 130 rows, 5 launched: two return at once */
+    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 100, 200}, 5, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(bad, 0);
+    cpusim_free(s);
+    ir_module_free(m);
+}

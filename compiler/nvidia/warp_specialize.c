@@ -8,7 +8,7 @@
  * does not follow the protocol below (the producer's threads then exit at
  * once and the consumers run the body as without the option). The
  * producer's code is f->body less everything but its copies, commits,
- * returns, the loops and ifs that hold copies, and the scalar ops they need
+ * returns, the loops and ifs that hold copies or returns, and the scalar ops they need
  * (their ValueIds are f->body's; a loop or if keeps only its scalar
  * carried values and results; ops are shared, not copied, where they are
  * kept whole, so values[].def stays f->body's). The protocol, which the
@@ -17,8 +17,9 @@
  * stages; every wait that gives slots is WAIT_SLOTS_RELEASED (an async
  * dot reads them, whose engine releases them once its wgmma completed),
  * and every other wait gives none (its groups are released once waited
- * for). Everything the copies' windows and slots depend on is scalar
- * control flow and scalar arithmetic, which the producer runs itself. */
+ * for). Everything the copies' windows and slots, and the conditions of
+ * early returns, depend on is scalar control flow and scalar arithmetic,
+ * which the producer runs itself (no while holds a copy or a return). */
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
 
@@ -33,6 +34,19 @@ static bool holds_copies(const IrBlock *b)
         const IrOp *op = b->ops[i];
         if (op->kind == OP_COPY_ASYNC || op->kind == OP_COMMIT_ASYNC) return true;
         if ((op->body && holds_copies(op->body)) || (op->els && holds_copies(op->els))) return true;
+    }
+    return false;
+}
+
+/* What the producer must run of b: copies, and returns, since a producer
+ * that went on where the consumers returned would wait for ever for slots
+ * nobody releases. */
+static bool matters(const IrBlock *b)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_COPY_ASYNC || op->kind == OP_COMMIT_ASYNC || op->kind == OP_RETURN) return true;
+        if ((op->body && matters(op->body)) || (op->els && matters(op->els))) return true;
     }
     return false;
 }
@@ -57,7 +71,7 @@ static bool follows_protocol(const IrFunc *f, const IrBlock *b)
             if (op->nargs && !(op->flags & WAIT_SLOTS_RELEASED)) return false;
             break;
         case OP_WHILE:
-            if (holds_copies(op->body) || holds_copies(op->els)) return false;
+            if (matters(op->body) || matters(op->els)) return false;
             break;
         default: break;
         }
@@ -205,7 +219,7 @@ static IrBlock *producer_block(Ws *w, const IrBlock *b, const IrOp *parent, cons
         } else if (op->kind == OP_COPY_ASYNC || op->kind == OP_COMMIT_ASYNC || op->kind == OP_RETURN) {
             if (!all_had(w, op, 0, op->nargs)) w->ok = false;
             n = (IrOp *)op;
-        } else if ((op->kind == OP_FOR || op->kind == OP_IF) && holds_copies(op->body) + (op->els && holds_copies(op->els))) {
+        } else if ((op->kind == OP_FOR || op->kind == OP_IF) && (matters(op->body) || (op->els && matters(op->els)))) {
             if (!all_had(w, op, 0, op->kind == OP_FOR ? 2 : 1)) w->ok = false;
             else n = op->kind == OP_FOR ? producer_for(w, op) : producer_if(w, op);
         } else if (pure_scalar(w, op) && all_had(w, op, 0, op->nargs)) {
