@@ -16,6 +16,8 @@
 #include "driver/targets.h"
 #include "testutil.h"
 
+#include <unistd.h>
+
 typedef struct { int64_t m, n, k; } Shape;
 
 /* bench/gemm_tuned.ph with autotune as its autotune line and, unless the
@@ -342,4 +344,31 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
     cr_expect_eq(bad, 0);
     cpusim_free(s);
     ir_module_free(m);
+}
+
+/* Attention's loops read their rings by two dots and the softmax, which
+ * the protocol does not take: with the option each kernel keeps its code,
+ * its extra warp exits at once, and the results stay the interpreter's. */
+Test(cpusim_ws, attention_with_the_option_runs_as_without, .timeout = 600)
+{
+    char *src = tu_read_file("examples/attention/attention.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_attention_XXXXXX.ph";
+    int fd = mkstemps(path, 3);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    int kernels = 0;
+    for (const char *p = src, *k; *p; p = k + strlen("@ph.kernel\n")) {
+        if (!(k = strstr(p, "@ph.kernel\n"))) {
+            fputs(p, f);
+            break;
+        }
+        fprintf(f, "%.*s@ph.kernel\n@ph.warp_specialize(1)\n", (int)(k - p), p);
+        kernels++;
+    }
+    fclose(f);
+    cr_assert_eq(kernels, 4);
+    attention_matches_the_interpreter(path, "sm_90a", 0);
+    unlink(path);
+    free(src);
 }
