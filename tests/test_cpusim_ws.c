@@ -217,7 +217,7 @@ Test(cpusim_ws, a_consumer_that_never_releases_a_slot_is_a_deadlock)
 {
     IrModule *m = gemm_ws(TWO_WG);
     char *ir = sm90a_ir(m);
-    cr_assert_gt(edit_in_blocks(ir, "wsrelease", "@llvm.nvvm.mbarrier.arrive.shared(", NULL, NULL), 0);
+    cr_assert_gt(edit_in_blocks(ir, "wsarrive", "@llvm.nvvm.mbarrier.arrive.shared(", NULL, NULL), 0);
     expect_caught(ir, "no empty arrive", "deadlock in block (0, 0, 0)", "waiting on mbarriers");
     free(ir);
     ir_module_free(m);

@@ -96,8 +96,8 @@ static void begin_barriers(Cg *c)
     Guard g = guard_begin(c, is_thread0(c));
     LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
     for (int b = 0; b < TMA_BARRIERS * (ws ? 2 : 1); b++) {
-        /* a full barrier waits for the producer's one arrival, an empty one for every consumer's */
-        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : c->T)};
+        /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's */
+        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : c->T / 32)};
         cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
     }
     ptx_fence_mbarrier_init(c);
@@ -108,7 +108,7 @@ static void begin_barriers(Cg *c)
 /* ---- warp-specialized (IrFunc.producer): the producer's copies ----
  * Slot s of the rings has two mbarriers: full[s] (one arrival: the
  * producer's, with the copies' bytes as transactions) and empty[s] (one
- * arrival from each consumer thread). The producer, before a group's
+ * arrival from each consumer warp). The producer, before a group's
  * first copy into slot s, waits for empty[s]'s phase of the slot's
  * previous filling (a fresh barrier's parity-1 wait passes at once),
  * issues the group's copies on full[s] and at the commit arrives on it.
@@ -252,8 +252,11 @@ static void ws_wait(Cg *c, int pending)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
-/* A consumer arrives on the empty barrier of each group waited for (all)
- * or waited for before the last wait, oldest first. */
+/* A consumer warp arrives on the empty barrier of each group waited for
+ * (all) or waited for before the last wait, oldest first: its lane 0,
+ * once the warp's wgmma.wait_group (warp-wide) saw the wgmma reading the
+ * slot complete; no thread reads a slot otherwise (warp_specialize.c's
+ * protocol), and the slots of a wait that gives none are read by nobody. */
 static void ws_release(Cg *c, bool all)
 {
     LLVMBuilderRef B = c->b;
@@ -266,7 +269,12 @@ static void ws_release(Cg *c, bool all)
     LLVMPositionBuilderAtEnd(B, one);
     LLVMValueRef q = ws_load(c, QUEUE);
     LLVMValueRef bar = slot_barrier_ptr(c, 1, LLVMBuildAnd(B, q, i32c(c, 15), ""));
+    LLVMBasicBlockRef arrive = new_bb(c, "wsarrive"), arrived = new_bb(c, "wsarrived");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, c->lane, i32c(c, 0), ""), arrive, arrived);
+    LLVMPositionBuilderAtEnd(B, arrive);
     cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
+    LLVMBuildBr(B, arrived);
+    LLVMPositionBuilderAtEnd(B, arrived);
     ws_store(c, QUEUE, LLVMBuildLShr(B, q, i32c(c, 4), ""));
     ws_store(c, RELEASED, add(c, r, i32c(c, 1)));
     LLVMBuildBr(B, head);

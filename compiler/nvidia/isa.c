@@ -78,8 +78,13 @@ static void annotate_kernel(Cg *c)
     annotate_grid_constants(c);
     /* .maxntid tells ptxas the block size, so it can spend registers */
     annotate(c, "maxntidx", ir_launch_threads(c->f));
-    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
-    annotate(c, "maxnreg", 255);
+    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers.
+     * A block past 256 threads (a producer warp's) gets what its threads can share of the SM's 64K
+     * registers, in the allocation's steps of 8: ptxas does not infer it from .maxntid under a .maxnreg,
+     * and a block that asks for more does not launch */
+    int regs = 255, fit = (65536 / ir_launch_threads(c->f)) & ~7;
+    if (c->f->producer_threads && fit < regs) regs = fit;
+    annotate(c, "maxnreg", regs);
 }
 
 const TargetIsa nvidia_isa = {
