@@ -10,7 +10,11 @@ block per multiprocessor (ph_device_multiprocessors), so no block waits
 for a slot on the GPU and the last wave is not a partial one of fresh
 blocks. Tiles are numbered in groups of GM tile rows, column by column
 within a group, so that the blocks running at once read a few rows of A
-and columns of B many times while they are in L2."""
+and columns of B many times while they are in L2.
+
+W = 1 adds a producer warp (@ph.warp_specialize): on sm_90a one of its
+threads issues the rings' copies while the NT threads compute, slots
+handed over by mbarriers instead of a block barrier each K step."""
 
 import phobos.lang as ph
 
@@ -19,7 +23,8 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(BM=[64, 128], BN=[128, 256], BK=[32, 64], NT=[128, 256], S=[3], GM=[8])
+@ph.warp_specialize(W)
+@ph.autotune(BM=[64, 128], BN=[128, 256], BK=[32, 64], NT=[128, 256], S=[3], GM=[8], W=[0, 1])
 def gemm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f16][M, N]):
     tiles_m: ph.let = (M + BM - 1) // BM
     tiles_n: ph.let = (N + BN - 1) // BN

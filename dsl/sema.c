@@ -129,6 +129,14 @@ static void check_config(Sema *s, const Kernel *k, const int64_t *config)
             f->stages = (int)n;
         }
     }
+    if (k->warp_specialize) {
+        int64_t w = k->warp_specialize->kind == EX_INT ? k->warp_specialize->ival
+                                                       : config[sema_meta_index(k, k->warp_specialize->name)];
+        if (k->warp_specialize->kind == EX_INT && k->warp_specialize->overflow) w = -1;
+        if (w != 0 && w != 1) sema_err(s, k->warp_specialize->loc, "@%s.warp_specialize needs 0 (off) or 1 (a producer warp), got %lld",
+                                       s->alias, (long long)w);
+        else f->producer_threads = w ? IR_PRODUCER_THREADS : 0;
+    }
     for (int i = 0; i < k->nmeta; i++)
         if (sema_is_dim_name(k, k->meta_name[i]) && (config[i] < 1 || config[i] > INT32_MAX))
             sema_err(s, k->meta_loc[i], "meta-parameter %s = %lld specializes dimension %s, which must be at least 1",

@@ -67,6 +67,7 @@ typedef struct {
     bool tensorcore;
     const Expr *launch;          /* NULL: 128 */
     const Expr *stages;          /* @ph.stages: NULL: the compiler's default */
+    const Expr *warp_specialize; /* @ph.warp_specialize: NULL: off */
     int nparams; IrParam *params;  /* strings point into the AST */
     const Expr **param_annot;
     int nmeta;

@@ -257,7 +257,7 @@ static void check_tune_reset(Diag *d, const char *alias, const Expr *e, Kernel *
 void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
     static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages",
-                                        "autotune_restore", "autotune_zero"};
+                                        "autotune_restore", "autotune_zero", "warp_specialize"};
     enum { NDECORATORS = sizeof names / sizeof *names };
     bool seen[NDECORATORS] = {true};
     const Expr *aligned = NULL;
@@ -298,6 +298,11 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
             break;
         case 6: check_tune_reset(d, alias, e, k, IR_TUNE_RESTORE); break;
         case 7: check_tune_reset(d, alias, e, k, IR_TUNE_ZERO); break;
+        case 8:
+            if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
+                diag_error(d, e->loc, "@%s.warp_specialize takes one argument: 0, 1 or a meta-parameter name", alias);
+            else k->warp_specialize = e->items[0];
+            break;
         }
     }
     if (aligned) check_aligned(d, alias, aligned, k);
@@ -310,6 +315,11 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
         diag_error(d, k->stages->loc, "'%s' is not a meta-parameter of this kernel; @%s.stages takes an integer "
                    "or a meta-parameter name", k->stages->name, alias);
         k->stages = NULL;
+    }
+    if (k->warp_specialize && k->warp_specialize->kind == EX_NAME && sema_meta_index(k, k->warp_specialize->name) < 0) {
+        diag_error(d, k->warp_specialize->loc, "'%s' is not a meta-parameter of this kernel; @%s.warp_specialize takes "
+                   "0, 1 or a meta-parameter name", k->warp_specialize->name, alias);
+        k->warp_specialize = NULL;
     }
 }
 

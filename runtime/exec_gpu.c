@@ -218,7 +218,7 @@ static ph_status launch_one(ph_kernel *k, int cfg, const unsigned g[3], const ph
     const Config *st = &k->module->state[k->first + cfg];
     ph_internal_pack_args(k->values, f, args);
     pack_copy_descriptors(k, k->first + cfg, st, f, args);
-    CUresult r = cu->LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)f->threads, 1, 1, st->shared_bytes, k->stream, k->params, NULL);
+    CUresult r = cu->LaunchKernel(st->fn, g[0], g[1], g[2], (unsigned)ir_launch_threads(f), 1, 1, st->shared_bytes, k->stream, k->params, NULL);
     return r ? ph_internal_cuda_fail(r, "cuLaunchKernel") : PH_OK;
 }
 

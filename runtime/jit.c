@@ -67,7 +67,7 @@ ph_status ph_internal_config_stats(ph_module *m, int c, ph_stats *out)
     const PhDriver *cu = ph_internal_driver();
     const Config *st = &m->state[c];
     const IrFunc *f = m->ir->funcs[c];
-    *out = (ph_stats){.config = f->name, .threads = f->threads, .spill_store_bytes = st->spill_stores,
+    *out = (ph_stats){.config = f->name, .threads = ir_launch_threads(f), .spill_store_bytes = st->spill_stores,
                       .spill_load_bytes = st->spill_loads, .dynamic_shared_bytes = (int)st->shared_bytes};
     CUresult r;
     if ((r = cu->FuncGetAttribute(&out->registers, FUNC_ATTR_NUM_REGS, st->fn)) ||

@@ -540,3 +540,145 @@ Test(cpusim, two_cp_asyncs_to_one_byte_in_flight_are_a_race)
                           "block %entry) that thread 0's cp.async (in fill, block %entry) may still be writing: no cp.async wait "
                           "of thread 0 covers it yet");
 }
+
+/* ---- mbarriers between threads (cpusim_order.c) ---- */
+
+#define TRY_WAIT(bar, parity, label, next)                                                                                \
+    label ":\n"                                                                                                           \
+    "  %" label "r = call i32 asm sideeffect \"{\\0A.reg .pred p;\\0Ambarrier.try_wait.parity.shared::cta.b64 p, [$1], "  \
+    "$2;\\0Aselp.b32 $0, 1, 0, p;\\0A}\", \"=r,r,r,~{memory}\"(i32 ptrtoint (ptr addrspace(3) " bar " to i32), i32 " parity \
+    ")\n"                                                                                                                 \
+    "  %" label "ok = icmp ne i32 %" label "r, 0\n"                                                                       \
+    "  br i1 %" label "ok, label %" next ", label %" label "\n"
+
+#define HAND_FULL "@hand_bar"
+#define HAND_EMPTY "getelementptr (i64, ptr addrspace(3) @hand_bar, i32 1)"
+
+/* A producer and its consumers as a warp-specialized kernel hands a slot
+ * over, without a block barrier: thread 32 stores X[32k .. 32k + 31] into
+ * the slot and arrives on the full mbarrier (round k = 0, 1); threads 0-31
+ * wait for its phase k, read word t + 1 of the slot ({CONSUME0}: the read
+ * and then the arrival on the empty mbarrier, which thread 32 waits for
+ * before round 1) and store the two rounds' sum to Y[t]. */
+static const char *HANDOFF_IR =
+    "@hand_buf = internal addrspace(3) global [32 x float] undef, align 16\n"
+    "@hand_bar = internal addrspace(3) global [2 x i64] undef, align 8\n"
+    "declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "declare void @llvm.nvvm.barrier0()\n"
+    "declare void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3), i32)\n"
+    "declare i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3))\n"
+    "define ptx_kernel void @hand(ptr addrspace(1) %X, i64 %0, i64 %1, ptr addrspace(1) %Y, i64 %2, i64 %3) {\n"
+    "entry:\n"
+    "  %t = call i32 @llvm.nvvm.read.ptx.sreg.tid.x()\n"
+    "  %is0 = icmp eq i32 %t, 0\n"
+    "  br i1 %is0, label %init, label %go\n"
+    "init:\n"
+    "  call void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3) " HAND_FULL ", i32 1)\n"
+    "  call void @llvm.nvvm.mbarrier.init.shared(ptr addrspace(3) " HAND_EMPTY ", i32 32)\n"
+    "  br label %go\n"
+    "go:\n"
+    "  call void @llvm.nvvm.barrier0()\n"
+    "  %prod = icmp eq i32 %t, 32\n"
+    "  br i1 %prod, label %round0, label %notprod\n"
+    "notprod:\n"
+    "  %cons = icmp ult i32 %t, 32\n"
+    "  br i1 %cons, label %fw0, label %done\n"
+    /* the producer: two rounds of 32 stores, each then an arrival */
+    "round0:\n"
+    "  br label %st0\n"
+    "st0:\n"
+    "  %i0 = phi i32 [ 0, %round0 ], [ %i0n, %st0 ]\n"
+    "  %x0p = getelementptr float, ptr addrspace(1) %X, i32 %i0\n"
+    "  %x0 = load float, ptr addrspace(1) %x0p\n"
+    "  %b0p = getelementptr float, ptr addrspace(3) @hand_buf, i32 %i0\n"
+    "  store float %x0, ptr addrspace(3) %b0p\n"
+    "  %i0n = add i32 %i0, 1\n"
+    "  %i0c = icmp ult i32 %i0n, 32\n"
+    "  br i1 %i0c, label %st0, label %pub0\n"
+    "pub0:\n"
+    "  %a0 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) " HAND_FULL ")\n"
+    "  br label %{EMPTY_WAIT}\n"
+    TRY_WAIT(HAND_EMPTY, "0", "ew", "round1")
+    "round1:\n"
+    "  br label %st1\n"
+    "st1:\n"
+    "  %i1 = phi i32 [ 0, %round1 ], [ %i1n, %st1 ]\n"
+    "  %i1x = add i32 %i1, 32\n"
+    "  %x1p = getelementptr float, ptr addrspace(1) %X, i32 %i1x\n"
+    "  %x1 = load float, ptr addrspace(1) %x1p\n"
+    "  %b1p = getelementptr float, ptr addrspace(3) @hand_buf, i32 %i1\n"
+    "  store float %x1, ptr addrspace(3) %b1p\n"
+    "  %i1n = add i32 %i1, 1\n"
+    "  %i1c = icmp ult i32 %i1n, 32\n"
+    "  br i1 %i1c, label %st1, label %pub1\n"
+    "pub1:\n"
+    "  %a1 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) " HAND_FULL ")\n"
+    "  br label %done\n"
+    /* the consumers */
+    TRY_WAIT(HAND_FULL, "0", "fw0", "use0")
+    "use0:\n"
+    "  %n = add i32 %t, 1\n"
+    "  %w = and i32 %n, 31\n"
+    "  %r0p = getelementptr float, ptr addrspace(3) @hand_buf, i32 %w\n"
+    "{CONSUME0}"
+    "  br label %fw1\n"
+    TRY_WAIT(HAND_FULL, "1", "fw1", "use1")
+    "use1:\n"
+    "  %v1 = load float, ptr addrspace(3) %r0p\n"
+    "  %sum = fadd float %v0, %v1\n"
+    "  %yp = getelementptr float, ptr addrspace(1) %Y, i32 %t\n"
+    "  store float %sum, ptr addrspace(1) %yp\n"
+    "  br label %done\n"
+    "done:\n"
+    "  ret void\n"
+    "}\n";
+
+#define READ_THEN_RELEASE \
+    "  %v0 = load float, ptr addrspace(3) %r0p\n  %e0 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) " HAND_EMPTY ")\n"
+#define RELEASE_THEN_READ \
+    "  %e0 = call i64 @llvm.nvvm.mbarrier.arrive.shared(ptr addrspace(3) " HAND_EMPTY ")\n  %v0 = load float, ptr addrspace(3) %r0p\n"
+
+static ph_status run_handoff(const char *empty_wait, const char *consume0, char *err, size_t errlen)
+{
+    IrModule *m = stub_module("hand");
+    static const char *const keys[2] = {"EMPTY_WAIT", "CONSUME0"};
+    const char *values[2] = {empty_wait, consume0};
+    char *ir = expand(HANDOFF_IR, 2, keys, values);
+    static float x[64], y[32];
+    for (int i = 0; i < 64; i++) x[i] = (float)i * 0.5f;
+    for (int i = 0; i < 32; i++) y[i] = -1;
+    ph_status st = run_ir(m, ir, 1, x, 64, 1, y, 32, 1, err, errlen);
+    for (int t = 0; st == PH_OK && t < 32; t++) cr_assert_eq(y[t], x[(t + 1) % 32] + x[32 + (t + 1) % 32], "Y[%d] = %g", t, y[t]);
+    free(ir);
+    ir_module_free(m);
+    return st;
+}
+
+/* Right: the stores before the full arrival, the reads before the empty
+ * one, each wait seeing the other side's phase: no race, though no block
+ * barrier orders a thing after the first. */
+Test(cpusim, an_mbarrier_handoff_orders_the_threads_it_hands_between)
+{
+    char err[1024];
+    cr_expect_eq(run_handoff("ew", READ_THEN_RELEASE, err, sizeof err), PH_OK, "%s", err);
+}
+
+/* The consumers release the slot before they read it: the producer's
+ * second round overwrites what they read after their arrival. */
+Test(cpusim, a_release_before_the_read_is_a_race)
+{
+    char err[1024];
+    cr_assert_eq(run_handoff("ew", RELEASE_THEN_READ, err, sizeof err), PH_ERR_INVALID, "release before the read, no race seen");
+    cr_expect(strstr(err, "hand: shared-memory race in block (0, 0, 0): thread 32 writes byte ") &&
+              strstr(err, "of hand_buf (in hand, block %st1) that thread ") && strstr(err, "read (in hand, block %use0)"), "%s", err);
+}
+
+/* The producer refills without waiting for the empty barrier. Its first
+ * round's stores are seen by no consumer before its second's. */
+Test(cpusim, a_refill_without_the_empty_wait_is_reported)
+{
+    char err[1024];
+    cr_assert_eq(run_handoff("round1", READ_THEN_RELEASE, err, sizeof err), PH_ERR_INVALID, "no empty wait, no error");
+    cr_log_info("%s", err);
+    cr_expect(strstr(err, "deadlock") || strstr(err, "race"), "%s", err);
+}

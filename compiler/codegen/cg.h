@@ -94,9 +94,13 @@ typedef struct {
     CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
     int ndescs;
     LLVMValueRef desc_map[CODEGEN_MAX_COPY_DESCS], desc_ok[CODEGEN_MAX_COPY_DESCS];
-    LLVMValueRef copy_state[4];  /* the copy engine's: what its begin made (counters, a buffer's offset) */
+    LLVMValueRef copy_state[12]; /* the copy engine's: what its begin made (counters, a buffer's offset) */
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
+    /* @ph.warp_specialize (IrFunc.producer_threads): which threads the code
+     * being emitted runs in: all of the block's (CG_ALL: its entry, or a
+     * kernel without the option), the producer's or the tile code's */
+    enum { CG_ALL, CG_PRODUCER, CG_CONSUMERS } role;
     LLVMDIBuilderRef di;         /* line information (-lineinfo), or NULL */
     LLVMMetadataRef di_file, di_kernel;   /* the .ph file; the kernel's subprogram */
     char *err; size_t errlen;

@@ -344,7 +344,7 @@ void emit_block(Cg *c, const IrBlock *blk, const IrOp *parent, Slots *yielded)
         cg_locate(c, op, parent);
         if (op->kind == OP_YIELD && parent) emit_yield(c, op, blk, parent, yielded);
         else emit_op(c, op);
-        if (c->regions.len)
+        if (c->regions.len && c->role != CG_PRODUCER)
             for (int j = 0; j < op->nres; j++) write_regions(c, op->res[j]);
     }
     if (parent) cg_locate(c, parent, NULL);   /* the loop's step and branch, the if's join: its line */

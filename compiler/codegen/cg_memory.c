@@ -384,6 +384,8 @@ void emit_wait_async(Cg *c, const IrOp *op)
     c->target->copy->wait(c, op->ival);
     if (op->nargs && (op->flags & WAIT_SLOTS_RELEASED) && c->target->copy->publish) c->target->copy->publish(c);
     else if (op->nargs) smem_fixed_barrier(c);
+    /* warp-specialized, a wait that gives no slots ends the reads of what it waited for */
+    if (!op->nargs && c->f->producer && c->target->copy->release) c->target->copy->release(c, true);
     for (int i = 0; i < op->nargs; i++) {
         Slots s = c->vals[op->args[i]];
         if (!s.v) s = cg_get(c, op->args[i], home_layout(c, op->args[i]));

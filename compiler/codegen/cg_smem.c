@@ -87,6 +87,7 @@ int64_t smem_offset(Cg *c, int buf)
 /* The next event; in the second emission, a barrier where the plan puts one. */
 static void smem_event(Cg *c, SmemEventKind kind, int buf, bool write, bool together, bool unordered)
 {
+    if (c->role == CG_PRODUCER) return;   /* codegen.c emit_roles says why */
     if (!c->smem_replay) {
         if (together) smem_add_access_together(&c->smem_plan, buf, write);
         else if (unordered) smem_add_access_unordered(&c->smem_plan, buf, write);

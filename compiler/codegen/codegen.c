@@ -192,6 +192,46 @@ static bool has_rings(const IrBlock *b)
     return false;
 }
 
+/* @ph.warp_specialize: the threads past the tile code's are the
+ * producer's, and the first of them runs the producer's code
+ * (IrFunc.producer, a target pass's), the others nothing; the tile code's
+ * threads run the body. Both are emitted from the same values: the
+ * producer's are forgotten before the body is emitted. The producer
+ * records no shared-memory access (it makes none the plan orders: its
+ * copies' slots are the copy engine's to order) and waits at no barrier;
+ * the rings keep their bytes for the whole kernel (an access at the
+ * body's start), since the producer may refill a slot while the tile code
+ * runs an epilogue in scratch that could otherwise share them. */
+static void emit_roles(Cg *c, const IrFunc *f)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMBasicBlockRef prod = new_bb(c, "producer"), cons = new_bb(c, "consumers");
+    LLVMValueRef elected = LLVMBuildICmp(B, LLVMIntEQ, c->tid, i32c(c, c->T), "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, c->tid, i32c(c, c->T), ""), cons, prod);
+    LLVMPositionBuilderAtEnd(B, prod);
+    if (f->producer) {
+        LLVMBasicBlockRef run = new_bb(c, "produce");
+        LLVMBuildCondBr(B, elected, run, c->exit_bb);
+        LLVMPositionBuilderAtEnd(B, run);
+        c->role = CG_PRODUCER;
+        emit_block(c, f->producer, NULL, NULL);
+        LLVMBuildUnreachable(B);
+        for (int i = 0; i <= f->nvalues; i++) {
+            free(c->vals[i].v);
+            c->vals[i] = (Slots){0};
+        }
+        cache_truncate(c, 0);
+    } else {
+        LLVMBuildBr(B, c->exit_bb);
+    }
+    LLVMPositionBuilderAtEnd(B, cons);
+    c->role = CG_CONSUMERS;
+    for (int r = 0; f->producer && r < CG_MAX_RINGS; r++)
+        if (c->ring_buf[r] >= 0) smem_access(c, c->ring_buf[r], false);
+    emit_block(c, f->body, NULL, NULL);
+    LLVMBuildUnreachable(B);
+}
+
 /* The body, op by op in program order, after the thread's index. */
 static void emit_body(Cg *c, const IrFunc *f)
 {
@@ -205,10 +245,16 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->warp = udiv(c, c->tid, 32);
     c->lane = urem(c, c->tid, 32);
     c->vals = xcalloc((size_t)f->nvalues + 1, sizeof *c->vals);
+    c->role = CG_ALL;
     if (c->target->copy->begin && has_rings(f->body)) c->target->copy->begin(c);
-    emit_block(c, f->body, NULL, NULL);
-    /* the body ends with a return, so the insert point is a dead block */
-    LLVMBuildUnreachable(c->b);
+    if (f->producer_threads) {
+        emit_roles(c, f);
+    } else {
+        emit_block(c, f->body, NULL, NULL);
+        /* the body ends with a return, so the insert point is a dead block */
+        LLVMBuildUnreachable(c->b);
+    }
+    c->role = CG_ALL;
 }
 
 /* Forgets one emission's values, conversions, regions and parameters. */

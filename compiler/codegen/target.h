@@ -57,6 +57,12 @@ typedef struct CopyEngine {
      * made visible to every thread, which needs a block barrier only for
      * copies the threads issued themselves; NULL: a barrier */
     void (*publish)(Cg *c);
+    /* warp specialization (IrFunc.producer, c->role CG_CONSUMERS): the
+     * slots of the groups waited for are read no more: all of them, or
+     * all but those of the last wait (an async dot's engine, once the
+     * previous iteration's dot completed); NULL: the engine has no
+     * producer */
+    void (*release)(Cg *c, bool all);
 } CopyEngine;
 
 /* An IR pass a target adds after the standard pipeline (a Hopper

@@ -161,12 +161,22 @@ typedef struct IrFunc {
     int naligned; IrAligned *aligned;
     int threads;                      /* @ph.launch, resolved */
     int stages;                       /* @ph.stages: 1 no pipelining of loop loads, S >= 2 S-stage; 0 default */
+    /* @ph.warp_specialize: threads launched past `threads` for a producer
+     * of the rings' copies (IR_PRODUCER_THREADS or 0); the tile code keeps
+     * `threads` (ir_launch_threads: what a launch runs) */
+    int producer_threads;
+    IrBlock *producer;                /* set by a target's warp-specialization pass on its copy: the producer's code, or NULL */
     bool tensorcore;
     int nvalues, capvalues; IrValue *values;  /* values[0] unused */
     IrBlock *body;                    /* ends with OP_RETURN */
     Loc loc;
     Arena *arena;                     /* owns everything above */
 } IrFunc;
+
+enum { IR_PRODUCER_THREADS = 32 };   /* one warp */
+
+/* The threads a launch of f runs: its tile code's, then a producer's. */
+static inline int ir_launch_threads(const IrFunc *f) { return f->threads + f->producer_threads; }
 
 typedef struct {
     int nfuncs, cap;

@@ -248,5 +248,5 @@ static void wait_groups(Cg *c, int pending)
     cg_call(c, "llvm.nvvm.cp.async.wait.group", c->tvoid, 1, &ti32, &n);
 }
 
-const CopyEngine copy_cp_async = {"cp.async", NULL, NULL, copy_into_slot, commit_group, wait_groups, NULL};
+const CopyEngine copy_cp_async = {"cp.async", NULL, NULL, copy_into_slot, commit_group, wait_groups, NULL, NULL};
 

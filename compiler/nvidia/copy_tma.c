@@ -62,6 +62,12 @@ static void plan_descriptors(Cg *c, const IrFunc *f) { plan_block(c, f->body); }
  * copies are the whole block's, their fallback decided by kernel
  * parameters and window starts) */
 enum { COMMITTED, WAITED, BY_THREADS, COPY_STATES };
+/* and warp-specialized (copy_tma_ws.c), each thread's own: groups
+ * released, the slots of groups committed and not released (4 bits each,
+ * the oldest lowest), the phase bits of the full and empty mbarriers (bit
+ * s: slot s's next phase's parity), the open group's slot, whether the
+ * producer waited for that slot to be empty, WAITED before the last wait */
+enum { RELEASED = COPY_STATES, QUEUE, FULL_PHASES, EMPTY_PHASES, GROUP_SLOT, EMPTY_DONE, KEEP, WS_STATES };
 
 static LLVMValueRef barrier_base(Cg *c) { return i32c(c, smem_offset(c, c->copy_buf)); }
 
@@ -78,22 +84,201 @@ static LLVMValueRef is_thread0(Cg *c) { return LLVMBuildICmp(c->b, LLVMIntEQ, c-
 static void begin_barriers(Cg *c)
 {
     LLVMBuilderRef B = c->b;
-    c->copy_buf = smem_buffer(c, SMEM_REGION, 8 * TMA_BARRIERS);
+    bool ws = c->f->producer != NULL;   /* a second row of mbarriers: the slots' empty ones */
+    c->copy_buf = smem_buffer(c, SMEM_REGION, 8 * TMA_BARRIERS * (ws ? 2 : 1));
     smem_access(c, c->copy_buf, true);
-    static const char *const names[COPY_STATES] = {"groups", "waited", "by_threads"};
-    for (int i = 0; i < COPY_STATES; i++) {
+    static const char *const names[WS_STATES] = {"groups", "waited", "by_threads", "released", "queue",
+                                                 "full_phases", "empty_phases", "group_slot", "empty_done", "keep"};
+    for (int i = 0; i < (ws ? WS_STATES : COPY_STATES); i++) {
         c->copy_state[i] = LLVMBuildAlloca(B, c->ti32, names[i]);
         LLVMBuildStore(B, i32c(c, 0), c->copy_state[i]);
     }
     Guard g = guard_begin(c, is_thread0(c));
     LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
-    for (int b = 0; b < TMA_BARRIERS; b++) {
-        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, 1)};
+    for (int b = 0; b < TMA_BARRIERS * (ws ? 2 : 1); b++) {
+        /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's */
+        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : c->T / 32)};
         cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
     }
     ptx_fence_mbarrier_init(c);
     guard_end(c, g);
     smem_fixed_barrier(c);
+}
+
+/* ---- warp-specialized (IrFunc.producer): the producer's copies ----
+ * Slot s of the rings has two mbarriers: full[s] (one arrival: the
+ * producer's, with the copies' bytes as transactions) and empty[s] (one
+ * arrival from each consumer warp). The producer, before a group's
+ * first copy into slot s, waits for empty[s]'s phase of the slot's
+ * previous filling (a fresh barrier's parity-1 wait passes at once),
+ * issues the group's copies on full[s] and at the commit arrives on it.
+ * A consumer keeps the slots of the groups it committed and has not
+ * released in a queue, waits for full[s] of each group in order and, once
+ * nothing reads a group's slot (ws_release), arrives on empty[s]. Phase
+ * bits are per slot, in a thread's own registers. */
+
+static LLVMValueRef ws_load(Cg *c, int state) { return LLVMBuildLoad2(c->b, c->ti32, c->copy_state[state], ""); }
+static void ws_store(Cg *c, int state, LLVMValueRef v) { LLVMBuildStore(c->b, v, c->copy_state[state]); }
+
+/* full[s] (row 0) or empty[s] (row 1): a shared pointer */
+static LLVMValueRef slot_barrier_ptr(Cg *c, int row, LLVMValueRef s)
+{
+    return smem_byte_ptr(c, offset_add(c, barrier_base(c), add(c, mul(c, s, 8), i32c(c, 8 * TMA_BARRIERS * row))));
+}
+
+/* Waits until bar's phase of parity `parity` completed. */
+static void wait_phase(Cg *c, const char *name, LLVMValueRef bar, LLVMValueRef parity)
+{
+    LLVMBasicBlockRef spin = new_bb(c, name), done = new_bb(c, "wsseen");
+    LLVMBuildBr(c->b, spin);
+    LLVMPositionBuilderAtEnd(c->b, spin);
+    LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, ptx_shared_address(c, bar), parity), done, spin);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+/* The bit of slot s in the phase bits of state, flipped for the next phase; its value before. */
+static LLVMValueRef next_phase(Cg *c, int state, LLVMValueRef s)
+{
+    LLVMValueRef bits = ws_load(c, state), bit = LLVMBuildShl(c->b, i32c(c, 1), s, "");
+    ws_store(c, state, LLVMBuildXor(c->b, bits, bit, ""));
+    return LLVMBuildAnd(c->b, LLVMBuildLShr(c->b, bits, s, ""), i32c(c, 1), "");
+}
+
+/* The window element by element, zero outside the tensor, stored by the
+ * producer's one thread (a tensor map the launch could not build, a box
+ * starting inside a 16-byte unit), then fenced for the async proxy that
+ * the wgmma reading it is: the store precedes the full barrier's arrival. */
+static void ws_copy_elements(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, op->res[0]).dt);
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), body = new_bb(c, "wsel"), after = new_bb(c, "wseld");
+    LLVMBuildBr(B, body);
+    LLVMPositionBuilderAtEnd(B, body);
+    LLVMValueRef i = LLVMBuildPhi(B, c->ti32, "");
+    LLVMValueRef row = LLVMBuildUDiv(B, i, i32c(c, l->cols), ""), col = LLVMBuildURem(B, i, i32c(c, l->cols), "");
+    LLVMValueRef gr = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+    LLVMValueRef gc = LLVMBuildAdd(B, c0, LLVMBuildZExt(B, col, c->ti64, ""), "");
+    LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, gr, d0, ""), LLVMBuildICmp(B, LLVMIntULT, gc, d1, ""), "");
+    LLVMValueRef off = LLVMBuildSelect(B, inb, LLVMBuildAdd(B, LLVMBuildMul(B, gr, d1, ""), gc, ""), LLVMConstInt(c->ti64, 0, 0), "");
+    LLVMValueRef x = LLVMBuildLoad2(B, et, LLVMBuildGEP2(B, et, c->tensor_ptr[op->param], &off, 1, ""), "");
+    x = LLVMBuildSelect(B, inb, x, LLVMConstNull(et), "");
+    LLVMBuildStore(B, x, smem_byte_ptr(c, add(c, at, shared_offset(c, l, row, col))));
+    LLVMValueRef next = add(c, i, i32c(c, 1));
+    LLVMValueRef zero = i32c(c, 0);
+    LLVMAddIncoming(i, &zero, &pre, 1);
+    LLVMAddIncoming(i, &next, &body, 1);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, next, i32c(c, (int64_t)l->rows * l->cols), ""), body, after);
+    LLVMPositionBuilderAtEnd(B, after);
+    ptx_fence_proxy_async(c);
+}
+
+/* A copy into slot s: the producer issues it (after waiting, at its
+ * group's first copy, for the slot to be empty); a consumer notes s. */
+static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0, int j)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef s = c->vals[op->args[op->nargs - 1]].v[0];
+    ws_store(c, GROUP_SLOT, s);
+    if (c->role != CG_PRODUCER) return;
+    LLVMBasicBlockRef wait = new_bb(c, "wsempty"), go = new_bb(c, "wsgo");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, ws_load(c, EMPTY_DONE), i32c(c, 0), ""), wait, go);
+    LLVMPositionBuilderAtEnd(B, wait);
+    wait_phase(c, "wsemptywait", slot_barrier_ptr(c, 1, s), LLVMBuildXor(B, next_phase(c, EMPTY_PHASES, s), i32c(c, 1), ""));
+    ws_store(c, EMPTY_DONE, i32c(c, 1));
+    LLVMBuildBr(B, go);
+    LLVMPositionBuilderAtEnd(B, go);
+    LLVMValueRef bar = ptx_shared_address(c, slot_barrier_ptr(c, 0, s));
+    LLVMBasicBlockRef bulk = new_bb(c, "wstma"), slow = new_bb(c, "wsslow"), done = new_bb(c, "wscopied");
+    LLVMValueRef ok = LLVMConstInt(c->ti1, 0, 0);
+    if (j >= 0) {
+        LLVMValueRef col_aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)(16 / l->elem - 1), 0), ""),
+                                                 LLVMConstInt(c->ti64, 0, 0), "");
+        ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), col_aligned, "");
+    }
+    LLVMBuildCondBr(B, ok, bulk, slow);
+    LLVMPositionBuilderAtEnd(B, bulk);
+    if (j >= 0) {
+        ptx_fence_proxy_async(c);
+        int cols = box_cols(l), atoms = l->cols / cols;
+        ptx_mbarrier_expect_tx(c, bar, i32c(c, (int64_t)l->rows * l->cols * l->elem));
+        LLVMValueRef x = LLVMBuildTrunc(B, c0, c->ti32, ""), y = LLVMBuildTrunc(B, r0, c->ti32, "");
+        for (int a = 0; a < atoms; a++) {
+            LLVMValueRef dst = ptx_shared_address(c, smem_byte_ptr(c, offset_add(c, at, i32c(c, (int64_t)a * l->rows * cols * l->elem))));
+            ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
+        }
+    }
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, slow);
+    ws_copy_elements(c, op, l, at, r0, c0);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* The producer arrives on its group's full barrier; a consumer queues the group's slot. */
+static void ws_commit(Cg *c)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef s = ws_load(c, GROUP_SLOT);
+    if (c->role == CG_PRODUCER) {
+        LLVMValueRef bar = slot_barrier_ptr(c, 0, s);
+        cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
+        ws_store(c, EMPTY_DONE, i32c(c, 0));
+        return;
+    }
+    LLVMValueRef groups = ws_load(c, COMMITTED), n = LLVMBuildSub(B, groups, ws_load(c, RELEASED), "");
+    ws_store(c, QUEUE, LLVMBuildOr(B, ws_load(c, QUEUE), LLVMBuildShl(B, s, mul(c, n, 4), ""), ""));
+    ws_store(c, COMMITTED, add(c, groups, i32c(c, 1)));
+}
+
+/* A consumer waits for the full phase of each group up to committed - 1 - pending. */
+static void ws_wait(Cg *c, int pending)
+{
+    LLVMBuilderRef B = c->b;
+    ws_store(c, KEEP, ws_load(c, WAITED));
+    LLVMValueRef last = LLVMBuildSub(B, ws_load(c, COMMITTED), i32c(c, 1 + pending), "");
+    LLVMBasicBlockRef head = new_bb(c, "wswait"), one = new_bb(c, "wsfull"), done = new_bb(c, "wswaited");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef w = ws_load(c, WAITED);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, w, last, ""), one, done);
+    LLVMPositionBuilderAtEnd(B, one);
+    LLVMValueRef at = mul(c, LLVMBuildSub(B, w, ws_load(c, RELEASED), ""), 4);
+    LLVMValueRef s = LLVMBuildAnd(B, LLVMBuildLShr(B, ws_load(c, QUEUE), at, ""), i32c(c, 15), "");
+    wait_phase(c, "wsfullwait", slot_barrier_ptr(c, 0, s), next_phase(c, FULL_PHASES, s));
+    ws_store(c, WAITED, add(c, w, i32c(c, 1)));
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* A consumer warp arrives on the empty barrier of each group waited for
+ * (all) or waited for before the last wait, oldest first: its lane 0,
+ * once the warp's wgmma.wait_group (warp-wide) saw the wgmma reading the
+ * slot complete; no thread reads a slot otherwise (warp_specialize.c's
+ * protocol), and the slots of a wait that gives none are read by nobody. */
+static void ws_release(Cg *c, bool all)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef upto = ws_load(c, all ? WAITED : KEEP);
+    LLVMBasicBlockRef head = new_bb(c, "wsrel"), one = new_bb(c, "wsrelease"), done = new_bb(c, "wsreleased");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef r = ws_load(c, RELEASED);
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, upto, ""), one, done);
+    LLVMPositionBuilderAtEnd(B, one);
+    LLVMValueRef q = ws_load(c, QUEUE);
+    LLVMValueRef bar = slot_barrier_ptr(c, 1, LLVMBuildAnd(B, q, i32c(c, 15), ""));
+    LLVMBasicBlockRef arrive = new_bb(c, "wsarrive"), arrived = new_bb(c, "wsarrived");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, c->lane, i32c(c, 0), ""), arrive, arrived);
+    LLVMPositionBuilderAtEnd(B, arrive);
+    cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
+    LLVMBuildBr(B, arrived);
+    LLVMPositionBuilderAtEnd(B, arrived);
+    ws_store(c, QUEUE, LLVMBuildLShr(B, q, i32c(c, 4), ""));
+    ws_store(c, RELEASED, add(c, r, i32c(c, 1)));
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, done);
 }
 
 /* cp.async, as sm_80 copies, noted for publish */
@@ -105,6 +290,10 @@ static void copy_by_threads(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef
 
 static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0)
 {
+    if (c->f->producer) {
+        ws_copy(c, op, l, at, r0, c0, descriptor_of(c, op, false));
+        return;
+    }
     int j = descriptor_of(c, op, false);
     if (j < 0) {
         copy_by_threads(c, op, l, at, r0, c0);
@@ -141,6 +330,10 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
 static void commit_bulk(Cg *c)
 {
     LLVMBuilderRef B = c->b;
+    if (c->f->producer) {
+        ws_commit(c);
+        return;
+    }
     if (c->copy_buf < 0) {
         copy_cp_async.commit(c);
         return;
@@ -159,6 +352,10 @@ static void commit_bulk(Cg *c)
 static void wait_bulk(Cg *c, int pending)
 {
     LLVMBuilderRef B = c->b;
+    if (c->f->producer) {
+        ws_wait(c, pending);
+        return;
+    }
     copy_cp_async.wait(c, pending);
     if (c->copy_buf < 0) return;
     smem_access(c, c->copy_buf, false);
@@ -183,6 +380,7 @@ static void wait_bulk(Cg *c, int pending)
  * orders the other buffers' accesses with barriers of its own. */
 static void publish_bulk(Cg *c)
 {
+    if (c->f->producer) return;   /* each consumer waited itself; the producer's own stores precede its arrival */
     if (c->copy_buf < 0) {
         smem_fixed_barrier(c);
         return;
@@ -197,4 +395,4 @@ static void publish_bulk(Cg *c)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
-const CopyEngine copy_tma = {"tma", plan_descriptors, begin_barriers, copy_bulk, commit_bulk, wait_bulk, publish_bulk};
+const CopyEngine copy_tma = {"tma", plan_descriptors, begin_barriers, copy_bulk, commit_bulk, wait_bulk, publish_bulk, ws_release};

@@ -17,7 +17,7 @@
  * otherwise: the accumulator of an earlier dot already is); the result is
  * in the accumulator registers when the dot ends (its group waited for),
  * and no wgmma reads shared memory after it. */
-#include "codegen/dot.h"
+#include "codegen/target.h"
 #include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
 
@@ -207,13 +207,18 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
     ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);
     /* and every warpgroup's: the copies after an async dot may refill that slot */
-    if (op->flags & DOT_ASYNC) smem_fixed_barrier(c);
+    if ((op->flags & DOT_ASYNC) && c->f->producer) c->target->copy->release(c, false);   /* to the producer, by mbarriers */
+    else if (op->flags & DOT_ASYNC) smem_fixed_barrier(c);
     Slots out = new_slots(n, l);
     for (int i = 0; i < n; i++) out.v[i] = d[i];
     c->vals[op->res[0]] = out;
     free(d);
 }
 
-static void drain_wgmma(Cg *c, Slots *acc) { ptx_wgmma_wait(c, 0, acc->v, acc->n); }
+static void drain_wgmma(Cg *c, Slots *acc)
+{
+    ptx_wgmma_wait(c, 0, acc->v, acc->n);
+    if (c->f->producer) c->target->copy->release(c, true);
+}
 
 const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma};

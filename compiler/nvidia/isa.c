@@ -23,7 +23,18 @@ static LLVMValueRef grid_register(Cg *c, const char *reg, int axis)
 static LLVMValueRef block_index(Cg *c, int axis) { return grid_register(c, "ctaid", axis); }
 static LLVMValueRef grid_blocks(Cg *c, int axis) { return grid_register(c, "nctaid", axis); }
 
-static void block_barrier(Cg *c) { call0(c, "llvm.nvvm.barrier0", c->tvoid); }
+/* The tile code's threads alone where a producer runs beside them
+ * (bar.sync 1, T: barrier 0 would wait for the producer's threads too) */
+static void block_barrier(Cg *c)
+{
+    if (c->role != CG_CONSUMERS) {
+        call0(c, "llvm.nvvm.barrier0", c->tvoid);
+        return;
+    }
+    LLVMTypeRef pts[2] = {c->ti32, c->ti32};
+    LLVMValueRef args[2] = {i32c(c, 1), i32c(c, c->T)};
+    cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
+}
 
 /* shfl.sync.bfly over the whole warp (mask all ones, clamp 31) */
 static LLVMValueRef shuffle_xor(Cg *c, LLVMValueRef v, int lane_mask, bool isint)
@@ -66,9 +77,14 @@ static void annotate_kernel(Cg *c)
 {
     annotate_grid_constants(c);
     /* .maxntid tells ptxas the block size, so it can spend registers */
-    annotate(c, "maxntidx", c->T);
-    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers */
-    annotate(c, "maxnreg", 255);
+    annotate(c, "maxntidx", ir_launch_threads(c->f));
+    /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers.
+     * A block past 256 threads (a producer warp's) gets what its threads can share of the SM's 64K
+     * registers, in the allocation's steps of 8: ptxas does not infer it from .maxntid under a .maxnreg,
+     * and a block that asks for more does not launch */
+    int regs = 255, fit = (65536 / ir_launch_threads(c->f)) & ~7;
+    if (c->f->producer_threads && fit < regs) regs = fit;
+    annotate(c, "maxnreg", regs);
 }
 
 const TargetIsa nvidia_isa = {

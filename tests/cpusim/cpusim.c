@@ -142,6 +142,7 @@ static void run_block(Launch *L)
     drop_async_copies(L);
     drop_wgmma(L);
     drop_tma(L);
+    order_begin_block(L);
     next_epoch(L->s);
     L->block_epoch = L->s->epoch;
     L->unwritten.seen = false;
@@ -155,22 +156,24 @@ static void run_block(Launch *L)
             }
         if (L->failed) return;
         if (wake_mbarrier_waiters(L)) continue;
+        if (release_named_barriers(L)) continue;
         if (release_warps(L)) continue;
         if (L->failed) return;
-        int live = 0, at_barrier = 0, at_warp = 0;
+        int live = 0, at_barrier = 0, at_block = 0, at_warp = 0;
         for (int t = 0; t < L->T; t++) {
             live += L->th[t].st != TH_EXITED;
             at_barrier += L->th[t].st == TH_BARRIER;
+            at_block += L->th[t].st == TH_BARRIER && L->th[t].bar_id == 0;
             at_warp += L->th[t].st == TH_WARP;
         }
         if (!live) {
             if (end_epoch(L)) tma_block_end(L);
             return;
         }
-        if (at_barrier == live) {
+        if (at_block == live) {
             if (!end_epoch(L)) return;
             for (int t = 0; t < L->T; t++)
-                if (L->th[t].st == TH_BARRIER) L->th[t].st = TH_READY;
+                if (L->th[t].st == TH_BARRIER && L->th[t].bar_id == 0) L->th[t].st = TH_READY;
             next_epoch(L->s);
             continue;
         }
@@ -323,6 +326,7 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     drop_async_copies(&L);
     drop_wgmma(&L);
     drop_tma(&L);
+    order_end_launch(&L);
     free(L.wgmma);
     free(L.bulk);
     for (int t = 0; t < L.T; t++) free(L.th[t].copies);

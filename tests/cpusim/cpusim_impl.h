@@ -29,7 +29,7 @@ enum {
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
-    IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8,
+    IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT
@@ -86,6 +86,7 @@ typedef struct {
     uint64_t w_epoch, r_epoch;
     uint16_t writer, reader[2], copier;
     int32_t w_site, r_site[2], c_site;
+    uint32_t w_clock, r_clock[2];   /* the writer's and readers' own clocks then (cpusim_order.c) */
     /* wgmma (cpusim_wgmma.c): the fence count when last written (a
      * fence.proxy.async since orders the write before the async proxy's
      * reads); how many wgmmas in flight read the byte, the last one's
@@ -164,6 +165,7 @@ typedef struct {
     uint32_t mb_seen[MAX_MBARRIERS];   /* per mbarrier: the phases its try_waits saw complete */
     int mb_wait;            /* TH_MBARRIER: the mbarrier (Launch.mbar) it waits on, for parity mb_parity */
     uint32_t mb_parity;
+    uint32_t bar_id, bar_count;   /* TH_BARRIER: the barrier (0: the block's) and, for a named one, its thread count */
 } Thread;
 
 /* An mbarrier of the block (cpusim_tma.c): its place, init count,
@@ -245,6 +247,8 @@ typedef struct {
     int nbulk, bulk_cap;
     _Alignas(64) unsigned char maps[CODEGEN_MAX_COPY_DESCS][128];   /* the descriptors' parameters */
     uint32_t map_ok[CODEGEN_MAX_COPY_DESCS];
+    uint32_t *vc;           /* T x T: each thread's vector clock (cpusim_order.c) */
+    uint32_t *mb_vc;        /* per mbarrier, T each: the clocks its current and its last completed phase released */
     bool failed;
     char msg[640];
 } Launch;
@@ -343,6 +347,19 @@ bool wgmma_thread_end(Launch *L, int t);
 void drop_wgmma(Launch *L);
 /* A write of a byte a wgmma in flight reads: fails the launch. */
 void wgmma_overwrite_fail(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off);
+
+/* ---- cpusim_order.c: the order of named barriers and mbarriers ---- */
+void order_begin_block(Launch *L);
+void order_end_launch(Launch *L);
+/* Thread t's own clock now: what an access of its records. */
+uint32_t order_now(const Launch *L, int t);
+/* Whether thread from's access at its clock count is ordered before what thread to does now. */
+bool order_before(const Launch *L, int from, uint32_t count, int to);
+void order_mbarrier_init(Launch *L, int b);
+void order_arrive(Launch *L, int t, int b);        /* thread t arrives on mbarrier b: a release */
+void order_phase_complete(Launch *L, int b);
+void order_wait_seen(Launch *L, int t, int b);     /* thread t's try_wait saw b's last phase complete: an acquire */
+bool release_named_barriers(Launch *L);
 
 /* ---- cpusim_tma.c: mbarriers and the bulk tensor copy ---- */
 /* The descriptors' parameters after the ABI's slots (from slot n): the

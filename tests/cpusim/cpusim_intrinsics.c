@@ -26,6 +26,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
     "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
+    "llvm.nvvm.barrier.sync.cnt",
     /* inline PTX (cpusim_asm.c), named for messages */
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
@@ -61,8 +62,14 @@ void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     case IN_LG2: out[0] = f32_slot(log2f(slot_f32(in[0]))); return;
     case IN_RSQRT: out[0] = f32_slot(1.0f / sqrtf(slot_f32(in[0]))); return;
     case IN_FMAX: case IN_FMIN: out[0] = f32_slot(ptx_max_min(slot_f32(in[0]), slot_f32(in[1]), id == IN_FMAX)); return;
-    case IN_BARRIER:
+    case IN_BARRIER: case IN_BARRIER_CNT:
         me->st = TH_BARRIER;
+        me->bar_id = id == IN_BARRIER ? 0 : lo32(in[0]), me->bar_count = id == IN_BARRIER ? 0 : lo32(in[1]);
+        if (id == IN_BARRIER_CNT && (me->bar_id == 0 || me->bar_id > 15 || me->bar_count % 32 || !me->bar_count)) {
+            launch_fail(L, "block (%u, %u, %u) thread %d: bar.sync %u, %u: a barrier from 1 to 15 and a count of whole warps "
+                        "are what the code generator uses", L->block[0], L->block[1], L->block[2], L->cur, me->bar_id, me->bar_count);
+            setcontext(&L->sched);
+        }
         yield_to_scheduler(L, me);
         return;
     case IN_MBAR_INIT: case IN_MBAR_ARRIVE: sim_mbarrier_intrinsic(L, id, in, out); return;

@@ -272,7 +272,7 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
         const IrFunc *f = m->funcs[i];
         SimKernel *k = &s->kernels[s->nkernels++];
         k->name = xstrdup(f->name);
-        k->threads = f->threads;
+        k->threads = ir_launch_threads(f);
         k->nparams = f->nparams;
         k->params = calloc((size_t)f->nparams + 1, sizeof *k->params);
         for (int j = 0; j < f->nparams; j++) {

@@ -50,6 +50,23 @@ static void in_flight_fail(Launch *L, int t, int kind, int32_t site, const Share
                 site_name(L->s, b->c_site), b->copier);
 }
 
+/* Thread t's read of byte b at its clock now, among the (at most two)
+ * reads of this epoch a write must be ordered after: a thread's latest
+ * read replaces its earlier one, and a read ordered before t's gives up
+ * its place (a write ordered after t's read is after it too). */
+static void record_read(Launch *L, ByteShadow *b, int t, int32_t site, uint32_t now)
+{
+    uint64_t e = L->s->epoch;
+    int j = -1;
+    if (b->r_epoch != e) b->r_epoch = e, b->reader[0] = b->reader[1] = NO_THREAD, j = 0;
+    for (int k = 0; k < 2 && j < 0; k++)
+        if (b->reader[k] == t || b->reader[k] == NO_THREAD) j = k;
+    for (int k = 0; k < 2 && j < 0; k++)
+        if (order_before(L, b->reader[k], b->r_clock[k], t)) j = k;
+    if (j < 0) return;   /* two reads unordered with t's: a write must follow all three, and one of them suffices */
+    b->reader[j] = (uint16_t)t, b->r_site[j] = site, b->r_clock[j] = now;
+}
+
 /* Records thread t's access of bytes bytes at addr; false, the launch
  * failed, on a race or an access outside shared memory. Same-warp
  * accesses are no exception: the code generator never relies on a warp
@@ -66,6 +83,7 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
     }
     size_t off = addr - (uintptr_t)a->addr;
     uint64_t e = s->epoch;
+    uint32_t now = order_now(L, t);
     for (size_t i = off; i < off + bytes; i++) {
         ByteShadow *b = &a->shadow[i];
         if (b->copier != NO_THREAD) {
@@ -80,25 +98,23 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
         if (kind == ACCESS_READ && b->w_epoch < L->block_epoch && !L->unwritten.seen)
             L->unwritten.seen = true, L->unwritten.thread = t, L->unwritten.byte = i, L->unwritten.area = a,
             L->unwritten.site = site;
-        if (b->w_epoch == e && b->writer != t && b->tma != TMA_LANDED) {
+        if (b->w_epoch == e && b->writer != t && b->tma != TMA_LANDED && !order_before(L, b->writer, b->w_clock, t)) {
             race_fail(L, t, kind, site, a, i, b->writer, true, b->w_site);
             return false;
         }
-        if (kind != ACCESS_READ && b->r_epoch == e) {
-            int j = b->reader[0] != t ? 0 : b->reader[1] != NO_THREAD ? 1 : -1;
-            if (j >= 0) {
-                race_fail(L, t, kind, site, a, i, b->reader[j], false, b->r_site[j]);
-                return false;
-            }
-        }
+        if (kind != ACCESS_READ && b->r_epoch == e)
+            for (int j = 0; j < 2; j++)
+                if (b->reader[j] != NO_THREAD && b->reader[j] != t && !order_before(L, b->reader[j], b->r_clock[j], t)) {
+                    race_fail(L, t, kind, site, a, i, b->reader[j], false, b->r_site[j]);
+                    return false;
+                }
         if (kind == ACCESS_COPY || kind == ACCESS_BULK) {
             continue;   /* marked in flight by the caller, once every byte passed */
         } else if (kind == ACCESS_WRITE) {
             b->w_epoch = e, b->writer = (uint16_t)t, b->w_site = site, b->w_tick = L->fence_tick, b->tma = TMA_NONE;
-        } else if (b->r_epoch != e) {
-            b->r_epoch = e, b->reader[0] = (uint16_t)t, b->r_site[0] = site, b->reader[1] = NO_THREAD;
-        } else if (b->reader[0] != t && b->reader[1] == NO_THREAD) {
-            b->reader[1] = (uint16_t)t, b->r_site[1] = site;
+            b->w_clock = now;
+        } else {
+            record_read(L, b, t, site, now);
         }
     }
     return true;
@@ -214,7 +230,7 @@ void wait_async_copies(Launch *L, int t, uint32_t pending)
         for (unsigned j = 0; j < c->bytes; j++) {
             ByteShadow *b = &c->area->shadow[c->off + j];
             b->copier = NO_THREAD, b->tma = TMA_NONE;
-            b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site, b->w_tick = L->fence_tick;
+            b->w_epoch = L->s->epoch, b->writer = (uint16_t)t, b->w_site = th->async_site, b->w_tick = L->fence_tick, b->w_clock = order_now(L, t);
         }
     }
     th->ncopies = kept;

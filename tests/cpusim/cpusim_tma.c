@@ -116,6 +116,7 @@ static bool settle(Launch *L, int b)
         return false;
     }
     if (m->tx) return true;
+    order_phase_complete(L, b);
     m->phases++;
     m->pending = m->count;
     return true;
@@ -144,6 +145,7 @@ void sim_mbarrier_intrinsic(Launch *L, int id, const uint64_t *in, uint64_t *out
                 setcontext(&L->sched);
             }
         L->mbar[b] = (MBarrier){a, off, count, count, 0, 0};
+        order_mbarrier_init(L, b);
         for (int t = 0; t < L->T; t++) L->th[t].mb_seen[b] = 0;
         return;
     }
@@ -151,6 +153,7 @@ void sim_mbarrier_intrinsic(Launch *L, int id, const uint64_t *in, uint64_t *out
     if (b < 0) setcontext(&L->sched);
     MBarrier *m = &L->mbar[b];
     out[0] = m->phases;   /* the state token: the phase it arrived on */
+    order_arrive(L, L->cur, b);
     m->pending--;
     if (!settle(L, b)) setcontext(&L->sched);
 }
@@ -271,6 +274,7 @@ static void try_wait(Launch *L, int b, uint32_t p, uint64_t *out)
         yield_to_scheduler(L, me);
     }
     me->mb_seen[b] = L->mbar[b].phases;
+    order_wait_seen(L, L->cur, b);
     out[0] = 1;
 }
 
@@ -327,7 +331,9 @@ bool tma_access_ok(Launch *L, int t, int kind, int32_t site, const SharedArea *a
                     site_name(L->s, b->c_site), b->tma_phase, m->off, m->area->name);
         return false;
     }
-    if (L->th[t].mb_seen[b->tma_bar] <= b->tma_phase) {
+    /* a bulk copy over a landed one: ordered by the slot's readers (their
+     * records, checked by the caller), as the producer's refill is */
+    if (kind != ACCESS_BULK && L->th[t].mb_seen[b->tma_bar] <= b->tma_phase) {
         launch_fail(L, "shared-memory race in block (%u, %u, %u): thread %d%s byte %zu of %s (in %s) that a bulk tensor copy "
                     "(in %s) wrote, with no try_wait of its own seeing phase %u of the copy's mbarrier (byte %zu of %s) complete",
                     L->block[0], L->block[1], L->block[2], t, access_verb(kind), off, a->name, site_name(L->s, site),

@@ -1,0 +1,374 @@
+/* test_cpusim_ws.c: warp specialization (@ph.warp_specialize, the
+ * warp-specialize pass and copy_tma.c's producer and consumers) on the CPU
+ * executor: bench/gemm_tuned.ph with the option on, every tile shape it
+ * tunes, against the interpreter at shapes past every tile edge, on grids
+ * smaller than the tiles (a block runs several tiles, so the rings'
+ * mbarrier phases turn over across tiles), with the tensor maps built and
+ * with A's not (K 162: its rows no multiple of 16 bytes, so the producer
+ * stores A's slots itself). Then planted bugs in the LLVM IR as emitted,
+ * which the executor must report: a consumer that never arrives on a
+ * slot's empty barrier (a deadlock), a producer that does not wait for it,
+ * consumers that release a slot before the wgmma reading it completed, a
+ * full wait on the other parity. (test_cpusim_races.c holds the order of
+ * mbarriers, cpusim_order.c, to account on hand-written IR.) */
+#include "simharness.h"
+#include "codegen/codegen.h"
+#include "driver/targets.h"
+#include "testutil.h"
+
+#include <unistd.h>
+
+typedef struct { int64_t m, n, k; } Shape;
+
+/* bench/gemm_tuned.ph with autotune as its autotune line and, unless the
+ * file says it already, @ph.warp_specialize(W). */
+static IrModule *gemm_ws(const char *autotune)
+{
+    char *src = tu_read_file("bench/gemm_tuned.ph"), *diags = NULL;
+    cr_assert_not_null(src);
+    char *at = strstr(src, "@ph.autotune("), *end = at ? strchr(at, '\n') : NULL;
+    cr_assert(at && end);
+    const char *ws = strstr(src, "@ph.warp_specialize(") ? "" : "@ph.warp_specialize(W)\n";
+    size_t len = strlen(src) + strlen(autotune) + strlen(ws) + 2;
+    char *text = malloc(len);
+    snprintf(text, len, "%.*s%s%s%s", (int)(at - src), src, ws, autotune, end);
+    IrModule *m = tu_compile("gemm_tuned.ph", text, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags ? diags : "");
+    free(diags);
+    free(text);
+    free(src);
+    return m;
+}
+
+static int64_t shape_dim(Shape sh, const char *name) { return !strcmp(name, "M") ? sh.m : !strcmp(name, "N") ? sh.n : sh.k; }
+
+/* Runs GEMM config f at shape sh on a grid of `blocks` blocks, on the
+ * executor and in the interpreter; the executor's status (its message in
+ * err) and in *bad the elements that differ and the tensors written
+ * outside their bytes (logged unless quiet). */
+static ph_status run_shape(cpusim *s, const IrFunc *f, Shape sh, unsigned blocks, bool quiet, int *bad, char *err, size_t errlen)
+{
+    int n = f->nparams;
+    IrArg iargs[3];
+    ph_arg sargs[3];
+    void *want[3] = {0};
+    Zone zone[3];
+    size_t count[3] = {0};
+    cr_assert_eq(n, 3);
+    for (int i = 0; i < n; i++) {
+        const IrParam *p = &f->params[i];
+        int64_t d0 = shape_dim(sh, p->dim_name[0]), d1 = shape_dim(sh, p->dim_name[1]);
+        count[i] = (size_t)(d0 * d1);
+        want[i] = malloc(count[i] * elem_bytes(p->dt));
+        fill(p->dt, want[i], count[i]);
+        iargs[i] = (IrArg){.data = want[i], .dims = {d0, d1}};
+        zone[i] = zone_new(want[i], count[i] * elem_bytes(p->dt));
+        sargs[i] = ph_tensor2((uintptr_t)zone[i].data, d0, d1);
+    }
+    unsigned grid[3] = {blocks, 1, 1};
+    ph_status st = cpusim_launch(s, f->name, grid, sargs, n, err, errlen);
+    int igrid[3] = {(int)blocks, 1, 1};
+    char ierr[256];
+    cr_assert_eq(ir_interp(f, iargs, n, igrid, ierr, sizeof ierr), 0, "%s", ierr);
+    *bad = 0;
+    for (int i = 0; i < n && st == PH_OK; i++) {
+        const IrParam *p = &f->params[i];
+        if (quiet) {
+            for (size_t e = 0; e < count[i]; e++) {
+                double w = as_double(p->dt, want[i], e), g = as_double(p->dt, zone[i].data, e);
+                *bad += !(w == g || fabs(g - w) <= 1e-4 + 8e-3 * fabs(w));
+            }
+        } else {
+            *bad += compare_tensor("cpusim sm_90a, warp-specialized", f, p, want[i], zone[i].data, count[i]);
+        }
+        *bad += zone_damage(&zone[i]) != 0;
+    }
+    for (int i = 0; i < n; i++) {
+        free(want[i]);
+        zone_free(&zone[i]);
+    }
+    return st;
+}
+
+#define EVERY_TILE "@ph.autotune(BM=[64, 128], BN=[128, 256], BK=[32, 64], NT=[128, 256], S=[3], GM=[8], W=[1])"
+#define TWO_WG "@ph.autotune(BM=[128], BN=[128], BK=[64], NT=[256], S=[3], GM=[8], W=[1])"
+
+/* M, N and K past the tiles' edges, K 162 (A's map not built), a shape inside one tile. */
+static const Shape SHAPES[] = {{130, 200, 72}, {100, 300, 168}, {130, 200, 162}, {64, 64, 16}};
+
+Test(cpusim_ws, every_gemm_tuned_tile_warp_specialized_matches_the_interpreter, .timeout = 1200)
+{
+    IrModule *m = gemm_ws(EVERY_TILE);
+    cpusim *s = load_arch(m, "sm_90a");
+    int failed = 0, runs = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        cr_assert_eq(ir_launch_threads(m->funcs[i]), m->funcs[i]->threads + 32);
+        for (int j = 0; j < (int)(sizeof SHAPES / sizeof *SHAPES); j++) {
+            char err[1024];
+            int bad;
+            ph_status st = run_shape(s, m->funcs[i], SHAPES[j], 2, false, &bad, err, sizeof err);
+            if (st != PH_OK) cr_log_error("%s", err);
+            else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
+                                       (long long)SHAPES[j].m, (long long)SHAPES[j].n, (long long)SHAPES[j].k, bad);
+            failed += st != PH_OK || bad;
+            runs++;
+        }
+    }
+    cr_expect_eq(failed, 0, "%d of %d runs fail or differ from the interpreter", failed, runs);
+    unsigned long bulk, async;
+    cpusim_copy_counts(s, &bulk, &async);
+    cr_expect_gt(bulk, 0, "the producer's bulk tensor copies");
+    cr_expect_eq(async, 0, "no cp.async: the producer stores what the bulk copy cannot bring");
+    cpusim_free(s);
+    ir_module_free(m);
+}
+
+/* The producer is there: its copies, the consumers' named barrier, the launch's extra warp. */
+Test(cpusim_ws, the_ptx_has_a_producer_and_consumer_barriers)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ptx = NULL, err[1024];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(ptx, ".maxntid 288, 1, 1"), "the producer's warp in .maxntid");
+    cr_expect(strstr(ptx, "barrier.sync \t1, 256;"), "the consumers' barrier");
+    free(ptx);
+    ir_module_free(m);
+}
+
+static char *sm90a_ir(const IrModule *m)
+{
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *text = NULL, err[1024];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &text, err, sizeof err), 0, "%s", err);
+    return text;
+}
+
+static ph_status run_ir(const IrModule *m, const char *llvm_ir, int *bad, char *err, size_t errlen)
+{
+    cpusim *s = NULL;
+    cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
+    ph_status st = run_shape(s, m->funcs[0], (Shape){130, 300, 200}, 1, true, bad, err, errlen);
+    cpusim_free(s);
+    return st;
+}
+
+Test(cpusim_ws, the_warp_specialized_gemm_as_emitted_runs_right)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m), err[1024];
+    int bad;
+    cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(bad, 0);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* ---- planted bugs, in the LLVM IR as emitted ---- */
+
+/* The label of the basic block line p lies in (a pointer to its name). */
+static const char *block_of(const char *text, const char *p)
+{
+    for (const char *line = p; line > text;) {
+        line--;
+        while (line > text && line[-1] != '\n') line--;
+        if (line[0] != ' ' && line[0] != '\n' && line[0] != ';' && strchr(line, ':') && strchr(line, ':') < strchr(line, '\n'))
+            return line;
+    }
+    return text;
+}
+
+/* Blanks every line holding needle in a block whose label starts with
+ * block; changes `from` to `to` in it instead when from is given. How
+ * many lines it changed. */
+static int edit_in_blocks(char *text, const char *block, const char *needle, const char *from, const char *to)
+{
+    int n = 0;
+    for (char *p = strstr(text, needle); p; p = strstr(p + 1, needle)) {
+        if (strncmp(block_of(text, p), block, strlen(block))) continue;
+        char *line = p;
+        while (line > text && line[-1] != '\n') line--;
+        char *eol = strchr(line, '\n');
+        if (!from) {
+            for (char *q = line; q < eol; q++) *q = ' ';
+        } else {
+            char *at = strstr(line, from);
+            cr_assert(at && at < eol && strlen(to) == strlen(from), "%.*s", (int)(eol - line), line);
+            memcpy(at, to, strlen(to));
+        }
+        n++;
+    }
+    return n;
+}
+
+static void expect_caught(char *ir, const char *what, const char *want1, const char *want2)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char err[1024];
+    int bad;
+    cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_ERR_INVALID, "%s, and no error", what);
+    cr_log_info("%s: %s", what, err);
+    cr_expect(strstr(err, want1) && (!want2 || strstr(err, want2)), "%s: %s", what, err);
+    ir_module_free(m);
+}
+
+/* No consumer arrives on an empty barrier: the producer waits for ever. */
+Test(cpusim_ws, a_consumer_that_never_releases_a_slot_is_a_deadlock)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    cr_assert_gt(edit_in_blocks(ir, "wsarrive", "@llvm.nvvm.mbarrier.arrive.shared(", NULL, NULL), 0);
+    expect_caught(ir, "no empty arrive", "deadlock in block (0, 0, 0)", "waiting on mbarriers");
+    free(ir);
+    ir_module_free(m);
+}
+
+/* The producer's wait for an empty slot passing at once: it refills a
+ * slot whose last copy the consumers have not even seen land. */
+Test(cpusim_ws, a_refill_without_waiting_for_the_empty_barrier_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    int n = 0;
+    for (char *p = strstr(ir, "mbarrier.try_wait.parity"); p; p = strstr(p + 1, "mbarrier.try_wait.parity")) {
+        if (strncmp(block_of(ir, p), "wsemptywait", 11)) continue;
+        char *line = p;
+        while (line > ir && line[-1] != '\n') line--;
+        char *call = strstr(line, "= call i32 asm"), *eol = strchr(line, '\n');
+        cr_assert(call && call < eol);
+        memset(call, ' ', (size_t)(eol - call));
+        memcpy(call, "= add i32 0, 1", 14);
+        n++;
+    }
+    cr_assert_gt(n, 0);
+    expect_caught(ir, "no empty wait", "thread 256's bulk tensor copy writes byte ", NULL);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* The consumers release a slot whose wgmma may still read it: wait_group 2 after issuing. */
+Test(cpusim_ws, a_slot_released_before_its_wgmma_completed_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    cr_assert_gt(edit_in_blocks(ir, "", "wgmma.wait_group.sync.aligned 1;", "aligned 1;", "aligned 2;"), 0);
+    expect_caught(ir, "wait_group 2", "thread 256's bulk tensor copy writes byte ", "may still be reading");
+    free(ir);
+    ir_module_free(m);
+}
+
+/* A consumer waiting for the other parity of a full barrier: it reads
+ * the slot before its copy landed (the phase before the first counts as
+ * complete). */
+Test(cpusim_ws, a_full_wait_on_the_wrong_parity_is_reported)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m);
+    /* the parity operand, `i32 %x)` ending the call: xor'ed with 1 by an instruction before it */
+    size_t cap = strlen(ir) * 2 + 4096;
+    char *out = malloc(cap), *o = out;
+    const char *p = ir;
+    int n = 0;
+    for (const char *k; (k = strstr(p, "mbarrier.try_wait.parity"));) {
+        const char *line = k, *eol = strchr(k, '\n');
+        while (line > ir && line[-1] != '\n') line--;
+        const char *op = NULL;
+        for (const char *q = line; q < eol; q++)
+            if (!strncmp(q, "i32 %", 5)) op = q + 4;
+        const char *end = op ? strchr(op, ')') : NULL;
+        o += sprintf(o, "%.*s", (int)(line - p), p);
+        if (!strncmp(block_of(ir, k), "wsfullwait", 10) && op && end < eol) {
+            o += sprintf(o, "  %%flip%d = xor i32 %.*s, 1\n%.*s%%flip%d", n, (int)(end - op), op, (int)(op - line), line, n);
+            o += sprintf(o, "%.*s", (int)(eol - end), end);
+            n++;
+        } else {
+            o += sprintf(o, "%.*s", (int)(eol - line), line);
+        }
+        p = eol;
+    }
+    strcpy(o, p);
+    cr_assert_gt(n, 0);
+    expect_caught(out, "full waits on the other parity", "that a bulk tensor copy (in ", "mbarrier");
+    free(out);
+    free(ir);
+    ir_module_free(m);
+}
+
+/* Where the option does not apply (sm_90: cp.async rings, no producer),
+ * the extra warp exits at once and the tile code, on its named barrier,
+ * runs as without it. */
+Test(cpusim_ws, the_option_without_a_producer_runs_right_on_sm90)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    cpusim *s = load_arch(m, "sm_90");
+    char err[1024];
+    int bad;
+    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 200, 72}, 2, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(bad, 0);
+    cpusim_free(s);
+    ir_module_free(m);
+}
+
+/* A GEMM whose blocks past the last tile return before their loop, and
+ * whose loop's end is a tensor's element (a scalar the producer does not
+ * load: no producer then, and the kernel runs as without the option). */
+static const char *EARLY_RETURN =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n@ph.tensorcore\n@ph.launch(128)\n@ph.stages(3)\n@ph.warp_specialize(1)\n"
+    "@ph.autotune(BM=[64], BN=[128], BK=[64])\n"
+    "def gemm(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f16][M, N]):\n"
+    "    m0: ph.let = ph.ctx.block.x * BM\n"
+    "    n0: ph.let = ph.ctx.block.y * BN\n"
+    "    if m0 >= M:\n"
+    "        return\n"
+    "    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0\n"
+    "    for k0 in range(0, K, BK):\n"
+    "        acc += ph.dot(A[m0:+BM, k0:+BK], B[k0:+BK, n0:+BN])\n"
+    "    C[m0:+BM, n0:+BN] = ph.f16(acc)\n";
+
+Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
+{
+    char *diags = NULL, err[1024];
+    IrModule *m = tu_compile("early.ph", EARLY_RETURN, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags ? diags : "");
+    free(diags);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ptx = NULL;
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(ptx, "barrier.sync \t1, 128;") && strstr(ptx, "cp.async.bulk.tensor"), "a producer and consumers");
+    free(ptx);
+    cpusim *s = load_arch(m, "sm_90a");
+    int bad;
+    /* 3 blocks along M for 130 rows, 5 launched: two return at once */
+    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 100, 200}, 5, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(bad, 0);
+    cpusim_free(s);
+    ir_module_free(m);
+}
+
+/* Attention's loops read their rings by two dots and the softmax, which
+ * the protocol does not take: with the option each kernel keeps its code,
+ * its extra warp exits at once, and the results stay the interpreter's. */
+Test(cpusim_ws, attention_with_the_option_runs_as_without, .timeout = 600)
+{
+    char *src = tu_read_file("examples/attention/attention.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_attention_XXXXXX.ph";
+    int fd = mkstemps(path, 3);
+    cr_assert_geq(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    int kernels = 0;
+    for (const char *p = src, *k; *p; p = k + strlen("@ph.kernel\n")) {
+        if (!(k = strstr(p, "@ph.kernel\n"))) {
+            fputs(p, f);
+            break;
+        }
+        fprintf(f, "%.*s@ph.kernel\n@ph.warp_specialize(1)\n", (int)(k - p), p);
+        kernels++;
+    }
+    fclose(f);
+    cr_assert_eq(kernels, 4);
+    attention_matches_the_interpreter(path, "sm_90a", 0);
+    unlink(path);
+    free(src);
+}
