@@ -109,7 +109,12 @@ void emit_reduce(Cg *c, const IrOp *op)
             LLVMValueRef lead = op->axis == 1 ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, lead_lanes), i32c(c, 0), "")
                                               : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, lead_lanes), "");
             Guard gd = guard_begin(c, and1(c, kept[g], lead));
-            smem_store_elem(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), part[g], cdt);
+            if (cdt == DT_I64) {
+                smem_store_elem(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), part[g], cdt);
+            } else {   /* the word before its index, as the code has always been built */
+                LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
+                smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            }
             guard_end(c, gd);
         }
         smem_access(c, buf, false);

@@ -259,7 +259,9 @@ void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
     for (int k = 0; k < s->n; k++) {
         SlotPos p = slot_pos(c, l, k);
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        smem_store_elem(c, buf, add(c, mul(c, p.row, l->cols), p.col), s->v[k], dt);
+        /* the word before its index, as the code has always been built (the PTX's order follows) */
+        if (dt == DT_I64) smem_store_elem(c, buf, add(c, mul(c, p.row, l->cols), p.col), s->v[k], dt);
+        else smem_store(c, buf, add(c, mul(c, p.row, l->cols), p.col), to_word(c, s->v[k], dt));
         guard_end(c, g);
     }
 }
