@@ -1,6 +1,7 @@
 """Kernels for i64 (docs/language.md, "64-bit integers"): wrapping arithmetic past
 2^31 and 2^63, floor division and modulo (by zero too), conversions both ways,
 comparisons, ph.where, reductions, argmax, cumsum, a transpose, element reads,
+masked loads and stores, += through a window,
 gathers through an i64 tile of indices (PyTorch's int64 index tensors) and
 atomic adds. Run by test_cpusim and test_gpu_ops against the interpreter."""
 import phobos.lang as ph
@@ -51,5 +52,9 @@ def wideidx(Idx: ph.tensor[ph.i64][L], E: ph.tensor[ph.f32][V, D], O: ph.tensor[
         acc += Idx[j0 + k] * k
     P[j0:+BJ] = Idx[first:+BJ] + acc
     ph.atomic_add(Cnt[idx], 1)
+    P[j0:+BJ] += idx * 4294967296
+    live: ph.let = j0 + ph.iota(1, BJ) < first % 40
+    m: ph.let = ph.load(Idx[j0:+BJ], mask=live, other=-7000000000)
+    ph.store(K[j0:+BJ], m * 2, mask=not live)
     if first > 20:
         K[j0:+BJ] = ph.i64(Idx[j0:+BJ] * 2) - 9000000000
