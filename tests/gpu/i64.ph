@@ -58,3 +58,16 @@ def wideidx(Idx: ph.tensor[ph.i64][L], E: ph.tensor[ph.f32][V, D], O: ph.tensor[
     ph.store(K[j0:+BJ], m * 2, mask=not live)
     if first > 20:
         K[j0:+BJ] = ph.i64(Idx[j0:+BJ] * 2) - 9000000000
+
+# an i64 tile in a dot's layout (the tensor cores' on sm_90, wgmma's on
+# sm_90a): its store goes through shared memory as 8-byte elements; the
+# operands are small integers, so every summation order gives the same sums
+@ph.kernel
+@ph.tensorcore
+@ph.autotune(BM=[64], BN=[64])
+def widedot(A: ph.tensor[ph.f32][M, 32], B: ph.tensor[ph.f32][32, N], C: ph.tensor[ph.i64][M, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    a: ph.let = ph.f16(ph.i32(A[r0:+BM, 0:+32] * 4.0))
+    b: ph.let = ph.f16(ph.i32(B[0:+32, c0:+BN] * 4.0))
+    C[r0:+BM, c0:+BN] = ph.i64(ph.dot(a, b)) * 3000000000 + ph.rowmax(ph.i64(ph.dot(a, b)))
