@@ -646,6 +646,7 @@ static void run_print(Interp *in, const IrOp *op)
     for (int i = 0; i < op->nargs; i++) {
         DType dt = ir_vtype(in->f, op->args[i]).dt;
         if (dt == DT_F32) printf(" %.9g", (double)*fbuf(in, op->args[i]));
+        else if (dt == DT_I64) printf(" %lld", (long long)*lbuf(in, op->args[i]));
         else printf(" %d", (int)*ibuf(in, op->args[i]));
     }
     putchar('\n');

@@ -518,7 +518,7 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         if (!op->str) return bad(v, op, "has no prefix");
         for (int i = 0; i < op->nargs; i++) {
             IrType t = ty(v, op->args[i]);
-            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_F32 && t.dt != DT_BOOL))
+            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_I64 && t.dt != DT_F32 && t.dt != DT_BOOL))
                 return bad(v, op, "operand %d is %s; it prints i32, f32 and bool scalars", i + 1, tstr(t, b1));
         }
         return true;

@@ -2,7 +2,7 @@ import phobos.lang as ph
 
 
 # i64: literals that do not fit i32 without an i64 beside them, a dot,
-# loop bounds, device_print; i64_ok.ph holds what is accepted.
+# loop bounds; i64_ok.ph holds what is accepted.
 @ph.kernel
 @ph.autotune(BM=[32])
 def k(A: ph.tensor[ph.i64][M, M], F: ph.tensor[ph.f32][M, M], n: ph.i64):
@@ -14,5 +14,4 @@ def k(A: ph.tensor[ph.i64][M, M], F: ph.tensor[ph.f32][M, M], n: ph.i64):
         pass
     for j in range(A[0, 0], 4):
         pass
-    ph.device_print("n", n)
     x: ph.let = ph.i64(1.0e19)
