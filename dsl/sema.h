@@ -166,6 +166,8 @@ static inline bool sema_is_ns(const char *alias, const Expr *e, const char *name
     return n && !strcmp(n, name);
 }
 
+/* An i64 index as the i32 the memory ops take, saturated (the same elements lie outside). */
+Val sema_index_i32(Sema *s, Val v, Loc loc);
 /* dtype from ph.f16 / ph.bf16 / ph.f32 / ph.i32 / bool; DT_VOID if not one */
 DType sema_dtype(const char *alias, const Expr *e);
 /* A window X[...]: the tensor's index, start values and extents; false on

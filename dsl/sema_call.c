@@ -28,7 +28,7 @@ static const Builtin builtins[] = {
     {"colmax", B_REDUCE, 1, 1, RED_MAX, 0}, {"colmin", B_REDUCE, 1, 1, RED_MIN, 0},
     {"where", B_WHERE, 3, 3, 0, 0}, {"iota", B_IOTA, 1, 2, 0, 0},
     {"f16", B_CONVERT, 1, 1, DT_F16, 0}, {"bf16", B_CONVERT, 1, 1, DT_BF16, 0},
-    {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0},
+    {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0}, {"i64", B_CONVERT, 1, 1, DT_I64, 0},
     {"i8", B_CONVERT, 1, 1, DT_I8, 0}, {"u8", B_CONVERT, 1, 1, DT_U8, 0},
     {"f8e4m3", B_CONVERT, 1, 1, DT_F8E4M3, 0}, {"f8e5m2", B_CONVERT, 1, 1, DT_F8E5M2, 0},
     {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
@@ -72,6 +72,11 @@ static Val dot_call(Sema *s, const Expr *e, bool trans, Val a, Val b)
     bool int8 = a.dt == DT_I8 && b.dt == DT_I8, f8 = ir_is_f8(a.dt) && ir_is_f8(b.dt);
     if (!int8 && (a.dt == DT_I8 || a.dt == DT_U8 || b.dt == DT_I8 || b.dt == DT_U8)) {
         sema_err(s, e->loc, "%s of 8-bit integers needs two i8 operands (for an i32 result), got %s and %s", name, ta, tb);
+        return val_error();
+    }
+    if (a.dt == DT_I64 || b.dt == DT_I64) {
+        sema_err(s, e->loc, "%s has no i64 form (no tensor core or FMA path multiplies i64), got %s and %s; "
+                 "convert the operands to f32 (or i8 for an exact integer dot)", name, ta, tb);
         return val_error();
     }
     if (!int8 && (!ir_is_float(a.dt) || !ir_is_float(b.dt))) {
@@ -140,9 +145,9 @@ static DType float_promote(const Val *a, int n)
     Val acc = a[0];
     for (int i = 1; i < n; i++) {
         DType dt = sema_promote(acc, a[i]);
-        acc = (Val){.dt = dt, .weak = acc.weak && a[i].weak, .wfloat = dt != DT_I32};
+        acc = (Val){.dt = dt, .weak = acc.weak && a[i].weak, .wfloat = !ir_is_int(dt)};
     }
-    return acc.dt == DT_I32 ? DT_F32 : acc.dt;
+    return ir_is_int(acc.dt) ? DT_F32 : acc.dt;
 }
 
 /* ph.pow(x, y) and ph.fma(a, b, c): floats, the operands promoted
@@ -586,7 +591,7 @@ static bool atomic_window(Sema *s, const Expr *t, Window *w)
         return false;
     }
     if (!sema_window(s, t, w)) return false;
-    if (w->dt != DT_F32 && w->dt != DT_I32) {
+    if (w->dt != DT_F32 && w->dt != DT_I32 && w->dt != DT_I64) {
         sema_err(s, t->loc, "ph.atomic_add adds into f32 or i32 tensors; '%s' is %s", x->name, ir_dtype_name(w->dt));
         return false;
     }

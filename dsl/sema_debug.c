@@ -38,7 +38,7 @@ void sema_device_print(Sema *s, const Expr *e)
     for (int i = 1; i < e->nitems; i++) {
         Val v = sema_expr(s, e->items[i]);
         if (val_bad(v)) { ok = false; continue; }
-        if (v.rank != 0 || (v.dt != DT_I32 && v.dt != DT_F32 && v.dt != DT_BOOL)) {
+        if (v.rank != 0 || (v.dt != DT_I32 && v.dt != DT_I64 && v.dt != DT_F32 && v.dt != DT_BOOL)) {
             char t[64];
             val_str(s, v, t, sizeof t);
             sema_err(s, e->items[i]->loc, "%s.device_print prints i32, f32 and bool scalars, got %s (print elements, "

@@ -219,7 +219,7 @@ DType sema_dtype(const char *alias, const Expr *e)
     if (!n && e && e->kind == EX_NAME && !strcmp(e->name, "bool")) return DT_BOOL;
     if (!n) return DT_VOID;
     static const struct { const char *name; DType dt; } map[] = {
-        {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32}, {"i32", DT_I32}, {"bool", DT_BOOL},
+        {"f16", DT_F16}, {"bf16", DT_BF16}, {"f32", DT_F32}, {"i32", DT_I32}, {"i64", DT_I64}, {"bool", DT_BOOL},
         {"i8", DT_I8}, {"u8", DT_U8}, {"f8e4m3", DT_F8E4M3}, {"f8e5m2", DT_F8E5M2},
     };
     for (size_t i = 0; i < sizeof map / sizeof *map; i++)
@@ -384,8 +384,24 @@ bool sema_const_dim(Sema *s, const Expr *e, const char *what, int *out)
 }
 
 /* ---- windows ---- */
+
+/* An i64 index (a scalar or a tile) as the i32 the memory ops take,
+ * saturated: every index past the i32 range lies outside every tensor
+ * (a dim is at most 2^31 - 1), and so do INT32_MIN and INT32_MAX and a
+ * window's positions after them (a window is at most 65536 long, and
+ * INT32_MAX + i wraps to a negative i32), so the edge rules hold as
+ * they would in 64 bits. Anything else is returned as it is. */
+Val sema_index_i32(Sema *s, Val v, Loc loc)
+{
+    if (val_bad(v) || v.dt != DT_I64 || v.weak) return v;
+    v = sema_elementwise(s, OP_BINARY, BIN_MAX, T_EOF, v, val_weak_int(INT32_MIN), loc, "an index");
+    v = sema_elementwise(s, OP_BINARY, BIN_MIN, T_EOF, v, val_weak_int(INT32_MAX), loc, "an index");
+    return val_bad(v) ? v : sema_coerce(s, v, DT_I32, v.rank, v.dim, loc);
+}
+
 static bool start_value(Sema *s, Val v, const Expr *e, Loc loc, Val *out)
 {
+    v = sema_index_i32(s, v, e ? e->loc : loc);
     if (v.rank != 0 || v.dt != DT_I32 || (v.weak && v.wfloat)) {
         char t[64];
         val_str(s, v, t, sizeof t);
@@ -428,14 +444,14 @@ static bool index_item(Sema *s, Window *w, int axis, const Expr *it)
         w->plain[axis] = true;
         return start_value(s, v, it, it->loc, &w->start[axis]);
     }
-    if (v.dt != DT_I32) {
+    if (v.dt != DT_I32 && v.dt != DT_I64) {
         char t[64];
         val_str(s, v, t, sizeof t);
         sema_err(s, it->loc, "expected an i32 index or an i32 tile of indices, got %s", t);
         return false;
     }
     w->gathered[axis] = true;
-    w->start[axis] = v;
+    w->start[axis] = sema_index_i32(s, v, it->loc);
     return true;
 }
 

@@ -34,7 +34,8 @@ static bool check_param_type(Diag *d, const char *alias, const Param *p, IrParam
     const Expr *a = p->annot;
     DType dt = sema_dtype(alias, a);
     if (dt != DT_VOID) {
-        if (dt != DT_I32 && dt != DT_F32) {
+        if (dt != DT_I32 && dt != DT_I64 && dt != DT_F32) {
+            /* the message as it was before i64 (make ptx-identical hashes diagnostics) */
             diag_error(d, a->loc, "scalar parameters are %s.i32 or %s.f32, got %s", alias, alias, ir_dtype_name(dt));
             return false;
         }

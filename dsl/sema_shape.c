@@ -194,6 +194,10 @@ Val sema_coerce(Sema *s, Val x, DType dt, int rank, const int dim[2], Loc loc)
         sema_err(s, loc, "%g does not fit in i32", x.fval);
         return val_error();
     }
+    if (x.weak && dt == DT_I64 && x.wfloat && !(fabs(x.fval) < 9223372036854775808.0)) {
+        sema_err(s, loc, "%g does not fit in i64", x.fval);
+        return val_error();
+    }
     if (x.weak && (dt == DT_I8 || dt == DT_U8)) {
         double v = x.wfloat ? trunc(x.fval) : (double)x.ival, lo = dt == DT_I8 ? -128 : 0, hi = dt == DT_I8 ? 127 : 255;
         if (!(v >= lo && v <= hi)) {
@@ -310,6 +314,8 @@ static DType promote_strong(DType a, DType b)
     if (a == b) return a;
     if (a == DT_I32) return b;
     if (b == DT_I32) return a;
+    if (a == DT_I64) return b;   /* i64 with a float dtype gives that dtype, as i32 does */
+    if (b == DT_I64) return a;
     if (a == DT_F32 || b == DT_F32) return DT_F32;
     return DT_F32;   /* f16 with bf16 */
 }

@@ -372,7 +372,8 @@ static bool range_pass(Sema *s, const Expr *r, Val *lo, Val *hi, int64_t *step)
         if (vs[i]->rank != 0 || vs[i]->dt != DT_I32 || (vs[i]->weak && vs[i]->wfloat)) {
             char t[64];
             val_str(s, *vs[i], t, sizeof t);
-            sema_err(s, es[i]->loc, "expected an i32 scalar for the %s of range, got %s", i ? "stop" : "start", t);
+            sema_err(s, es[i]->loc, "expected an i32 scalar for the %s of range, got %s%s", i ? "stop" : "start", t,
+                     vs[i]->dt == DT_I64 && vs[i]->rank == 0 ? "; the loop counts in i32: convert the bound with ph.i32(...)" : "");
             ok = false;
             continue;
         }

@@ -17,14 +17,15 @@ int64_t ph_meta_get(const ph_meta *meta, const char *name, int64_t dflt)
 
 static const char *arg_kind_name(ph_arg_kind k)
 {
-    return k == PH_ARG_TENSOR ? "a tensor" : k == PH_ARG_I32 ? "an i32" : k == PH_ARG_F32 ? "an f32" : "an unknown kind";
+    return k == PH_ARG_TENSOR ? "a tensor" : k == PH_ARG_I32 ? "an i32" : k == PH_ARG_F32 ? "an f32" : k == PH_ARG_I64 ? "an i64" : "an unknown kind";
 }
 
 /* The name of a tensor argument's dtype, or NULL for a value outside the enum. */
 static const char *arg_dtype_name(ph_dtype t)
 {
     static const char *const names[] = {[PH_F16] = "f16", [PH_BF16] = "bf16", [PH_F32] = "f32", [PH_I32] = "i32",
-                                         [PH_I8] = "i8", [PH_U8] = "u8", [PH_F8E4M3] = "f8e4m3", [PH_F8E5M2] = "f8e5m2"};
+                                         [PH_I8] = "i8", [PH_U8] = "u8", [PH_F8E4M3] = "f8e4m3", [PH_F8E5M2] = "f8e5m2",
+                                         [PH_I64] = "i64"};
     return t > PH_DTYPE_UNCHECKED && (unsigned)t < sizeof names / sizeof *names ? names[t] : NULL;
 }
 
@@ -100,7 +101,7 @@ ph_status ph_internal_check_args(const IrFunc *f, const ph_arg *args, int nargs)
         return ph_internal_failf(PH_ERR_ARGS, "%s takes %d arguments, got %d", f->kernel, f->nparams, nargs);
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
-        ph_arg_kind want = p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32;
+        ph_arg_kind want = ph_internal_arg_kind(p);
         if (args[i].kind != want)
             return ph_internal_failf(PH_ERR_ARGS, "%s: argument %d (%s) must be %s, got %s", f->kernel, i + 1, p->name,
                         arg_kind_name(want), arg_kind_name(args[i].kind));
@@ -165,6 +166,9 @@ static void pack_slot(uint64_t *to, IrAbiSlot slot, const IrParam *p, const ph_a
         *to = a->ptr;
     } else if (slot == IR_ABI_SCALAR) {
         memcpy(to, p->dt == DT_I32 ? (const void *)&a->i32 : (const void *)&a->f32, 4);
+    } else if (slot == IR_ABI_SCALAR64) {
+        int64_t v = ph_arg_i64_value(a);
+        memcpy(to, &v, 8);
     } else if (dim >= 0) {
         int64_t d = dim < p->rank ? a->dims[dim] : 1;
         memcpy(to, &d, 8);

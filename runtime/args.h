@@ -8,6 +8,13 @@
 #include "ir/ir.h"
 #include "phobos.h"
 
+/* The argument kind a parameter takes: a tensor, an i32, an i64 or an f32. */
+static inline ph_arg_kind ph_internal_arg_kind(const IrParam *p)
+{
+    if (p->is_tensor) return PH_ARG_TENSOR;
+    return p->dt == DT_I32 ? PH_ARG_I32 : p->dt == DT_I64 ? PH_ARG_I64 : PH_ARG_F32;
+}
+
 /* Checks what every config f of a kernel shares: count, kinds, non-null
  * pointers, dtypes, dims that must agree between tensors, literal dims,
  * strides. */

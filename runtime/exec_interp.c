@@ -57,8 +57,11 @@ static ph_status interp_launch(ph_kernel *k, int *eligible, unsigned (*grids)[3]
     const IrFunc *f = k->module->ir->funcs[k->first + cfg];
     IrArg *iargs = xcalloc((size_t)nargs + 1, sizeof *iargs);
     for (int i = 0; i < nargs; i++)
-        iargs[i] = (IrArg){(void *)(uintptr_t)args[i].ptr, {args[i].dims[0], args[i].dims[1], args[i].dims[2], args[i].dims[3]},
-                           args[i].i32, args[i].f32, {args[i].strides[0], args[i].strides[1], args[i].strides[2], args[i].strides[3]}};
+        iargs[i] = (IrArg){.data = (void *)(uintptr_t)args[i].ptr,
+                           .dims = {args[i].dims[0], args[i].dims[1], args[i].dims[2], args[i].dims[3]},
+                           .i = args[i].i32, .f = args[i].f32,
+                           .strides = {args[i].strides[0], args[i].strides[1], args[i].strides[2], args[i].strides[3]},
+                           .l = args[i].kind == PH_ARG_I64 ? ph_arg_i64_value(&args[i]) : 0};
     int grid[3] = {(int)g[0], (int)g[1], (int)g[2]};
     char err[1024] = "";
     int r = ir_interp(f, iargs, nargs, grid, err, sizeof err);

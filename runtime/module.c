@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "autotune.h"
 #include "base/util.h"
 #include "cache.h"
@@ -201,7 +202,7 @@ ph_status ph_kernel_param(const ph_kernel *k, int i, ph_param *out)
     const IrFunc *f = k->module->ir->funcs[k->first];
     if (i < 0 || i >= f->nparams) return ph_internal_failf(PH_ERR_INVALID, "%s has no parameter %d (it has %d)", k->name, i, f->nparams);
     const IrParam *p = &f->params[i];
-    *out = (ph_param){p->name, p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32,
+    *out = (ph_param){p->name, ph_internal_arg_kind(p),
                       ir_dtype_name(p->dt), p->is_tensor ? p->rank : 0, {NULL, NULL, NULL, NULL}, {0, 0, 0, 0}};
     for (int a = 0; a < out->rank; a++) {
         out->dim_names[a] = p->dim_name[a];

@@ -24,6 +24,7 @@
 #define FLOW_OPS "tests/gpu/flow.ph"       /* ph.static_range, @ph.func helpers, RoPE */
 #define STRIDED_OPS "tests/gpu/strided.ph" /* rank-3/4 tensors as views, windows over two axes or one */
 #define LOOP_OPS "tests/gpu/loops.ph"      /* while loops */
+#define I64_OPS "tests/gpu/i64.ph"         /* i64: arithmetic, conversions, reductions, gathers, atomics */
 
 /* The value of a dimension or scalar for a kernel: the table first, then defaults. */
 static int64_t value_for(const char *kernel, const char *name)
@@ -45,6 +46,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"gemm", "M", 520}, {"gemm", "N", 520}, {"gemm", "K", 80},
         {"perm", "B", 2}, {"perm", "H", 3}, {"perm", "D", 20}, {"edges", "B", 2}, {"edges", "H", 3}, {"edges", "D", 6},
         {"tdot", "B", 2}, {"tdot", "H", 3},
+        {"wide", "n", 5000000011}, {"wideidx", "V", 50},
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;
@@ -72,6 +74,8 @@ static void fill(DType dt, void *p, size_t n)
         case DT_F16: ((uint16_t *)p)[i] = ph_f32_to_f16((float)x); break;
         case DT_BF16: ((uint16_t *)p)[i] = ph_f32_to_bf16((float)x); break;
         case DT_I32: ((int32_t *)p)[i] = (int32_t)(x * 25); break;
+        /* small values (indices, sums) three times in four, else any 64 bits */
+        case DT_I64: ((int64_t *)p)[i] = uniform() < 0.75 ? (int64_t)(x * 25) : (int64_t)(rng ^ (rng << 29)); break;
         case DT_I8: case DT_U8: ((uint8_t *)p)[i] = (uint8_t)(uniform() * 256); break;   /* every value */
         case DT_F8E4M3: ((uint8_t *)p)[i] = ph_f32_to_e4m3((float)x); break;
         case DT_F8E5M2: ((uint8_t *)p)[i] = ph_f32_to_e5m2((float)x); break;
@@ -86,6 +90,7 @@ static double as_double(DType dt, const void *p, size_t i)
     case DT_F16: return ph_f16_to_f32(((const uint16_t *)p)[i]);
     case DT_BF16: return ph_bf16_to_f32(((const uint16_t *)p)[i]);
     case DT_I32: return ((const int32_t *)p)[i];
+    case DT_I64: return (double)((const int64_t *)p)[i];
     case DT_I8: return ((const int8_t *)p)[i];
     case DT_U8: return ((const uint8_t *)p)[i];
     case DT_F8E4M3: return ph_e4m3_to_f32(((const uint8_t *)p)[i]);
@@ -123,6 +128,7 @@ static void host_args(const IrFunc *f, IrArg *args, void **bufs, size_t *count)
         count[i] = 0;
         if (!p->is_tensor) {
             args[i].i = (int32_t)value_for(f->kernel, p->name);
+            args[i].l = value_for(f->kernel, p->name);
             args[i].f = 0.75f;
             continue;
         }
@@ -175,12 +181,12 @@ static inline int compare_tensor_bits(const char *who, const IrFunc *f, const Ir
     int bad = 0;
     size_t bytes = elem_bytes(p->dt);
     for (size_t e = 0; e < count; e++) {
-        uint32_t w = 0, g = 0;
+        uint64_t w = 0, g = 0;
         memcpy(&w, (const char *)want + e * bytes, bytes);
         memcpy(&g, (const char *)got + e * bytes, bytes);
         if (w != g && bad++ < 5)
-            cr_log_error("%s: %s[%zu]: %s %a (0x%x), interpreter %a (0x%x)", f->name, p->name, e, who,
-                         as_double(p->dt, got, e), g, as_double(p->dt, want, e), w);
+            cr_log_error("%s: %s[%zu]: %s %a (0x%llx), interpreter %a (0x%llx)", f->name, p->name, e, who,
+                         as_double(p->dt, got, e), (unsigned long long)g, as_double(p->dt, want, e), (unsigned long long)w);
     }
     return bad;
 }
@@ -191,7 +197,8 @@ static inline int compare_tensor_bits(const char *who, const IrFunc *f, const Ir
  * kernels above. */
 static inline int compare_tensor(const char *who, const IrFunc *f, const IrParam *p, const void *want, const void *got, size_t count)
 {
-    if (compared_bitwise(f)) return compare_tensor_bits(who, f, p, want, got, count);
+    /* i64 past 2^53 is not exact as a double: its bits */
+    if (compared_bitwise(f) || p->dt == DT_I64) return compare_tensor_bits(who, f, p, want, got, count);
     double rtol = ir_is_int(p->dt) ? 0 : p->dt == DT_F32 ? 2e-3 : 8e-3, atol = ir_is_int(p->dt) ? 0 : 1e-4;
     return compare_tensor_within(who, f, p, want, got, count, atol, rtol);
 }

@@ -94,6 +94,13 @@ Test(cpusim, every_int8gemm_config_matches_the_interpreter, .timeout = 600) { ev
  * e4m3 form, every config, on sm_90 and sm_90a. */
 Test(cpusim, every_fp8gemm_config_matches_the_interpreter, .timeout = 600) { every_config_matches("examples/fp8gemm/fp8gemm.ph", 4, "sm_90"); }
 Test(cpusim, every_fp8gemm_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches("examples/fp8gemm/fp8gemm.ph", 4, "sm_90a"); }
+/* tests/gpu/i64.ph: i64 arithmetic, conversions, reductions, gathers by an
+ * i64 tile, atomic adds; on sm_90's code and sm_90a's. */
+Test(cpusim, every_i64_config_matches_the_interpreter, .timeout = 600)
+{
+    every_config_matches(I64_OPS, 10, "sm_90");
+    every_config_matches(I64_OPS, 10, "sm_90a");
+}
 /* sm_90a: its wgmma engine takes no integer dot, the others do */
 Test(cpusim, every_types_config_matches_the_interpreter_on_sm_90a, .timeout = 600) { every_config_matches(TYPE_OPS, 10, "sm_90a"); }
 /* tests/gpu/masked.ph: masked loads and stores, a ragged softmax; for

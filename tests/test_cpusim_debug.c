@@ -182,3 +182,45 @@ Test(device_debug, a_while_calling_a_helper_in_its_condition_matches_the_interpr
     for (int a = 0; a < 3; a++) cr_expect_eq(configs_that_differ(m, archs[a]), 0, "%s", archs[a]);
     ir_module_free(m);
 }
+
+/* An i64 printed as %lld, past 2^32 and negative, beside the others: the
+ * interpreter's line and the generated code's through vprintf agree. */
+Test(device_debug, an_i64_prints_whole_in_both, .timeout = 120)
+{
+    static const char src[] = "import phobos.lang as ph\n\n@ph.kernel\n"
+                              "def p(X: ph.tensor[ph.i64][N], n: ph.i64):\n"
+                              "    ph.device_print(\"v\", X[ph.ctx.block.x] * 3000000000 + n, 7, n)\n";
+    char *diags;
+    IrModule *m = tu_compile("p.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags);
+    free(diags);
+    int64_t x[2] = {-5, 4};
+    const char *want = "pid (0, 0, 0) v -15000000001 7 -1\npid (1, 0, 0) v 11999999999 7 -1\n";
+    IrArg args[2] = {{.data = x, .dims = {2, 0}}, {.l = -1}};
+    int grid[3] = {2, 1, 1};
+    char err[512] = "", out[512];
+    fflush(stdout);
+    FILE *tmp = tmpfile();
+    int saved = dup(1);
+    dup2(fileno(tmp), 1);
+    int rc = ir_interp(m->funcs[0], args, 2, grid, err, sizeof err);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    rewind(tmp);
+    out[fread(out, 1, sizeof out - 1, tmp)] = 0;
+    fclose(tmp);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert_str_eq(out, want);
+    const char *archs[] = {"sm_90", "sm_90a"};
+    for (int a = 0; a < 2; a++) {
+        cpusim *s;
+        cr_assert_eq(cpusim_load_arch(m, archs[a], &s, err, sizeof err), PH_OK, "%s", err);
+        ph_arg pa[2] = {ph_tensor1((ph_devptr)(uintptr_t)x, 2), ph_i64(-1)};
+        unsigned g[3] = {2, 1, 1};
+        cr_assert_eq(cpusim_launch(s, m->funcs[0]->name, g, pa, 2, err, sizeof err), PH_OK, "%s: %s", archs[a], err);
+        cr_assert_str_eq(cpusim_printed(s), want, "%s", archs[a]);
+        cpusim_free(s);
+    }
+    ir_module_free(m);
+}

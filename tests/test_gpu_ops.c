@@ -48,7 +48,7 @@ static int run_config(ph_module *mod, const IrFunc *f)
     for (int i = 0; i < n; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
-            gargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : ph_f32(iargs[i].f);
+            gargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : p->dt == DT_I64 ? ph_i64(iargs[i].l) : ph_f32(iargs[i].f);
             continue;
         }
         gpu_out[i] = malloc(count[i] * elem_bytes(p->dt));
@@ -127,6 +127,9 @@ Test(gpu_ops, every_math_config_matches_the_interpreter, .timeout = 300) { every
 Test(gpu_ops, every_gather_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(GATHER_OPS); }
 /* tests/gpu/types.ph: i8 and u8 conversions, widening, integer dots. */
 Test(gpu_ops, every_types_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(TYPE_OPS); }
+/* tests/gpu/i64.ph: i64 arithmetic past 2^31, conversions, reductions,
+ * gathers by an i64 tile, atomic adds (atom.add.u64). */
+Test(gpu_ops, every_i64_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(I64_OPS); }
 /* Masked loads and stores, a ragged softmax: an element a mask leaves out
  * must stay as the interpreter leaves it. */
 Test(gpu_ops, every_masked_config_matches_the_interpreter, .timeout = 300) { every_config_of_file_matches(MASKED_OPS); }
@@ -160,7 +163,7 @@ static int run_atomic_config(ph_module *mod, const IrFunc *f)
     for (int i = 0; i < r.n; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
-            gargs[i] = p->dt == DT_I32 ? ph_i32(r.args[i].i) : ph_f32(r.args[i].f);
+            gargs[i] = p->dt == DT_I32 ? ph_i32(r.args[i].i) : p->dt == DT_I64 ? ph_i64(r.args[i].l) : ph_f32(r.args[i].f);
             continue;
         }
         ph_devptr ptr;

@@ -381,6 +381,29 @@ Test(interp, fp8_rounds_saturates_and_dots_in_f32)
     free(text);
 }
 
+/* tests/ir/i64.ir: an i64 parameter, sums past 2^31, floor division by
+ * -3, a saturating conversion from f32, a transpose and an atomic add. */
+Test(interp, i64_computes_in_64_bits)
+{
+    char *text = tu_read_file("tests/ir/i64.ir");
+    IrModule *m = parse_ok(text);
+    int64_t x[8] = {1, 2, 3, 4, 5, 6, 7, INT64_MAX - 10}, y[8], s[4], a[1] = {100};
+    float f[4] = {-2.5f, 3.0e19f, NAN, 1.0e10f};
+    IrArg args[6] = {tensor2(x, 4, 2), tensor1(f, 4), tensor2(y, 2, 4), tensor1(s, 4), tensor1(a, 1), {.l = 5000000000}};
+    run_ok(m->funcs[0], args, 6, one_block);
+    /* (x + n) // -3 floors: (1 + 5e9) // -3 = -1666666667 (5000000001 / 3 = 1666666667 exactly) */
+    cr_assert_eq(y[0], -1666666667);
+    cr_assert_eq(y[1], (int64_t)-1666666668);        /* x[2, 0] = 3: 5000000003 / 3 = 1666666667.67, floored down */
+    /* x[3, 1] + n wraps past INT64_MAX to -9223372031854775819, whose // -3 floors */
+    cr_assert_eq(y[7], 3074457343951591939);
+    cr_assert(s[0] == -2 && s[1] == INT64_MAX && s[2] == 0 && s[3] == 10000000000, "%lld %lld %lld %lld",
+              (long long)s[0], (long long)s[1], (long long)s[2], (long long)s[3]);
+    /* the largest row sum is 7 + INT64_MAX - 10, added to 100 */
+    cr_assert_eq(a[0], INT64_MIN + 96);
+    ir_module_free(m);
+    free(text);
+}
+
 static const char *const dot_ir =
     "func d kernel d threads 32\n    params(A: f16[M, K], B: f16[K, N], BT: f16[N, K], C: f32[M, N], CT: f32[M, N]) {\n"
     "  %1 = const 0 : i32\n  %2 = load A[%1, %1] : f16[24, 40]\n  %3 = load B[%1, %1] : f16[40, 16]\n"

@@ -39,6 +39,7 @@ Test(ir_text, round_trip_control) { round_trip_file("tests/ir/control.ir"); }
 Test(ir_text, round_trip_fold) { round_trip_file("tests/ir/fold.ir"); }
 Test(ir_text, round_trip_types) { round_trip_file("tests/ir/types.ir"); }
 Test(ir_text, round_trip_fp8) { round_trip_file("tests/ir/fp8.ir"); }
+Test(ir_text, round_trip_i64) { round_trip_file("tests/ir/i64.ir"); }
 
 Test(ir_text, round_trip_while) { round_trip_file("tests/ir/while.ir"); }
 /* atomic_add prints as it is written: the tensor, the starts, the value */
@@ -193,7 +194,7 @@ Test(ir_text, parse_errors_name_line_and_column)
     parse_fails(buf, "4:3: value %1 is defined twice");
     snprintf(buf, sizeof buf, "%s  %%1 = frob : i32\n  return\n}\n", head);
     parse_fails(buf, "3:8: expected an op name");
-    snprintf(buf, sizeof buf, "%s  %%1 = const 1 : i64\n  return\n}\n", head);
+    snprintf(buf, sizeof buf, "%s  %%1 = const 1 : i16\n  return\n}\n", head);
     parse_fails(buf, "expected a dtype");
     snprintf(buf, sizeof buf, "%s  %%1 = param m : i32\n  return\n}\n", head);
     parse_fails(buf, "unknown parameter");

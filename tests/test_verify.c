@@ -104,7 +104,7 @@ static const Rejected rejected[] = {
     {"n: i32", "  %1 = param n : i32\n  return\n", param_of_missing_param,
      "f: op 'param' (%1): names parameter 7, which does not exist"},
     {"X: f16[N]", "  %1 = param X : f16\n  return\n", NULL, "f: op 'param' (%1): parameter 'X' is a tensor"},
-    {"s: i8", "  %1 = param s : i8\n  return\n", NULL, "f: op 'param' (%1): scalar parameter 's' is i8, not i32 or f32"},
+    {"s: i8", "  %1 = param s : i8\n  return\n", NULL, "f: op 'param' (%1): scalar parameter 's' is i8, not i32, i64 or f32"},
     {"", "  %1 = const 128 : i8\n  return\n", NULL, "f: op 'const' (%1): 128 does not fit in i8"},
     {"", "  %1 = const -1 : u8\n  return\n", NULL, "f: op 'const' (%1): -1 does not fit in u8"},
     {"", "  %1 = const 5 : i8\n  %2 = add %1, %1 : i8\n  return\n", NULL, "f: op 'add' (%2): takes no i8 operand: convert it to i32 first"},
@@ -217,7 +217,7 @@ static const Rejected rejected[] = {
      "f: op 'store': window f32[4] does not match tensor 'X' (f16, rank 1)"},
     {"X: f32[N]", C "  load X[%1]\n  return\n", NULL, "f: op 'load': has 0 results, needs 1"},
     {"X: f16[N]", C "  %3 = const 1.0 : f16\n  %4 = splat %3 : f16[4]\n  atomic_add X[%1], %4\n  return\n", NULL,
-     "f: op 'atomic_add': tensor 'X' is f16; atomic_add takes an f32 or i32 tensor"},
+     "f: op 'atomic_add': tensor 'X' is f16; atomic_add takes an f32, i32 or i64 tensor"},
     {"X: i32[N]", C "  %3 = splat %2 : f32[4]\n  atomic_add X[%1], %3\n  return\n", NULL,
      "f: op 'atomic_add': window f32[4] does not match tensor 'X' (i32, rank 1)"},
     {"X: f32[N, M]", C "  %3 = splat %2 : f32[4, 4]\n  atomic_add X[%1], %3\n  return\n", NULL,
@@ -236,7 +236,7 @@ static const Rejected rejected[] = {
     {"X: f32[N]", C "  %3 = splat %2 : f32[4]\n  scatter X[%3], %3\n  return\n", NULL,
      "f: op 'scatter': index 1 is f32[4]; it must be i32 of the elements' shape f32[4]"},
     {"X: f16[N]", C "  %3 = splat %1 : i32[4]\n  %4 = const 1.0 : f16\n  %5 = splat %4 : f16[4]\n  scatter_add X[%3], %5\n  return\n", NULL,
-     "f: op 'scatter_add': tensor 'X' is f16; scatter_add takes an f32 or i32 tensor"},
+     "f: op 'scatter_add': tensor 'X' is f16; scatter_add takes an f32, i32 or i64 tensor"},
     /* ---- asynchronous copies ---- */
 #define COPY "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f16[4, 4]\n"
     {"X: f16[N, M]", C COPY "  return\n", copy_without_operands, "f: op 'copy_async' (%3): needs a window and a ring slot"},

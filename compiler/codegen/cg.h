@@ -170,7 +170,7 @@ Guard guard_begin(Cg *c, LLVMValueRef cond);
 void guard_end(Cg *c, Guard g);
 Slots new_slots(int n, const Layout *lay);
 SlotPos slot_pos(Cg *c, const Layout *l, int s);
-int tile_scratch(Cg *c, const Layout *l);
+int tile_scratch(Cg *c, const Layout *l, DType dt);
 void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf);
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx);
 LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
@@ -267,6 +267,11 @@ static inline LLVMValueRef urem(Cg *c, LLVMValueRef a, int64_t k) { return LLVMB
 static inline LLVMValueRef and1(Cg *c, LLVMValueRef a, LLVMValueRef b) { return !a ? b : !b ? a : LLVMBuildAnd(c->b, a, b, ""); }
 static inline void smem_store(Cg *c, int buf, LLVMValueRef index, LLVMValueRef w) { LLVMBuildStore(c->b, w, smem_word_ptr(c, buf, index)); }
 static inline LLVMValueRef smem_load(Cg *c, int buf, LLVMValueRef index) { return LLVMBuildLoad2(c->b, c->ti32, smem_word_ptr(c, buf, index), ""); }
+/* An element of a scratch tile of dtype dt: 8 bytes for i64, else a word. */
+static inline int smem_elem_bytes(DType dt) { return dt == DT_I64 ? 8 : 4; }
+LLVMValueRef smem_elem_ptr(Cg *c, int buf, LLVMValueRef index, DType dt);
+void smem_store_elem(Cg *c, int buf, LLVMValueRef index, LLVMValueRef v, DType dt);
+LLVMValueRef smem_load_elem(Cg *c, int buf, LLVMValueRef index, DType dt);
 static inline IrType vtype(Cg *c, ValueId v) { return ir_vtype(c->f, v); }
 static inline bool is_tile(Cg *c, ValueId v) { return vtype(c, v).rank > 0; }
 

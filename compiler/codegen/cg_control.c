@@ -267,6 +267,7 @@ static void emit_op(Cg *c, const IrOp *op)
         one = new_slots(1, NULL);
         if (t.dt == DT_BOOL) one.v[0] = LLVMConstInt(c->ti1, op->ival != 0, 0);
         else if (t.dt == DT_I32) one.v[0] = i32c(c, op->ival);
+        else if (t.dt == DT_I64) one.v[0] = LLVMConstInt(c->ti64, (unsigned long long)op->ival, 1);
         else if (ir_is_f8(t.dt)) one.v[0] = from_f32(c, f32c(c, op->fval), t.dt);   /* folds to the constant's bits */
         else if (ir_is_int(t.dt)) one.v[0] = LLVMConstInt(c->ti8, (unsigned long long)op->ival, 1);
         else one.v[0] = LLVMConstReal(dtype_ty(c, t.dt), op->fval);

@@ -42,8 +42,8 @@ static LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t)
     return a;
 }
 
-/* The format: "pid (%d, %d, %d) PREFIX" then " %d" or " %.9g" per value; a
- * '%' of the prefix doubled. */
+/* The format: "pid (%d, %d, %d) PREFIX" then " %d", " %lld" (i64) or
+ * " %.9g" per value; a '%' of the prefix doubled. */
 static char *print_format(Cg *c, const IrOp *op)
 {
     size_t n = strlen(op->str);
@@ -53,7 +53,10 @@ static char *print_format(Cg *c, const IrOp *op)
         if (*q == '%') *o++ = '%';
         *o++ = *q;
     }
-    for (int i = 0; i < op->nargs; i++) o += sprintf(o, vtype(c, op->args[i]).dt == DT_F32 ? " %%.9g" : " %%d");
+    for (int i = 0; i < op->nargs; i++) {
+        DType dt = vtype(c, op->args[i]).dt;
+        o += sprintf(o, dt == DT_F32 ? " %%.9g" : dt == DT_I64 ? " %%lld" : " %%d");
+    }
     *o++ = '\n';
     *o = 0;
     return f;
@@ -71,7 +74,7 @@ void emit_device_print(Cg *c, const IrOp *op)
     for (int i = 0; i < op->nargs; i++) {
         LLVMValueRef v = c->vals[op->args[i]].v[0];
         DType dt = vtype(c, op->args[i]).dt;
-        fields[3 + i] = dt == DT_F32 ? c->tf64 : c->ti32;
+        fields[3 + i] = dt == DT_F32 ? c->tf64 : dt == DT_I64 ? c->ti64 : c->ti32;
         vals[3 + i] = dt == DT_F32 ? LLVMBuildFPExt(c->b, v, c->tf64, "") : dt == DT_BOOL ? LLVMBuildZExt(c->b, v, c->ti32, "") : v;
     }
     LLVMValueRef tid = c->target->isa->thread_index(c);

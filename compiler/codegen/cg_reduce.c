@@ -11,9 +11,13 @@
 
 /* ---- reductions ---- */
 
-static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
+/* The dtype a reduction computes in: i32 and i64 as they are, floats in f32. */
+static DType compute_dt(DType dt) { return dt == DT_I32 || dt == DT_I64 ? dt : DT_F32; }
+
+static LLVMValueRef reduce_identity(Cg *c, IrReduce r, DType cdt)
 {
-    if (isint) return i32c(c, r == RED_SUM ? 0 : r == RED_MAX ? INT32_MIN : INT32_MAX);
+    if (cdt == DT_I32) return i32c(c, r == RED_SUM ? 0 : r == RED_MAX ? INT32_MIN : INT32_MAX);
+    if (cdt == DT_I64) return LLVMConstInt(c->ti64, (unsigned long long)(r == RED_SUM ? 0 : r == RED_MAX ? INT64_MIN : INT64_MAX), 1);
     /* the values that change nothing, so the result is the interpreter's,
      * which starts from the first element: max and min ignore a NaN operand
      * (an all-NaN set stays NaN, where -inf would win), and -0 + x is x for
@@ -21,10 +25,10 @@ static LLVMValueRef reduce_identity(Cg *c, IrReduce r, bool isint)
     return f32c(c, r == RED_SUM ? -0.0 : __builtin_nan(""));
 }
 
-static LLVMValueRef reduce_combine(Cg *c, IrReduce r, bool isint, LLVMValueRef a, LLVMValueRef b)
+static LLVMValueRef reduce_combine(Cg *c, IrReduce r, DType cdt, LLVMValueRef a, LLVMValueRef b)
 {
     IrBinop op = r == RED_SUM ? BIN_ADD : r == RED_MAX ? BIN_MAX : BIN_MIN;
-    return scalar_binop(c, op, isint ? DT_I32 : DT_F32, a, b);
+    return scalar_binop(c, op, cdt, a, b);
 }
 
 /* For reducing layout l along axis into slice out: the slot of out each
@@ -46,12 +50,13 @@ void emit_reduce(Cg *c, const IrOp *op)
     ValueId src = op->args[0];
     IrType st = vtype(c, src), t = vtype(c, op->res[0]);
     const Layout *out_l = c->plan.of[op->res[0]];
-    bool isint = st.dt == DT_I32;
+    DType cdt = compute_dt(st.dt);
+    bool isint = cdt != DT_F32;
     IrReduce r = op->sub;
     if (!out_l || out_l->kind != LAY_SLICE) {
         /* a reduction the layout pass left to shared memory: a thread per output element */
         Slots home = cg_get(c, src, reg_layout(c, src));
-        int buf = tile_scratch(c, home.lay);
+        int buf = tile_scratch(c, home.lay, st.dt);
         slots_to_smem(c, &home, st.dt, buf);
         smem_access(c, buf, false);
         const Layout *l = home_layout(c, op->res[0]);
@@ -59,12 +64,12 @@ void emit_reduce(Cg *c, const IrOp *op)
         int R = ir_rows(st), C = ir_cols(st), len = op->axis == 1 ? C : R;
         for (int k = 0; k < out.n; k++) {
             SlotPos p = slot_pos(c, l, k);
-            LLVMValueRef acc = reduce_identity(c, r, isint);
+            LLVMValueRef acc = reduce_identity(c, r, cdt);
             LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
             if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
             for (int i = 0; i < len; i++) {
-                LLVMValueRef w = smem_load(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
-                acc = reduce_combine(c, r, isint, acc, isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""));
+                LLVMValueRef w = smem_load_elem(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))), cdt);
+                acc = reduce_combine(c, r, cdt, acc, w);
             }
             out.v[k] = isint ? acc : from_f32(c, acc, t.dt);
         }
@@ -75,21 +80,21 @@ void emit_reduce(Cg *c, const IrOp *op)
     Slots s = cg_get(c, src, l);
     ReducePlan rp = reduce_plan(c, l, out_l, op->axis);
     LLVMValueRef *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
-    for (int g = 0; g < rp.ngroups; g++) part[g] = reduce_identity(c, r, isint);
+    for (int g = 0; g < rp.ngroups; g++) part[g] = reduce_identity(c, r, cdt);
     for (int k = 0; k < s.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef x = isint ? s.v[k] : to_f32(c, s.v[k], st.dt);
-        if (p.valid) x = LLVMBuildSelect(c->b, p.valid, x, reduce_identity(c, r, isint), "");
-        part[rp.group[k]] = reduce_combine(c, r, isint, part[rp.group[k]], x);
+        if (p.valid) x = LLVMBuildSelect(c->b, p.valid, x, reduce_identity(c, r, cdt), "");
+        part[rp.group[k]] = reduce_combine(c, r, cdt, part[rp.group[k]], x);
     }
     for (int g = 0; g < rp.ngroups; g++)
         for (int m = 0; m < rp.share.nmasks; m++)
-            part[g] = reduce_combine(c, r, isint, part[g], c->target->isa->shuffle_xor(c, part[g], rp.share.lane_masks[m], isint));
+            part[g] = reduce_combine(c, r, cdt, part[g], c->target->isa->shuffle_xor(c, part[g], rp.share.lane_masks[m], isint));
     int nwarps = rp.share.nwarps;
     if (nwarps > 1) {
         /* partials of the warps that share an output element meet in shared memory */
         int len = op->axis == 1 ? l->rows : l->cols;
-        int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)nwarps * len * 4);
+        int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)nwarps * len * smem_elem_bytes(cdt));
         smem_access(c, buf, true);
         /* An output element exists where its slot of the result (a slice)
          * is valid: the kept axis only. Every warp writes its partial, the
@@ -104,17 +109,21 @@ void emit_reduce(Cg *c, const IrOp *op)
             LLVMValueRef lead = op->axis == 1 ? LLVMBuildICmp(c->b, LLVMIntEQ, urem(c, c->lane, lead_lanes), i32c(c, 0), "")
                                               : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, lead_lanes), "");
             Guard gd = guard_begin(c, and1(c, kept[g], lead));
-            LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
-            smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            if (cdt == DT_I64) {
+                smem_store_elem(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), part[g], cdt);
+            } else {   /* the word before its index, as the code has always been built */
+                LLVMValueRef w = isint ? part[g] : LLVMBuildBitCast(c->b, part[g], c->ti32, "");
+                smem_store(c, buf, add(c, mul(c, rp.warp_index, len), pos[g]), w);
+            }
             guard_end(c, gd);
         }
         smem_access(c, buf, false);
         for (int g = 0; g < rp.ngroups; g++) {
             LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
-            LLVMValueRef acc = reduce_identity(c, r, isint);
+            LLVMValueRef acc = reduce_identity(c, r, cdt);
             for (int w = 0; w < nwarps; w++) {
-                LLVMValueRef x = smem_load(c, buf, add(c, at, i32c(c, (int64_t)w * len)));
-                acc = reduce_combine(c, r, isint, acc, isint ? x : LLVMBuildBitCast(c->b, x, c->tf32, ""));
+                LLVMValueRef x = smem_load_elem(c, buf, add(c, at, i32c(c, (int64_t)w * len)), cdt);
+                acc = reduce_combine(c, r, cdt, acc, x);
             }
             part[g] = acc;
         }
@@ -133,9 +142,11 @@ void emit_reduce(Cg *c, const IrOp *op)
 typedef struct { LLVMValueRef v, i; } Pair;
 
 /* The pair every element beats: the worst value, at an index past them all. */
-static Pair arg_identity(Cg *c, bool max, bool isint)
+static Pair arg_identity(Cg *c, bool max, DType cdt)
 {
-    LLVMValueRef v = isint ? i32c(c, max ? INT32_MIN : INT32_MAX) : f32c(c, max ? -__builtin_inf() : __builtin_inf());
+    LLVMValueRef v = cdt == DT_I32 ? i32c(c, max ? INT32_MIN : INT32_MAX)
+                   : cdt == DT_I64 ? LLVMConstInt(c->ti64, (unsigned long long)(max ? INT64_MIN : INT64_MAX), 1)
+                   : f32c(c, max ? -__builtin_inf() : __builtin_inf());
     return (Pair){v, i32c(c, INT32_MAX)};
 }
 
@@ -162,17 +173,15 @@ static Pair arg_combine(Cg *c, bool max, bool isint, Pair a, Pair b)
     return (Pair){LLVMBuildSelect(B, take, b.v, a.v, ""), LLVMBuildSelect(B, take, b.i, a.i, "")};
 }
 
-static LLVMValueRef word_value(Cg *c, LLVMValueRef w, bool isint) { return isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, ""); }
-static LLVMValueRef value_word(Cg *c, LLVMValueRef v, bool isint) { return isint ? v : LLVMBuildBitCast(c->b, v, c->ti32, ""); }
-
 /* A source the layout pass left without a slice result (a slice itself):
  * through shared memory, a thread per output element walking its line. */
-static Slots argreduce_in_smem(Cg *c, const IrOp *op, bool max, bool isint)
+static Slots argreduce_in_smem(Cg *c, const IrOp *op, bool max, DType cdt)
 {
     ValueId src = op->args[0];
     IrType st = vtype(c, src);
+    bool isint = cdt != DT_F32;
     Slots home = cg_get(c, src, reg_layout(c, src));
-    int buf = tile_scratch(c, home.lay);
+    int buf = tile_scratch(c, home.lay, st.dt);
     slots_to_smem(c, &home, st.dt, buf);
     smem_access(c, buf, false);
     const Layout *l = home_layout(c, op->res[0]);
@@ -180,12 +189,12 @@ static Slots argreduce_in_smem(Cg *c, const IrOp *op, bool max, bool isint)
     int C = ir_cols(st), len = op->axis == 1 ? C : ir_rows(st);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
-        Pair best = arg_identity(c, max, isint);
+        Pair best = arg_identity(c, max, cdt);
         LLVMValueRef base = op->axis == 1 ? mul(c, p.row, C) : p.col;
         if (p.valid) base = LLVMBuildSelect(c->b, p.valid, base, i32c(c, 0), "");
         for (int i = 0; i < len; i++) {
-            LLVMValueRef w = smem_load(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))));
-            best = arg_combine(c, max, isint, best, (Pair){word_value(c, w, isint), i32c(c, i)});
+            LLVMValueRef w = smem_load_elem(c, buf, add(c, base, i32c(c, (int64_t)i * (op->axis == 1 ? 1 : C))), cdt);
+            best = arg_combine(c, max, isint, best, (Pair){w, i32c(c, i)});
         }
         out.v[k] = best.i;
     }
@@ -193,13 +202,15 @@ static Slots argreduce_in_smem(Cg *c, const IrOp *op, bool max, bool isint)
 }
 
 /* The warps' partial pairs of each output element meet in shared memory:
- * values in the first half of the buffer, indices in the second. */
-static void argreduce_across_warps(Cg *c, const Layout *out_l, const ReducePlan *rp, int axis, bool max, bool isint,
+ * values in the first half of the buffer, indices (words) in the second. */
+static void argreduce_across_warps(Cg *c, const Layout *out_l, const ReducePlan *rp, int axis, bool max, DType cdt,
                                    Pair *part)
 {
     const Layout *l = out_l->parent;
+    bool isint = cdt != DT_F32;
     int nwarps = rp->share.nwarps, len = axis == 1 ? l->rows : l->cols, half = nwarps * len;
-    int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)2 * half * 4);
+    int idx_at = half * smem_elem_bytes(cdt) / 4;   /* the word where the indices start */
+    int buf = smem_buffer(c, SMEM_SCRATCH, (int64_t)half * smem_elem_bytes(cdt) + (int64_t)half * 4);
     smem_access(c, buf, true);
     LLVMValueRef *pos = xmalloc(sizeof *pos * (size_t)rp->ngroups), *kept = xmalloc(sizeof *kept * (size_t)rp->ngroups);
     for (int g = 0; g < rp->ngroups; g++) {
@@ -211,17 +222,17 @@ static void argreduce_across_warps(Cg *c, const Layout *out_l, const ReducePlan 
                                       : LLVMBuildICmp(c->b, LLVMIntULT, c->lane, i32c(c, lead_lanes), "");
         Guard gd = guard_begin(c, and1(c, kept[g], lead));
         LLVMValueRef at = add(c, mul(c, rp->warp_index, len), pos[g]);
-        smem_store(c, buf, at, value_word(c, part[g].v, isint));
-        smem_store(c, buf, add(c, at, i32c(c, half)), part[g].i);
+        smem_store_elem(c, buf, at, part[g].v, cdt);
+        smem_store(c, buf, add(c, at, i32c(c, idx_at)), part[g].i);
         guard_end(c, gd);
     }
     smem_access(c, buf, false);
     for (int g = 0; g < rp->ngroups; g++) {
         LLVMValueRef at = kept[g] ? LLVMBuildSelect(c->b, kept[g], pos[g], i32c(c, 0), "") : pos[g];
-        Pair best = arg_identity(c, max, isint);
+        Pair best = arg_identity(c, max, cdt);
         for (int w = 0; w < nwarps; w++) {
             LLVMValueRef wat = add(c, at, i32c(c, (int64_t)w * len));
-            Pair x = {word_value(c, smem_load(c, buf, wat), isint), smem_load(c, buf, add(c, wat, i32c(c, half)))};
+            Pair x = {smem_load_elem(c, buf, wat, cdt), smem_load(c, buf, add(c, wat, i32c(c, idx_at)))};
             best = arg_combine(c, max, isint, best, x);
         }
         part[g] = best;
@@ -235,21 +246,22 @@ void emit_argreduce(Cg *c, const IrOp *op)
     ValueId src = op->args[0];
     IrType st = vtype(c, src);
     const Layout *out_l = c->plan.of[op->res[0]];
-    bool isint = st.dt == DT_I32, max = op->kind == OP_ARGMAX;
+    DType cdt = compute_dt(st.dt);
+    bool isint = cdt != DT_F32, max = op->kind == OP_ARGMAX;
     if (!out_l || out_l->kind != LAY_SLICE) {
-        c->vals[op->res[0]] = argreduce_in_smem(c, op, max, isint);
+        c->vals[op->res[0]] = argreduce_in_smem(c, op, max, cdt);
         return;
     }
     const Layout *l = out_l->parent;
     Slots s = cg_get(c, src, l);
     ReducePlan rp = reduce_plan(c, l, out_l, op->axis);
     Pair *part = xmalloc(sizeof *part * (size_t)rp.ngroups);
-    for (int g = 0; g < rp.ngroups; g++) part[g] = arg_identity(c, max, isint);
+    for (int g = 0; g < rp.ngroups; g++) part[g] = arg_identity(c, max, cdt);
     for (int k = 0; k < s.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         Pair x = {isint ? s.v[k] : to_f32(c, s.v[k], st.dt), op->axis == 1 ? p.col : p.row};
         if (p.valid) {
-            Pair none = arg_identity(c, max, isint);
+            Pair none = arg_identity(c, max, cdt);
             x = (Pair){LLVMBuildSelect(c->b, p.valid, x.v, none.v, ""), LLVMBuildSelect(c->b, p.valid, x.i, none.i, "")};
         }
         part[rp.group[k]] = arg_combine(c, max, isint, part[rp.group[k]], x);
@@ -260,7 +272,7 @@ void emit_argreduce(Cg *c, const IrOp *op)
             Pair other = {c->target->isa->shuffle_xor(c, part[g].v, mask, isint), c->target->isa->shuffle_xor(c, part[g].i, mask, true)};
             part[g] = arg_combine(c, max, isint, part[g], other);
         }
-    if (rp.share.nwarps > 1) argreduce_across_warps(c, out_l, &rp, op->axis, max, isint, part);
+    if (rp.share.nwarps > 1) argreduce_across_warps(c, out_l, &rp, op->axis, max, cdt, part);
     Slots out = new_slots(rp.ngroups, out_l);
     for (int g = 0; g < rp.ngroups; g++) out.v[g] = part[g].i;
     c->vals[op->res[0]] = out;

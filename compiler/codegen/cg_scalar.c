@@ -131,15 +131,17 @@ static LLVMValueRef floor_divmod(Cg *c, LLVMValueRef x32, LLVMValueRef y32, bool
  * the code below closes it the same way. tests/test_scalarops.c holds all
  * three to the documented results. */
 
-/* Python's floor division or modulo on i32 (scalarops.c, floor_divmod_i32):
- * a zero divisor gives 0; a divisor of -1 gives -a (wrapping) and 0, since
- * sdiv INT32_MIN, -1 is undefined in LLVM (the host traps on it). */
+/* Python's floor division or modulo on i32 or i64 (scalarops.c,
+ * floor_divmod_i32 and _i64): a zero divisor gives 0; a divisor of -1
+ * gives -a (wrapping) and 0, since sdiv INT_MIN, -1 is undefined in LLVM
+ * (the host traps on it). */
 static LLVMValueRef int_floor_divmod(Cg *c, LLVMValueRef a, LLVMValueRef b, bool quot)
 {
     LLVMBuilderRef B = c->b;
-    LLVMValueRef zero = i32c(c, 0), one = i32c(c, 1);
+    LLVMTypeRef ty = LLVMTypeOf(a);
+    LLVMValueRef zero = LLVMConstInt(ty, 0, 1), one = LLVMConstInt(ty, 1, 1);
     LLVMValueRef bz = LLVMBuildICmp(B, LLVMIntEQ, b, zero, "");
-    LLVMValueRef bm1 = LLVMBuildICmp(B, LLVMIntEQ, b, i32c(c, -1), "");
+    LLVMValueRef bm1 = LLVMBuildICmp(B, LLVMIntEQ, b, LLVMConstInt(ty, (unsigned long long)-1, 1), "");
     LLVMValueRef bs = LLVMBuildSelect(B, LLVMBuildOr(B, bz, bm1, ""), one, b, "");
     LLVMValueRef q = LLVMBuildSDiv(B, a, bs, ""), r = LLVMBuildSRem(B, a, bs, "");
     LLVMValueRef adjust = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, r, zero, ""),
@@ -180,15 +182,15 @@ LLVMValueRef scalar_binop(Cg *c, IrBinop op, DType dt, LLVMValueRef a, LLVMValue
 {
     LLVMBuilderRef B = c->b;
     if (dt == DT_BOOL) return op == BIN_AND ? LLVMBuildAnd(B, a, b, "") : LLVMBuildOr(B, a, b, "");
-    if (dt == DT_I32) {
+    if (dt == DT_I32 || dt == DT_I64) {
         switch (op) {
-        case BIN_ADD: return LLVMBuildAdd(B, a, b, "");   /* no nsw: i32 wraps */
+        case BIN_ADD: return LLVMBuildAdd(B, a, b, "");   /* no nsw: i32 and i64 wrap */
         case BIN_SUB: return LLVMBuildSub(B, a, b, "");
         case BIN_MUL: return LLVMBuildMul(B, a, b, "");
         case BIN_MAX: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSGT, a, b, ""), a, b, "");
         case BIN_MIN: return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, b, ""), a, b, "");
         case BIN_FLOORDIV: case BIN_MOD: return int_floor_divmod(c, a, b, op == BIN_FLOORDIV);
-        default: return i32c(c, 0);   /* the verifier allows no other op on i32 */
+        default: return LLVMConstInt(LLVMTypeOf(a), 0, 1);   /* the verifier allows no other op on integers */
         }
     }
     LLVMValueRef x = to_f32(c, a, dt), y = to_f32(c, b, dt), r;
@@ -209,9 +211,10 @@ LLVMValueRef scalar_unop(Cg *c, IrUnop op, DType dt, LLVMValueRef a)
 {
     LLVMBuilderRef B = c->b;
     if (op == UN_NOT) return LLVMBuildXor(B, a, LLVMConstInt(c->ti1, 1, 0), "");
-    if (dt == DT_I32) {
+    if (dt == DT_I32 || dt == DT_I64) {
         if (op == UN_NEG) return LLVMBuildNeg(B, a, "");
-        if (op == UN_ABS) return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, i32c(c, 0), ""), LLVMBuildNeg(B, a, ""), a, "");
+        if (op == UN_ABS)
+            return LLVMBuildSelect(B, LLVMBuildICmp(B, LLVMIntSLT, a, LLVMConstInt(LLVMTypeOf(a), 0, 1), ""), LLVMBuildNeg(B, a, ""), a, "");
         return a;
     }
     LLVMValueRef x = to_f32(c, a, dt), r;
@@ -241,7 +244,7 @@ LLVMValueRef scalar_fma(Cg *c, DType dt, LLVMValueRef a, LLVMValueRef b, LLVMVal
 
 LLVMValueRef scalar_cmp(Cg *c, IrCmp op, DType dt, LLVMValueRef a, LLVMValueRef b)
 {
-    if (dt == DT_I32) {
+    if (dt == DT_I32 || dt == DT_I64) {
         static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE, LLVMIntEQ, LLVMIntNE};
         return LLVMBuildICmp(c->b, ip[op], a, b, "");
     }
@@ -266,9 +269,27 @@ static LLVMValueRef convert_to_int(Cg *c, LLVMValueRef v, DType from, DType to)
     return cg_call(c, to == DT_U8 ? "llvm.fptoui.sat.i8.f32" : "llvm.fptosi.sat.i8.f32", ty, 1, &t, &x);
 }
 
+/* To i64: an integer extends by its sign (bool and u8 by zero), a float
+ * truncates, saturating (NaN gives 0: cvt.rzi.s64.f32). From i64: an
+ * integer wraps, bool is != 0, a float rounds once to f32 (then to dt). */
+static LLVMValueRef convert_i64(Cg *c, LLVMValueRef v, DType from, DType to)
+{
+    if (to == DT_I64) {
+        if (from == DT_BOOL || from == DT_U8) return LLVMBuildZExt(c->b, v, c->ti64, "");
+        if (ir_is_int(from)) return LLVMBuildSExt(c->b, v, c->ti64, "");
+        LLVMTypeRef t = c->tf32;
+        LLVMValueRef x = to_f32(c, v, from);
+        return cg_call(c, "llvm.fptosi.sat.i64.f32", c->ti64, 1, &t, &x);
+    }
+    if (to == DT_BOOL) return LLVMBuildICmp(c->b, LLVMIntNE, v, LLVMConstInt(c->ti64, 0, 0), "");
+    if (ir_is_int(to)) return LLVMBuildTrunc(c->b, v, dtype_ty(c, to), "");
+    return from_f32(c, to_f32(c, v, from), to);
+}
+
 LLVMValueRef cg_convert(Cg *c, LLVMValueRef v, DType from, DType to)
 {
     if (from == to) return v;
+    if (from == DT_I64 || to == DT_I64) return convert_i64(c, v, from, to);
     if (ir_is_f8(to)) return from_f32(c, to_f32(c, v, from), to);   /* an integer through f32, as the interpreter */
     bool int8 = from == DT_I8 || from == DT_U8;
     if (to == DT_I32 && int8) return convert_to_int(c, v, from, to);

@@ -31,10 +31,11 @@ void emit_cumsum(Cg *c, const IrOp *op)
 {
     ValueId src = op->args[0];
     IrType st = vtype(c, src);
-    bool isint = st.dt == DT_I32;
-    LLVMTypeRef acc_ty = isint ? c->ti32 : c->tf32;
+    DType cdt = st.dt == DT_I32 || st.dt == DT_I64 ? st.dt : DT_F32;   /* floats sum in f32 */
+    bool isint = cdt != DT_F32;
+    LLVMTypeRef acc_ty = dtype_ty(c, cdt);
     Slots home = cg_get(c, src, reg_layout(c, src));
-    int buf = tile_scratch(c, home.lay);
+    int buf = tile_scratch(c, home.lay, st.dt);
     slots_to_smem(c, &home, st.dt, buf);
     smem_access(c, buf, false);
     const Layout *l = home_layout(c, op->res[0]);
@@ -43,7 +44,7 @@ void emit_cumsum(Cg *c, const IrOp *op)
     LineAt *at = xmalloc(sizeof *at * (size_t)n);
     for (int k = 0; k < n; k++) at[k] = line_at(c, l, k, op->axis, cols);
     /* -0.0 + x is x for every float x, +0.0 included */
-    LLVMValueRef identity = isint ? i32c(c, 0) : f32c(c, -0.0);
+    LLVMValueRef identity = isint ? LLVMConstInt(acc_ty, 0, 1) : f32c(c, -0.0);
     LLVMValueRef *phis = xmalloc(sizeof *phis * (size_t)n), *next = xmalloc(sizeof *next * (size_t)n);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "scan"), done = new_bb(c, "scand");
     LLVMBuildBr(c->b, head);
@@ -56,11 +57,10 @@ void emit_cumsum(Cg *c, const IrOp *op)
     }
     LLVMValueRef offset = LLVMBuildMul(c->b, i, i32c(c, step), "");
     for (int k = 0; k < n; k++) {
-        LLVMValueRef w = smem_load(c, buf, add(c, at[k].base, offset));
-        LLVMValueRef x = isint ? w : LLVMBuildBitCast(c->b, w, c->tf32, "");
+        LLVMValueRef x = smem_load_elem(c, buf, add(c, at[k].base, offset), cdt);
         LLVMValueRef upto = LLVMBuildICmp(c->b, LLVMIntSLE, i, at[k].pos, "");
         x = LLVMBuildSelect(c->b, upto, x, identity, "");
-        next[k] = scalar_binop(c, BIN_ADD, isint ? DT_I32 : DT_F32, phis[k], x);
+        next[k] = scalar_binop(c, BIN_ADD, cdt, phis[k], x);
     }
     LLVMValueRef i1 = add(c, i, i32c(c, 1));
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);

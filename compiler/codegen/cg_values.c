@@ -28,6 +28,7 @@ LLVMTypeRef dtype_ty(Cg *c, DType dt)
     switch (dt) {
     case DT_BOOL: return c->ti1;
     case DT_I32: return c->ti32;
+    case DT_I64: return c->ti64;
     case DT_I8: case DT_U8: case DT_F8E4M3: case DT_F8E5M2: return c->ti8;
     case DT_F16: return c->tf16;
     case DT_BF16: return c->tbf16;
@@ -66,7 +67,7 @@ LLVMValueRef to_f32(Cg *c, LLVMValueRef v, DType dt)
     if (dt == DT_F32) return v;
     if (dt == DT_F16 || dt == DT_BF16) return LLVMBuildFPExt(c->b, v, c->tf32, "");
     if (ir_is_f8(dt)) return cg_f8_to_f32(c, v, dt);
-    if (dt == DT_I32 || dt == DT_I8) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
+    if (dt == DT_I32 || dt == DT_I8 || dt == DT_I64) return LLVMBuildSIToFP(c->b, v, c->tf32, "");
     if (dt == DT_BOOL || dt == DT_U8) return LLVMBuildUIToFP(c->b, v, c->tf32, "");
     return v;
 }
@@ -78,7 +79,8 @@ LLVMValueRef from_f32(Cg *c, LLVMValueRef v, DType dt)
     return v;
 }
 
-/* every dtype travels through shared memory as one 32-bit word */
+/* every dtype but i64 travels through shared memory as one 32-bit word;
+ * an i64 as one 64-bit element (smem_elem_ptr) */
 LLVMValueRef to_word(Cg *c, LLVMValueRef v, DType dt)
 {
     switch (dt) {
@@ -220,10 +222,33 @@ SlotPos slot_pos(Cg *c, const Layout *l, int s)
     return p;
 }
 
-/* A scratch buffer for a tile in layout l, one word per element. */
-int tile_scratch(Cg *c, const Layout *l)
+/* A scratch buffer for a tile of dtype dt in layout l, one word per
+ * element (two for i64). */
+int tile_scratch(Cg *c, const Layout *l, DType dt)
 {
-    return smem_buffer(c, SMEM_SCRATCH, (int64_t)l->rows * l->cols * 4);
+    return smem_buffer(c, SMEM_SCRATCH, (int64_t)l->rows * l->cols * smem_elem_bytes(dt));
+}
+
+/* Element index of buffer buf, of an element of dtype dt: a word, or an
+ * i64 (8 bytes). */
+LLVMValueRef smem_elem_ptr(Cg *c, int buf, LLVMValueRef index, DType dt)
+{
+    if (dt != DT_I64) return smem_word_ptr(c, buf, index);
+    LLVMValueRef offset = i32c(c, smem_offset(c, buf));
+    LLVMValueRef start = LLVMBuildInBoundsGEP2(c->b, LLVMInt8TypeInContext(c->ctx), c->smem, &offset, 1, "");
+    return LLVMBuildInBoundsGEP2(c->b, c->ti64, start, &index, 1, "");
+}
+
+void smem_store_elem(Cg *c, int buf, LLVMValueRef index, LLVMValueRef v, DType dt)
+{
+    if (dt == DT_I64) LLVMBuildStore(c->b, v, smem_elem_ptr(c, buf, index, dt));
+    else smem_store(c, buf, index, to_word(c, v, dt));
+}
+
+LLVMValueRef smem_load_elem(Cg *c, int buf, LLVMValueRef index, DType dt)
+{
+    if (dt == DT_I64) return LLVMBuildLoad2(c->b, c->ti64, smem_elem_ptr(c, buf, index, dt), "");
+    return from_word(c, smem_load(c, buf, index), dt);
 }
 
 /* Writes every element of s to scratch buffer buf, word row * cols + col. */
@@ -234,7 +259,9 @@ void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf)
     for (int k = 0; k < s->n; k++) {
         SlotPos p = slot_pos(c, l, k);
         Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        smem_store(c, buf, add(c, mul(c, p.row, l->cols), p.col), to_word(c, s->v[k], dt));
+        /* the word before its index, as the code has always been built (the PTX's order follows) */
+        if (dt == DT_I64) smem_store_elem(c, buf, add(c, mul(c, p.row, l->cols), p.col), s->v[k], dt);
+        else smem_store(c, buf, add(c, mul(c, p.row, l->cols), p.col), to_word(c, s->v[k], dt));
         guard_end(c, g);
     }
 }
@@ -251,7 +278,7 @@ static Slots slots_from_smem(Cg *c, const Layout *l, DType dt, WordIndex index, 
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef w = index(c, p.row, p.col, ctx);
         if (p.valid) w = LLVMBuildSelect(c->b, p.valid, w, i32c(c, 0), "");
-        out.v[k] = from_word(c, smem_load(c, buf, w), dt);
+        out.v[k] = smem_load_elem(c, buf, w, dt);
     }
     return out;
 }
@@ -269,7 +296,7 @@ static LLVMValueRef row_major_index(Cg *c, LLVMValueRef row, LLVMValueRef col, c
  * reading the word index(row, col). */
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx)
 {
-    int buf = tile_scratch(c, s->lay);
+    int buf = tile_scratch(c, s->lay, dt);
     slots_to_smem(c, s, dt, buf);
     return slots_from_smem(c, l, dt, index, ctx, buf);
 }

@@ -96,7 +96,7 @@ static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
 {
     switch (a.slot) {
     case IR_ABI_TENSOR_ADDRESS: return c->tptr1;
-    case IR_ABI_SCALAR: return dtype_ty(c, f->params[a.param].dt);
+    case IR_ABI_SCALAR: case IR_ABI_SCALAR64: return dtype_ty(c, f->params[a.param].dt);
     default: return c->ti64;   /* dims and strides */
     }
 }
@@ -164,12 +164,12 @@ static void declare_kernel(Cg *c, const IrFunc *f)
         case IR_ABI_TENSOR_ADDRESS: c->tensor_ptr[i] = v; break;
         case IR_ABI_TENSOR_DIM0: c->tensor_dim0[i] = v; break;
         case IR_ABI_TENSOR_DIM1: c->tensor_dim1[i] = v; break;
-        case IR_ABI_SCALAR: c->scalar[i] = v; break;
+        case IR_ABI_SCALAR: case IR_ABI_SCALAR64: c->scalar[i] = v; break;
         default: break;
         }
         if (ir_abi_dim_axis(abi[k].slot) >= 0) c->tensor_dims[i][ir_abi_dim_axis(abi[k].slot)] = v;
         if (ir_abi_stride_axis(abi[k].slot) >= 0) c->tensor_strides[i][ir_abi_stride_axis(abi[k].slot)] = v;
-        if (abi[k].slot == IR_ABI_TENSOR_ADDRESS || abi[k].slot == IR_ABI_SCALAR)
+        if (abi[k].slot == IR_ABI_TENSOR_ADDRESS || ir_abi_is_scalar(abi[k].slot))
             LLVMSetValueName2(v, f->params[i].name, strlen(f->params[i].name));
     }
     free(abi);

@@ -4,7 +4,7 @@
 int ir_abi_slots(const IrParam *p, IrAbiSlot out[IR_ABI_MAX_SLOTS])
 {
     if (!p->is_tensor) {
-        out[0] = IR_ABI_SCALAR;
+        out[0] = p->dt == DT_I64 ? IR_ABI_SCALAR64 : IR_ABI_SCALAR;
         return 1;
     }
     out[0] = IR_ABI_TENSOR_ADDRESS;

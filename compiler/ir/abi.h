@@ -24,6 +24,7 @@ typedef enum {
     IR_ABI_TENSOR_STRIDE1,
     IR_ABI_TENSOR_STRIDE2,
     IR_ABI_TENSOR_STRIDE3,
+    IR_ABI_SCALAR64,         /* an i64 scalar, 8 bytes */
 } IrAbiSlot;
 
 enum { IR_ABI_MAX_SLOTS = 9 };   /* the most PTX parameters one kernel parameter expands to */
@@ -34,6 +35,7 @@ static inline int ir_abi_dim_axis(IrAbiSlot s)
     return s == IR_ABI_TENSOR_DIM0 ? 0 : s == IR_ABI_TENSOR_DIM1 ? 1 : s == IR_ABI_TENSOR_DIM2 ? 2 : s == IR_ABI_TENSOR_DIM3 ? 3 : -1;
 }
 /* The stride axis a slot carries (0 .. 3), or -1 for another slot. */
+static inline bool ir_abi_is_scalar(IrAbiSlot s) { return s == IR_ABI_SCALAR || s == IR_ABI_SCALAR64; }
 static inline int ir_abi_stride_axis(IrAbiSlot s)
 {
     return s >= IR_ABI_TENSOR_STRIDE0 && s <= IR_ABI_TENSOR_STRIDE3 ? (int)(s - IR_ABI_TENSOR_STRIDE0) : -1;

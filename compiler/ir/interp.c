@@ -3,7 +3,7 @@
  * on host memory. Every value has one buffer, allocated once (shapes are
  * static) and overwritten by loops: float for f16/bf16/f32 and fp8 (f16, bf16 and fp8
  * held already rounded to their dtype), int32_t for i32, i8, u8 (within
- * their range) and bool. Each op
+ * their range) and bool, int64_t (two words) for i64. Each op
  * is dispatched once and loops over its whole tile; each element of a
  * scalar op is computed by the reference table (scalarops.h). */
 #include "ir.h"
@@ -30,7 +30,13 @@ typedef struct {
 
 static float *fbuf(Interp *in, ValueId v) { return (float *)(in->store + in->offset[v]); }
 static int32_t *ibuf(Interp *in, ValueId v) { return (int32_t *)(in->store + in->offset[v]); }
+static int64_t *lbuf(Interp *in, ValueId v) { return (int64_t *)(in->store + in->offset[v]); }
 static int64_t numel(const Interp *in, ValueId v) { return ir_numel(ir_vtype(in->f, v)); }
+static bool is_i64(const Interp *in, ValueId v) { return ir_vtype(in->f, v).dt == DT_I64; }
+/* The 32-bit words of one element of v: 2 for i64, else 1. */
+static int wpe(const Interp *in, ValueId v) { return is_i64(in, v) ? 2 : 1; }
+/* An integer element of v (i32, i8, u8, bool or i64) widened to 64 bits. */
+static int64_t int_at(Interp *in, ValueId v, int64_t e) { return is_i64(in, v) ? lbuf(in, v)[e] : ibuf(in, v)[e]; }
 
 static void round_all(DType dt, float *x, int64_t n)
 {
@@ -62,6 +68,7 @@ static void run_const(Interp *in, const IrOp *op)
     IrType t = ir_vtype(in->f, op->res[0]);
     if (ir_is_float(t.dt)) *fbuf(in, op->res[0]) = sop_round(t.dt, (float)op->fval);
     else if (t.dt == DT_BOOL) *ibuf(in, op->res[0]) = op->ival != 0;
+    else if (t.dt == DT_I64) *lbuf(in, op->res[0]) = op->ival;
     else *ibuf(in, op->res[0]) = (int32_t)op->ival;
 }
 
@@ -75,43 +82,66 @@ static void run_iota(Interp *in, const IrOp *op)
         for (int j = 0; j < cols; j++) r[(int64_t)i * cols + j] = by_row ? i : j;
 }
 
-static void run_splat(Interp *in, const IrOp *op)
+/* Buffers are 32-bit words whatever the dtype (two an element for i64),
+ * so shape ops copy elements of w words. */
+static void copy_elem(uint32_t *to, const uint32_t *from, int w)
 {
-    uint32_t v = in->store[in->offset[op->args[0]]];
-    uint32_t *r = in->store + in->offset[op->res[0]];
-    for (int64_t i = 0, n = numel(in, op->res[0]); i < n; i++) r[i] = v;
+    to[0] = from[0];
+    if (w == 2) to[1] = from[1];
 }
 
-/* Both buffers are 32-bit words whatever the dtype, so shape ops copy words. */
+static void run_splat(Interp *in, const IrOp *op)
+{
+    const uint32_t *v = in->store + in->offset[op->args[0]];
+    uint32_t *r = in->store + in->offset[op->res[0]];
+    int w = wpe(in, op->res[0]);
+    for (int64_t i = 0, n = numel(in, op->res[0]); i < n; i++) copy_elem(r + i * w, v, w);
+}
+
 static void run_broadcast(Interp *in, const IrOp *op)
 {
     IrType a = ir_vtype(in->f, op->args[0]), t = ir_vtype(in->f, op->res[0]);
-    int arows = ir_rows(a), acols = ir_cols(a), rows = ir_rows(t), cols = ir_cols(t);
+    int arows = ir_rows(a), acols = ir_cols(a), rows = ir_rows(t), cols = ir_cols(t), w = wpe(in, op->res[0]);
     const uint32_t *src = in->store + in->offset[op->args[0]];
     uint32_t *r = in->store + in->offset[op->res[0]];
     for (int i = 0; i < rows; i++) {
-        const uint32_t *srow = src + (int64_t)(arows == 1 ? 0 : i) * acols;
-        uint32_t *row = r + (int64_t)i * cols;
-        if (acols == 1) for (int j = 0; j < cols; j++) row[j] = srow[0];
-        else memcpy(row, srow, sizeof *row * (size_t)cols);
+        const uint32_t *srow = src + (int64_t)(arows == 1 ? 0 : i) * acols * w;
+        uint32_t *row = r + (int64_t)i * cols * w;
+        if (acols == 1) for (int j = 0; j < cols; j++) copy_elem(row + (int64_t)j * w, srow, w);
+        else memcpy(row, srow, sizeof *row * (size_t)cols * (size_t)w);
     }
 }
 
 static void run_transpose(Interp *in, const IrOp *op)
 {
     IrType a = ir_vtype(in->f, op->args[0]);
-    int rows = a.shape[0], cols = a.shape[1];
+    int rows = a.shape[0], cols = a.shape[1], w = wpe(in, op->res[0]);
     const uint32_t *src = in->store + in->offset[op->args[0]];
     uint32_t *r = in->store + in->offset[op->res[0]];
     for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++) r[(int64_t)j * rows + i] = src[(int64_t)i * cols + j];
+        for (int j = 0; j < cols; j++) copy_elem(r + ((int64_t)j * rows + i) * w, src + ((int64_t)i * cols + j) * w, w);
+}
+
+/* Conversions from or to i64 (sop_float_to_i64, sop_i64_to_float). */
+static void convert_i64(Interp *in, const IrOp *op, DType from, DType to, int64_t n)
+{
+    ValueId a = op->args[0], r = op->res[0];
+    for (int64_t i = 0; i < n; i++) {
+        if (to == DT_I64) lbuf(in, r)[i] = ir_is_float(from) ? sop_float_to_i64(fbuf(in, a)[i]) : int_at(in, a, i);
+        else if (to == DT_BOOL) ibuf(in, r)[i] = lbuf(in, a)[i] != 0;
+        else if (ir_is_int(to)) ibuf(in, r)[i] = sop_wrap_int(to, lbuf(in, a)[i]);
+        else fbuf(in, r)[i] = sop_i64_to_float(to, lbuf(in, a)[i]);
+    }
 }
 
 static void run_convert(Interp *in, const IrOp *op)
 {
     DType from = ir_vtype(in->f, op->args[0]).dt, to = ir_vtype(in->f, op->res[0]).dt;
     int64_t n = numel(in, op->res[0]);
-    if (ir_is_float(from)) {
+    if (from == DT_I64 || to == DT_I64) {
+        if (from == to) memcpy(lbuf(in, op->res[0]), lbuf(in, op->args[0]), sizeof(int64_t) * (size_t)n);
+        else convert_i64(in, op, from, to, n);
+    } else if (ir_is_float(from)) {
         const float *a = fbuf(in, op->args[0]);
         if (ir_is_int(to)) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = sop_float_to_int(to, a[i]);
         else if (to == DT_BOOL) for (int64_t i = 0; i < n; i++) ibuf(in, op->res[0])[i] = a[i] != 0;
@@ -137,6 +167,10 @@ static void run_unary(Interp *in, const IrOp *op)
 {
     DType dt = ir_vtype(in->f, op->args[0]).dt;
     int64_t n = numel(in, op->res[0]);
+    if (dt == DT_I64) {
+        for (int64_t i = 0; i < n; i++) lbuf(in, op->res[0])[i] = sop_i64_unary(op->sub, lbuf(in, op->args[0])[i]);
+        return;
+    }
     if (!ir_is_float(dt)) {
         const int32_t *a = ibuf(in, op->args[0]);
         int32_t *r = ibuf(in, op->res[0]);
@@ -159,6 +193,11 @@ static void run_binary(Interp *in, const IrOp *op)
         for (int64_t i = 0; i < n; i++) r[i] = sop_float_binary(op->sub, dt, a[i], b[i]);
         return;
     }
+    if (dt == DT_I64) {
+        const int64_t *a = lbuf(in, op->args[0]), *b = lbuf(in, op->args[1]);
+        for (int64_t i = 0; i < n; i++) lbuf(in, op->res[0])[i] = sop_i64_binary(op->sub, a[i], b[i]);
+        return;
+    }
     const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
     int32_t *r = ibuf(in, op->res[0]);
     if (dt == DT_BOOL) for (int64_t i = 0; i < n; i++) r[i] = sop_bool_binary(op->sub, a[i], b[i]);
@@ -172,6 +211,9 @@ static void run_cmp(Interp *in, const IrOp *op)
     if (ir_is_float(ir_vtype(in->f, op->args[0]).dt)) {
         const float *a = fbuf(in, op->args[0]), *b = fbuf(in, op->args[1]);
         for (int64_t i = 0; i < n; i++) r[i] = sop_compare_float(op->sub, a[i], b[i]);
+    } else if (is_i64(in, op->args[0])) {
+        const int64_t *a = lbuf(in, op->args[0]), *b = lbuf(in, op->args[1]);
+        for (int64_t i = 0; i < n; i++) r[i] = sop_compare_i64(op->sub, a[i], b[i]);
     } else {
         const int32_t *a = ibuf(in, op->args[0]), *b = ibuf(in, op->args[1]);
         for (int64_t i = 0; i < n; i++) r[i] = sop_compare_i32(op->sub, a[i], b[i]);
@@ -184,7 +226,8 @@ static void run_select(Interp *in, const IrOp *op)
     const int32_t *c = ibuf(in, op->args[0]);
     const uint32_t *a = in->store + in->offset[op->args[1]], *b = in->store + in->offset[op->args[2]];
     uint32_t *r = in->store + in->offset[op->res[0]];
-    for (int64_t i = 0; i < n; i++) r[i] = c[i] ? a[i] : b[i];
+    int w = wpe(in, op->res[0]);
+    for (int64_t i = 0; i < n; i++) copy_elem(r + i * w, (c[i] ? a : b) + i * w, w);
 }
 
 static void run_fma(Interp *in, const IrOp *op)
@@ -221,6 +264,13 @@ static void run_reduce(Interp *in, const IrOp *op)
             float acc = x[o * so];
             for (int k = 1; k < inner; k++) acc = reduce_step(op->sub, acc, x[o * so + k * si]);
             r[o] = sop_round(a.dt, acc);
+        }
+    } else if (a.dt == DT_I64) {
+        const int64_t *x = lbuf(in, op->args[0]);
+        for (int o = 0; o < outer; o++) {
+            int64_t acc = x[o * so];
+            for (int k = 1; k < inner; k++) acc = sop_i64_binary(reduce_binop(op->sub), acc, x[o * so + k * si]);
+            lbuf(in, op->res[0])[o] = acc;
         }
     } else {
         const int32_t *x = ibuf(in, op->args[0]);
@@ -266,7 +316,7 @@ static void run_argreduce(Interp *in, const IrOp *op)
             bool beats;
             if (isfloat) beats = arg_beats(max, fbuf(in, op->args[0])[at], fbuf(in, op->args[0])[at_best]);
             else {
-                int32_t x = ibuf(in, op->args[0])[at], b = ibuf(in, op->args[0])[at_best];
+                int64_t x = int_at(in, op->args[0], at), b = int_at(in, op->args[0], at_best);
                 beats = max ? x > b : x < b;
             }
             if (beats) best = k;
@@ -284,12 +334,17 @@ static void run_cumsum(Interp *in, const IrOp *op)
     for (int o = 0; o < ln.lines; o++) {
         float facc = 0;
         int32_t iacc = 0;
+        int64_t lacc = 0;
         for (int k = 0; k < ln.len; k++) {
             int64_t at = o * ln.outer + k * ln.inner;
             if (ir_is_float(a.dt)) {
                 float x = fbuf(in, op->args[0])[at];
                 facc = k == 0 ? x : sop_float_binary(BIN_ADD, DT_F32, facc, x);
                 fbuf(in, op->res[0])[at] = sop_round(a.dt, facc);
+            } else if (a.dt == DT_I64) {
+                int64_t x = lbuf(in, op->args[0])[at];
+                lacc = k == 0 ? x : sop_i64_binary(BIN_ADD, lacc, x);
+                lbuf(in, op->res[0])[at] = lacc;
             } else {
                 int32_t x = ibuf(in, op->args[0])[at];
                 iacc = k == 0 ? x : sop_i32_binary(BIN_ADD, iacc, x);
@@ -416,13 +471,15 @@ static void write_elem(Interp *in, DType dt, void *data, int64_t at, ValueId v, 
     case DT_F32: ((float *)data)[at] = fbuf(in, v)[e]; break;
     case DT_I8: ((int8_t *)data)[at] = (int8_t)ibuf(in, v)[e]; break;
     case DT_U8: ((uint8_t *)data)[at] = (uint8_t)ibuf(in, v)[e]; break;
+    case DT_I64: ((int64_t *)data)[at] = lbuf(in, v)[e]; break;
     default: ((int32_t *)data)[at] = ibuf(in, v)[e]; break;
     }
 }
 
-static int32_t read_int(DType dt, const void *base, int64_t idx)
+static int64_t read_int(DType dt, const void *base, int64_t idx)
 {
     switch (dt) {
+    case DT_I64: return ((const int64_t *)base)[idx];
     case DT_I8: return ((const int8_t *)base)[idx];
     case DT_U8: return ((const uint8_t *)base)[idx];
     default: return ((const int32_t *)base)[idx];
@@ -441,10 +498,10 @@ static void run_load(Interp *in, const IrOp *op)
         bool row_in = win.inside && gi >= 0 && gi < win.rows;
         int64_t base = win.base + gi * win.rs;
         if (ir_is_int(p->dt)) {
-            int32_t *r = ibuf(in, op->res[0]) + (int64_t)i * cols;
             for (int j = 0; j < cols; j++) {
-                int64_t gj = win.c0 + j;
-                r[j] = row_in && gj >= 0 && gj < win.cols ? read_int(p->dt, data, base + gj * win.cs) : 0;
+                int64_t gj = win.c0 + j, x = row_in && gj >= 0 && gj < win.cols ? read_int(p->dt, data, base + gj * win.cs) : 0;
+                if (p->dt == DT_I64) lbuf(in, op->res[0])[(int64_t)i * cols + j] = x;
+                else ibuf(in, op->res[0])[(int64_t)i * cols + j] = (int32_t)x;
             }
         } else {
             float *r = fbuf(in, op->res[0]) + (int64_t)i * cols;
@@ -456,9 +513,18 @@ static void run_load(Interp *in, const IrOp *op)
     }
 }
 
+/* Adds element e of v into the tensor's element at: f32 rounded once,
+ * i32 and i64 wrapping. */
+static void add_elem(Interp *in, DType dt, void *data, int64_t at, ValueId v, int64_t e)
+{
+    if (dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
+    else if (dt == DT_I64) ((int64_t *)data)[at] = (int64_t)((uint64_t)((int64_t *)data)[at] + (uint64_t)lbuf(in, v)[e]);
+    else ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+}
+
 /* A store, or with add an atomic add: blocks run one after another here,
- * so the add is a plain one, f32 rounded once per element, i32 wrapping.
- * Elements outside the tensor are not touched. */
+ * so the add is a plain one (add_elem). Elements outside the tensor are
+ * not touched. */
 static void write_window(Interp *in, const IrOp *op, bool add)
 {
     const IrParam *p = &in->f->params[op->param];
@@ -476,8 +542,7 @@ static void write_window(Interp *in, const IrOp *op, bool add)
             if (gj < 0 || gj >= win.cols) continue;
             int64_t e = (int64_t)i * cols + j, at = base + gj * win.cs;
             if (mask && !ibuf(in, mask)[e]) continue;
-            if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
-            else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+            if (add) add_elem(in, p->dt, data, at, v, e);
             else write_elem(in, p->dt, data, at, v, e);
         }
     }
@@ -501,6 +566,7 @@ static void run_gather(Interp *in, const IrOp *op)
     for (int64_t e = 0; e < n; e++) {
         int64_t at = element_at(in, op, p, e);
         if (p->dt == DT_I32) ibuf(in, op->res[0])[e] = at < 0 ? 0 : ((const int32_t *)data)[at];
+        else if (p->dt == DT_I64) lbuf(in, op->res[0])[e] = at < 0 ? 0 : ((const int64_t *)data)[at];
         else fbuf(in, op->res[0])[e] = at < 0 ? 0.0f : read_elem(p->dt, data, at);
     }
 }
@@ -516,8 +582,7 @@ static void run_scatter(Interp *in, const IrOp *op, bool add)
     for (int64_t e = 0; e < n; e++) {
         int64_t at = element_at(in, op, p, e);
         if (at < 0) continue;
-        if (add && p->dt == DT_F32) ((float *)data)[at] += fbuf(in, v)[e];
-        else if (add) ((int32_t *)data)[at] = (int32_t)((uint32_t)((int32_t *)data)[at] + (uint32_t)ibuf(in, v)[e]);
+        if (add) add_elem(in, p->dt, data, at, v, e);
         else write_elem(in, p->dt, data, at, v, e);
     }
 }
@@ -526,7 +591,7 @@ static void run_scatter(Interp *in, const IrOp *op, bool add)
 
 static void copy_value(Interp *in, ValueId to, ValueId from)
 {
-    memcpy(in->store + in->offset[to], in->store + in->offset[from], sizeof(uint32_t) * (size_t)numel(in, to));
+    memcpy(in->store + in->offset[to], in->store + in->offset[from], sizeof(uint32_t) * (size_t)(numel(in, to) * wpe(in, to)));
 }
 
 static RunStatus run_block(Interp *in, const IrBlock *b);
@@ -581,6 +646,7 @@ static void run_print(Interp *in, const IrOp *op)
     for (int i = 0; i < op->nargs; i++) {
         DType dt = ir_vtype(in->f, op->args[i]).dt;
         if (dt == DT_F32) printf(" %.9g", (double)*fbuf(in, op->args[i]));
+        else if (dt == DT_I64) printf(" %lld", (long long)*lbuf(in, op->args[i]));
         else printf(" %d", (int)*ibuf(in, op->args[i]));
     }
     putchar('\n');
@@ -620,6 +686,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
     case OP_CONST: run_const(in, op); break;
     case OP_PARAM:
         if (in->f->params[op->param].dt == DT_I32) *ibuf(in, op->res[0]) = in->args[op->param].i;
+        else if (in->f->params[op->param].dt == DT_I64) *lbuf(in, op->res[0]) = in->args[op->param].l;
         else *fbuf(in, op->res[0]) = sop_round(in->f->params[op->param].dt, in->args[op->param].f);
         break;
     case OP_DIM: *ibuf(in, op->res[0]) = (int32_t)in->args[op->param].dims[op->axis]; break;
@@ -680,19 +747,21 @@ static RunStatus run_block(Interp *in, const IrBlock *b)
 
 typedef struct { int64_t total, max_dot_b; } Layout;
 
+/* v's buffer: an i64 one starts at an even word, so its elements are aligned. */
+static void place(Interp *in, ValueId v, Layout *l)
+{
+    if (is_i64(in, v)) l->total += l->total & 1;
+    in->offset[v] = l->total;
+    l->total += numel(in, v) * wpe(in, v);
+}
+
 static void lay_out(Interp *in, const IrBlock *b, Layout *l)
 {
     if (!b) return;
-    for (int i = 0; i < b->nargs; i++) {
-        in->offset[b->args[i]] = l->total;
-        l->total += numel(in, b->args[i]);
-    }
+    for (int i = 0; i < b->nargs; i++) place(in, b->args[i], l);
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
-        for (int k = 0; k < op->nres; k++) {
-            in->offset[op->res[k]] = l->total;
-            l->total += numel(in, op->res[k]);
-        }
+        for (int k = 0; k < op->nres; k++) place(in, op->res[k], l);
         if (op->kind == OP_DOT && numel(in, op->args[1]) > l->max_dot_b) l->max_dot_b = numel(in, op->args[1]);
         lay_out(in, op->body, l);
         lay_out(in, op->els, l);

@@ -25,17 +25,18 @@ bool ir_is_float(DType dt) { return dt == DT_F16 || dt == DT_BF16 || dt == DT_F3
 
 bool ir_is_f8(DType dt) { return dt == DT_F8E4M3 || dt == DT_F8E5M2; }
 
-bool ir_is_int(DType dt) { return dt == DT_I32 || dt == DT_I8 || dt == DT_U8; }
+bool ir_is_int(DType dt) { return dt == DT_I32 || dt == DT_I64 || dt == DT_I8 || dt == DT_U8; }
 
 bool ir_is_storage(DType dt) { return dt == DT_I8 || dt == DT_U8 || ir_is_f8(dt); }
 
 int ir_dtype_bytes(DType dt)
 {
     if (dt == DT_I8 || dt == DT_U8 || ir_is_f8(dt)) return 1;
+    if (dt == DT_I64) return 8;
     return dt == DT_F16 || dt == DT_BF16 ? 2 : 4;
 }
 
-static const char *const dtype_names[DT_COUNT] = {"void", "bool", "i32", "f16", "bf16", "f32", "i8", "u8", "f8e4m3", "f8e5m2"};
+static const char *const dtype_names[DT_COUNT] = {"void", "bool", "i32", "f16", "bf16", "f32", "i8", "u8", "f8e4m3", "f8e5m2", "i64"};
 
 const char *ir_dtype_name(DType dt)
 {

@@ -14,11 +14,13 @@
 #include <stdio.h>
 #include "base/util.h"
 
-/* i8, u8 and the fp8 formats f8e4m3, f8e5m2 are storage types: tensors,
+/* i64 computes like i32, in 64 bits (appended last, so the others keep
+ * their numbers).
+ * i8, u8 and the fp8 formats f8e4m3, f8e5m2 are storage types: tensors,
  * loads, stores, conversions, selects, shape ops and dot operands take
  * them; arithmetic does not (the front end widens them first: the 8-bit
  * integers to i32, as C promotes its small integers, fp8 to f32). */
-typedef enum { DT_VOID, DT_BOOL, DT_I32, DT_F16, DT_BF16, DT_F32, DT_I8, DT_U8, DT_F8E4M3, DT_F8E5M2, DT_COUNT } DType;
+typedef enum { DT_VOID, DT_BOOL, DT_I32, DT_F16, DT_BF16, DT_F32, DT_I8, DT_U8, DT_F8E4M3, DT_F8E5M2, DT_I64, DT_COUNT } DType;
 
 /* rank 0: scalar; rank 1: shape[0] elements; rank 2: shape[0] x shape[1].
  * Broadcasting aligns dims to the right, as NumPy does, so a rank-1 tile
@@ -193,11 +195,11 @@ int64_t ir_numel(IrType t);
 bool ir_type_eq(IrType a, IrType b);
 bool ir_is_float(DType dt);             /* f16, bf16, f32 and the fp8 formats */
 bool ir_is_f8(DType dt);                /* f8e4m3, f8e5m2 */
-bool ir_is_int(DType dt);               /* i32, i8, u8 */
+bool ir_is_int(DType dt);               /* i32, i64, i8, u8 */
 bool ir_is_storage(DType dt);           /* i8, u8, f8e4m3, f8e5m2: no arithmetic on them (see DType) */
-const char *ir_dtype_name(DType dt);   /* "f16", "bf16", "f32", "i32", "i8", "u8", "f8e4m3", "f8e5m2", "bool" */
+const char *ir_dtype_name(DType dt);   /* "f16", "bf16", "f32", "i32", "i64", "i8", "u8", "f8e4m3", "f8e5m2", "bool" */
 DType ir_dtype_named(const char *name, size_t len);  /* DT_VOID for no dtype */
-int ir_dtype_bytes(DType dt);           /* an element's bytes in memory: 1 for i8, u8 and fp8, 2 for f16 and bf16, else 4 */
+int ir_dtype_bytes(DType dt);           /* an element's bytes in memory: 1 for i8, u8 and fp8, 2 for f16 and bf16, 8 for i64, else 4 */
 void ir_type_str(IrType t, char *buf, size_t n);  /* "f32", "f32[32, 64]" */
 
 /* ---- building ---- */
@@ -258,7 +260,7 @@ int ir_run_passes(IrFunc *f, bool verify, const char *dump_after, FILE *dump, ch
 
 /* ---- the interpreter ---- */
 /* A tensor argument is host memory with its actual dims; f16 and bf16
- * elements are uint16_t bit patterns, f32 float, i32 int32_t. Ranks 1 and 2
+ * elements are uint16_t bit patterns, f32 float, i32 int32_t, i64 int64_t. Ranks 1 and 2
  * are row-major contiguous; ranks 3 and 4 take strides, in elements (all 0:
  * row-major contiguous). */
 typedef struct {
@@ -267,6 +269,7 @@ typedef struct {
     int32_t i;         /* i32 scalars */
     float f;           /* f32 scalars */
     int64_t strides[4];/* tensors of rank 3 or 4: rank-many entries used, all 0 for row-major */
+    int64_t l;         /* i64 scalars */
 } IrArg;
 
 /* Runs f over the whole grid, block by block, on host memory. Checks

@@ -284,7 +284,7 @@ static DType accept_dtype(Parser *ps)
 static DType dtype(Parser *ps)
 {
     DType dt = accept_dtype(ps);
-    if (dt == DT_VOID) fail(ps, "expected a dtype (bool, i32, i8, u8, f16, bf16, f32, f8e4m3, f8e5m2)%s", "");
+    if (dt == DT_VOID) fail(ps, "expected a dtype (bool, i32, i64, i8, u8, f16, bf16, f32, f8e4m3, f8e5m2)%s", "");
     return dt;
 }
 

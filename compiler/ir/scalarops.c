@@ -55,6 +55,50 @@ int32_t sop_i32_unary(IrUnop op, int32_t a)
     }
 }
 
+/* Python's divmod on i64: as floor_divmod_i32, with INT64_MIN // -1
+ * wrapping to INT64_MIN (its % is 0) instead of overflowing. */
+static void floor_divmod_i64(int64_t a, int64_t b, int64_t *quot, int64_t *rem)
+{
+    if (b == 0 || b == -1) {
+        *quot = b == 0 ? 0 : (int64_t)(0u - (uint64_t)a);
+        *rem = 0;
+        return;
+    }
+    int64_t q = a / b, r = a % b;
+    if (r != 0 && (r < 0) != (b < 0)) {
+        q--;
+        r += b;
+    }
+    *quot = q;
+    *rem = r;
+}
+
+int64_t sop_i64_binary(IrBinop op, int64_t a, int64_t b)
+{
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    int64_t q, r;
+    switch (op) {
+    case BIN_ADD: return (int64_t)(ua + ub);
+    case BIN_SUB: return (int64_t)(ua - ub);
+    case BIN_MUL: return (int64_t)(ua * ub);
+    case BIN_FLOORDIV: floor_divmod_i64(a, b, &q, &r); return q;
+    case BIN_MOD: floor_divmod_i64(a, b, &q, &r); return r;
+    case BIN_MAX: return a > b ? a : b;
+    case BIN_MIN: return a < b ? a : b;
+    default: return 0;   /* the verifier allows no other op on i64 */
+    }
+}
+
+int64_t sop_i64_unary(IrUnop op, int64_t a)
+{
+    uint64_t neg = 0u - (uint64_t)a;
+    switch (op) {
+    case UN_NEG: return (int64_t)neg;
+    case UN_ABS: return a < 0 ? (int64_t)neg : a;
+    default: return a;
+    }
+}
+
 float sop_round(DType dt, float x)
 {
     if (dt == DT_F16) return ph_round_f16(x);
@@ -148,6 +192,32 @@ static bool compare(IrCmp op, double a, double b)
 
 bool sop_compare_i32(IrCmp op, int32_t a, int32_t b) { return compare(op, a, b); }
 bool sop_compare_float(IrCmp op, float a, float b) { return compare(op, a, b); }
+
+/* i64 values are not exact as doubles: compared as integers. */
+bool sop_compare_i64(IrCmp op, int64_t a, int64_t b)
+{
+    switch (op) {
+    case CMP_LT: return a < b;
+    case CMP_LE: return a <= b;
+    case CMP_GT: return a > b;
+    case CMP_GE: return a >= b;
+    case CMP_EQ: return a == b;
+    default: return a != b;
+    }
+}
+
+int64_t sop_float_to_i64(float x)
+{
+    if (isnan(x)) return 0;
+    if (x >= 9223372036854775808.0f) return INT64_MAX;
+    if (x <= -9223372036854775808.0f) return INT64_MIN;
+    return (int64_t)x;
+}
+
+float sop_i64_to_float(DType dt, int64_t x)
+{
+    return sop_round(dt, (float)x);
+}
 
 int32_t sop_float_to_i32(float x)
 {

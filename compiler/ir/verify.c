@@ -296,12 +296,13 @@ static bool check_by_element(Verifier *v, const IrOp *op)
     return true;
 }
 
-/* The hardware adds f32 and i32 atomically; 16-bit floats are not offered. */
+/* The hardware adds f32, i32 and i64 atomically (atom.add.u64 serves i64:
+ * a two's complement add wraps alike); 16-bit floats are not offered. */
 static bool check_atomic(Verifier *v, const IrOp *op)
 {
     const IrParam *p = &v->f->params[op->param];
-    if (p->dt != DT_F32 && p->dt != DT_I32)
-        return bad(v, op, "tensor '%s' is %s; %s takes an f32 or i32 tensor", p->name, ir_dtype_name(p->dt), ir_ops[op->kind].name);
+    if (p->dt != DT_F32 && p->dt != DT_I32 && p->dt != DT_I64)
+        return bad(v, op, "tensor '%s' is %s; %s takes an f32, i32 or i64 tensor", p->name, ir_dtype_name(p->dt), ir_ops[op->kind].name);
     return true;
 }
 
@@ -443,7 +444,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         if (op->param < 0 || op->param >= v->f->nparams) return bad(v, op, "names parameter %d, which does not exist", op->param);
         const IrParam *p = &v->f->params[op->param];
         if (p->is_tensor) return bad(v, op, "parameter '%s' is a tensor", p->name);
-        if (p->dt != DT_I32 && p->dt != DT_F32) return bad(v, op, "scalar parameter '%s' is %s, not i32 or f32", p->name, ir_dtype_name(p->dt));
+        if (p->dt != DT_I32 && p->dt != DT_I64 && p->dt != DT_F32)
+            return bad(v, op, "scalar parameter '%s' is %s, not i32, i64 or f32", p->name, ir_dtype_name(p->dt));
         if (!ir_type_eq(r, ir_scalar(p->dt))) return bad(v, op, "type %s differs from parameter '%s' (%s)", tstr(r, b1), p->name, ir_dtype_name(p->dt));
         return true;
     }
@@ -516,7 +518,7 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         if (!op->str) return bad(v, op, "has no prefix");
         for (int i = 0; i < op->nargs; i++) {
             IrType t = ty(v, op->args[i]);
-            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_F32 && t.dt != DT_BOOL))
+            if (t.rank != 0 || (t.dt != DT_I32 && t.dt != DT_I64 && t.dt != DT_F32 && t.dt != DT_BOOL))
                 return bad(v, op, "operand %d is %s; it prints i32, f32 and bool scalars", i + 1, tstr(t, b1));
         }
         return true;

@@ -36,9 +36,16 @@ static void block_barrier(Cg *c)
     cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
 }
 
-/* shfl.sync.bfly over the whole warp (mask all ones, clamp 31) */
+/* shfl.sync.bfly over the whole warp (mask all ones, clamp 31); an i64
+ * as its two halves (the instruction moves 32 bits) */
 static LLVMValueRef shuffle_xor(Cg *c, LLVMValueRef v, int lane_mask, bool isint)
 {
+    if (LLVMTypeOf(v) == c->ti64) {
+        LLVMValueRef sh = LLVMConstInt(c->ti64, 32, 0);
+        LLVMValueRef lo = shuffle_xor(c, LLVMBuildTrunc(c->b, v, c->ti32, ""), lane_mask, true);
+        LLVMValueRef hi = shuffle_xor(c, LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, v, sh, ""), c->ti32, ""), lane_mask, true);
+        return LLVMBuildOr(c->b, LLVMBuildZExt(c->b, lo, c->ti64, ""), LLVMBuildShl(c->b, LLVMBuildZExt(c->b, hi, c->ti64, ""), sh, ""), "");
+    }
     LLVMTypeRef ty = isint ? c->ti32 : c->tf32;
     LLVMTypeRef pts[4] = {c->ti32, ty, c->ti32, c->ti32};
     LLVMValueRef args[4] = {LLVMConstInt(c->ti32, 0xffffffffu, 0), v, i32c(c, lane_mask), i32c(c, 31)};

@@ -68,6 +68,7 @@ static void fold_binary(IrFunc *f, IrOp *op, const IrOp *const c[2], DType dt)
 {
     if (dt == DT_BOOL) make_const_int(op, sop_bool_binary(op->sub, c[0]->ival != 0, c[1]->ival != 0));
     else if (dt == DT_I32) make_const_int(op, sop_i32_binary(op->sub, (int32_t)c[0]->ival, (int32_t)c[1]->ival));
+    else if (dt == DT_I64) make_const_int(op, sop_i64_binary(op->sub, c[0]->ival, c[1]->ival));
     else make_const_float(f, op, sop_float_binary(op->sub, dt, const_float(f, c[0]), const_float(f, c[1])));
 }
 
@@ -75,6 +76,7 @@ static void fold_unary(IrFunc *f, IrOp *op, const IrOp *c, DType dt)
 {
     if (dt == DT_BOOL) make_const_int(op, !c->ival);
     else if (dt == DT_I32) make_const_int(op, sop_i32_unary(op->sub, (int32_t)c->ival));
+    else if (dt == DT_I64) make_const_int(op, sop_i64_unary(op->sub, c->ival));
     else make_const_float(f, op, sop_float_unary(op->sub, dt, const_float(f, c)));
 }
 
@@ -83,6 +85,7 @@ static void fold_compare(IrFunc *f, IrOp *op, const IrOp *const c[2], DType dt)
     bool r;
     if (dt == DT_BOOL) r = sop_compare_i32(op->sub, c[0]->ival != 0, c[1]->ival != 0);
     else if (dt == DT_I32) r = sop_compare_i32(op->sub, (int32_t)c[0]->ival, (int32_t)c[1]->ival);
+    else if (dt == DT_I64) r = sop_compare_i64(op->sub, c[0]->ival, c[1]->ival);
     else r = sop_compare_float(op->sub, const_float(f, c[0]), const_float(f, c[1]));
     make_const_int(op, r);
 }
@@ -91,14 +94,17 @@ static void fold_convert(IrFunc *f, IrOp *op, const IrOp *c, DType from, DType t
 {
     if (ir_is_float(from)) {
         float x = const_float(f, c);
-        if (ir_is_int(to)) make_const_int(op, sop_float_to_int(to, x));
+        if (to == DT_I64) make_const_int(op, sop_float_to_i64(x));
+        else if (ir_is_int(to)) make_const_int(op, sop_float_to_int(to, x));
         else if (to == DT_BOOL) make_const_int(op, x != 0);
         else make_const_float(f, op, x);
     } else {
-        int32_t x = from == DT_BOOL ? c->ival != 0 : (int32_t)c->ival;
-        if (ir_is_int(to)) make_const_int(op, sop_wrap_int(to, x));
+        /* constants hold their value in their dtype's range: i64 whole */
+        int64_t x = from == DT_BOOL ? c->ival != 0 : from == DT_I64 ? c->ival : (int32_t)c->ival;
+        if (to == DT_I64) make_const_int(op, x);
+        else if (ir_is_int(to)) make_const_int(op, sop_wrap_int(to, x));
         else if (to == DT_BOOL) make_const_int(op, x != 0);
-        else make_const_float(f, op, sop_i32_to_float(to, x));
+        else make_const_float(f, op, sop_i64_to_float(to, x));
     }
 }
 

@@ -6,7 +6,7 @@
 
 Arguments are NumPy arrays (or CPU torch tensors) when the kernels run on
 the CPU interpreter, CUDA torch tensors when they run on the GPU, and
-Python ints and floats for i32 and f32 parameters. Each is checked against
+Python ints and floats for i32, i64 and f32 parameters. Each is checked against
 the kernel's signature, as the runtime reports it, before anything runs.
 On the GPU a launch goes on torch's current stream of the module's device.
 See docs/python.md."""
@@ -67,8 +67,8 @@ _lib = _open_library()
 # ---- the C API's types (runtime/include/phobos.h) ----
 
 _OK, _ERR_COMPILE, _ERR_NOT_FOUND, _ERR_ARGS, _ERR_NOT_ELIGIBLE, _ERR_GRID = 0, 4, 6, 7, 8, 9
-_ARG_TENSOR, _ARG_I32, _ARG_F32 = 1, 2, 3
-_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4, "i8": 5, "u8": 6, "f8e4m3": 7, "f8e5m2": 8}   # ph_dtype
+_ARG_TENSOR, _ARG_I32, _ARG_F32, _ARG_I64 = 1, 2, 3, 4
+_DTYPES = {"f16": 1, "bf16": 2, "f32": 3, "i32": 4, "i8": 5, "u8": 6, "f8e4m3": 7, "f8e5m2": 8, "i64": 9}   # ph_dtype
 _INTERPRETER = -1
 
 
@@ -224,10 +224,11 @@ def device_multiprocessors():
 # bfloat16 and no fp8: a bf16 parameter takes uint16 arrays of the bit
 # patterns, an fp8 one uint8 arrays of them.
 _NUMPY_DTYPES = {"f16": "float16", "f32": "float32", "i32": "int32", "bf16": "uint16", "i8": "int8", "u8": "uint8",
-                 "f8e4m3": "uint8", "f8e5m2": "uint8"}
+                 "f8e4m3": "uint8", "f8e5m2": "uint8", "i64": "int64"}
 _TORCH_DTYPES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32", "i8": "int8", "u8": "uint8",
-                 "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
+                 "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2", "i64": "int64"}
 _I32_RANGE = (-2**31, 2**31 - 1)
+_I64_RANGE = (-2**63, 2**63 - 1)
 
 
 def _is_torch(x):
@@ -322,6 +323,12 @@ def _scalar_arg(kname, p, x):
         if not _I32_RANGE[0] <= x <= _I32_RANGE[1]:
             raise ValueError(f"{where} = {x} does not fit in an i32")
         return _Arg(_ARG_I32, 0, (ctypes.c_int64 * 4)(), x, 0.0)
+    if p.kind == _ARG_I64:
+        if isinstance(x, bool) or not isinstance(x, int):
+            raise TypeError(f"{where} must be an int, got {type(x).__name__}")
+        if not _I64_RANGE[0] <= x <= _I64_RANGE[1]:
+            raise ValueError(f"{where} = {x} does not fit in an i64")
+        return _Arg(_ARG_I64, 0, (ctypes.c_int64 * 4)(x, 0, 0, 0), 0, 0.0)   # phobos.h: an i64 in dims[0]
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise TypeError(f"{where} must be a float, got {type(x).__name__}")
     return _Arg(_ARG_F32, 0, (ctypes.c_int64 * 4)(), 0, float(x))

@@ -46,11 +46,11 @@ typedef struct ph_module ph_module;
 typedef struct ph_kernel ph_kernel;
 typedef uint64_t ph_devptr;
 
-typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32 } ph_arg_kind;
+typedef enum { PH_ARG_TENSOR = 1, PH_ARG_I32, PH_ARG_F32, PH_ARG_I64 } ph_arg_kind;
 
 /* A tensor's element type. PH_DTYPE_UNCHECKED (zero) is no claim at all:
  * the launch takes the tensor's elements to be what the kernel declares. */
-typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, PH_U8, PH_F8E4M3, PH_F8E5M2 } ph_dtype;
+typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, PH_U8, PH_F8E4M3, PH_F8E5M2, PH_I64 } ph_dtype;
 
 /* One kernel argument. A tensor is a device pointer and its dims, and
  * optionally its element type and its strides (in elements, as torch's
@@ -61,7 +61,9 @@ typedef enum { PH_DTYPE_UNCHECKED = 0, PH_F16, PH_BF16, PH_F32, PH_I32, PH_I8, P
  * (each from 0 to 2^62; a view of another tensor, passed as it is). Strides
  * all 0 are "not given": the tensor is taken as row-major contiguous.
  * Entries past the rank are ignored: a rank-1 tensor's dims and strides
- * are {d0, 1, 1, 1} and {s0, 0, 0, 0}. */
+ * are {d0, 1, 1, 1} and {s0, 0, 0, 0}. An i64 scalar (PH_ARG_I64, made by
+ * ph_i64) is held in dims[0], which a scalar has no other use for, so the
+ * struct kept its size and layout when i64 came. */
 typedef struct {
     ph_arg_kind kind;
     ph_devptr ptr;
@@ -99,6 +101,9 @@ static inline ph_arg ph_tensor_nd(ph_devptr p, ph_dtype t, int rank, const int64
 }
 static inline ph_arg ph_i32(int32_t v) { ph_arg a = {PH_ARG_I32, 0, {0, 0, 0, 0}, v, 0, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
 static inline ph_arg ph_f32(float v) { ph_arg a = {PH_ARG_F32, 0, {0, 0, 0, 0}, 0, v, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
+static inline ph_arg ph_i64(int64_t v) { ph_arg a = {PH_ARG_I64, 0, {v, 0, 0, 0}, 0, 0, PH_DTYPE_UNCHECKED, {0, 0, 0, 0}}; return a; }
+/* The value of an i64 scalar argument (ph_i64). */
+static inline int64_t ph_arg_i64_value(const ph_arg *a) { return a->dims[0]; }
 
 /* The chosen config's meta-parameters, passed to the grid callback (the
  * tutorial's `lambda meta:`). */

@@ -232,10 +232,10 @@ static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, ui
     int n = 0;
     for (int i = 0; i < nargs; i++) {
         const IrParam *p = &k->params[i];
-        ph_arg_kind want = p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : PH_ARG_F32;
+        ph_arg_kind want = p->is_tensor ? PH_ARG_TENSOR : p->dt == DT_I32 ? PH_ARG_I32 : p->dt == DT_I64 ? PH_ARG_I64 : PH_ARG_F32;
         if (args[i].kind != want)
             return status_message(PH_ERR_ARGS, err, errlen, "%s: argument %d is not a%s", k->name, i + 1,
-                        want == PH_ARG_TENSOR ? " tensor" : want == PH_ARG_I32 ? "n i32" : "n f32");
+                        want == PH_ARG_TENSOR ? " tensor" : want == PH_ARG_I32 ? "n i32" : want == PH_ARG_I64 ? "n i64" : "n f32");
         if (p->is_tensor) {
             if (!args[i].ptr) return status_message(PH_ERR_INVALID, err, errlen, "%s: argument %d is a null tensor", k->name, i + 1);
             IrAbiSlot abi[IR_ABI_MAX_SLOTS];
@@ -251,6 +251,8 @@ static ph_status pack_args(const SimKernel *k, const ph_arg *args, int nargs, ui
             }
         } else if (want == PH_ARG_I32) {
             slots[n++] = (uint32_t)args[i].i32;
+        } else if (want == PH_ARG_I64) {
+            slots[n++] = (uint64_t)ph_arg_i64_value(&args[i]);
         } else {
             slots[n++] = f32_slot(args[i].f32);
         }

@@ -2,7 +2,7 @@
  * generator calls for ph.device_print and ph.device_assert (as CUDA's
  * printf and assert lower). vprintf formats its argument buffer as the
  * GPU's does (each argument aligned to its size; the conversions phc emits:
- * %d, %.9g and %%) and appends the text to the executor's record
+ * %d, %lld, %.9g and %%) and appends the text to the executor's record
  * (cpusim_printed); __assertfail ends the launch with the message the
  * GPU prints, as its trap does. */
 #define _GNU_SOURCE
@@ -44,6 +44,13 @@ static int32_t sim_vprintf(const char *fmt, const unsigned char *args)
             p += 4;
             n += (size_t)snprintf(out + n, sizeof out - n, "%d", v);
             q++;
+        } else if (!strncmp(q + 1, "lld", 3)) {
+            long long v;
+            p = aligned(p, args, 8);
+            memcpy(&v, p, 8);
+            p += 8;
+            n += (size_t)snprintf(out + n, sizeof out - n, "%lld", v);
+            q += 3;
         } else if (!strncmp(q + 1, ".9g", 3)) {
             double v;
             p = aligned(p, args, 8);

@@ -84,7 +84,7 @@ static inline int run_config_with(cpusim *s, const IrFunc *f, const char *scalar
     for (int i = 0; i < n; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
-            sargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : ph_f32(iargs[i].f);
+            sargs[i] = p->dt == DT_I32 ? ph_i32(iargs[i].i) : p->dt == DT_I64 ? ph_i64(iargs[i].l) : ph_f32(iargs[i].f);
             continue;
         }
         zone[i] = zone_new(host[i], count[i] * elem_bytes(p->dt));
@@ -157,7 +157,7 @@ static inline int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg
     if (nargs > 64) return 1;
     for (int i = 0; i < nargs; i++) {
         const IrParam *p = &f->params[i];
-        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : p->dt == DT_I64 ? ph_i64(args[i].l) : ph_f32(args[i].f);
         else if (p->rank > 2) a[i] = ph_tensor_nd((uintptr_t)args[i].data, PH_DTYPE_UNCHECKED, p->rank, args[i].dims, args[i].strides);
         else a[i] = ph_tensor2((uintptr_t)args[i].data, args[i].dims[0], p->rank == 2 ? args[i].dims[1] : 1);
     }

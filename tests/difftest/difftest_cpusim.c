@@ -25,7 +25,7 @@ static DtRunStatus cpusim_backend_run(DtBackend *b, const IrFunc *f, IrArg *args
     ph_arg *a = calloc((size_t)(nargs ? nargs : 1), sizeof *a);
     for (int i = 0; i < nargs; i++) {
         const IrParam *p = &f->params[i];
-        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+        if (!p->is_tensor) a[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : p->dt == DT_I64 ? ph_i64(args[i].l) : ph_f32(args[i].f);
         else if (p->rank > 2) a[i] = ph_tensor_nd((ph_devptr)(uintptr_t)args[i].data, PH_DTYPE_UNCHECKED, p->rank, args[i].dims, args[i].strides);
         else if (p->rank == 2) a[i] = ph_tensor2((ph_devptr)(uintptr_t)args[i].data, args[i].dims[0], args[i].dims[1]);
         else a[i] = ph_tensor1((ph_devptr)(uintptr_t)args[i].data, args[i].dims[0]);

@@ -61,7 +61,7 @@ static DtRunStatus gpu_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs
     for (int i = 0; i < nargs && st == DT_RUN_OK; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
-            gargs[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : ph_f32(args[i].f);
+            gargs[i] = p->dt == DT_I32 ? ph_i32(args[i].i) : p->dt == DT_I64 ? ph_i64(args[i].l) : ph_f32(args[i].f);
             continue;
         }
         size_t bytes = tensor_bytes(p, &args[i]);

@@ -40,6 +40,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "f8_convert", "dot_f8",
     "strided_view",
     "while", "device_assert",
+    "i64_arith", "i64_tensor",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -60,6 +61,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_flow = 20;
     o->pct_strided = 15;
     o->pct_while = 25;
+    o->pct_i64 = 40;
     o->pct_assert = 5;
 }
 
@@ -296,6 +298,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_strided = seed * 0xe7037ed1a0b428dbull + 0x589965cc;
     g->rng_while = seed * 0x8ebc6af09c88c6e3ull + 0x589965cc;
     g->rng_assert = seed * 0xc2b2ae3d27d4eb4full + 0x165667b1;
+    g->rng_i64 = seed * 0x94d049bb133111ebull + 0x27d4eb2f;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);

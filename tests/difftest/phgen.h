@@ -49,6 +49,9 @@ typedef struct {
                            * its own (0 gives the programs of before); the generator never prints */
     int pct_while;        /* of range loops: the same loop written as a while over a var counter, from a
                            * stream of its own (0 gives the programs of before) */
+    int pct_i64;          /* of float-to-i32 conversions: a round trip through i64 arithmetic past 2^32
+                           * (reading an i64 input); of i32 outputs: an i64 one; a stream of its own (0
+                           * gives the programs of before i64) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -72,6 +75,7 @@ typedef enum {
     PF_F8_CONVERT, PF_DOT_F8,
     PF_STRIDED_VIEW,
     PF_WHILE, PF_DEVICE_ASSERT,
+    PF_I64_ARITH, PF_I64_TENSOR,
     PF_COUNT
 } PhgenFeature;
 

@@ -3,9 +3,9 @@
  * compile the same random programs on every run: the programs of the
  * corpus recorded in tests/ptx/hashes.txt, without the math built-ins,
  * elements, gathers and scatters, the 8-bit types, masked loads and
- * stores, unrolled loops and helpers, rank-4 views, each generated from
- * a stream of its own (PhgenOptions.pct_math_more, pct_index, pct_types,
- * pct_mask, pct_flow, pct_strided).
+ * stores, unrolled loops and helpers, rank-4 views and i64, each generated
+ * from a stream of its own (PhgenOptions.pct_math_more, pct_index,
+ * pct_types, pct_mask, pct_flow, pct_strided, pct_i64).
  *
  *   phgen_dump DIR COUNT [FIRST]   (FIRST defaults to 1) */
 #include "phgen.h"
@@ -32,6 +32,7 @@ int main(int argc, char **argv)
     opt.pct_strided = 0;
     opt.pct_while = 0;
     opt.pct_assert = 0;
+    opt.pct_i64 = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

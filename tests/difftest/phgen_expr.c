@@ -205,7 +205,7 @@ bool load_of(Gen *g, Shape sh, DType dt, Ex *out)
         g->p->helper_used = true;
         feature(g, PF_HELPER);
     }
-    *out = ex(text, dt, sh, true, t->dt == DT_I32 ? 50 : 2);
+    *out = ex(text, dt, sh, true, t->dt == DT_I32 || t->dt == DT_I64 ? 50 : 2);
     if (t->dt != dt) {   /* a tensor of another dtype, converted (exactly: it is a raw input) */
         out->t = dt == DT_I32 ? pfmt(g->p, "ph.i32(%s * 4.0)", text) : pfmt(g->p, "%s(%s)", dtname(dt), text);
         out->mag = dt == DT_I32 ? 8 : out->mag;
@@ -424,6 +424,7 @@ static Ex convert(Gen *g, Shape t, int depth, unsigned flags)
         feature(g, PF_F2I);
         feature(g, PF_CONVERT);
         if (rnd_types(g, 100) < g->o.pct_types) return narrow_round_trip(g, a);
+        if (g->o.pct_i64 && rnd_i64(g, 100) < g->o.pct_i64) return phgen_i64_round_trip(g, a);
         return ex(pfmt(g->p, "ph.i32(%s * 4.0)", a.t), DT_I32, a.sh, true, a.mag * 4);
     }
     Ex a = gen_num(g, t, depth - 1, flags & NEED_EXACT);

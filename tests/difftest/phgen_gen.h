@@ -91,6 +91,7 @@ typedef struct {
     uint64_t rng_strided;      /* rank-4 views' own stream (PhgenOptions.pct_strided) */
     uint64_t rng_while;        /* range loops written as whiles: their own stream (PhgenOptions.pct_while) */
     uint64_t rng_assert;       /* device asserts that hold: their own stream (PhgenOptions.pct_assert) */
+    uint64_t rng_i64;          /* i64 arithmetic and outputs: their own stream (PhgenOptions.pct_i64) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -133,6 +134,7 @@ static inline int rnd_flow(Gen *g, int n) { return rnd_from(g, &g->rng_flow, n);
 static inline int rnd_strided(Gen *g, int n) { return rnd_from(g, &g->rng_strided, n); }   /* rank-4 views */
 static inline int rnd_while(Gen *g, int n) { return rnd_from(g, &g->rng_while, n); }  /* loops written as whiles */
 static inline int rnd_assert(Gen *g, int n) { return rnd_from(g, &g->rng_assert, n); }  /* device asserts */
+static inline int rnd_i64(Gen *g, int n) { return rnd_from(g, &g->rng_i64, n); }      /* i64 */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */
@@ -191,7 +193,7 @@ static inline Ex ex(char *t, DType dt, Shape sh, bool exact, double mag)
 
 static inline const char *dtname(DType dt)
 {
-    return dt == DT_F16 ? "ph.f16" : dt == DT_BF16 ? "ph.bf16" : dt == DT_I32 ? "ph.i32" : "ph.f32";
+    return dt == DT_F16 ? "ph.f16" : dt == DT_BF16 ? "ph.bf16" : dt == DT_I32 ? "ph.i32" : dt == DT_I64 ? "ph.i64" : "ph.f32";
 }
 
 /* A meta-parameter's largest value over the configs. */
@@ -242,6 +244,14 @@ Ex gen_cond(Gen *g, Shape t, int depth, int fix);
 Ex gen_num(Gen *g, Shape t, int depth, unsigned flags);
 /* An element of an input tensor as a scalar meeting flags (false: no tensor for it). */
 bool gen_element(Gen *g, unsigned flags, Ex *out);
+
+/* ---- phgen_i64.c: i64, from its own stream (PhgenOptions.pct_i64) ---- */
+/* An exact float a's value times 4 as an i32, through i64 arithmetic past 2^32. */
+Ex phgen_i64_round_trip(Gen *g, Ex a);
+/* Whether an i32 output is an i64 one instead (pct_i64). */
+bool phgen_i64_output(Gen *g);
+/* The text an i64 output stores for an exact i32 value: the value past 2^32. */
+const char *phgen_i64_value(Gen *g, const char *value);
 
 /* ---- phgen_stmt.c: statements ---- */
 void gen_stmt(Gen *g, Node *parent, int depth);

@@ -422,6 +422,9 @@ void gen_stmt(Gen *g, Node *parent, int depth)
 }
 
 /* Each output is written once per block, in windows no two blocks share. */
+/* The text stored into output t for value v: an i64 output's past 2^32. */
+static const char *stored(Gen *g, const Tensor *t, const char *v) { return t->dt == DT_I64 ? phgen_i64_value(g, v) : v; }
+
 void gen_store(Gen *g, Node *parent)
 {
     PhgenProgram *p = g->p;
@@ -429,13 +432,14 @@ void gen_store(Gen *g, Node *parent)
     Tensor *t = &p->tens[p->ntens];
     int r = rnd(g, 20);
     t->dt = r < 9 ? DT_F32 : r < 13 ? DT_F16 : r < 17 ? DT_BF16 : DT_I32;
+    if (t->dt == DT_I32 && g->o.pct_i64 && phgen_i64_output(g)) t->dt = DT_I64;
     snprintf(t->name, sizeof t->name, "Y%d", p->ntens++);
     t->rank = 2;
     t->e[0] = EM;
     t->e[1] = EN;
     t->output = true;
-    feature(g, t->dt == DT_F16 ? PF_F16 : t->dt == DT_BF16 ? PF_BF16 : t->dt == DT_I32 ? PF_I32_TENSOR : PF_F32);
-    unsigned flags = t->dt == DT_I32 ? NEED_INT : 0;
+    feature(g, t->dt == DT_F16 ? PF_F16 : t->dt == DT_BF16 ? PF_BF16 : t->dt == DT_I32 ? PF_I32_TENSOR : t->dt == DT_I64 ? PF_I64_TENSOR : PF_F32);
+    unsigned flags = t->dt == DT_I32 || t->dt == DT_I64 ? NEED_INT : 0;
     int depth = 1 + rnd(g, g->o.max_depth);
     int kind = rnd(g, 20);
     if (kind < 3) {   /* one row per iteration */
@@ -448,7 +452,7 @@ void gen_store(Gen *g, Node *parent)
         Node *n = open_stmt(g);
         gen_use(g, iv);
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, loop, n, store_text(g, pfmt(p, "%s[r0 + %s, c0:+BN]", t->name, iv), shape2(E1, EN), e.t), NULL);
+        close_stmt(g, loop, n, store_text(g, pfmt(p, "%s[r0 + %s, c0:+BN]", t->name, iv), shape2(E1, EN), stored(g, t, e.t)), NULL);
         g->nloops--;
         feature(g, PF_STORE_LOOP);
         return;
@@ -463,17 +467,17 @@ void gen_store(Gen *g, Node *parent)
         cond->block = true;
         Node *n = open_stmt(g);
         Ex e = gen_num(g, rows ? shape2(EM, E1) : shape2(E1, EN), depth, flags);
-        close_stmt(g, cond, n, store_text(g, pfmt(p, "%s[%s]", t->name, rows ? "r0:+BM" : "c0:+BN"), (Shape){1, {E1, rows ? EM : EN}}, e.t), NULL);
+        close_stmt(g, cond, n, store_text(g, pfmt(p, "%s[%s]", t->name, rows ? "r0:+BM" : "c0:+BN"), (Shape){1, {E1, rows ? EM : EN}}, stored(g, t, e.t)), NULL);
         feature(g, PF_RANK1_STORE);
         return;
     }
     Node *n = open_stmt(g);
     if (kind < 6) {
         Ex e = gen_num(g, shape2(EM, E1), depth, flags);
-        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, ph.ctx.block.y]", t->name), shape2(EM, E1), e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, ph.ctx.block.y]", t->name), shape2(EM, E1), stored(g, t, e.t)), NULL);
     } else if (kind < 9) {
         Ex e = gen_num(g, shape2(E1, EN), depth, flags);
-        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[ph.ctx.block.x, c0:+BN]", t->name), shape2(E1, EN), e.t), NULL);
+        close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[ph.ctx.block.x, c0:+BN]", t->name), shape2(E1, EN), stored(g, t, e.t)), NULL);
     } else {
         Ex e = gen_num(g, shape2(EM, EN), depth, flags);
         const char *rows = "r0:+BM", *cols = "c0:+BN";
@@ -487,8 +491,8 @@ void gen_store(Gen *g, Node *parent)
             scatter = true;
         }
         /* a scatter takes no mask (ph.store's mask= is a window's) */
-        if (scatter) close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, e.t), NULL);
-        else close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, c0:+BN]", t->name), shape2(EM, EN), e.t), NULL);
+        if (scatter) close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, stored(g, t, e.t)), NULL);
+        else close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, c0:+BN]", t->name), shape2(EM, EN), stored(g, t, e.t)), NULL);
     }
 }
 

@@ -411,3 +411,39 @@ def test_a_kernel_from_a_source_string():
         phobos.compile("import phobos.lang as ph\n@ph.kernel\ndef k(n: ph.i32):\n    x: ph.let = n / 2\n", name="mine.ph")
     with pytest.raises(TypeError, match=r"source must be a str"):
         phobos.compile(b"bytes")
+
+
+I64_SOURCE = """import phobos.lang as ph
+
+@ph.kernel
+@ph.autotune(BJ=[16], BD=[8])
+def bag(Idx: ph.tensor[ph.i64][L], E: ph.tensor[ph.f32][V, D], O: ph.tensor[ph.f32][L, D],
+        Y: ph.tensor[ph.i64][L], n: ph.i64):
+    j0: ph.let = ph.ctx.block.x * BJ
+    idx: ph.let = Idx[j0:+BJ]
+    O[j0:+BJ, 0:+BD] = E[idx, 0:+BD]
+    Y[j0:+BJ] = idx * 3000000000 + n // -7
+"""
+
+
+def test_int64_arrays_and_an_i64_scalar():
+    """PyTorch's and NumPy's index arrays are int64: an embedding gather by
+    them, i64 arithmetic past 2^31 and a Python int past i32 for n."""
+    k = phobos.compile(I64_SOURCE, name="bag.ph").bag
+    assert [repr(p) for p in k.params][-1] == "n: i64"
+    rng = np.random.default_rng(64)
+    L, V, D = 40, 30, 8
+    idx = rng.integers(-5, V + 5, L, dtype=np.int64)   # some outside E: rows of zeros
+    idx[0] = 2**40   # past i32: outside too, not wrapped into E
+    e = rng.standard_normal((V, D)).astype(np.float32)
+    o = np.full((L, D), np.nan, dtype=np.float32)
+    y = np.zeros(L, dtype=np.int64)
+    n = 5 * 10**12
+    k[(phobos.cdiv(L, 16),)](idx, e, o, y, n)
+    inside = (idx >= 0) & (idx < V)
+    np.testing.assert_array_equal(o, np.where(inside[:, None], e[np.clip(idx, 0, V - 1)], 0))
+    np.testing.assert_array_equal(y, idx * 3000000000 + n // -7)
+    with pytest.raises(phobos.LaunchError, match=r"^bag: parameter Idx: expected i64, got i32$"):
+        k[(1,)](idx.astype(np.int32), e, o, y, n)
+    with pytest.raises(ValueError, match=r"does not fit in an i64"):
+        k[(1,)](idx, e, o, y, 2**63)
