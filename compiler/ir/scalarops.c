@@ -11,52 +11,9 @@
 
 static int32_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
 
-/* Python's divmod on i32, in 64 bits so INT32_MIN // -1 is 2^31 before it
- * wraps; a zero divisor gives 0 and 0, as NumPy does (Python raises, which
- * a GPU thread cannot). */
-static void floor_divmod_i32(int32_t a, int32_t b, int32_t *quot, int32_t *rem)
-{
-    if (b == 0) {
-        *quot = *rem = 0;
-        return;
-    }
-    int64_t q = (int64_t)a / b, r = (int64_t)a % b;
-    if (r != 0 && (r < 0) != (b < 0)) {
-        q--;
-        r += b;
-    }
-    *quot = wrap32(q);
-    *rem = (int32_t)r;
-}
-
-int32_t sop_i32_binary(IrBinop op, int32_t a, int32_t b)
-{
-    uint32_t ua = (uint32_t)a, ub = (uint32_t)b;
-    int32_t q, r;
-    switch (op) {
-    case BIN_ADD: return (int32_t)(ua + ub);
-    case BIN_SUB: return (int32_t)(ua - ub);
-    case BIN_MUL: return (int32_t)(ua * ub);
-    case BIN_FLOORDIV: floor_divmod_i32(a, b, &q, &r); return q;
-    case BIN_MOD: floor_divmod_i32(a, b, &q, &r); return r;
-    case BIN_MAX: return a > b ? a : b;
-    case BIN_MIN: return a < b ? a : b;
-    default: return 0;   /* the verifier allows no other op on i32 */
-    }
-}
-
-int32_t sop_i32_unary(IrUnop op, int32_t a)
-{
-    uint32_t neg = 0u - (uint32_t)a;
-    switch (op) {
-    case UN_NEG: return (int32_t)neg;
-    case UN_ABS: return a < 0 ? (int32_t)neg : a;
-    default: return a;
-    }
-}
-
-/* Python's divmod on i64: as floor_divmod_i32, with INT64_MIN // -1
- * wrapping to INT64_MIN (its % is 0) instead of overflowing. */
+/* Python's divmod on i64, with INT64_MIN // -1 wrapping to INT64_MIN (its
+ * % is 0) instead of overflowing; a zero divisor gives 0 and 0, as NumPy
+ * does (Python raises, which a GPU thread cannot). */
 static void floor_divmod_i64(int64_t a, int64_t b, int64_t *quot, int64_t *rem)
 {
     if (b == 0 || b == -1) {
@@ -85,7 +42,7 @@ int64_t sop_i64_binary(IrBinop op, int64_t a, int64_t b)
     case BIN_MOD: floor_divmod_i64(a, b, &q, &r); return r;
     case BIN_MAX: return a > b ? a : b;
     case BIN_MIN: return a < b ? a : b;
-    default: return 0;   /* the verifier allows no other op on i64 */
+    default: return 0;   /* the verifier allows no other op on integers */
     }
 }
 
@@ -97,6 +54,19 @@ int64_t sop_i64_unary(IrUnop op, int64_t a)
     case UN_ABS: return a < 0 ? (int64_t)neg : a;
     default: return a;
     }
+}
+
+/* i32 is i64 wrapped: the operands fit, so the 64-bit result's low word
+ * is the wrapping 32-bit one (INT32_MIN // -1 is 2^31 there, INT32_MIN
+ * here). */
+int32_t sop_i32_binary(IrBinop op, int32_t a, int32_t b)
+{
+    return wrap32(sop_i64_binary(op, a, b));
+}
+
+int32_t sop_i32_unary(IrUnop op, int32_t a)
+{
+    return wrap32(sop_i64_unary(op, a));
 }
 
 float sop_round(DType dt, float x)
