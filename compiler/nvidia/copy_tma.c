@@ -117,6 +117,32 @@ static void begin_barriers(Cg *c)
  * nothing reads a group's slot (ws_release), arrives on empty[s]. Phase
  * bits are per slot, in a thread's own registers. */
 
+/* Whether the window at column c0 may go by the bulk copy: the launch built
+ * descriptor j's map, and the box's first column is on a 16-byte boundary
+ * too (the hardware faults, an illegal instruction, on a bulk tensor copy
+ * that starts inside one). */
+static LLVMValueRef bulk_allowed(Cg *c, const Layout *l, int j, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef col_aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)(16 / l->elem - 1), 0), ""),
+                                             LLVMConstInt(c->ti64, 0, 0), "");
+    return LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), col_aligned, "");
+}
+
+/* The window's boxes (one per atom of the slot's layout) into the slot at
+ * `at`, completing on mbarrier `bar`, which expects their bytes. */
+static void load_boxes(Cg *c, const Layout *l, LLVMValueRef at, int j, LLVMValueRef r0, LLVMValueRef c0, LLVMValueRef bar)
+{
+    LLVMBuilderRef B = c->b;
+    int cols = box_cols(l), atoms = l->cols / cols;
+    ptx_mbarrier_expect_tx(c, bar, i32c(c, (int64_t)l->rows * l->cols * l->elem));
+    LLVMValueRef x = LLVMBuildTrunc(B, c0, c->ti32, ""), y = LLVMBuildTrunc(B, r0, c->ti32, "");
+    for (int a = 0; a < atoms; a++) {
+        LLVMValueRef dst = ptx_shared_address(c, smem_byte_ptr(c, offset_add(c, at, i32c(c, (int64_t)a * l->rows * cols * l->elem))));
+        ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
+    }
+}
+
 static LLVMValueRef ws_load(Cg *c, int state) { return LLVMBuildLoad2(c->b, c->ti32, c->copy_state[state], ""); }
 static void ws_store(Cg *c, int state, LLVMValueRef v) { LLVMBuildStore(c->b, v, c->copy_state[state]); }
 
@@ -193,21 +219,13 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
     LLVMBasicBlockRef bulk = new_bb(c, "wstma"), slow = new_bb(c, "wsslow"), done = new_bb(c, "wscopied");
     LLVMValueRef ok = LLVMConstInt(c->ti1, 0, 0);
     if (j >= 0) {
-        LLVMValueRef col_aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)(16 / l->elem - 1), 0), ""),
-                                                 LLVMConstInt(c->ti64, 0, 0), "");
-        ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), col_aligned, "");
+        ok = bulk_allowed(c, l, j, c0);
     }
     LLVMBuildCondBr(B, ok, bulk, slow);
     LLVMPositionBuilderAtEnd(B, bulk);
     if (j >= 0) {
         ptx_fence_proxy_async(c);
-        int cols = box_cols(l), atoms = l->cols / cols;
-        ptx_mbarrier_expect_tx(c, bar, i32c(c, (int64_t)l->rows * l->cols * l->elem));
-        LLVMValueRef x = LLVMBuildTrunc(B, c0, c->ti32, ""), y = LLVMBuildTrunc(B, r0, c->ti32, "");
-        for (int a = 0; a < atoms; a++) {
-            LLVMValueRef dst = ptx_shared_address(c, smem_byte_ptr(c, offset_add(c, at, i32c(c, (int64_t)a * l->rows * cols * l->elem))));
-            ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
-        }
+        load_boxes(c, l, at, j, r0, c0, bar);
     }
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, slow);
@@ -302,23 +320,12 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
     LLVMBuilderRef B = c->b;
     smem_access(c, c->copy_buf, false);
     LLVMBasicBlockRef bulk = new_bb(c, "tma"), fallback = new_bb(c, "tmafb"), done = new_bb(c, "tmad");
-    /* the box's first column on a 16-byte boundary too: the hardware faults
-     * (an illegal instruction) on a bulk tensor copy that starts inside one */
-    LLVMValueRef col_aligned = LLVMBuildICmp(B, LLVMIntEQ, LLVMBuildAnd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)(16 / l->elem - 1), 0), ""),
-                                             LLVMConstInt(c->ti64, 0, 0), "");
-    LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), col_aligned, "");
-    LLVMBuildCondBr(B, ok, bulk, fallback);
+    LLVMBuildCondBr(B, bulk_allowed(c, l, j, c0), bulk, fallback);
     LLVMPositionBuilderAtEnd(B, bulk);
     Guard g = guard_begin(c, is_thread0(c));
     ptx_fence_proxy_async(c);   /* the slot's last readers read it through the generic proxy */
     LLVMValueRef bar = group_barrier(c, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""));
-    int cols = box_cols(l), atoms = l->cols / cols;
-    ptx_mbarrier_expect_tx(c, bar, i32c(c, (int64_t)l->rows * l->cols * l->elem));
-    LLVMValueRef x = LLVMBuildTrunc(B, c0, c->ti32, ""), y = LLVMBuildTrunc(B, r0, c->ti32, "");
-    for (int a = 0; a < atoms; a++) {
-        LLVMValueRef dst = ptx_shared_address(c, smem_byte_ptr(c, offset_add(c, at, i32c(c, (int64_t)a * l->rows * cols * l->elem))));
-        ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
-    }
+    load_boxes(c, l, at, j, r0, c0, bar);
     guard_end(c, g);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, fallback);
