@@ -163,6 +163,25 @@ Test(phgen, unrolled_loops_and_helpers_have_a_stream_of_their_own)
     cr_expect_gt(helped, 10);
 }
 
+/* src, the program of seed, compiles and runs in the interpreter as the
+ * engine runs it (its inputs filled from `fill`), with the spec given or
+ * the one of its run line. */
+static void expect_runs_in_interpreter(uint64_t seed, const char *src, const DtSpec *given, uint64_t fill)
+{
+    DtSpec spec;
+    char err[256];
+    if (given) spec = *given;
+    else cr_assert_eq(dt_spec_from_source(&spec, src, err, sizeof err), 0, "%s", err);
+    char *diags = NULL;
+    IrModule *m = tu_compile("gen.ph", src, NULL, &diags);
+    cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags ? diags : "", src);
+    free(diags);
+    DtReport rep;
+    cr_expect_eq(dt_compare_module(m, src, &spec, &dt_interp_backend, fill, NULL, &rep), DT_SAME, "seed %llu: %s: %s",
+                 (unsigned long long)seed, rep.config, rep.message);
+    ir_module_free(m);
+}
+
 /* Rank-4 views come from a stream of their own too: with pct_strided 0
  * no program declares one (phgen_dump's programs); with 100 every 2-D load
  * of an input reads one, and each such program compiles and runs in the
@@ -182,12 +201,7 @@ Test(phgen, strided_views_have_a_stream_of_their_own)
         cr_assert(!strstr(a, "][2, "), "seed %llu", (unsigned long long)seed);
         if (strstr(b, "][2, ")) {
             viewed++;
-            IrModule *m = tu_compile("gen.ph", b, NULL, NULL);
-            cr_assert_not_null(m, "seed %llu:\n%s", (unsigned long long)seed, b);
-            DtReport rep;
-            DtVerdict v = dt_compare_module(m, b, &spec, &dt_interp_backend, seed, NULL, &rep);
-            cr_expect_eq(v, DT_SAME, "seed %llu: %s: %s", (unsigned long long)seed, rep.config, rep.message);
-            ir_module_free(m);
+            expect_runs_in_interpreter(seed, b, &spec, seed);
         }
         free(a);
         free(b);
@@ -214,17 +228,7 @@ Test(phgen, while_loops_have_a_stream_of_their_own)
                   "seed %llu: a range loop left:\n%s", (unsigned long long)seed, b);
         if (strstr(b, "while ")) {
             whiles++;
-            DtSpec spec;
-            char err[256];
-            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
-            char *diags = NULL;
-            IrModule *m = tu_compile("w.ph", b, NULL, &diags);
-            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
-            free(diags);
-            DtReport rep;
-            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
-                         (unsigned long long)seed, rep.message);
-            ir_module_free(m);
+            expect_runs_in_interpreter(seed, b, NULL, 3);
         }
         free(a);
         free(b);
@@ -248,17 +252,7 @@ Test(phgen, device_asserts_have_a_stream_of_their_own_and_hold)
         cr_assert(!strstr(a, "device_assert") && !strstr(b, "device_print"), "seed %llu", (unsigned long long)seed);
         if (strstr(b, "device_assert")) {
             asserting++;
-            DtSpec spec;
-            char err[256];
-            cr_assert_eq(dt_spec_from_source(&spec, b, err, sizeof err), 0, "%s", err);
-            char *diags = NULL;
-            IrModule *m = tu_compile("a.ph", b, NULL, &diags);
-            cr_assert_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seed, diags, b);
-            free(diags);
-            DtReport rep;
-            cr_expect_eq(dt_compare_module(m, b, &spec, &dt_interp_backend, 3, NULL, &rep), DT_SAME, "seed %llu: %s",
-                         (unsigned long long)seed, rep.message);
-            ir_module_free(m);
+            expect_runs_in_interpreter(seed, b, NULL, 3);
         }
         free(a);
         free(b);
