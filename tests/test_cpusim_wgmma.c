@@ -73,73 +73,6 @@ static const char *DOTS =
 
 /* ---- gemms at given shapes ---- */
 
-typedef struct { int64_t m, n, k; } Shape;
-
-static int64_t shape_dim(Shape sh, const char *name)
-{
-    return !strcmp(name, "M") ? sh.m : !strcmp(name, "N") ? sh.n : sh.k;
-}
-
-/* The elements of got that differ from want by more than compare_tensor
- * allows, counted without a message (a test that expects them). */
-static int quiet_differences(const IrParam *p, const void *want, const void *got, size_t count)
-{
-    double rtol = p->dt == DT_F32 ? 2e-3 : 8e-3, atol = 1e-4;
-    int bad = 0;
-    for (size_t e = 0; e < count; e++) {
-        double w = as_double(p->dt, want, e), g = as_double(p->dt, got, e);
-        bad += !(w == g || (isnan(w) && isnan(g)) || fabs(g - w) <= atol + rtol * fabs(w));
-    }
-    return bad;
-}
-
-/* Runs GEMM config f (tensors whose dims are M, N and K) at shape sh on
- * the executor and in the interpreter, over the grid that covers C by
- * BM x BN tiles. The executor's status, its message in err; *bad receives
- * the elements that differ plus the tensors written outside their bytes,
- * logged as errors unless quiet. */
-static ph_status run_shape(cpusim *s, const IrFunc *f, Shape sh, bool quiet, int *bad, char *err, size_t errlen)
-{
-    int n = f->nparams;
-    IrArg iargs[8];
-    ph_arg sargs[8];
-    void *want[8] = {0};
-    Zone zone[8];
-    size_t count[8] = {0};
-    cr_assert_leq(n, 8);
-    for (int i = 0; i < n; i++) {
-        const IrParam *p = &f->params[i];
-        cr_assert(p->is_tensor && p->rank == 2, "%s: parameter %d", f->name, i);
-        int64_t d0 = shape_dim(sh, p->dim_name[0]), d1 = shape_dim(sh, p->dim_name[1]);
-        count[i] = (size_t)(d0 * d1);
-        want[i] = malloc(count[i] * elem_bytes(p->dt));
-        fill(p->dt, want[i], count[i]);
-        iargs[i] = (IrArg){.data = want[i], .dims = {d0, d1}};
-        zone[i] = zone_new(want[i], count[i] * elem_bytes(p->dt));
-        sargs[i] = ph_tensor2((uintptr_t)zone[i].data, d0, d1);
-    }
-    int64_t bm = host_meta(f, "BM"), bn = host_meta(f, "BN");
-    unsigned grid[3] = {(unsigned)((sh.m + bm - 1) / bm), (unsigned)((sh.n + bn - 1) / bn), 1};
-    ph_status st = cpusim_launch(s, f->name, grid, sargs, n, err, errlen);
-    int igrid[3] = {(int)grid[0], (int)grid[1], 1};
-    char ierr[256];
-    cr_assert_eq(ir_interp(f, iargs, n, igrid, ierr, sizeof ierr), 0, "%s", ierr);
-    *bad = 0;
-    for (int i = 0; i < n; i++) {
-        const IrParam *p = &f->params[i];
-        if (st == PH_OK) {
-            *bad += quiet ? quiet_differences(p, want[i], zone[i].data, count[i])
-                          : compare_tensor("cpusim sm_90a", f, p, want[i], zone[i].data, count[i]);
-            long at = zone_damage(&zone[i]);
-            if (at && !quiet) cr_log_error("%s: %s: written at byte %ld, outside its %zu bytes", f->name, p->name, at, zone[i].bytes);
-            *bad += at != 0;
-        }
-        free(want[i]);
-        zone_free(&zone[i]);
-    }
-    return st;
-}
-
 /* Every config of module m (at least min_configs), which it frees, on
  * sm_90a at each shape: the executor's run must succeed and agree with the
  * interpreter. */
@@ -153,7 +86,7 @@ static void every_config_at_shapes(IrModule *m, int min_configs, const Shape *sh
         for (int j = 0; j < nshapes; j++) {
             char err[1024];
             int bad;
-            ph_status st = run_shape(s, m->funcs[i], shapes[j], false, &bad, err, sizeof err);
+            ph_status st = run_gemm_at(s, m->funcs[i], shapes[j], 0, false, &bad, err, sizeof err);
             if (st != PH_OK) cr_log_error("%s", err);
             else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
                                        (long long)shapes[j].m, (long long)shapes[j].n, (long long)shapes[j].k, bad);
@@ -329,7 +262,7 @@ static ph_status run_ir_at(const IrModule *m, const char *llvm_ir, Shape sh, int
 {
     cpusim *s = NULL;
     cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
-    ph_status st = run_shape(s, m->funcs[0], sh, true, bad, err, errlen);
+    ph_status st = run_gemm_at(s, m->funcs[0], sh, 0, true, bad, err, errlen);
     if (copies) cpusim_copy_counts(s, &copies[0], &copies[1]);
     cpusim_free(s);
     return st;

@@ -18,8 +18,6 @@
 
 #include <unistd.h>
 
-typedef struct { int64_t m, n, k; } Shape;
-
 /* bench/gemm_tuned.ph with autotune as its autotune line and, unless the
  * file says it already, @ph.warp_specialize(W). */
 static IrModule *gemm_ws(const char *autotune)
@@ -40,56 +38,6 @@ static IrModule *gemm_ws(const char *autotune)
     return m;
 }
 
-static int64_t shape_dim(Shape sh, const char *name) { return !strcmp(name, "M") ? sh.m : !strcmp(name, "N") ? sh.n : sh.k; }
-
-/* Runs GEMM config f at shape sh on a grid of `blocks` blocks, on the
- * executor and in the interpreter; the executor's status (its message in
- * err) and in *bad the elements that differ and the tensors written
- * outside their bytes (logged unless quiet). */
-static ph_status run_shape(cpusim *s, const IrFunc *f, Shape sh, unsigned blocks, bool quiet, int *bad, char *err, size_t errlen)
-{
-    int n = f->nparams;
-    IrArg iargs[3];
-    ph_arg sargs[3];
-    void *want[3] = {0};
-    Zone zone[3];
-    size_t count[3] = {0};
-    cr_assert_eq(n, 3);
-    for (int i = 0; i < n; i++) {
-        const IrParam *p = &f->params[i];
-        int64_t d0 = shape_dim(sh, p->dim_name[0]), d1 = shape_dim(sh, p->dim_name[1]);
-        count[i] = (size_t)(d0 * d1);
-        want[i] = malloc(count[i] * elem_bytes(p->dt));
-        fill(p->dt, want[i], count[i]);
-        iargs[i] = (IrArg){.data = want[i], .dims = {d0, d1}};
-        zone[i] = zone_new(want[i], count[i] * elem_bytes(p->dt));
-        sargs[i] = ph_tensor2((uintptr_t)zone[i].data, d0, d1);
-    }
-    unsigned grid[3] = {blocks, 1, 1};
-    ph_status st = cpusim_launch(s, f->name, grid, sargs, n, err, errlen);
-    int igrid[3] = {(int)blocks, 1, 1};
-    char ierr[256];
-    cr_assert_eq(ir_interp(f, iargs, n, igrid, ierr, sizeof ierr), 0, "%s", ierr);
-    *bad = 0;
-    for (int i = 0; i < n && st == PH_OK; i++) {
-        const IrParam *p = &f->params[i];
-        if (quiet) {
-            for (size_t e = 0; e < count[i]; e++) {
-                double w = as_double(p->dt, want[i], e), g = as_double(p->dt, zone[i].data, e);
-                *bad += !(w == g || fabs(g - w) <= 1e-4 + 8e-3 * fabs(w));
-            }
-        } else {
-            *bad += compare_tensor("cpusim sm_90a, warp-specialized", f, p, want[i], zone[i].data, count[i]);
-        }
-        *bad += zone_damage(&zone[i]) != 0;
-    }
-    for (int i = 0; i < n; i++) {
-        free(want[i]);
-        zone_free(&zone[i]);
-    }
-    return st;
-}
-
 #define EVERY_TILE "@ph.autotune(BM=[64, 128], BN=[128, 256], BK=[32, 64], NT=[128, 256], S=[3], GM=[8], W=[1])"
 #define TWO_WG "@ph.autotune(BM=[128], BN=[128], BK=[64], NT=[256], S=[3], GM=[8], W=[1])"
 
@@ -106,7 +54,7 @@ Test(cpusim_ws, every_gemm_tuned_tile_warp_specialized_matches_the_interpreter, 
         for (int j = 0; j < (int)(sizeof SHAPES / sizeof *SHAPES); j++) {
             char err[1024];
             int bad;
-            ph_status st = run_shape(s, m->funcs[i], SHAPES[j], 2, false, &bad, err, sizeof err);
+            ph_status st = run_gemm_at(s, m->funcs[i], SHAPES[j], 2, false, &bad, err, sizeof err);
             if (st != PH_OK) cr_log_error("%s", err);
             else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
                                        (long long)SHAPES[j].m, (long long)SHAPES[j].n, (long long)SHAPES[j].k, bad);
@@ -148,7 +96,7 @@ static ph_status run_ir(const IrModule *m, const char *llvm_ir, int *bad, char *
 {
     cpusim *s = NULL;
     cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
-    ph_status st = run_shape(s, m->funcs[0], (Shape){130, 300, 200}, 1, true, bad, err, errlen);
+    ph_status st = run_gemm_at(s, m->funcs[0], (Shape){130, 300, 200}, 1, true, bad, err, errlen);
     cpusim_free(s);
     return st;
 }
@@ -303,7 +251,7 @@ Test(cpusim_ws, the_option_without_a_producer_runs_right_on_sm90)
     cpusim *s = load_arch(m, "sm_90");
     char err[1024];
     int bad;
-    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 200, 72}, 2, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(run_gemm_at(s, m->funcs[0], (Shape){130, 200, 72}, 2, false, &bad, err, sizeof err), PH_OK, "%s", err);
     cr_expect_eq(bad, 0);
     cpusim_free(s);
     ir_module_free(m);
@@ -340,7 +288,7 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
     cpusim *s = load_arch(m, "sm_90a");
     int bad;
     /* 3 blocks along M for 130 rows, 5 launched: two return at once */
-    cr_expect_eq(run_shape(s, m->funcs[0], (Shape){130, 100, 200}, 5, false, &bad, err, sizeof err), PH_OK, "%s", err);
+    cr_expect_eq(run_gemm_at(s, m->funcs[0], (Shape){130, 100, 200}, 5, false, &bad, err, sizeof err), PH_OK, "%s", err);
     cr_expect_eq(bad, 0);
     cpusim_free(s);
     ir_module_free(m);

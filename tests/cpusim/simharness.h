@@ -10,6 +10,7 @@
 #define _DEFAULT_SOURCE   /* MAP_ANONYMOUS, setenv */
 #endif
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -145,6 +146,78 @@ static inline void every_config_matches(const char *path, int min_configs, const
     int failed = configs_that_differ(m, arch);
     cr_expect_eq(failed, 0, "%d of %d configs differ from the interpreter", failed, m->nfuncs);
     ir_module_free(m);
+}
+
+/* ---- GEMMs at given shapes ---- */
+
+typedef struct { int64_t m, n, k; } Shape;
+
+static inline int64_t shape_dim(Shape sh, const char *name)
+{
+    return !strcmp(name, "M") ? sh.m : !strcmp(name, "N") ? sh.n : sh.k;
+}
+
+/* The elements of got that differ from want by more than compare_tensor
+ * allows, counted without a message (a test that expects them). */
+static inline int quiet_differences(const IrParam *p, const void *want, const void *got, size_t count)
+{
+    double rtol = p->dt == DT_F32 ? 2e-3 : 8e-3, atol = 1e-4;
+    int bad = 0;
+    for (size_t e = 0; e < count; e++) {
+        double w = as_double(p->dt, want, e), g = as_double(p->dt, got, e);
+        bad += !(w == g || (isnan(w) && isnan(g)) || fabs(g - w) <= atol + rtol * fabs(w));
+    }
+    return bad;
+}
+
+/* Runs GEMM config f (tensors whose dims are M, N and K) at shape sh on
+ * the executor and in the interpreter, over `blocks` blocks in x (a
+ * persistent kernel's grid) or, for 0, the grid that covers C by BM x BN
+ * tiles. The executor's status, its message in err; *bad receives the
+ * elements that differ plus the tensors written outside their bytes,
+ * logged as errors unless quiet. */
+static inline ph_status run_gemm_at(cpusim *s, const IrFunc *f, Shape sh, unsigned blocks, bool quiet, int *bad, char *err,
+                                    size_t errlen)
+{
+    int n = f->nparams;
+    IrArg iargs[8];
+    ph_arg sargs[8];
+    void *want[8] = {0};
+    Zone zone[8];
+    size_t count[8] = {0};
+    cr_assert_leq(n, 8);
+    for (int i = 0; i < n; i++) {
+        const IrParam *p = &f->params[i];
+        cr_assert(p->is_tensor && p->rank == 2, "%s: parameter %d", f->name, i);
+        int64_t d0 = shape_dim(sh, p->dim_name[0]), d1 = shape_dim(sh, p->dim_name[1]);
+        count[i] = (size_t)(d0 * d1);
+        want[i] = malloc(count[i] * elem_bytes(p->dt));
+        fill(p->dt, want[i], count[i]);
+        iargs[i] = (IrArg){.data = want[i], .dims = {d0, d1}};
+        zone[i] = zone_new(want[i], count[i] * elem_bytes(p->dt));
+        sargs[i] = ph_tensor2((uintptr_t)zone[i].data, d0, d1);
+    }
+    int64_t bm = host_meta(f, "BM"), bn = host_meta(f, "BN");
+    unsigned grid[3] = {blocks, 1, 1};
+    if (!blocks) grid[0] = (unsigned)((sh.m + bm - 1) / bm), grid[1] = (unsigned)((sh.n + bn - 1) / bn);
+    ph_status st = cpusim_launch(s, f->name, grid, sargs, n, err, errlen);
+    int igrid[3] = {(int)grid[0], (int)grid[1], 1};
+    char ierr[256];
+    cr_assert_eq(ir_interp(f, iargs, n, igrid, ierr, sizeof ierr), 0, "%s", ierr);
+    *bad = 0;
+    for (int i = 0; i < n; i++) {
+        const IrParam *p = &f->params[i];
+        if (st == PH_OK) {
+            *bad += quiet ? quiet_differences(p, want[i], zone[i].data, count[i])
+                          : compare_tensor("cpusim sm_90a", f, p, want[i], zone[i].data, count[i]);
+            long at = zone_damage(&zone[i]);
+            if (at && !quiet) cr_log_error("%s: %s: written at byte %ld, outside its %zu bytes", f->name, p->name, at, zone[i].bytes);
+            *bad += at != 0;
+        }
+        free(want[i]);
+        zone_free(&zone[i]);
+    }
+    return st;
 }
 
 /* ---- attention: the tutorial's four launches ---- */
