@@ -189,17 +189,16 @@ float sop_i64_to_float(DType dt, int64_t x)
     return sop_round(dt, (float)x);
 }
 
+/* i64's conversion saturated to i32's range (NaN is 0 in both). */
 int32_t sop_float_to_i32(float x)
 {
-    if (isnan(x)) return 0;
-    if (x >= 2147483648.0f) return INT32_MAX;
-    if (x <= -2147483648.0f) return INT32_MIN;
-    return (int32_t)x;
+    int64_t v = sop_float_to_i64(x);
+    return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
 }
 
 float sop_i32_to_float(DType dt, int32_t x)
 {
-    return sop_round(dt, (float)x);
+    return sop_i64_to_float(dt, x);
 }
 
 int32_t sop_wrap_int(DType dt, int64_t x)

@@ -217,11 +217,7 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
     LLVMPositionBuilderAtEnd(B, go);
     LLVMValueRef bar = ptx_shared_address(c, slot_barrier_ptr(c, 0, s));
     LLVMBasicBlockRef bulk = new_bb(c, "wstma"), slow = new_bb(c, "wsslow"), done = new_bb(c, "wscopied");
-    LLVMValueRef ok = LLVMConstInt(c->ti1, 0, 0);
-    if (j >= 0) {
-        ok = bulk_allowed(c, l, j, c0);
-    }
-    LLVMBuildCondBr(B, ok, bulk, slow);
+    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : LLVMConstInt(c->ti1, 0, 0), bulk, slow);
     LLVMPositionBuilderAtEnd(B, bulk);
     if (j >= 0) {
         ptx_fence_proxy_async(c);
