@@ -6,7 +6,7 @@
  * grid of blocks and a K shorter than M and N (fewer iterations for each
  * block's pipeline to fill and drain) cost against the cube.
  *
- *   gemm_bench [--tsv PATH] [--shape M N K] [--blocks N] PROGRAM.ph
+ *   gemm_bench [--tsv PATH] [--shape M N K] [--blocks N] [--kernel NAME] PROGRAM.ph
  *
  * Each figure is timed as gpubench.h says; TFLOP/s = 2·M·N·K / time. A
  * line per shape with the config the autotuner chose; with --tsv, the
@@ -18,7 +18,9 @@
  * shape instead of the grid (make gpusanitize: small, under
  * compute-sanitizer, every config launched while the autotuner times it);
  * --blocks N launches at most N blocks, so that each loops over several
- * tiles (make gpusanitize, the persistent kernel's tile loop). */
+ * tiles (make gpusanitize, the persistent kernel's tile loop). --kernel
+ * names the kernel or one config's entry name (default gemm: autotuned),
+ * so make gpucheck checks every config, not only the one that wins. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,7 +112,7 @@ static int check_product(Gemm *w)
 
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *tsv_path = NULL;
+    const char *path = NULL, *tsv_path = NULL, *kernel = "gemm";
     const Shape *shapes = grid_shapes;
     size_t nshapes = sizeof grid_shapes / sizeof *grid_shapes;
     Shape one = {0, 0, 0};
@@ -132,10 +134,12 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s: --blocks takes a positive count\n", argv[0]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
+            kernel = argv[++i];
         } else if (argv[i][0] != '-' && !path) {
             path = argv[i];
         } else {
-            fprintf(stderr, "usage: %s [--tsv PATH] [--shape M N K] [--blocks N] PROGRAM.ph\n", argv[0]);
+            fprintf(stderr, "usage: %s [--tsv PATH] [--shape M N K] [--blocks N] [--kernel NAME] PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }
@@ -148,7 +152,7 @@ int main(int argc, char **argv)
 
     ph_module *m = NULL;
     Gemm w = {0};
-    if (ph_module_load_file(path, &m) || ph_kernel_get(m, "gemm", &w.gemm)) {
+    if (ph_module_load_file(path, &m) || ph_kernel_get(m, kernel, &w.gemm)) {
         fprintf(stderr, "%s: %s\n", path, ph_last_error());
         gpubench_close(b);
         return 1;

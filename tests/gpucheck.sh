@@ -4,7 +4,8 @@
 # seed's size and at H 4, N_CTX 4096, the attention check with every config
 # of bench/attention_tuned.ph, tests/gpu/attention_shapes.ph (head dim 64 and
 # 128, every tile shape up to 128 x 128, 4 and 8 warps) and
-# tests/gpu/attention_fused.ph (dQ by atomic adds), the GPU
+# tests/gpu/attention_fused.ph (dQ by atomic adds), every config of
+# bench/gemm_tuned.ph at two small shapes, the GPU
 # suites, the Python examples on torch (when python3 has it: attention_torch.py,
 # distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
@@ -82,6 +83,29 @@ echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 attention_file bench/attention_tuned.ph
 attention_file tests/gpu/attention_shapes.ph
 attention_file tests/gpu/attention_fused.ph
+# gemm_file FILE: each config of FILE's gemm, not only the autotuner's pick,
+# checked on a shape whose rows TMA copies (384 x 640 x 192, 3 blocks: the
+# persistent loop) and one with ragged edges and 16-byte-unaligned rows
+# (333 x 517 x 200: the guarded copies).
+gemm_file() {
+    echo "== every config of $1"
+    n=0
+    for c in $("$BUILD/bin/phc" --list "$1" | awk '/^  gemm__/ { print $1 }'); do
+        for shape in "384 640 192 --blocks 3" "333 517 200"; do
+            out=$("$BUILD/bench/gemm_bench" --kernel "$c" --shape $shape "$1" 2>&1)
+            if [ $? = 0 ] && printf '%s\n' "$out" | grep -q '1024 sampled elements right'; then
+                n=$((n + 1))
+            else
+                echo "  $c at $shape: FAILED"
+                printf '%s\n' "$out" | sed 's/^/    /'
+                status=1
+            fi
+        done
+    done
+    [ $n -gt 0 ] || { echo "  no gemm config of $1 ran"; status=1; }
+    echo "  $1: $n runs right"
+}
+gemm_file bench/gemm_tuned.ph
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 # test_codegen needs no GPU (its ptxas checks run in CI); these do
