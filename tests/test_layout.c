@@ -241,8 +241,6 @@ static void check_once(Checked *ck, LayoutTable *t, const Layout *l, const char 
     ck->checked += check_with_slices(t, l, where);
 }
 
-static int elem_bytes_of(DType dt) { return dt == DT_F16 || dt == DT_BF16 ? 2 : 4; }
-
 /* Every register layout the pass gives a value of m's functions (after
  * the IR passes, as the code generator sees them), and the BLOCKED layout
  * every tile value is materialized in by default. A SHARED layout holds no
@@ -261,7 +259,7 @@ static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const
             else if (p.of[v]) check_once(ck, t, p.of[v], where);
             IrType ty = ir_vtype(f, v);
             if (ty.rank > 0)
-                check_once(ck, t, layout_blocked(t, ir_rows(ty), ir_cols(ty), f->threads, elem_bytes_of(ty.dt)), where);
+                check_once(ck, t, layout_blocked(t, ir_rows(ty), ir_cols(ty), f->threads, ir_dtype_bytes(ty.dt)), where);
         }
         layout_plan_free(&p);
     }

@@ -284,7 +284,7 @@ static int tensor_spans(const SimKernel *k, const uint64_t *slots, TensorSpan *s
             }
         }
         spans[n].lo = slots[slot];
-        spans[n].hi = slots[slot] + elems * (p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4);
+        spans[n].hi = slots[slot] + elems * (uint64_t)ir_dtype_bytes(p->dt);
         n++;
         IrAbiSlot abi[IR_ABI_MAX_SLOTS];
         slot += ir_abi_slots(p, abi);

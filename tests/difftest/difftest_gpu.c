@@ -43,7 +43,7 @@ static size_t tensor_bytes(const IrParam *p, const IrArg *a)
 {
     size_t n = (size_t)a->dims[0] * (p->rank >= 2 ? (size_t)a->dims[1] : 1);
     for (int d = 2; d < p->rank; d++) n *= (size_t)a->dims[d];
-    return n * (p->dt == DT_F16 || p->dt == DT_BF16 ? 2 : 4);
+    return n * (size_t)ir_dtype_bytes(p->dt);
 }
 
 static DtRunStatus gpu_run(DtBackend *b, const IrFunc *f, IrArg *args, int nargs, const int grid[3], char *err, size_t errlen)
