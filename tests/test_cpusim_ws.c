@@ -79,6 +79,9 @@ Test(cpusim_ws, the_ptx_has_a_producer_and_consumer_barriers)
     char *ptx = NULL, err[1024];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
     cr_expect(strstr(ptx, ".maxntid 288, 1, 1"), "the producer's warp in .maxntid");
+    /* 9 warps: three share a quadrant of 16K registers, so at most 170 each (168 in steps of 8);
+     * a .maxnreg above it builds a kernel the driver does not launch */
+    cr_expect(strstr(ptx, ".maxnreg 168"), "registers for three warps to a quadrant");
     cr_expect(strstr(ptx, "barrier.sync \t1, 256;"), "the consumers' barrier");
     free(ptx);
     ir_module_free(m);
