@@ -60,6 +60,25 @@ static ph_status allow_dynamic_shared(ph_module *m, int c, int64_t bytes)
     return PH_OK;
 }
 
+/* A block of config c launches ir_launch_threads threads: where its
+ * registers a thread leave room for fewer, the launch would fail (CUDA
+ * error 701) in the middle of autotuning, so the config leaves the
+ * eligible set at load, with the figures that say why. */
+static ph_status fits_a_block(ph_module *m, int c)
+{
+    const PhDriver *cu = ph_internal_driver();
+    Config *st = &m->state[c];
+    int most = 0, regs = 0, threads = ir_launch_threads(m->ir->funcs[c]);
+    CUresult r = cu->FuncGetAttribute(&most, FUNC_ATTR_MAX_THREADS_PER_BLOCK, st->fn);
+    if (r || most >= threads) return r ? ph_internal_cuda_fail(r, "cuFuncGetAttribute") : PH_OK;
+    cu->FuncGetAttribute(&regs, FUNC_ATTR_NUM_REGS, st->fn);
+    cu->ModuleUnload(st->mod);
+    char why[512];
+    snprintf(why, sizeof why, "%s is refused: a block of it launches %d threads, and with its %d registers a thread this device runs at most %d",
+             m->ir->funcs[c]->name, threads, regs, most);
+    return leave_eligible_set(m, c, why);
+}
+
 /* ---- what a config uses ---- */
 
 ph_status ph_internal_config_stats(ph_module *m, int c, ph_stats *out)
@@ -189,10 +208,9 @@ ph_status ph_internal_config_take_jit(ph_module *m, int c, const Jit *j)
         cu->ModuleUnload(st->mod);
         return ph_internal_cuda_fail(r, "cuModuleGetFunction");
     }
-    if (j->shared) {
-        ph_status s = allow_dynamic_shared(m, c, j->shared);
-        if (s) return s;
-    }
+    ph_status s = fits_a_block(m, c);
+    if (!s && j->shared) s = allow_dynamic_shared(m, c, j->shared);
+    if (s) return s;
     PtxasReport report;
     bool reported = ptxas_report_of(j->info, m->ir->funcs[c]->name, &report);
     st->spill_stores = reported ? (int)report.spill_stores : -1;

@@ -127,6 +127,7 @@ static struct {
     char unloaded[64][128]; /* each module unloaded, by its entry */
     int nunloads;
     const char *no_function;     /* this config's module has no function: cuModuleGetFunction fails */
+    const char *few_threads;     /* this config's registers let a block have only 32 threads */
     char launched[256][128];
     unsigned launched_shared[256];   /* the dynamic shared memory each launch asked for */
     int nlaunches;
@@ -323,7 +324,7 @@ static CUresult fake_func_get_attr(int *v, int attr, CUfunction f)
     case FUNC_ATTR_NUM_REGS: *v = 40; return 0;
     case FUNC_ATTR_LOCAL_SIZE_BYTES: *v = 16; return 0;
     case FUNC_ATTR_SHARED_SIZE_BYTES: *v = 1024; return 0;
-    case FUNC_ATTR_MAX_THREADS_PER_BLOCK: *v = 1024; return 0;
+    case FUNC_ATTR_MAX_THREADS_PER_BLOCK: *v = fake.few_threads && !strcmp(fake.few_threads, (const char *)f) ? 32 : 1024; return 0;
     case FUNC_ATTR_MAX_DYNAMIC_SHARED_SIZE_BYTES:
         *v = 0;
         for (int i = 0; i < fake.nallowed; i++)

@@ -237,6 +237,37 @@ Test(runtime, a_refused_config_leaves_the_eligible_set)
     ph_shutdown();
 }
 
+/* A config whose registers a thread leave room for fewer threads than a
+ * block of it launches is refused at load, never launched (the launch
+ * would fail with CUDA error 701 in the middle of autotuning); the others
+ * are timed and run. */
+Test(runtime, a_config_whose_block_does_not_fit_the_registers_is_refused)
+{
+    use_fake_driver();
+    fake.few_threads = "vadd__BLOCK_256";
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(launches_of("vadd__BLOCK_256"), 0, "the config that does not fit never runs");
+    cr_assert_geq(launches_of("vadd__BLOCK_128"), RUNS_TIMED, "the others timed");
+    cr_assert_geq(launches_of("vadd__BLOCK_512"), RUNS_TIMED);
+    int unloaded = 0;
+    for (int i = 0; i < fake.nunloads; i++) unloaded += !strcmp(fake.unloaded[i], "vadd__BLOCK_256");
+    cr_assert_eq(unloaded, 1, "its module is unloaded");
+
+    ph_kernel *one;
+    cr_assert_eq(ph_kernel_get(m, "vadd__BLOCK_256", &one), PH_OK);
+    cr_assert_eq(ph_launch(one, grid1, NULL, args, 4), PH_ERR_MODULE);
+    const char *e = ph_last_error();
+    cr_assert(strstr(e, "vadd__BLOCK_256 is refused: a block of it launches ") &&
+              strstr(e, " threads, and with its 40 registers a thread this device runs at most 32"), "%s", e);
+    ph_module_free(m);
+    ph_shutdown();
+}
+
 /* When the driver refuses every eligible config, the launch says why for each. */
 Test(runtime, every_config_refused_says_why)
 {
