@@ -323,3 +323,21 @@ Test(cpusim_ws, attention_with_the_option_runs_as_without, .timeout = 600)
     unlink(path);
     free(src);
 }
+
+/* make gpusanitize's GEMM shape (384 x 640 x 192 on 3 blocks: each block
+ * three tiles, the producer running ahead into the next tile's K loop) with
+ * the two-warpgroup 128 x 256 tiles. */
+Test(cpusim_ws, the_sanitizers_gemm_shape_runs_without_races, .timeout = 600)
+{
+    IrModule *m = gemm_ws("@ph.autotune(BM=[128], BN=[256], BK=[32, 64], NT=[256], S=[3], GM=[8], W=[1])");
+    cpusim *s = load_arch(m, "sm_90a");
+    for (int i = 0; i < m->nfuncs; i++) {
+        char err[4096];
+        int bad = 0;
+        ph_status st = run_gemm_at(s, m->funcs[i], (Shape){384, 640, 192}, 3, false, &bad, err, sizeof err);
+        cr_expect_eq(st, PH_OK, "%s: %s", m->funcs[i]->name, err);
+        cr_expect_eq(bad, 0, "%s: %d elements or guards differ", m->funcs[i]->name, bad);
+    }
+    cpusim_free(s);
+    ir_module_free(m);
+}
