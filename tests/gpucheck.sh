@@ -106,6 +106,11 @@ gemm_file() {
     echo "  $1: $n runs right"
 }
 gemm_file bench/gemm_tuned.ph
+# and its warp-specialized configs (W=[1]), out of the tuned set for now
+WS=$(mktemp -d)
+sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
+grep -q 'W=\[1\])' "$WS/gemm_ws.ph" && gemm_file "$WS/gemm_ws.ph" || { echo "  no W=[0] in bench/gemm_tuned.ph"; status=1; }
+rm -rf "$WS"
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1
 # test_codegen needs no GPU (its ptxas checks run in CI); these do

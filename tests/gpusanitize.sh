@@ -9,8 +9,12 @@
 # bench/attention_tuned.ph (PHOBOS_CONFIG_INDEX, as gpucheck.sh does) at
 # Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
 # tool's summary at 0 errors (0 hazards) and the check passing.
-# SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a space-separated list
-# each), for a device session too short for all of them.
+# The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
+# warp-specialized configs, out of the tuned set while racecheck reports
+# hazards in them). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
+# space-separated list each), for a device session too short for all of
+# them; SANITIZE_LOGS names a folder where each failing run's whole report
+# is written (its label as the file name).
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
@@ -33,8 +37,15 @@ sanitize() {
     if [ $rc != 0 ]; then
         status=1
         printf '%s\n' "$out" | grep -v '^=========     ' | head -30 | sed 's/^/    /'
+        [ -z "$SANITIZE_LOGS" ] || { mkdir -p "$SANITIZE_LOGS" &&
+            printf '%s\n' "$out" > "$SANITIZE_LOGS/$tool-$arch-$(printf '%s' "$label" | tr -c 'A-Za-z0-9.\n' '_').txt"; }
     fi
 }
+
+WS=$(mktemp -d)
+trap 'rm -rf "$WS"' EXIT
+sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
+grep -q 'W=\[1\])' "$WS/gemm_ws.ph" || { echo "gpusanitize: bench/gemm_tuned.ph has no W=[0] to turn into W=[1]"; exit 1; }
 
 for arch in $ARCHS; do
     export PHOBOS_ARCH=$arch
@@ -42,6 +53,8 @@ for arch in $ARCHS; do
         echo "== $tool, $arch"
         sanitize "gemm_tuned.ph 384x640x192 on 3 blocks, every config" \
             "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 bench/gemm_tuned.ph
+        sanitize "gemm_ws.ph (W=[1]) 384x640x192 on 3 blocks, every config" \
+            "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 "$WS/gemm_ws.ph"
         for d in 64 128; do
             n=$(PHOBOS_CONFIG_INDEX=0 "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d 2>&1 |
                 sed -n 's/^configs that fit: //p' | tr ',' '\n' | awk '$2 > most { most = $2 } END { print most + 0 }')
