@@ -15,8 +15,8 @@ and columns of B many times while they are in L2.
 W = 1 adds a producer warp (@ph.warp_specialize): on sm_90a one of its
 threads issues the rings' copies while the NT threads compute, slots
 handed over by mbarriers instead of a block barrier each K step. It is
-not among the autotuned configs (W=[0]) while compute-sanitizer's
-racecheck reports hazards in it on the H200 (docs/architecture.md);
+not among the autotuned configs (W=[0]) until compute-sanitizer's
+racecheck is clean on it on the H200 (docs/architecture.md);
 tests/test_cpusim_ws.c checks it with W=[1]."""
 
 import phobos.lang as ph

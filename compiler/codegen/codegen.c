@@ -229,6 +229,10 @@ static void emit_roles(Cg *c, const IrFunc *f)
     for (int r = 0; f->producer && r < CG_MAX_RINGS; r++)
         if (c->ring_buf[r] >= 0) smem_access(c, c->ring_buf[r], false);
     emit_block(c, f->body, NULL, NULL);
+    /* The mbarriers live as long as the block: the producer may still wait on them while the
+     * consumers run the code after their loops (an epilogue's scratch), so no buffer may share
+     * their bytes. The ws copies record no access of them: this one, at the end, is their last. */
+    if (f->producer && c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
     LLVMBuildUnreachable(B);
 }
 

@@ -82,6 +82,7 @@ bool check_shared_access(Launch *L, int t, uint64_t addr, uint64_t bytes, int ki
         return false;
     }
     size_t off = addr - (uintptr_t)a->addr;
+    if (!mbarrier_bytes_ok(L, t, kind, site, a, off, bytes)) return false;
     uint64_t e = s->epoch;
     uint32_t now = order_now(L, t);
     for (size_t i = off; i < off + bytes; i++) {
