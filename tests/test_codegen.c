@@ -228,6 +228,28 @@ Test(codegen, the_largest_backward_config_fits_an_h200_block, .timeout = 300)
     ir_module_free(m);
 }
 
+/* .maxnreg by block size: 255 up to 8 warps; past that what the fullest of
+ * the SM's four register quadrants (16K each, warps dealt to them in turn)
+ * gives each of its warps, so every config the driver loads can launch. */
+Test(codegen, maxnreg_lets_every_block_size_launch)
+{
+    static const struct { int threads, regs; } want[] = {{32, 255}, {256, 255}, {288, 168}, {384, 168}, {512, 128}, {1024, 64}};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+        char src[512], *diags = NULL;
+        snprintf(src, sizeof src,
+                 "import phobos.lang as ph\n\n@ph.kernel\n@ph.launch(%d)\n"
+                 "def k(X: ph.tensor[ph.f32][N]):\n    X[0:+%d] = X[0:+%d] + 1.0\n", want[i].threads, want[i].threads, want[i].threads);
+        IrModule *m = tu_compile("k.ph", src, NULL, &diags);
+        cr_assert_not_null(m, "%s", diags ? diags : "");
+        char *ptx = emit(m, "sm_90", CG_EMIT_PTX), line[64];
+        snprintf(line, sizeof line, ".maxnreg %d\n", want[i].regs);
+        cr_expect(strstr(ptx, line), "%d threads: want %s", want[i].threads, line);
+        free(ptx);
+        free(diags);
+        ir_module_free(m);
+    }
+}
+
 /* The PTX of one kernel's entry: from ".entry NAME(" to the next ".entry". */
 static char *entry_text(const char *ptx, const char *name)
 {

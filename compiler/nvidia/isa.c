@@ -86,12 +86,12 @@ static void annotate_kernel(Cg *c)
     /* .maxntid tells ptxas the block size, so it can spend registers */
     annotate(c, "maxntidx", ir_launch_threads(c->f));
     /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers.
-     * A block past 256 threads (a producer warp's) gets what its warps can share: the SM's 64K registers
+     * A block past 256 threads (a producer warp's, a @ph.launch(512)) gets what its warps can share: the SM's 64K registers
      * are four quadrants of 16K, a block's warps are dealt out to the quadrants in turn, so the fullest
      * holds ceil(warps / 4) of them; in the allocation's steps of 8. ptxas does not infer it from .maxntid
      * under a .maxnreg, and a block that asks for more does not launch (CUDA error 701) */
     int regs = 255, warps = (ir_launch_threads(c->f) + 31) / 32, fit = (16384 / (32 * ((warps + 3) / 4))) & ~7;
-    if (c->f->producer_threads && fit < regs) regs = fit;
+    if (fit < regs) regs = fit;   /* up to 8 warps, 2 to a quadrant: 256, so 255 */
     annotate(c, "maxnreg", regs);
 }
 
