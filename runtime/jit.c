@@ -70,7 +70,8 @@ static ph_status fits_a_block(ph_module *m, int c)
     Config *st = &m->state[c];
     int most = 0, regs = 0, threads = ir_launch_threads(m->ir->funcs[c]);
     CUresult r = cu->FuncGetAttribute(&most, FUNC_ATTR_MAX_THREADS_PER_BLOCK, st->fn);
-    if (r || most >= threads) return r ? ph_internal_cuda_fail(r, "cuFuncGetAttribute") : PH_OK;
+    if (r) return ph_internal_cuda_fail(r, "cuFuncGetAttribute");
+    if (most >= threads) return PH_OK;
     cu->FuncGetAttribute(&regs, FUNC_ATTR_NUM_REGS, st->fn);
     cu->ModuleUnload(st->mod);
     char why[512];

@@ -81,17 +81,7 @@ static void every_config_at_shapes(IrModule *m, int min_configs, const Shape *sh
     cr_assert_not_null(m);
     cr_assert_geq(m->nfuncs, min_configs);
     cpusim *s = load_arch(m, "sm_90a");
-    int failed = 0;
-    for (int i = 0; i < m->nfuncs; i++)
-        for (int j = 0; j < nshapes; j++) {
-            char err[1024];
-            int bad;
-            ph_status st = run_gemm_at(s, m->funcs[i], shapes[j], 0, false, &bad, err, sizeof err);
-            if (st != PH_OK) cr_log_error("%s", err);
-            else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
-                                       (long long)shapes[j].m, (long long)shapes[j].n, (long long)shapes[j].k, bad);
-            failed += st != PH_OK || bad;
-        }
+    int failed = gemm_runs_failing(s, m, shapes, nshapes, 0);
     cr_expect_eq(failed, 0, "%d of %d runs fail or differ from the interpreter", failed, m->nfuncs * nshapes);
     unsigned long bulk, async;
     cpusim_copy_counts(s, &bulk, &async);

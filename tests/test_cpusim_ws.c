@@ -48,20 +48,9 @@ Test(cpusim_ws, every_gemm_tuned_tile_warp_specialized_matches_the_interpreter, 
 {
     IrModule *m = gemm_ws(EVERY_TILE);
     cpusim *s = load_arch(m, "sm_90a");
-    int failed = 0, runs = 0;
-    for (int i = 0; i < m->nfuncs; i++) {
-        cr_assert_eq(ir_launch_threads(m->funcs[i]), m->funcs[i]->threads + 32);
-        for (int j = 0; j < (int)(sizeof SHAPES / sizeof *SHAPES); j++) {
-            char err[1024];
-            int bad;
-            ph_status st = run_gemm_at(s, m->funcs[i], SHAPES[j], 2, false, &bad, err, sizeof err);
-            if (st != PH_OK) cr_log_error("%s", err);
-            else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
-                                       (long long)SHAPES[j].m, (long long)SHAPES[j].n, (long long)SHAPES[j].k, bad);
-            failed += st != PH_OK || bad;
-            runs++;
-        }
-    }
+    int nshapes = (int)(sizeof SHAPES / sizeof *SHAPES), runs = m->nfuncs * nshapes;
+    for (int i = 0; i < m->nfuncs; i++) cr_assert_eq(ir_launch_threads(m->funcs[i]), m->funcs[i]->threads + 32);
+    int failed = gemm_runs_failing(s, m, SHAPES, nshapes, 2);
     cr_expect_eq(failed, 0, "%d of %d runs fail or differ from the interpreter", failed, runs);
     unsigned long bulk, async;
     cpusim_copy_counts(s, &bulk, &async);

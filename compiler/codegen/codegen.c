@@ -198,10 +198,12 @@ static bool has_rings(const IrBlock *b)
  * threads run the body. Both are emitted from the same values: the
  * producer's are forgotten before the body is emitted. The producer
  * records no shared-memory access (it makes none the plan orders: its
- * copies' slots are the copy engine's to order) and waits at no barrier;
- * the rings keep their bytes for the whole kernel (an access at the
- * body's start), since the producer may refill a slot while the tile code
- * runs an epilogue in scratch that could otherwise share them. */
+ * copies' slots are the copy engine's to order) and waits at no barrier.
+ * The rings and the mbarriers keep their bytes for the whole kernel (an
+ * access of each ring at the body's start; of the mbarriers, which the
+ * producer's copies never record, at its end): the producer may refill a
+ * slot, and wait on a slot's barrier, while the tile code runs an epilogue
+ * in scratch that could otherwise share them. */
 static void emit_roles(Cg *c, const IrFunc *f)
 {
     LLVMBuilderRef B = c->b;
@@ -229,9 +231,6 @@ static void emit_roles(Cg *c, const IrFunc *f)
     for (int r = 0; f->producer && r < CG_MAX_RINGS; r++)
         if (c->ring_buf[r] >= 0) smem_access(c, c->ring_buf[r], false);
     emit_block(c, f->body, NULL, NULL);
-    /* The mbarriers live as long as the block: the producer may still wait on them while the
-     * consumers run the code after their loops (an epilogue's scratch), so no buffer may share
-     * their bytes. The ws copies record no access of them: this one, at the end, is their last. */
     if (f->producer && c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
     LLVMBuildUnreachable(B);
 }

@@ -333,7 +333,8 @@ void describe_mbarrier_wait(const Launch *L, char *buf, size_t len)
  * it. */
 bool mbarrier_bytes_ok(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, size_t bytes)
 {
-    for (int i = 0; kind != ACCESS_READ && i < L->nmbar; i++) {
+    if (kind == ACCESS_READ) return true;
+    for (int i = 0; i < L->nmbar; i++) {
         MBarrier *m = &L->mbar[i];
         if (m->area != a || off >= m->off + 8 || m->off >= off + bytes || m->clobbered) continue;
         for (int j = 0; j < L->nbulk; j++)

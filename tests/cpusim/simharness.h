@@ -220,6 +220,24 @@ static inline ph_status run_gemm_at(cpusim *s, const IrFunc *f, Shape sh, unsign
     return st;
 }
 
+/* Every config of m at each shape, as run_gemm_at runs it over `blocks`
+ * blocks: each run that fails or differs logged; how many did. */
+static inline int gemm_runs_failing(cpusim *s, const IrModule *m, const Shape *shapes, int nshapes, unsigned blocks)
+{
+    int failed = 0;
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int j = 0; j < nshapes; j++) {
+            char err[1024];
+            int bad;
+            ph_status st = run_gemm_at(s, m->funcs[i], shapes[j], blocks, false, &bad, err, sizeof err);
+            if (st != PH_OK) cr_log_error("%s", err);
+            else if (bad) cr_log_error("%s at M %lld N %lld K %lld: %d elements or guards differ", m->funcs[i]->name,
+                                       (long long)shapes[j].m, (long long)shapes[j].n, (long long)shapes[j].k, bad);
+            failed += st != PH_OK || bad;
+        }
+    return failed;
+}
+
 /* ---- attention: the tutorial's four launches ---- */
 
 /* The executor as one of examples/host.h's launchers. */
