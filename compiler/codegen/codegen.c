@@ -199,11 +199,10 @@ static bool has_rings(const IrBlock *b)
  * producer's are forgotten before the body is emitted. The producer
  * records no shared-memory access (it makes none the plan orders: its
  * copies' slots are the copy engine's to order) and waits at no barrier.
- * The rings and the mbarriers keep their bytes for the whole kernel (an
- * access of each ring at the body's start; of the mbarriers, which the
- * producer's copies never record, at its end): the producer may refill a
- * slot, and wait on a slot's barrier, while the tile code runs an epilogue
- * in scratch that could otherwise share them. */
+ * The rings keep their bytes for the whole kernel (an access of each at
+ * the body's start), as the mbarriers do (emit_body): the producer may
+ * refill a slot while the tile code runs an epilogue in scratch that
+ * could otherwise share them. */
 static void emit_roles(Cg *c, const IrFunc *f)
 {
     LLVMBuilderRef B = c->b;
@@ -231,7 +230,6 @@ static void emit_roles(Cg *c, const IrFunc *f)
     for (int r = 0; f->producer && r < CG_MAX_RINGS; r++)
         if (c->ring_buf[r] >= 0) smem_access(c, c->ring_buf[r], false);
     emit_block(c, f->body, NULL, NULL);
-    if (f->producer && c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
     LLVMBuildUnreachable(B);
 }
 
@@ -257,6 +255,10 @@ static void emit_body(Cg *c, const IrFunc *f)
         /* the body ends with a return, so the insert point is a dead block */
         LLVMBuildUnreachable(c->b);
     }
+    /* The mbarriers live as long as the block: PTX lets their bytes serve another buffer only
+     * after mbarrier.inval, and a warp-specialized producer may still wait on them while the
+     * consumers run the code after their loops. This access, after everything, is their last. */
+    if (c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
     c->role = CG_ALL;
 }
 

@@ -61,8 +61,8 @@ ph_status cpusim_load_llvm(const IrModule *m, const char *llvm_ir, cpusim **out,
  * a bulk copy wrote before a wait on the phase that completes it, an
  * mbarrier used uninitialised, more transaction bytes than expected, a
  * copy through a map the launch could not build, a block ending with a
- * copy in flight, an mbarrier used after an ordinary write or a copy went
- * over its bytes; a wait that can never succeed is a deadlock),
+ * copy in flight, an ordinary write or a copy over an mbarrier's bytes;
+ * a wait that can never succeed is a deadlock),
  * or a memory fault (an access
  * outside mapped memory, a fiber's stack overflow), the process going on.
  * Dims are trusted, as on a GPU: a tensor smaller than its dims say is read

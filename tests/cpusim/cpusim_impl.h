@@ -176,9 +176,6 @@ typedef struct {
     size_t off;
     uint32_t count, pending, phases;
     int64_t tx;
-    bool clobbered;           /* an ordinary write or a copy went over its bytes (mbarrier_bytes_ok) */
-    int clobber_thread;
-    int32_t clobber_site;
 } MBarrier;
 
 /* A bulk tensor copy in flight: its box, read at issue and laid out as
@@ -375,9 +372,8 @@ void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out)
 /* Lands every bulk copy in flight, its complete_tx counted; false when
  * none was in flight, or the launch failed. */
 bool land_bulk_copies(Launch *L);
-/* An access of bytes [off, off + bytes) of a: a write over an mbarrier's
- * ends it (its next use fails); false, the launch failed, where a bulk
- * copy in flight completes on it. */
+/* Whether an access of bytes [off, off + bytes) of a writes over no
+ * mbarrier (else the launch failed, saying so). */
 bool mbarrier_bytes_ok(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, size_t bytes);
 /* Resumes the threads whose mbarrier phase completed; true when any did. */
 bool wake_mbarrier_waiters(Launch *L);

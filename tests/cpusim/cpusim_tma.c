@@ -97,11 +97,6 @@ static int mbarrier_at(Launch *L, uint32_t addr, const char *what)
     int i = a && off % 8 == 0 ? find_mbarrier(L, a, off) : -1;
     if (i < 0) block_fail(L, "%s on the mbarrier at shared address 0x%x, %s", what, addr,
                           !a ? "outside shared memory" : off % 8 ? "not 8-byte aligned" : "which no mbarrier.init initialised");
-    else if (L->mbar[i].clobbered) {
-        block_fail(L, "%s on the mbarrier at byte %zu of %s, which thread %d overwrote (in %s): another buffer shares its bytes "
-                   "while it is in use", what, off, a->name, L->mbar[i].clobber_thread, site_name(L->s, L->mbar[i].clobber_site));
-        i = -1;
-    }
     return i;
 }
 
@@ -326,25 +321,19 @@ void describe_mbarrier_wait(const Launch *L, char *buf, size_t len)
 
 /* ---- the copies' bytes ---- */
 
-/* An ordinary write or a copy over an mbarrier's 8 bytes (another buffer
- * placed over them) ends it: harmless once nothing uses it again (a
- * kernel's scratch after its last wait), a failure at the next arrive,
- * wait or copy on it, or at once when a bulk copy in flight completes on
- * it. */
+/* An mbarrier's 8 bytes are its own from its init to the block's end (the
+ * code generator never invalidates one): an ordinary write or a copy over
+ * them (another buffer placed there) fails the launch. */
 bool mbarrier_bytes_ok(Launch *L, int t, int kind, int32_t site, const SharedArea *a, size_t off, size_t bytes)
 {
     if (kind == ACCESS_READ) return true;
     for (int i = 0; i < L->nmbar; i++) {
-        MBarrier *m = &L->mbar[i];
-        if (m->area != a || off >= m->off + 8 || m->off >= off + bytes || m->clobbered) continue;
-        for (int j = 0; j < L->nbulk; j++)
-            if (L->bulk[j].bar == i) {
-                launch_fail(L, "block (%u, %u, %u): thread %d%s %zu bytes at byte %zu of %s (in %s), over the mbarrier at byte "
-                            "%zu, which a bulk copy in flight completes on", L->block[0], L->block[1], L->block[2], t,
-                            access_verb(kind), bytes, off, a->name, site_name(L->s, site), m->off);
-                return false;
-            }
-        m->clobbered = true, m->clobber_thread = t, m->clobber_site = site;
+        const MBarrier *m = &L->mbar[i];
+        if (m->area != a || off >= m->off + 8 || m->off >= off + bytes) continue;
+        launch_fail(L, "block (%u, %u, %u): thread %d%s %zu bytes at byte %zu of %s (in %s), over the mbarrier initialised at "
+                    "byte %zu: its bytes are its own until the block ends", L->block[0], L->block[1], L->block[2], t,
+                    access_verb(kind), bytes, off, a->name, site_name(L->s, site), m->off);
+        return false;
     }
     return true;
 }
