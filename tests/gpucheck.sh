@@ -13,32 +13,59 @@ BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 status=0
+START=$(date +%s)
 
 # The one refusal that is no failure: a config needing more shared memory
 # than a block of this device may have leaves before the driver sees it
 # (docs/runtime.md, "Loading configs").
 REFUSAL='[A-Za-z0-9_]* is refused: it needs [0-9]* bytes of shared memory, more than the [0-9]* a block of this device may have'
 
-# attention_configs FILE HEAD_DIM: the attention check of FILE at Z 1 H 2
-# N_CTX 1024 HEAD_DIM, once per config index i (PHOBOS_CONFIG_INDEX: each
-# kernel's i-th config of those that fit, modulo their number) until every
-# config of the kernel with the most has run; a line per run, its configs
+# GPUCHECK_JOBS runs at once in the config sweeps below (default: half
+# the CPUs): each run compiles its configs on one or a few threads and the
+# GPU work is small, so the sweeps are bound by the compiler; the verdicts
+# are printed in run order whatever order the runs finish in.
+JOBS=${GPUCHECK_JOBS:-$(( $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2) / 2 ))}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
+SWEEP=$(mktemp -d)
+trap 'rm -rf "$SWEEP"' EXIT
+
+# attention_run I FILE HEAD_DIM: the attention check of FILE at Z 1 H 2
+# N_CTX 1024 HEAD_DIM with PHOBOS_CONFIG_INDEX=I (each kernel's I-th config
+# of those that fit, modulo their number); its output and status in
+# $SWEEP/I.out and $SWEEP/I.rc.
+attention_run() {
+    PHOBOS_CONFIG_INDEX=$1 "$BUILD/examples/attention_check" "$2" --size 1 2 1024 "$3" > "$SWEEP/$1.out" 2>&1
+    echo $? > "$SWEEP/$1.rc"
+}
+
+# attention_configs FILE HEAD_DIM: attention_run for each config index
+# until every config of the kernel with the most has run (index 0 first:
+# it says how many), GPUCHECK_JOBS at once; a line per run, its configs
 # and the check's verdict. A run whose launch the runtime refused as above
 # is "refused (reason)", its other kernels unchecked; anything else that
 # is not "N of N ok" is a failure, shown whole. Every config named in
 # $ran (a line each); the counts in $passed, $refused.
 attention_configs() {
-    i=0 runs=1
+    rm -f "$SWEEP"/*
+    attention_run 0 "$1" "$2"
+    runs=$(sed -n 's/^configs that fit: //p' "$SWEEP/0.out" | tr ',' '\n' |
+           awk '$2 > most { most = $2 } END { print most + 0 }')
+    i=1
     while [ $i -lt "$runs" ]; do
-        out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 2 1024 "$2" 2>&1)
-        rc=$?
-        [ $i = 0 ] && runs=$(printf '%s\n' "$out" | sed -n 's/^configs that fit: //p' | tr ',' '\n' |
-                             awk '$2 > most { most = $2 } END { print most + 0 }')
+        attention_run $i "$1" "$2" &
+        i=$((i + 1))
+        [ $(( (i - 1) % JOBS )) = 0 ] && wait
+    done
+    wait
+    i=0
+    while [ $i -lt "$runs" ] || [ $i = 0 ]; do
+        out=$(cat "$SWEEP/$i.out")
+        rc=$(cat "$SWEEP/$i.rc")
         configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
         ran=$(printf '%s\n%s\n' "$ran" "$configs" | tr -d ' ' | tr ',' '\n' | grep . | sort -u)
         verdict=$(printf '%s\n' "$out" | tail -1)
         why=$(printf '%s\n' "$out" | grep ' (gpu): ' | grep -o "$REFUSAL" | head -1)
-        if [ $rc = 0 ]; then
+        if [ "$rc" = 0 ]; then
             echo "  index $i: $configs: ${verdict##*: }"
             passed=$((passed + 1))
         elif [ -n "$why" ] && [ "$verdict" = "attention: FAIL (a launch failed)" ] &&
@@ -86,18 +113,34 @@ attention_file tests/gpu/attention_fused.ph
 # gemm_file FILE: each config of FILE's gemm, not only the autotuner's pick,
 # checked on a shape whose rows TMA copies (384 x 640 x 192, 3 blocks: the
 # persistent loop) and one with ragged edges and 16-byte-unaligned rows
-# (333 x 517 x 200: the guarded copies).
+# (333 x 517 x 200: the guarded copies), GPUCHECK_JOBS runs at once.
+GEMM_SHAPES="384x640x192x3 333x517x200"
+gemm_run() {   # gemm_run FILE CONFIG MxNxK[xBLOCKS]: output and status in $SWEEP/CONFIG.SHAPE.{out,rc}
+    set -- "$1" "$2" "$3" $(echo "$3" | tr x ' ')
+    "$BUILD/bench/gemm_bench" --kernel "$2" --shape "$4" "$5" "$6" ${7:+--blocks "$7"} "$1" > "$SWEEP/$2.$3.out" 2>&1
+    echo $? > "$SWEEP/$2.$3.rc"
+}
 gemm_file() {
     echo "== every config of $1"
+    rm -f "$SWEEP"/*
+    configs=$("$BUILD/bin/phc" --list "$1" | awk '/^  gemm__/ { print $1 }')
+    j=0
+    for c in $configs; do
+        for shape in $GEMM_SHAPES; do
+            gemm_run "$1" "$c" "$shape" &
+            j=$((j + 1))
+            [ $((j % JOBS)) = 0 ] && wait
+        done
+    done
+    wait
     n=0
-    for c in $("$BUILD/bin/phc" --list "$1" | awk '/^  gemm__/ { print $1 }'); do
-        for shape in "384 640 192 --blocks 3" "333 517 200"; do
-            out=$("$BUILD/bench/gemm_bench" --kernel "$c" --shape $shape "$1" 2>&1)
-            if [ $? = 0 ] && printf '%s\n' "$out" | grep -q '1024 sampled elements right'; then
+    for c in $configs; do
+        for shape in $GEMM_SHAPES; do
+            if [ "$(cat "$SWEEP/$c.$shape.rc")" = 0 ] && grep -q '1024 sampled elements right' "$SWEEP/$c.$shape.out"; then
                 n=$((n + 1))
             else
-                echo "  $c at $shape: FAILED"
-                printf '%s\n' "$out" | sed 's/^/    /'
+                echo "  $c at $shape (M x N x K x blocks): FAILED"
+                sed 's/^/    /' "$SWEEP/$c.$shape.out"
                 status=1
             fi
         done
@@ -130,5 +173,6 @@ fi
 echo "== gpufuzz: 100 generated programs from seed 1, and tests/difftest/regressions"
 "$BUILD/tests/gpufuzz" --backend gpu --seed 1 --count 100 --out "$BUILD/gpufuzz" \
     --regress tests/difftest/regressions/*.ph || status=1
-[ $status = 0 ] && echo "gpucheck: all passed" || echo "gpucheck: FAILED"
+took="in $(( $(date +%s) - START )) s"
+[ $status = 0 ] && echo "gpucheck: all passed $took" || echo "gpucheck: FAILED $took"
 exit $status
