@@ -759,6 +759,31 @@ Test(codegen, integer_negation_is_written_as_not_and_add_one)
     free(out);
 }
 
+/* LLVM 19's NVPTX lowers `sitofp i1` as an unsigned conversion (true to
+ * 1.0), and InstCombine forms one from -(q % 2) stored to an f32 tensor:
+ * the NVIDIA rows rewrite it into a select of -1.0 and 0.0 before the back
+ * end (compiler/nvidia/cg_ptxas.c). */
+Test(codegen, a_negated_bit_converts_to_minus_one)
+{
+    IrModule *m = tu_compile("negmod2.ph",
+                             "import phobos.lang as ph\n"
+                             "@ph.kernel\n"
+                             "def k(X: ph.tensor[ph.i32][N], Y: ph.tensor[ph.f32][N]):\n"
+                             "    t: ph.let = ((X[0:+16] * X[0:+16]) // (-3)) % 2\n"
+                             "    Y[0:+16] = -t\n",
+                             NULL, NULL);
+    cr_assert_not_null(m);
+    const char *archs[] = {"sm_80", "sm_90", "sm_90a"};
+    for (int i = 0; i < 3; i++) {
+        char *ll = emit(m, archs[i], CG_EMIT_LLVM), *ptx = emit(m, archs[i], CG_EMIT_PTX);
+        cr_expect(strstr(ll, "sitofp i1") == NULL, "%s: %s", archs[i], ll);
+        cr_expect(strstr(ptx, "selp.f32") != NULL && strstr(ptx, "0fBF800000") != NULL, "%s: %s", archs[i], ptx);
+        free(ll);
+        free(ptx);
+    }
+    ir_module_free(m);
+}
+
 /* ---- line information (-lineinfo) ---- */
 
 static char *emit_lined(const IrModule *m, const char *arch, const char *source)

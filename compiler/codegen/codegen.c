@@ -563,6 +563,7 @@ int codegen_emit(const IrModule *m, const CodegenOptions *o, CgEmit what, char *
     LLVMTargetMachineRef tm = status ? NULL : target_machine(c.target, p, err, errlen);
     if (!status && !tm) status = 1;
     if (!status) status = optimize(&c, tm, p);
+    if (!status && c.target->fix_llvm) c.target->fix_llvm(c.mod);
     double t2 = cpu_ms();
     if (!status) status = emit_text(&c, tm, what, out);
     if (tm) LLVMDisposeTargetMachine(tm);

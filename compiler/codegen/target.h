@@ -88,6 +88,9 @@ struct Target {
      * layout_shared, 16 bytes */
     const Layout *(*operand_layout)(LayoutTable *t, int rows, int cols, int elem_bytes);
     int operand_align;
+    /* the optimized LLVM module rewritten before the back end lowers it,
+     * around what the back end gets wrong; NULL: none */
+    void (*fix_llvm)(LLVMModuleRef mod);
     /* the PTX as printed, rewritten (malloc'd; NULL when out of memory);
      * NULL: none */
     char *(*fix_ptx)(const char *ptx);

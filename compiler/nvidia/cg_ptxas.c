@@ -22,7 +22,16 @@
  * +ptx80) and has no fp8 mma, which dot_mma_f8 writes as inline PTX; that
  * instruction needs PTX ISA 8.4, so a module holding one says 8.4 (which
  * changes nothing else: 8.4 is 8.0 with additions). Other modules keep
- * 8.0, and their text. */
+ * 8.0, and their text.
+ *
+ * And one rewrite of the optimized LLVM module, before LLVM 19's NVPTX
+ * back end sees it: that back end lowers `sitofp i1` as if it were
+ * `uitofp` (selp.u32 1, 0, then cvt.rn.f32.s32: true converts to 1.0, not
+ * -1.0). Our lowering writes no such conversion, but InstCombine forms
+ * one from -(x % 2) converted to a float (a negated floor-modulo by two
+ * of i32, tests/difftest/regressions/neg-mod2-to-float-gpu-seed-2026120300.ph).
+ * It becomes a select of -1.0 and 0.0, which the back end lowers
+ * as written. */
 #include "codegen/cg.h"
 #include "nvidia/targets.h"
 
@@ -64,6 +73,41 @@ static bool rewrite_neg_s32(const char *line, size_t len, FILE *out)
 }
 
 static bool needs_ptx84(const char *ptx) { return strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e") != NULL; }
+
+/* The constant c of fp type t, or a vector of it when t is one. */
+static LLVMValueRef fp_constant(LLVMTypeRef t, double c)
+{
+    if (LLVMGetTypeKind(t) != LLVMVectorTypeKind) return LLVMConstReal(t, c);
+    unsigned n = LLVMGetVectorSize(t);
+    LLVMValueRef *lanes = xcalloc(n, sizeof *lanes);
+    for (unsigned i = 0; i < n; i++) lanes[i] = LLVMConstReal(LLVMGetElementType(t), c);
+    LLVMValueRef v = LLVMConstVector(lanes, n);
+    free(lanes);
+    return v;
+}
+
+static bool is_bool(LLVMTypeRef t)
+{
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind) t = LLVMGetElementType(t);
+    return LLVMGetTypeKind(t) == LLVMIntegerTypeKind && LLVMGetIntTypeWidth(t) == 1;
+}
+
+void nvptx_workarounds(LLVMModuleRef mod)
+{
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
+    for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+        for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb; bb = LLVMGetNextBasicBlock(bb))
+            for (LLVMValueRef i = LLVMGetFirstInstruction(bb), next; i; i = next) {
+                next = LLVMGetNextInstruction(i);
+                if (LLVMGetInstructionOpcode(i) != LLVMSIToFP || !is_bool(LLVMTypeOf(LLVMGetOperand(i, 0)))) continue;
+                LLVMTypeRef t = LLVMTypeOf(i);
+                LLVMPositionBuilderBefore(b, i);
+                LLVMValueRef v = LLVMBuildSelect(b, LLVMGetOperand(i, 0), fp_constant(t, -1.0), fp_constant(t, 0.0), "");
+                LLVMReplaceAllUsesWith(i, v);
+                LLVMInstructionEraseFromParent(i);
+            }
+    LLVMDisposeBuilder(b);
+}
 
 char *ptxas_workarounds(const char *ptx)
 {

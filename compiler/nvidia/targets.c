@@ -19,7 +19,7 @@ static const DotEngine *const hopper_sync_dots[] = {&dot_mma_sync, &dot_mma_s8, 
     {                                                                                                                 \
         .name = row_name, .sm = row_sm, .ptx_version = 80, .llvm_cpu = cpu, .llvm_features = "+ptx80",                \
         .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY, .dots = row_dots, .copy = &copy_cp_async, .passes = NULL, \
-        .isa = &nvidia_isa, .fix_ptx = ptxas_workarounds,                                                             \
+        .isa = &nvidia_isa, .fix_llvm = nvptx_workarounds, .fix_ptx = ptxas_workarounds,                                                       \
     }
 
 const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80", ampere_dots);
@@ -53,6 +53,7 @@ const Target nvidia_sm90a = {
     .isa = &nvidia_isa,
     .operand_layout = hopper_operand_layout,
     .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
+    .fix_llvm = nvptx_workarounds,
     .fix_ptx = ptxas_workarounds,
 };
 

@@ -1,6 +1,6 @@
 /* targets.h: NVIDIA's targets (sm_80, sm_86, sm_89, sm_90, sm_90a) and the parts their rows
  * name: the mma.sync dot engine, the cp.async copy engine, the NVPTX
- * intrinsic hooks and the PTX fix-ups. compiler/driver/targets.c lists
+ * intrinsic hooks and the LLVM and PTX fix-ups. compiler/driver/targets.c lists
  * the rows; the code generator reaches the parts only through a row. */
 #ifndef PHC_NVIDIA_TARGETS_H
 #define PHC_NVIDIA_TARGETS_H
@@ -29,6 +29,11 @@ void wgmma_async(IrFunc *f);
 void warp_specialize(IrFunc *f);
 
 #pragma GCC visibility pop
+
+/* The optimized module with the rewrites of cg_ptxas.c that keep LLVM
+ * 19's NVPTX back end from lowering it wrong: the NVIDIA rows' fix_llvm. */
+struct LLVMOpaqueModule;   /* an LLVMModuleRef */
+void nvptx_workarounds(struct LLVMOpaqueModule *mod);
 
 /* The emitted PTX with the rewrites of cg_ptxas.c that keep ptxas from
  * miscompiling it (malloc'd; NULL when out of memory): the NVIDIA rows'
