@@ -10,8 +10,7 @@
 # Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
 # tool's summary at 0 errors (0 hazards) and the check passing.
 # The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
-# warp-specialized configs, out of the tuned set while racecheck reports
-# hazards in them). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
+# warp-specialized configs, out of the tuned set: not faster). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
 # space-separated list each), for a device session too short for all of
 # them; SANITIZE_LOGS names a folder where each failing run's whole report
 # is written (its label as the file name).
