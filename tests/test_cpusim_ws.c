@@ -286,14 +286,10 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
     ir_module_free(m);
 }
 
-/* Attention's loops read their rings by two dots and the softmax, which
- * the protocol does not take: with the option each kernel keeps its code,
- * its extra warp exits at once, and the results stay the interpreter's. */
-Test(cpusim_ws, attention_with_the_option_runs_as_without, .timeout = 600)
+/* src with @ph.warp_specialize(1) on each kernel, in a file of its own
+ * (path, a mkstemps template ending in ".ph"); how many kernels. */
+static int write_warp_specialized(const char *src, char *path)
 {
-    char *src = tu_read_file("examples/attention/attention.ph");
-    cr_assert_not_null(src);
-    char path[] = "/tmp/phc_ws_attention_XXXXXX.ph";
     int fd = mkstemps(path, 3);
     cr_assert_geq(fd, 0);
     FILE *f = fdopen(fd, "w");
@@ -307,8 +303,61 @@ Test(cpusim_ws, attention_with_the_option_runs_as_without, .timeout = 600)
         kernels++;
     }
     fclose(f);
-    cr_assert_eq(kernels, 4);
+    return kernels;
+}
+
+/* Each entry of the file's sm_90a PTX whose name starts with one of
+ * prefix[] releases its slots from consumers (the bar.warp.sync before
+ * their arrivals): the producer took its copies. */
+static void expect_producers(const char *path, const char *const *prefix, int n)
+{
+    IrModule *m = driver_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int j = 0; j < n; j++) {
+            if (strncmp(m->funcs[i]->name, prefix[j], strlen(prefix[j]))) continue;
+            IrModule one = *m;
+            one.funcs = &m->funcs[i], one.nfuncs = 1;
+            char *ptx = NULL, err[1024];
+            cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+            cr_expect(strstr(ptx, "bar.warp.sync") && strstr(ptx, "barrier.sync \t1,"), "%s has no producer", m->funcs[i]->name);
+            free(ptx);
+        }
+    ir_module_free(m);
+}
+
+/* Attention's loops read a wait's K and V slots by two dots (QK^T, then
+ * PV in the online softmax): the pass releases the slots after the second,
+ * and the producer takes the copies of the forward and of both backward
+ * kernels that loop (the delta kernel has no ring). */
+Test(cpusim_ws, warp_specialized_attention_matches_the_interpreter, .timeout = 600)
+{
+    static const char *const looping[] = {"attn_fwd", "attn_bwd_dkdv", "attn_bwd_dq"};
+    char *src = tu_read_file("examples/attention/attention.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_attention_XXXXXX.ph";
+    cr_assert_eq(write_warp_specialized(src, path), 4);
+    expect_producers(path, looping, 3);
     attention_matches_the_interpreter(path, "sm_90a", 0);
+    unlink(path);
+    free(src);
+}
+
+/* bench/attention_tuned.ph so, at N_CTX 128 D 64: of the configs that
+ * fit, each kernel's picks (modulo their number): the forward's BR 64 and
+ * 128, BC 32 and 64, one and two warpgroups, 2 and 3 stages, on wgmma and
+ * (two warpgroups of 64 rows) on mma.sync. */
+Test(cpusim_ws, warp_specialized_tuned_attention_matches_the_interpreter, .timeout = 1200)
+{
+    static const char *const looping[] = {"attn_fwd__D_64", "attn_bwd_dkdv__D_64", "attn_bwd_dq__D_64"};
+    static const int picks[] = {0, 3, 5, 6, 9, 10, 12, 15};
+    char *src = tu_read_file("bench/attention_tuned.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_tuned_XXXXXX.ph";
+    cr_assert_eq(write_warp_specialized(src, path), 4);
+    expect_producers(path, looping, 3);
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
     unlink(path);
     free(src);
 }

@@ -257,6 +257,7 @@ static const Rejected rejected[] = {
      "f: op 'wait_async' (%3): operand 1 is a scalar; it waits for tiles"},
     {"", C "  %3 = splat %2 : f32[4]\n  %4 = wait_async %3 pending 1 : f32[8]\n  return\n", NULL,
      "f: op 'wait_async' (%4): result 1 is f32[8], its copy f32[4]"},
+    {"X: f16[N, M]", C COPY "  release_async %3\n  return\n", NULL, "f: op 'release_async': operand 1 is no wait_async's result"},
 #undef COPY
     /* ---- for ---- */
     {"", C "  %3 = for %4 = %1 to %1 step 1 iter(%5 = %1) : i32 {\n    yield %5\n  }\n  return\n", for_without_upper,

@@ -201,6 +201,7 @@ void plan_rings(Cg *c, const IrFunc *f);
 int ring_buffer_of(Cg *c, ValueId v);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
+void emit_release_async(Cg *c);
 Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
 
 /* cg_debug.c: ph.device_print (vprintf) and ph.device_assert (__assertfail) */

@@ -322,6 +322,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_SCATTER: case OP_SCATTER_ADD: emit_scatter(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;
     case OP_COMMIT_ASYNC: c->target->copy->commit(c); break;
+    case OP_RELEASE_ASYNC: emit_release_async(c); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;

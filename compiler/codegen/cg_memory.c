@@ -369,6 +369,19 @@ void emit_copy_async(Cg *c, const IrOp *op)
     c->vals[op->res[0]] = out;
 }
 
+/* Warp-specialized, the slots of the groups waited for are read no more:
+ * each consumer warp's lane 0 arrives on their empty barriers, after a
+ * bar.warp.sync that orders the other lanes' reads (an ldmatrix's are each
+ * lane's) before its arrival. Elsewhere nothing: the next wait's barrier
+ * ends the reads. */
+void emit_release_async(Cg *c)
+{
+    if (!c->f->producer || !c->target->copy->release) return;
+    LLVMValueRef all = i32c(c, -1);
+    cg_call(c, "llvm.nvvm.bar.warp.sync", c->tvoid, 1, &c->ti32, &all);
+    c->target->copy->release(c, true);
+}
+
 /* Waits until at most ival groups of this thread's copies are in flight;
  * with copies to publish, a barrier then makes every thread's visible
  * (and ends every read of the slots the next copies refill). For the

@@ -343,6 +343,15 @@ static bool check_wait(Verifier *v, const IrOp *op)
     return true;
 }
 
+static bool check_release(Verifier *v, const IrOp *op)
+{
+    for (int i = 0; i < op->nargs; i++) {
+        const IrOp *d = v->f->values[op->args[i]].def;
+        if (!d || d->kind != OP_WAIT_ASYNC) return bad(v, op, "operand %d is no wait_async's result", i + 1);
+    }
+    return true;
+}
+
 /* The yield that ends a region: its operand types must be the owner's result types. */
 static bool check_yield(Verifier *v, const IrOp *owner, const IrOp *y, const char *region)
 {
@@ -508,6 +517,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_copy(v, op);
     case OP_WAIT_ASYNC:
         return check_wait(v, op);
+    case OP_RELEASE_ASYNC:
+        return check_release(v, op);
     case OP_FOR:
         return check_for(v, op, depth);
     case OP_IF:

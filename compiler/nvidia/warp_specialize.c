@@ -15,11 +15,19 @@
  * copy engine implements (copy_tma.c): every commit closes a group of at
  * least one copy, all into the same slot number of rings of at most 8
  * stages; every wait that gives slots is WAIT_SLOTS_RELEASED (an async
- * dot reads them, whose engine releases them once its wgmma completed),
- * and every other wait gives none (its groups are released once waited
- * for). Everything the copies' windows and slots, and the conditions of
+ * dot reads them, whose engine releases them once its wgmma completed, or
+ * a release_async follows their last reader), and every other wait gives
+ * none (its groups are released once waited for). Before checking it the
+ * pass places those releases: after the last op of a wait's block that
+ * reads the wait's slots, where every reader is a dot of a warp-wide
+ * engine (wgmma, mma.sync: each warp's reads are over when any of its
+ * lanes goes on) and none carries a slot out of the block; attention's
+ * loop, whose QK^T and PV dots read the K and V slots of one wait, is
+ * such a block. A kernel that then does not follow the protocol gets its
+ * IR back as it was. Everything the copies' windows and slots, and the conditions of
  * early returns, depend on is scalar control flow and scalar arithmetic,
  * which the producer runs itself (no while holds a copy or a return). */
+#include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
 
@@ -79,6 +87,96 @@ static bool follows_protocol(const IrFunc *f, const IrBlock *b)
             return false;
     }
     return copies == 0;   /* a group's copies and its commit in one block */
+}
+
+/* ---- releases after a wait's last reader ---- */
+
+typedef struct {
+    IrOp *wait;      /* flagged WAIT_SLOTS_RELEASED by place_releases */
+    IrBlock *block;  /* which holds */
+    IrOp *release;   /* the release_async it inserted */
+} Placed;
+
+enum { MAX_PLACED = 64 };
+
+typedef struct {
+    Placed at[MAX_PLACED];
+    int n;
+} Releases;
+
+static bool is_result_of(const IrOp *wait, ValueId v)
+{
+    for (int i = 0; i < wait->nres; i++)
+        if (wait->res[i] == v) return true;
+    return false;
+}
+
+/* op, or an op of its regions, uses a slot wait gives. */
+static bool reads_slots(const IrOp *op, const IrOp *wait)
+{
+    for (int j = 0; j < op->nargs; j++)
+        if (is_result_of(wait, op->args[j])) return true;
+    for (int side = 0; side < 2; side++) {
+        const IrBlock *b = side ? op->els : op->body;
+        for (int i = 0; b && i < b->nops; i++)
+            if (reads_slots(b->ops[i], wait)) return true;
+    }
+    return false;
+}
+
+/* Every use of wait's slots in op and its regions is an operand of a dot
+ * that a warp-wide engine takes. */
+static bool read_by_warp_dots(const IrFunc *f, const IrOp *op, const IrOp *wait)
+{
+    bool direct = false;
+    for (int j = 0; j < op->nargs; j++) direct |= is_result_of(wait, op->args[j]);
+    if (direct && (op->kind != OP_DOT || is_result_of(wait, op->args[2]) ||
+                   !(dot_wgmma.accepts(f, op) || dot_mma_sync.accepts(f, op))))
+        return false;
+    for (int side = 0; side < 2; side++) {
+        const IrBlock *b = side ? op->els : op->body;
+        for (int i = 0; b && i < b->nops; i++)
+            if (!read_by_warp_dots(f, b->ops[i], wait)) return false;
+    }
+    return true;
+}
+
+static void place_releases(IrFunc *f, IrBlock *b, Releases *r)
+{
+    for (int i = 0; i < b->nops; i++) {
+        IrOp *wait = b->ops[i];
+        if (wait->body) place_releases(f, wait->body, r);
+        if (wait->els) place_releases(f, wait->els, r);
+        if (wait->kind != OP_WAIT_ASYNC || !wait->nargs || (wait->flags & WAIT_SLOTS_RELEASED) || r->n == MAX_PLACED) continue;
+        int last = i;
+        bool ok = true;
+        for (int j = i + 1; j < b->nops && ok; j++)
+            if (reads_slots(b->ops[j], wait)) {
+                ok = b->ops[j]->kind != OP_YIELD && read_by_warp_dots(f, b->ops[j], wait);
+                last = j;
+            }
+        if (!ok) continue;
+        IrOp *release = ir_emit(f, NULL, OP_RELEASE_ASYNC, wait->nres, wait->res, 0, NULL);
+        release->loc = b->ops[last]->loc;
+        ir_block_insert(f, b, last + 1, release);
+        wait->flags |= WAIT_SLOTS_RELEASED;
+        r->at[r->n++] = (Placed){wait, b, release};
+    }
+}
+
+/* The IR as it was before place_releases. */
+static void remove_releases(Releases *r)
+{
+    for (int k = 0; k < r->n; k++) {
+        Placed *p = &r->at[k];
+        p->wait->flags &= ~WAIT_SLOTS_RELEASED;
+        for (int i = 0; i < p->block->nops; i++)
+            if (p->block->ops[i] == p->release) {
+                ir_block_remove(p->block, i);
+                break;
+            }
+    }
+    r->n = 0;
 }
 
 typedef struct {
@@ -236,9 +334,16 @@ static IrBlock *producer_block(Ws *w, const IrBlock *b, const IrOp *parent, cons
 void warp_specialize(IrFunc *f)
 {
     f->producer = NULL;
-    if (!f->producer_threads || !holds_copies(f->body) || !follows_protocol(f, f->body)) return;
+    if (!f->producer_threads || !holds_copies(f->body)) return;
+    Releases r = {.n = 0};
+    place_releases(f, f->body, &r);
+    if (!follows_protocol(f, f->body)) {
+        remove_releases(&r);
+        return;
+    }
     Ws w = {f, xcalloc((size_t)f->nvalues + 1, sizeof(bool)), true};
     IrBlock *p = producer_block(&w, f->body, NULL, NULL);
     if (w.ok) f->producer = p;
+    else remove_releases(&r);
     free(w.have);
 }

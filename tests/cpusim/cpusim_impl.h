@@ -29,7 +29,7 @@ enum {
     /* cp.async, each size with and without src_size; then the group operations */
     IN_CP_CA4, IN_CP_CA8, IN_CP_CA16, IN_CP_CG16, IN_CP_CA4_S, IN_CP_CA8_S, IN_CP_CA16_S, IN_CP_CG16_S,
     IN_CP_COMMIT, IN_CP_WAIT_GROUP, IN_CP_WAIT_ALL, IN_LDM_X4_TRANS,
-    IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT,
+    IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT, IN_WARP_SYNC,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT
@@ -359,6 +359,7 @@ void order_mbarrier_init(Launch *L, int b);
 void order_arrive(Launch *L, int t, int b);        /* thread t arrives on mbarrier b: a release */
 void order_phase_complete(Launch *L, int b);
 void order_wait_seen(Launch *L, int t, int b);     /* thread t's try_wait saw b's last phase complete: an acquire */
+void order_warp_sync(Launch *L, int lo, int n);  /* bar.warp.sync of lanes lo .. lo + n - 1: each acquires what the others did */
 bool release_named_barriers(Launch *L);
 
 /* ---- cpusim_tma.c: mbarriers and the bulk tensor copy ---- */

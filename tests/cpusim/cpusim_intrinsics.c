@@ -26,7 +26,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.cp.async.commit.group", "llvm.nvvm.cp.async.wait.group", "llvm.nvvm.cp.async.wait.all",
     "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16.p3",
     "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
-    "llvm.nvvm.barrier.sync.cnt",
+    "llvm.nvvm.barrier.sync.cnt", "llvm.nvvm.bar.warp.sync",
     /* inline PTX (cpusim_asm.c), named for messages */
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
@@ -264,7 +264,7 @@ bool release_warps(Launch *L)
             any |= release_wgmma(L, lo);
             continue;
         }
-        if (op != IN_SHFL_I32 && op != IN_SHFL_F32 && n != 32) {
+        if (op != IN_SHFL_I32 && op != IN_SHFL_F32 && op != IN_WARP_SYNC && n != 32) {
             launch_fail(L, "warp %d: %s needs 32 lanes, the block gives it %d", lo / 32, intrinsic_names[op], n);
             return false;
         }
@@ -279,6 +279,7 @@ bool release_warps(Launch *L)
         case IN_MMA_S8: warp_mma_s8(w); break;
         case IN_MMA_F8: warp_mma_f8(L, w); break;
         case IN_WGMMA_WAIT: warp_wgmma_wait(L, w); break;
+        case IN_WARP_SYNC: order_warp_sync(L, lo, n); break;
         }
         for (int l = 0; l < n; l++) w[l].st = TH_READY;
         any = true;

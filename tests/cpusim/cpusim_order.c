@@ -58,6 +58,21 @@ static void join(Launch *L, uint32_t *into, const uint32_t *from)
 }
 
 /* mbarrier b's clocks: its current phase's (which 0) or its last completed one's (1). */
+/* bar.warp.sync over lanes lo .. lo + n - 1: each lane's accesses before it
+ * are ordered before every lane's after it (and so before what any lane
+ * releases after it). */
+void order_warp_sync(Launch *L, int lo, int n)
+{
+    if (!L->vc) return;
+    uint32_t *all = calloc((size_t)L->T, sizeof *all);
+    for (int l = 0; l < n; l++) join(L, all, clock_of(L, lo + l));
+    for (int l = 0; l < n; l++) {
+        join(L, clock_of(L, lo + l), all);
+        clock_of(L, lo + l)[lo + l]++;
+    }
+    free(all);
+}
+
 static uint32_t *mbarrier_clock(Launch *L, int b, int which) { return &L->mb_vc[((size_t)b * 2 + (size_t)which) * (size_t)L->T]; }
 
 void order_mbarrier_init(Launch *L, int b)
