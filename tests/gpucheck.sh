@@ -5,7 +5,9 @@
 # of bench/attention_tuned.ph, tests/gpu/attention_shapes.ph (head dim 64 and
 # 128, every tile shape up to 128 x 128, 4 and 8 warps) and
 # tests/gpu/attention_fused.ph (dQ by atomic adds), every config of
-# bench/gemm_tuned.ph at two small shapes, the GPU
+# bench/gemm_tuned.ph at two small shapes, both files again with a producer
+# warp (W=[1] for the GEMM, @ph.warp_specialize(1) on each attention
+# kernel), the GPU
 # suites, the Python examples on torch (when python3 has it: attention_torch.py,
 # distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
@@ -153,6 +155,9 @@ gemm_file bench/gemm_tuned.ph
 WS=$(mktemp -d)
 sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
 grep -q 'W=\[1\])' "$WS/gemm_ws.ph" && gemm_file "$WS/gemm_ws.ph" || { echo "  no W=[0] in bench/gemm_tuned.ph"; status=1; }
+# and bench/attention_tuned.ph with a producer warp in every kernel (@ph.warp_specialize(1))
+awk '/^@ph.kernel$/ { print; print "@ph.warp_specialize(1)"; next } { print }' bench/attention_tuned.ph > "$WS/attention_ws.ph"
+attention_file "$WS/attention_ws.ph"
 rm -rf "$WS"
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1

@@ -10,7 +10,9 @@
 # Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
 # tool's summary at 0 errors (0 hazards) and the check passing.
 # The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
-# warp-specialized configs, out of the tuned set: not faster). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
+# warp-specialized configs, out of the tuned set: not faster), and on the
+# sm_90a path the attention check runs again with every kernel of
+# bench/attention_tuned.ph warp-specialized (attention_ws.ph). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
 # space-separated list each), for a device session too short for all of
 # them; SANITIZE_LOGS names a folder where each failing run's whole report
 # is written (its label as the file name).
@@ -45,6 +47,20 @@ WS=$(mktemp -d)
 trap 'rm -rf "$WS"' EXIT
 sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
 grep -q 'W=\[1\])' "$WS/gemm_ws.ph" || { echo "gpusanitize: bench/gemm_tuned.ph has no W=[0] to turn into W=[1]"; exit 1; }
+awk '/^@ph.kernel$/ { print; print "@ph.warp_specialize(1)"; next } { print }' bench/attention_tuned.ph > "$WS/attention_ws.ph"
+
+# attention_runs FILE LABEL: each config index of FILE at N_CTX 128, head dims 64 and 128
+attention_runs() {
+    for d in 64 128; do
+        n=$(PHOBOS_CONFIG_INDEX=0 "$BUILD/examples/attention_check" "$1" --size 1 1 128 $d 2>&1 |
+            sed -n 's/^configs that fit: //p' | tr ',' '\n' | awk '$2 > most { most = $2 } END { print most + 0 }')
+        i=0
+        while [ $i -lt "${n:-0}" ]; do
+            PHOBOS_CONFIG_INDEX=$i sanitize "$2 D $d, config index $i" "$BUILD/examples/attention_check" "$1" --size 1 1 128 $d
+            i=$((i + 1))
+        done
+    done
+}
 
 for arch in $ARCHS; do
     export PHOBOS_ARCH=$arch
@@ -54,16 +70,9 @@ for arch in $ARCHS; do
             "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 bench/gemm_tuned.ph
         sanitize "gemm_ws.ph (W=[1]) 384x640x192 on 3 blocks, every config" \
             "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 "$WS/gemm_ws.ph"
-        for d in 64 128; do
-            n=$(PHOBOS_CONFIG_INDEX=0 "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d 2>&1 |
-                sed -n 's/^configs that fit: //p' | tr ',' '\n' | awk '$2 > most { most = $2 } END { print most + 0 }')
-            i=0
-            while [ $i -lt "${n:-0}" ]; do
-                PHOBOS_CONFIG_INDEX=$i sanitize "attention D $d, config index $i" \
-                    "$BUILD/examples/attention_check" bench/attention_tuned.ph --size 1 1 128 $d
-                i=$((i + 1))
-            done
-        done
+        attention_runs bench/attention_tuned.ph attention
+        # the producer warp exists on sm_90a only (elsewhere it exits at once)
+        [ "$arch" != sm_90a ] || attention_runs "$WS/attention_ws.ph" "attention_ws.ph (@ph.warp_specialize(1))"
     done
 done
 [ $status = 0 ] && echo "gpusanitize: $runs runs, 0 errors" || echo "gpusanitize: FAILED"
