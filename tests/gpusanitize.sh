@@ -12,10 +12,11 @@
 # The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
 # warp-specialized configs, out of the tuned set: not faster), and on the
 # sm_90a path the attention check runs again with every kernel of
-# bench/attention_tuned.ph warp-specialized (attention_ws.ph). SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a
-# space-separated list each), for a device session too short for all of
-# them; SANITIZE_LOGS names a folder where each failing run's whole report
-# is written (its label as the file name).
+# bench/attention_tuned.ph warp-specialized (attention_ws.ph).
+# SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a space-separated list
+# each), for a device session too short for all of them; SANITIZE_JOBS runs
+# go at once; SANITIZE_LOGS names a folder where each failing run's whole
+# report is written (its label as the file name).
 BUILD=${BUILD:-build}
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
@@ -25,26 +26,48 @@ ARCHS=${SANITIZE_ARCHS:-sm_90a sm_90}
 [ -x "$SAN" ] || { echo "gpusanitize: no compute-sanitizer ($SAN)"; exit 1; }
 status=0 runs=0
 
-# sanitize LABEL COMMAND...: one run under $tool; its summary line, and the
-# report's first lines when it found anything or the command failed
+# The runs of one tool and path go SANITIZE_JOBS at once (default: a
+# quarter of the CPUs): each compiles its configs and the GPU work is
+# small. Their reports are printed in order once all are done.
+JOBS=${SANITIZE_JOBS:-$(( $(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 4) / 4 ))}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
+Q=$(mktemp -d)
+queued=0
+
+# sanitize LABEL COMMAND...: one run under $tool, started now
 sanitize() {
     label=$1
     shift
-    out=$("$SAN" --tool "$tool" --error-exitcode 99 "$@" 2>&1)
-    rc=$?
-    runs=$((runs + 1))
-    summary=$(printf '%s\n' "$out" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1 | sed 's/^========= //')
-    echo "  $label: ${summary:-no summary} (exit $rc)"
-    if [ $rc != 0 ]; then
-        status=1
-        printf '%s\n' "$out" | grep -v '^=========     ' | head -30 | sed 's/^/    /'
-        [ -z "$SANITIZE_LOGS" ] || { mkdir -p "$SANITIZE_LOGS" &&
-            printf '%s\n' "$out" > "$SANITIZE_LOGS/$tool-$arch-$(printf '%s' "$label" | tr -c 'A-Za-z0-9.\n' '_').txt"; }
-    fi
+    queued=$((queued + 1))
+    printf '%s\n' "$label" > "$Q/$queued.label"
+    ( "$SAN" --tool "$tool" --error-exitcode 99 "$@" > "$Q/$queued.out" 2>&1; echo $? > "$Q/$queued.rc" ) &
+    [ $((queued % JOBS)) != 0 ] || wait
+}
+
+# report: once the runs started are done, each one's summary line, and the
+# report's first lines when it found anything or the command failed
+report() {
+    wait
+    n=1
+    while [ $n -le $queued ]; do
+        label=$(cat "$Q/$n.label") rc=$(cat "$Q/$n.rc") out=$(cat "$Q/$n.out")
+        runs=$((runs + 1))
+        summary=$(printf '%s\n' "$out" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1 | sed 's/^========= //')
+        echo "  $label: ${summary:-no summary} (exit $rc)"
+        if [ "$rc" != 0 ]; then
+            status=1
+            printf '%s\n' "$out" | grep -v '^=========     ' | head -30 | sed 's/^/    /'
+            [ -z "$SANITIZE_LOGS" ] || { mkdir -p "$SANITIZE_LOGS" &&
+                printf '%s\n' "$out" > "$SANITIZE_LOGS/$tool-$arch-$(printf '%s' "$label" | tr -c 'A-Za-z0-9.\n' '_').txt"; }
+        fi
+        n=$((n + 1))
+    done
+    rm -f "$Q"/*
+    queued=0
 }
 
 WS=$(mktemp -d)
-trap 'rm -rf "$WS"' EXIT
+trap 'rm -rf "$WS" "$Q"' EXIT
 sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
 grep -q 'W=\[1\])' "$WS/gemm_ws.ph" || { echo "gpusanitize: bench/gemm_tuned.ph has no W=[0] to turn into W=[1]"; exit 1; }
 awk '/^@ph.kernel$/ { print; print "@ph.warp_specialize(1)"; next } { print }' bench/attention_tuned.ph > "$WS/attention_ws.ph"
@@ -73,6 +96,7 @@ for arch in $ARCHS; do
         attention_runs bench/attention_tuned.ph attention
         # the producer warp exists on sm_90a only (elsewhere it exits at once)
         [ "$arch" != sm_90a ] || attention_runs "$WS/attention_ws.ph" "attention_ws.ph (@ph.warp_specialize(1))"
+        report
     done
 done
 [ $status = 0 ] && echo "gpusanitize: $runs runs, 0 errors" || echo "gpusanitize: FAILED"
