@@ -49,7 +49,7 @@ Test(cpusim_ws, every_gemm_tuned_tile_warp_specialized_matches_the_interpreter, 
     IrModule *m = gemm_ws(EVERY_TILE);
     cpusim *s = load_arch(m, "sm_90a");
     int nshapes = (int)(sizeof SHAPES / sizeof *SHAPES), runs = m->nfuncs * nshapes;
-    for (int i = 0; i < m->nfuncs; i++) cr_assert_eq(ir_launch_threads(m->funcs[i]), m->funcs[i]->threads + 32);
+    for (int i = 0; i < m->nfuncs; i++) cr_assert_eq(ir_launch_threads(m->funcs[i]), m->funcs[i]->threads + 128);
     int failed = gemm_runs_failing(s, m, SHAPES, nshapes, 2);
     cr_expect_eq(failed, 0, "%d of %d runs fail or differ from the interpreter", failed, runs);
     unsigned long bulk, async;
@@ -60,17 +60,21 @@ Test(cpusim_ws, every_gemm_tuned_tile_warp_specialized_matches_the_interpreter, 
     ir_module_free(m);
 }
 
-/* The producer is there: its copies, the consumers' named barrier, the launch's extra warp. */
+/* The producer is there: its copies, the consumers' named barrier, the
+ * launch's extra warpgroup, which gives its registers to the consumers. */
 Test(cpusim_ws, the_ptx_has_a_producer_and_consumer_barriers)
 {
     IrModule *m = gemm_ws(TWO_WG);
     CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *ptx = NULL, err[1024];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
-    cr_expect(strstr(ptx, ".maxntid 288, 1, 1"), "the producer's warp in .maxntid");
-    /* 9 warps: three share a quadrant of 16K registers, so at most 170 each (168 in steps of 8);
+    cr_expect(strstr(ptx, ".maxntid 384, 1, 1"), "the producer's warpgroup in .maxntid");
+    /* 12 warps: three share a quadrant of 16K registers, so at most 170 each (168 in steps of 8);
      * a .maxnreg above it builds a kernel the driver does not launch */
     cr_expect(strstr(ptx, ".maxnreg 168"), "registers for three warps to a quadrant");
+    /* then a quadrant's producer warp keeps 24 a thread, its two consumer warps take (512 - 24) / 2 */
+    cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"),
+              "registers moved from the producer to the consumers");
     cr_expect(strstr(ptx, "barrier.sync \t1, 256;"), "the consumers' barrier");
     free(ptx);
     ir_module_free(m);

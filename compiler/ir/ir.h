@@ -175,7 +175,7 @@ typedef struct IrFunc {
     Arena *arena;                     /* owns everything above */
 } IrFunc;
 
-enum { IR_PRODUCER_THREADS = 32 };   /* one warp */
+enum { IR_PRODUCER_THREADS = 128 };   /* one warpgroup: setmaxnreg moves registers by whole warpgroups */
 
 /* The threads a launch of f runs: its tile code's, then a producer's. */
 static inline int ir_launch_threads(const IrFunc *f) { return f->threads + f->producer_threads; }

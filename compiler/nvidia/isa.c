@@ -5,6 +5,7 @@
  * nvvm.annotations), declared in the module on first use. */
 #include "codegen/target.h"
 
+#include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
 
 #include <stdio.h>
@@ -95,6 +96,25 @@ static void annotate_kernel(Cg *c)
     annotate(c, "maxnreg", regs);
 }
 
+/* A warp-specialized block's producer warpgroup keeps PRODUCER_REGS a
+ * thread (it runs scalar loops and issues copies) and its consumers take
+ * the rest, when they are whole warpgroups and at least two of them (with
+ * one, the block's 255 a thread are already all a thread may have). The
+ * SM deals a block's warps to its four 16K-register quadrants in turn:
+ * each holds one producer warp and T / 128 consumer warps, so a consumer
+ * thread may have (16384 / 32 - PRODUCER_REGS) / (T / 128), in steps of
+ * 8: 240 with two consumer warpgroups. */
+enum { PRODUCER_REGS = 24 };
+
+static void role_registers(Cg *c, bool producer)
+{
+    int T = c->T;
+    if (!c->f->producer || c->f->producer_threads % 128 || T % 128 || T < 256) return;
+    int consumer = ((16384 / 32 - PRODUCER_REGS) / (T / 128)) & ~7;
+    if (consumer > 256) consumer = 256;
+    ptx_setmaxnreg(c, !producer, producer ? PRODUCER_REGS : consumer);
+}
+
 const TargetIsa nvidia_isa = {
     .thread_index = thread_index,
     .block_index = block_index,
@@ -105,4 +125,5 @@ const TargetIsa nvidia_isa = {
     .log2_fast = log2_fast,
     .rsqrt_fast = rsqrt_fast,
     .annotate_kernel = annotate_kernel,
+    .role_registers = role_registers,
 };

@@ -22,6 +22,13 @@ void ptx_fence_proxy_async(Cg *c) { asm_plain(c, "fence.proxy.async.shared::cta;
 void ptx_wgmma_fence(Cg *c) { asm_plain(c, "wgmma.fence.sync.aligned;"); }
 void ptx_wgmma_commit(Cg *c) { asm_plain(c, "wgmma.commit_group.sync.aligned;"); }
 
+void ptx_setmaxnreg(Cg *c, bool inc, int regs)
+{
+    char text[64];
+    snprintf(text, sizeof text, "setmaxnreg.%s.sync.aligned.u32 %d;", inc ? "inc" : "dec", regs);
+    asm_plain(c, text);
+}
+
 /* "=f,=f,...,<inputs>,0,1,...,~{memory}": n outputs tied to the last n inputs */
 static size_t tied_constraints(char *buf, size_t cap, int n, const char *inputs)
 {

@@ -20,6 +20,9 @@ void ptx_fence_proxy_async(Cg *c);
 void ptx_wgmma_fence(Cg *c);
 /* wgmma.commit_group.sync.aligned: the wgmma issued since the last commit form a group. */
 void ptx_wgmma_commit(Cg *c);
+/* setmaxnreg.inc / .dec (sm_90a): this warpgroup's registers a thread
+ * become regs (a multiple of 8 from 24 to 256), from or to the block's pool */
+void ptx_setmaxnreg(Cg *c, bool inc, int regs);
 /* wgmma.wait_group.sync.aligned pending: until at most pending groups are
  * in flight. acc[0..n) are the accumulator registers of the waited
  * groups, passed through the statement (tied), so nothing reads them

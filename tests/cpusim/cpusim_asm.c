@@ -1,7 +1,7 @@
 /* cpusim_asm.c: sm_90a's inline PTX (compiler/nvidia/ptx_asm.c: wgmma's
- * fence, mma_async, commit_group and wait_group, fence.proxy.async; the
- * mbarrier init fence, expect_tx and try_wait.parity, the bulk tensor
- * copy) made
+ * fence, mma_async, commit_group and wait_group, fence.proxy.async,
+ * setmaxnreg; the mbarrier init fence, expect_tx and try_wait.parity, the
+ * bulk tensor copy) made
  * calls into the executor. Each asm call is recognised by its text and
  * constraints, and its callee replaced by a wrapper of the same type that
  * stores its arguments to a slot array and calls sim_asm with the call's
@@ -161,6 +161,12 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         a->op = IN_WGMMA_COMMIT;
     } else if (sscanf(text, "wgmma.wait_group.sync.aligned %d;", &a->pending) == 1 && a->pending >= 0) {
         a->op = IN_WGMMA_WAIT;
+    } else if (!strncmp(text, "setmaxnreg.", 11)) {
+        char action[4] = "";
+        int regs = 0;
+        ok = sscanf(text, "setmaxnreg.%3[a-z].sync.aligned.u32 %d;", action, &regs) == 2 &&
+             (!strcmp(action, "inc") || !strcmp(action, "dec")) && regs >= 24 && regs <= 256 && regs % 8 == 0;
+        a->op = IN_SETMAXNREG;
     } else if (strstr(text, "wgmma.mma_async")) {
         ok = read_mma(text, a, nin, nout);
     } else if (!strncmp(text, "mma.sync.aligned.m16n8k32", 25)) {
@@ -246,6 +252,7 @@ static const char *asm_what(int op)
     case IN_WGMMA: return ", wgmma.mma_async";
     case IN_WGMMA_WAIT: return ", wgmma.wait_group";
     case IN_MMA_F8: return ", mma.sync fp8";
+    case IN_SETMAXNREG: return ", setmaxnreg";
     case IN_FENCE_PROXY_ASYNC: return ", fence.proxy.async";
     case IN_MBAR_EXPECT_TX: return ", mbarrier.expect_tx";
     case IN_MBAR_TRY_WAIT: return ", mbarrier.try_wait";

@@ -28,7 +28,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
     "llvm.nvvm.barrier.sync.cnt", "llvm.nvvm.bar.warp.sync",
     /* inline PTX (cpusim_asm.c), named for messages */
-    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8",
+    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8", "setmaxnreg",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
 };
 
@@ -280,6 +280,7 @@ bool release_warps(Launch *L)
         case IN_MMA_F8: warp_mma_f8(L, w); break;
         case IN_WGMMA_WAIT: warp_wgmma_wait(L, w); break;
         case IN_WARP_SYNC: order_warp_sync(L, lo, n); break;
+        case IN_SETMAXNREG: break;   /* registers are not modelled: the warp only had to reach it whole */
         }
         for (int l = 0; l < n; l++) w[l].st = TH_READY;
         any = true;
