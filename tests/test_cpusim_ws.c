@@ -366,6 +366,51 @@ Test(cpusim_ws, warp_specialized_tuned_attention_matches_the_interpreter, .timeo
     free(src);
 }
 
+/* The consumers' release without its bar.warp.sync (every call taken out
+ * of the IR as emitted): lane 0 arrives on the empty barrier while the other
+ * lanes' ldmatrix reads of the slot are ordered before nothing it does, and
+ * the producer's refill of the slot races them. The tutorial's forward:
+ * 32-row tiles, its dots on mma.sync. */
+Test(cpusim_ws, a_release_without_the_warp_sync_is_reported, .timeout = 300)
+{
+    char *src = tu_read_file("examples/attention/attention.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_nosync_XXXXXX.ph";
+    cr_assert_eq(write_warp_specialized(src, path), 4);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m);
+    const IrFunc *fwd = m->funcs[0];
+    cr_assert_str_eq(fwd->name, "attn_fwd__D_64__BR_32__BC_32");
+    char *ir = sm90a_ir(m);
+    const char *sync = "call void @llvm.nvvm.bar.warp.sync(i32 -1)";
+    int removed = 0;
+    for (char *at; (at = strstr(ir, sync)); removed++) memset(at, ' ', strlen(sync));
+    cr_assert_gt(removed, 0, "no bar.warp.sync in the warp-specialized attention");
+    cpusim *s = NULL;
+    char err[2048];
+    cr_assert_eq(cpusim_load_llvm(m, ir, &s, err, sizeof err), PH_OK, "%s", err);
+    int64_t rows = 256, d = 64;
+    HostRng r;
+    host_rng_seed(&r, 7);
+    void *t[5];
+    for (int i = 0; i < 5; i++) {
+        t[i] = host_alloc(i < 4 ? DT_F16 : DT_F32, (size_t)(i < 4 ? rows * d : rows));
+        if (i < 3) host_fill_normal(DT_F16, t[i], (size_t)(rows * d), 0.0, 0.5, &r);
+    }
+    IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
+                    host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
+    HostLauncher sim = {"cpusim", sim_launch, s};
+    const int grid[3] = {128 / 32, 2, 1};
+    cr_expect_neq(sim_launch(&sim, fwd, args, 8, grid, err, sizeof err), 0, "the executor saw no race");
+    cr_expect(strstr(err, "race") && strstr(err, "ldmatrix"), "%s", err);
+    for (int i = 0; i < 5; i++) free(t[i]);
+    cpusim_free(s);
+    free(ir);
+    ir_module_free(m);
+    unlink(path);
+    free(src);
+}
+
 /* make gpusanitize's GEMM shape (384 x 640 x 192 on 3 blocks: each block
  * three tiles, the producer running ahead into the next tile's K loop) with
  * the two-warpgroup 128 x 256 tiles. */
