@@ -81,19 +81,24 @@ static void annotate_grid_constants(Cg *c)
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
 }
 
+/* The registers a thread of the block may have (its .maxnreg). */
+static int block_registers(Cg *c)
+{
+    int regs = 255, warps = (ir_launch_threads(c->f) + 31) / 32, fit = (16384 / (32 * ((warps + 3) / 4))) & ~7;
+    return fit < regs ? fit : regs;   /* up to 8 warps, 2 to a quadrant: 256, so 255 */
+}
+
 static void annotate_kernel(Cg *c)
 {
     annotate_grid_constants(c);
     /* .maxntid tells ptxas the block size, so it can spend registers */
     annotate(c, "maxntidx", ir_launch_threads(c->f));
     /* .maxnreg 255: otherwise ptxas may trade a few spills for occupancy, and local memory is slower than registers.
-     * A block past 256 threads (a producer warp's, a @ph.launch(512)) gets what its warps can share: the SM's 64K registers
+     * A block past 256 threads (a producer warpgroup's, a @ph.launch(512)) gets what its warps can share: the SM's 64K registers
      * are four quadrants of 16K, a block's warps are dealt out to the quadrants in turn, so the fullest
      * holds ceil(warps / 4) of them; in the allocation's steps of 8. ptxas does not infer it from .maxntid
      * under a .maxnreg, and a block that asks for more does not launch (CUDA error 701) */
-    int regs = 255, warps = (ir_launch_threads(c->f) + 31) / 32, fit = (16384 / (32 * ((warps + 3) / 4))) & ~7;
-    if (fit < regs) regs = fit;   /* up to 8 warps, 2 to a quadrant: 256, so 255 */
-    annotate(c, "maxnreg", regs);
+    annotate(c, "maxnreg", block_registers(c));
 }
 
 /* A warp-specialized block's producer warpgroup keeps PRODUCER_REGS a
@@ -112,6 +117,7 @@ static void role_registers(Cg *c, bool producer)
     if (!c->f->producer || c->f->producer_threads % 128 || T % 128 || T < 256) return;
     int consumer = ((16384 / 32 - PRODUCER_REGS) / (T / 128)) & ~7;
     if (consumer > 256) consumer = 256;
+    if (consumer <= block_registers(c)) return;   /* too many consumer warps for the producer's to matter */
     ptx_setmaxnreg(c, !producer, producer ? PRODUCER_REGS : consumer);
 }
 
