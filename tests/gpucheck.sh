@@ -12,6 +12,7 @@
 # distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
 BUILD=${BUILD:-build}
+. tests/ws_copies.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 status=0
@@ -151,12 +152,11 @@ gemm_file() {
     echo "  $1: $n runs right"
 }
 gemm_file bench/gemm_tuned.ph
-# and its warp-specialized configs (W=[1]), out of the tuned set (not faster)
+# and their warp-specialized copies (tests/ws_copies.sh): the GEMM's W=[1]
+# configs, out of the tuned set (not faster), and the attention kernels with
+# a producer warpgroup
 WS=$(mktemp -d)
-sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
-grep -q 'W=\[1\])' "$WS/gemm_ws.ph" && gemm_file "$WS/gemm_ws.ph" || { echo "  no W=[0] in bench/gemm_tuned.ph"; status=1; }
-# and bench/attention_tuned.ph with a producer warp in every kernel (@ph.warp_specialize(1))
-awk '/^@ph.kernel$/ { print; print "@ph.warp_specialize(1)"; next } { print }' bench/attention_tuned.ph > "$WS/attention_ws.ph"
+if ws_copies "$WS"; then gemm_file "$WS/gemm_ws.ph"; else status=1; fi
 attention_file "$WS/attention_ws.ph"
 rm -rf "$WS"
 echo "== docs/runtime.md embedding example"

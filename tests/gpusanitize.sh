@@ -18,6 +18,7 @@
 # go at once; SANITIZE_LOGS names a folder where each failing run's whole
 # report is written (its label as the file name).
 BUILD=${BUILD:-build}
+. tests/ws_copies.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
@@ -68,9 +69,7 @@ report() {
 
 WS=$(mktemp -d)
 trap 'rm -rf "$WS" "$Q"' EXIT
-sed 's/W=\[0\])/W=[1])/' bench/gemm_tuned.ph > "$WS/gemm_ws.ph"
-grep -q 'W=\[1\])' "$WS/gemm_ws.ph" || { echo "gpusanitize: bench/gemm_tuned.ph has no W=[0] to turn into W=[1]"; exit 1; }
-awk '/^@ph.kernel$/ { print; print "@ph.warp_specialize(1)"; next } { print }' bench/attention_tuned.ph > "$WS/attention_ws.ph"
+ws_copies "$WS" || exit 1
 
 # attention_runs FILE LABEL: each config index of FILE at N_CTX 128, head dims 64 and 128
 attention_runs() {

@@ -210,8 +210,8 @@ static void emit_roles(Cg *c, const IrFunc *f)
     LLVMValueRef elected = LLVMBuildICmp(B, LLVMIntEQ, c->tid, i32c(c, c->T), "");
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, c->tid, i32c(c, c->T), ""), cons, prod);
     LLVMPositionBuilderAtEnd(B, prod);
-    if (f->producer && c->target->isa->role_registers) c->target->isa->role_registers(c, true);
     if (f->producer) {
+        if (c->target->isa->role_registers) c->target->isa->role_registers(c, true);
         LLVMBasicBlockRef run = new_bb(c, "produce");
         LLVMBuildCondBr(B, elected, run, c->exit_bb);
         LLVMPositionBuilderAtEnd(B, run);

@@ -35,9 +35,9 @@ typedef struct TargetIsa {
     LLVMValueRef (*log2_fast)(Cg *c, LLVMValueRef x);   /* f32 log2 x, approximate */
     LLVMValueRef (*rsqrt_fast)(Cg *c, LLVMValueRef x);  /* f32 1/sqrt x, approximate */
     void (*annotate_kernel)(Cg *c);                     /* what the assembler is told of c->fn (block size, registers) */
-    /* warp-specialized: at the start of the producer's threads' code
-     * (producer) or of the consumers', what moves registers between them;
-     * NULL: nothing */
+    /* with a producer (IrFunc.producer): at the start of the producer's
+     * threads' code (producer) or of the consumers', what moves registers
+     * between them; NULL: nothing */
     void (*role_registers)(Cg *c, bool producer);
 } TargetIsa;
 

@@ -114,7 +114,7 @@ enum { PRODUCER_REGS = 24 };
 static void role_registers(Cg *c, bool producer)
 {
     int T = c->T;
-    if (!c->f->producer || c->f->producer_threads % 128 || T % 128 || T < 256) return;
+    if (T % 128 || T < 256) return;
     int consumer = ((16384 / 32 - PRODUCER_REGS) / (T / 128)) & ~7;
     if (consumer > 256) consumer = 256;
     if (consumer <= block_registers(c)) return;   /* too many consumer warps for the producer's to matter */

@@ -125,14 +125,15 @@ static bool reads_slots(const IrOp *op, const IrOp *wait)
 }
 
 /* Every use of wait's slots in op and its regions is an operand of a dot
- * that a warp-wide engine takes. */
+ * that sm_90a lowers with a warp-wide engine. */
 static bool read_by_warp_dots(const IrFunc *f, const IrOp *op, const IrOp *wait)
 {
     bool direct = false;
     for (int j = 0; j < op->nargs; j++) direct |= is_result_of(wait, op->args[j]);
-    if (direct && (op->kind != OP_DOT || is_result_of(wait, op->args[2]) ||
-                   !(dot_wgmma.accepts(f, op) || dot_mma_sync.accepts(f, op))))
-        return false;
+    if (direct) {
+        const DotEngine *e = op->kind == OP_DOT ? dot_engine_for(&nvidia_sm90a, f, op) : NULL;
+        if (is_result_of(wait, op->args[2]) || (e != &dot_wgmma && e != &dot_mma_sync)) return false;
+    }
     for (int side = 0; side < 2; side++) {
         const IrBlock *b = side ? op->els : op->body;
         for (int i = 0; b && i < b->nops; i++)
