@@ -133,9 +133,11 @@ static void check_config(Sema *s, const Kernel *k, const int64_t *config)
         int64_t w = k->warp_specialize->kind == EX_INT ? k->warp_specialize->ival
                                                        : config[sema_meta_index(k, k->warp_specialize->name)];
         if (k->warp_specialize->kind == EX_INT && k->warp_specialize->overflow) w = -1;
-        if (w != 0 && w != 1) sema_err(s, k->warp_specialize->loc, "@%s.warp_specialize needs 0 (off) or 1 (a producer warp), got %lld",
-                                       s->alias, (long long)w);
-        else f->producer_threads = w ? IR_PRODUCER_THREADS : 0;
+        if (w < 0 || w > 2)
+            sema_err(s, k->warp_specialize->loc,
+                     "@%s.warp_specialize needs 0 (off), 1 (a producer warpgroup) or 2 (and the warpgroups computing take turns), got %lld",
+                     s->alias, (long long)w);
+        else f->producer_threads = w ? IR_PRODUCER_THREADS : 0, f->turns = w == 2;
     }
     for (int i = 0; i < k->nmeta; i++)
         if (sema_is_dim_name(k, k->meta_name[i]) && (config[i] < 1 || config[i] > INT32_MAX))

@@ -301,7 +301,7 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
         case 7: check_tune_reset(d, alias, e, k, IR_TUNE_ZERO); break;
         case 8:
             if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
-                diag_error(d, e->loc, "@%s.warp_specialize takes one argument: 0, 1 or a meta-parameter name", alias);
+                diag_error(d, e->loc, "@%s.warp_specialize takes one argument: 0, 1, 2 or a meta-parameter name", alias);
             else k->warp_specialize = e->items[0];
             break;
         }
@@ -319,7 +319,7 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
     }
     if (k->warp_specialize && k->warp_specialize->kind == EX_NAME && sema_meta_index(k, k->warp_specialize->name) < 0) {
         diag_error(d, k->warp_specialize->loc, "'%s' is not a meta-parameter of this kernel; @%s.warp_specialize takes "
-                   "0, 1 or a meta-parameter name", k->warp_specialize->name, alias);
+                   "0, 1, 2 or a meta-parameter name", k->warp_specialize->name, alias);
         k->warp_specialize = NULL;
     }
 }

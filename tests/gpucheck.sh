@@ -154,10 +154,11 @@ gemm_file() {
 gemm_file bench/gemm_tuned.ph
 # and their warp-specialized copies (tests/ws_copies.sh): the GEMM's W=[1]
 # configs, out of the tuned set (not faster), and the attention kernels with
-# a producer warpgroup
+# a producer warpgroup, and with their warpgroups taking turns as well
 WS=$(mktemp -d)
 if ws_copies "$WS"; then gemm_file "$WS/gemm_ws.ph"; else status=1; fi
 attention_file "$WS/attention_ws.ph"
+attention_file "$WS/attention_turns.ph"
 rm -rf "$WS"
 echo "== docs/runtime.md embedding example"
 "$BUILD/docs/embed" || status=1

@@ -12,7 +12,8 @@
 # The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
 # warp-specialized configs, out of the tuned set: not faster), and on the
 # sm_90a path the attention check runs again with every kernel of
-# bench/attention_tuned.ph warp-specialized (attention_ws.ph).
+# bench/attention_tuned.ph warp-specialized (attention_ws.ph), and again
+# with the consumer warpgroups taking turns (attention_turns.ph).
 # SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a space-separated list
 # each), for a device session too short for all of them; SANITIZE_JOBS runs
 # go at once; SANITIZE_LOGS names a folder where each failing run's whole
@@ -95,6 +96,7 @@ for arch in $ARCHS; do
         attention_runs bench/attention_tuned.ph attention
         # the producer warp exists on sm_90a only (elsewhere it exits at once)
         [ "$arch" != sm_90a ] || attention_runs "$WS/attention_ws.ph" "attention_ws.ph (@ph.warp_specialize(1))"
+        [ "$arch" != sm_90a ] || attention_runs "$WS/attention_turns.ph" "attention_turns.ph (@ph.warp_specialize(2))"
         report
     done
 done

@@ -290,9 +290,9 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
     ir_module_free(m);
 }
 
-/* src with @ph.warp_specialize(1) on each kernel, in a file of its own
+/* src with @ph.warp_specialize(w) on each kernel, in a file of its own
  * (path, a mkstemps template ending in ".ph"); how many kernels. */
-static int write_warp_specialized(const char *src, char *path)
+static int write_specialized(const char *src, char *path, int w)
 {
     int fd = mkstemps(path, 3);
     cr_assert_geq(fd, 0);
@@ -303,12 +303,14 @@ static int write_warp_specialized(const char *src, char *path)
             fputs(p, f);
             break;
         }
-        fprintf(f, "%.*s@ph.kernel\n@ph.warp_specialize(1)\n", (int)(k - p), p);
+        fprintf(f, "%.*s@ph.kernel\n@ph.warp_specialize(%d)\n", (int)(k - p), p, w);
         kernels++;
     }
     fclose(f);
     return kernels;
 }
+
+static int write_warp_specialized(const char *src, char *path) { return write_specialized(src, path, 1); }
 
 /* Each entry of the file's sm_90a PTX whose name starts with one of
  * prefix[] releases its slots from consumers (the bar.warp.sync before
@@ -427,4 +429,89 @@ Test(cpusim_ws, the_sanitizers_gemm_shape_runs_without_races, .timeout = 600)
     }
     cpusim_free(s);
     ir_module_free(m);
+}
+
+/* @ph.warp_specialize(2): the two consumer warpgroups of the 256-thread
+ * configs take turns at their wgmma (a named barrier each, bar.arrive to
+ * the next), the others run as with 1. The same picks as above. */
+Test(cpusim_ws, attention_whose_warpgroups_take_turns_matches_the_interpreter, .timeout = 1200)
+{
+    static const int picks[] = {0, 3, 5, 6, 9, 10, 12, 15};
+    char *src = tu_read_file("bench/attention_tuned.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_turns_XXXXXX.ph";
+    cr_assert_eq(write_specialized(src, path, 2), 4);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    int turning = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        if (strncmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_", 34)) continue;
+        IrModule one = *m;
+        one.funcs = &m->funcs[i], one.nfuncs = 1;
+        char *ptx = NULL, err[1024];
+        cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        bool two = m->funcs[i]->threads == 256;
+        /* the first turn's arrival, then one wait and one arrival a dot (QK^T, PV) */
+        int arrivals = 0;
+        for (const char *p = ptx; (p = strstr(p, "bar.arrive")); p++) arrivals++;
+        cr_expect_eq(arrivals, two ? 3 : 0, "%s: %d bar.arrive", m->funcs[i]->name, arrivals);
+        turning += two;
+        free(ptx);
+    }
+    cr_expect_eq(turning, 2, "the forward's D 64 BR 128 BC 64 NT 256 configs (S 2, 3)");
+    ir_module_free(m);
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
+    unlink(path);
+    free(src);
+}
+
+/* The consumers' first turn never given (warpgroup 1's arrival at barrier
+ * 2 before its first wgmma taken out of the IR as emitted): warpgroup 0
+ * waits for ever for its turn, warpgroup 1 for warpgroup 0's arrival. */
+Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .timeout = 300)
+{
+    char *src = tu_read_file("bench/attention_tuned.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_noturn_XXXXXX.ph";
+    cr_assert_eq(write_specialized(src, path, 2), 4);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m);
+    int at = -1;
+    for (int i = 0; i < m->nfuncs && at < 0; i++)
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2")) at = i;
+    cr_assert_geq(at, 0);
+    IrModule one = *m;
+    one.funcs = &m->funcs[at], one.nfuncs = 1;
+    char *ir = sm90a_ir(&one);
+    const char *first = "\"r,r,~{memory}\"(i32 2, i32 256)";
+    char *p = strstr(ir, first);
+    cr_assert_not_null(p, "no first turn in the IR");
+    char *call = p;
+    while (call > ir && strncmp(call, "call void asm", 13)) call--;
+    char *eol = strchr(p, '\n');
+    memset(call, ' ', (size_t)(eol - call));
+    cpusim *s = NULL;
+    char err[2048];
+    cr_assert_eq(cpusim_load_llvm(&one, ir, &s, err, sizeof err), PH_OK, "%s", err);
+    int64_t rows = 256, d = 64;
+    HostRng r;
+    host_rng_seed(&r, 7);
+    void *t[5];
+    for (int i = 0; i < 5; i++) {
+        t[i] = host_alloc(i < 4 ? DT_F16 : DT_F32, (size_t)(i < 4 ? rows * d : rows));
+        if (i < 3) host_fill_normal(DT_F16, t[i], (size_t)(rows * d), 0.0, 0.5, &r);
+    }
+    IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
+                    host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
+    HostLauncher sim = {"cpusim", sim_launch, s};
+    const int grid[3] = {1, 2, 1};
+    cr_expect_neq(sim_launch(&sim, m->funcs[at], args, 8, grid, err, sizeof err), 0, "the launch ended");
+    cr_expect(strstr(err, "deadlock") && strstr(err, "256 threads at a barrier"), "%s", err);
+    for (int i = 0; i < 5; i++) free(t[i]);
+    cpusim_free(s);
+    free(ir);
+    ir_module_free(m);
+    unlink(path);
+    free(src);
 }

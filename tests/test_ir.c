@@ -2,6 +2,7 @@
  * the verifier (each kind of malformed IR refused with a message naming
  * the op), the fold and dce passes and the pass driver, on IR text. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ir/ir.h"
@@ -140,6 +141,24 @@ Test(ir_text, header_and_attributes_survive)
     cr_assert(!f->params[6].is_tensor);
     ir_module_free(m);
     free(text);
+}
+
+/* @ph.warp_specialize(1) and (2): the producer's threads, and whether the
+ * tile code's warpgroups take turns, in the header */
+Test(ir_text, producer_and_turns_survive)
+{
+    const char *const heads[] = {"threads 256 producer 128\n", "threads 256 producer 128 turns\n"};
+    for (int w = 0; w < 2; w++) {
+        char text[256];
+        snprintf(text, sizeof text, "func k kernel k %s    params(n: i32) {\n  return\n}\n", heads[w]);
+        IrModule *m = parse_ok(text);
+        cr_assert_eq(m->funcs[0]->producer_threads, 128);
+        cr_assert_eq(m->funcs[0]->turns, w == 1);
+        char *once = tu_ir_text(m);
+        cr_assert(strstr(once, heads[w]), "%s", once);
+        ir_module_free(m);
+        free(once);
+    }
 }
 
 Test(ir_text, floats_print_exactly)

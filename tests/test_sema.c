@@ -373,6 +373,23 @@ Test(header, stages)
           "t.ph:4:12: error: 'Q' is not a meta-parameter of this kernel; @ph.stages takes an integer or a meta-parameter name\n");
 }
 
+/* @ph.warp_specialize(W): 0 off, 1 a producer warpgroup, 2 and the tile
+ * code's warpgroups taking turns (IrFunc.turns) */
+Test(header, warp_specialize)
+{
+    IrModule *m = ok(HEAD "@ph.kernel\n@ph.launch(256)\n@ph.warp_specialize(W)\n@ph.autotune(W=[0, 1, 2])\n"
+                     "def k(X: ph.tensor[ph.f32][N]):\n    pass\n");
+    cr_assert_eq(m->nfuncs, 3);
+    for (int w = 0; w < 3; w++) {
+        cr_expect_eq(m->funcs[w]->producer_threads, w ? 128 : 0);
+        cr_expect_eq(m->funcs[w]->turns, w == 2);
+    }
+    ir_module_free(m);
+    fails(HEAD "@ph.kernel\n@ph.warp_specialize(W)\n@ph.autotune(W=[1, 3])\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:4:21: error: @ph.warp_specialize needs 0 (off), 1 (a producer warpgroup) or 2 (and the warpgroups "
+          "computing take turns), got 3\n");
+}
+
 Test(header, parameters)
 {
     fails(HEAD "@ph.kernel\ndef k(X: ph.tensor[ph.f32][N, 0], n: ph.f16, b, c: ph.i32 = 3, X: ph.i32, "

@@ -35,7 +35,7 @@ void phc_print_list(FILE *out, const IrModule *m)
         if (i == 0 || strcmp(f->kernel, m->funcs[i - 1]->kernel)) fprintf(out, "%s\n", f->kernel);
         fprintf(out, "  %s", f->name);
         for (int j = 0; j < f->nmeta; j++) fprintf(out, " %s=%lld", f->meta[j].name, (long long)f->meta[j].value);
-        fprintf(out, " threads=%d%s%s\n", f->threads, f->producer_threads ? " producer=128" : "", f->tensorcore ? " tensorcore" : "");
+        fprintf(out, " threads=%d%s%s\n", f->threads, f->producer_threads ? f->turns ? " producer=128 turns" : " producer=128" : "", f->tensorcore ? " tensorcore" : "");
     }
 }
 

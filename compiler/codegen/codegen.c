@@ -211,7 +211,7 @@ static void emit_roles(Cg *c, const IrFunc *f)
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, c->tid, i32c(c, c->T), ""), cons, prod);
     LLVMPositionBuilderAtEnd(B, prod);
     if (f->producer) {
-        if (c->target->isa->role_registers) c->target->isa->role_registers(c, true);
+        if (c->target->isa->role_begin) c->target->isa->role_begin(c, true);
         LLVMBasicBlockRef run = new_bb(c, "produce");
         LLVMBuildCondBr(B, elected, run, c->exit_bb);
         LLVMPositionBuilderAtEnd(B, run);
@@ -228,7 +228,7 @@ static void emit_roles(Cg *c, const IrFunc *f)
     }
     LLVMPositionBuilderAtEnd(B, cons);
     c->role = CG_CONSUMERS;
-    if (f->producer && c->target->isa->role_registers) c->target->isa->role_registers(c, false);
+    if (f->producer && c->target->isa->role_begin) c->target->isa->role_begin(c, false);
     for (int r = 0; f->producer && r < CG_MAX_RINGS; r++)
         if (c->ring_buf[r] >= 0) smem_access(c, c->ring_buf[r], false);
     emit_block(c, f->body, NULL, NULL);

@@ -37,8 +37,9 @@ typedef struct TargetIsa {
     void (*annotate_kernel)(Cg *c);                     /* what the assembler is told of c->fn (block size, registers) */
     /* with a producer (IrFunc.producer): at the start of the producer's
      * threads' code (producer) or of the consumers', what moves registers
-     * between them; NULL: nothing */
-    void (*role_registers)(Cg *c, bool producer);
+     * between them and what starts the consumers' turns (IrFunc.turns);
+     * NULL: nothing */
+    void (*role_begin)(Cg *c, bool producer);
 } TargetIsa;
 
 /* How a ring slot (OP_COPY_ASYNC) is filled, and how a thread waits for

@@ -167,6 +167,10 @@ typedef struct IrFunc {
      * of the rings' copies (IR_PRODUCER_THREADS or 0); the tile code keeps
      * `threads` (ir_launch_threads: what a launch runs) */
     int producer_threads;
+    /* @ph.warp_specialize(2): with a producer, the tile code's warpgroups
+     * take turns issuing their wgmma (ping-pong), so one's softmax runs
+     * while another's dots do */
+    bool turns;
     IrBlock *producer;                /* set by a target's warp-specialization pass on its copy: the producer's code, or NULL */
     bool tensorcore;
     int nvalues, capvalues; IrValue *values;  /* values[0] unused */

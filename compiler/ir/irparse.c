@@ -783,7 +783,10 @@ static void func(Parser *ps)
     ps->f->threads = (int)integer(ps, INT32_MIN, INT32_MAX, "a thread count");
     ps->f->tensorcore = accept_word(ps, "tensorcore");
     if (accept_word(ps, "stages")) ps->f->stages = (int)integer(ps, 1, 64, "a stage count from 1 to 64");
-    if (accept_word(ps, "producer")) ps->f->producer_threads = (int)integer(ps, IR_PRODUCER_THREADS, IR_PRODUCER_THREADS, "a producer's threads (128)");
+    if (accept_word(ps, "producer")) {
+        ps->f->producer_threads = (int)integer(ps, IR_PRODUCER_THREADS, IR_PRODUCER_THREADS, "a producer's threads (128)");
+        ps->f->turns = accept_word(ps, "turns");
+    }
     header_lists(ps);
     ps->mapcap = 0;
     free(ps->map);

@@ -347,7 +347,7 @@ static void print_header(Printer *p)
     fprintf(p->out, "func %s kernel %s threads %d%s", f->name, f->kernel, f->threads,
             f->tensorcore ? " tensorcore" : "");
     if (f->stages) fprintf(p->out, " stages %d", f->stages);
-    if (f->producer_threads) fprintf(p->out, " producer %d", f->producer_threads);
+    if (f->producer_threads) fprintf(p->out, " producer %d%s", f->producer_threads, f->turns ? " turns" : "");
     fputc('\n', p->out);
     if (f->nmeta) {
         fputs("    meta(", p->out);

@@ -179,6 +179,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
+    nvidia_turn_wait(c);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
     /* Register A passes through the fence, and so do the accumulators where
      * other code may write them between the instructions (a rescale of the
@@ -203,6 +204,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         }
     }
     ptx_wgmma_commit(c);
+    nvidia_turn_pass(c);
     free(afr);
     /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
     ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);

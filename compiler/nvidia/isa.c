@@ -121,6 +121,52 @@ static void role_registers(Cg *c, bool producer)
     ptx_setmaxnreg(c, !producer, producer ? PRODUCER_REGS : consumer);
 }
 
+/* @ph.warp_specialize(2): the consumer warpgroups issue their wgmma in
+ * turn, by index, round and round: warpgroup g waits at named barrier
+ * TURN_BARRIER + g (256 threads: its own and the previous warpgroup's
+ * arrival) before it issues, and arrives at the next one's once it has
+ * issued (committed, not completed). Every warpgroup issues the same dots
+ * in the same order (the tile code's control flow is the same in every
+ * thread), so each barrier sees one arrival per wait. The last warpgroup's
+ * arrival at the start gives warpgroup 0 the first turn; the last arrival
+ * of a block is left unwaited-for, which the block's end clears. Barrier 1
+ * is the consumers' block barrier (block_barrier). */
+enum { TURN_BARRIER = 2, TURN_THREADS = 256 };
+
+static bool taking_turns(Cg *c)
+{
+    return c->role == CG_CONSUMERS && c->f->turns && c->f->producer && c->T % 128 == 0 && c->T >= 256;
+}
+
+static LLVMValueRef turn_barrier(Cg *c, int ahead)
+{
+    LLVMValueRef g = udiv(c, c->tid, 128);
+    if (ahead) g = urem(c, add(c, g, i32c(c, ahead)), c->T / 128);
+    return add(c, g, i32c(c, TURN_BARRIER));
+}
+
+void nvidia_turn_wait(Cg *c)
+{
+    if (!taking_turns(c)) return;
+    LLVMTypeRef pts[2] = {c->ti32, c->ti32};
+    LLVMValueRef args[2] = {turn_barrier(c, 0), i32c(c, TURN_THREADS)};
+    cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
+}
+
+void nvidia_turn_pass(Cg *c)
+{
+    if (taking_turns(c)) ptx_barrier_arrive(c, turn_barrier(c, 1), TURN_THREADS);
+}
+
+static void role_begin(Cg *c, bool producer)
+{
+    role_registers(c, producer);
+    if (producer || !taking_turns(c)) return;
+    Guard last = guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, udiv(c, c->tid, 128), i32c(c, c->T / 128 - 1), ""));
+    ptx_barrier_arrive(c, i32c(c, TURN_BARRIER), TURN_THREADS);
+    guard_end(c, last);
+}
+
 const TargetIsa nvidia_isa = {
     .thread_index = thread_index,
     .block_index = block_index,
@@ -131,5 +177,5 @@ const TargetIsa nvidia_isa = {
     .log2_fast = log2_fast,
     .rsqrt_fast = rsqrt_fast,
     .annotate_kernel = annotate_kernel,
-    .role_registers = role_registers,
+    .role_begin = role_begin,
 };

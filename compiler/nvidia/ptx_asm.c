@@ -128,6 +128,12 @@ void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes)
     asm_call(c, "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", c->tvoid, args, 2);
 }
 
+void ptx_barrier_arrive(Cg *c, LLVMValueRef id, int count)
+{
+    LLVMValueRef args[2] = {id, i32c(c, count)};
+    asm_call(c, "bar.arrive $0, $1;", "r,r,~{memory}", c->tvoid, args, 2);
+}
+
 LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity)
 {
     LLVMValueRef args[2] = {bar, parity};

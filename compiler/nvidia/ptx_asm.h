@@ -47,6 +47,16 @@ void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n);
  * (b[0..2)), replaced in place by the results. */
 void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef *acc);
 
+/* bar.arrive id, count: this thread counts towards named barrier id's
+ * count threads without waiting for the others (LLVM 19 has no intrinsic) */
+void ptx_barrier_arrive(Cg *c, LLVMValueRef id, int count);
+
+/* isa.c: a consumer warpgroup's turn at the wgmma (IrFunc.turns): waited
+ * for before it issues a dot, passed on once issued; nothing where the
+ * kernel's warpgroups do not take turns */
+void nvidia_turn_wait(Cg *c);
+void nvidia_turn_pass(Cg *c);
+
 /* Shared-memory addresses below are i32 offsets in the shared window
  * (ptx_shared_address). */
 LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3);

@@ -120,18 +120,20 @@ static bool read_mma_f8(const char *text, AsmCall *a, int nin, int nout)
 
 /* The copy engine's asm texts (ptx_asm.c), each with its operands in a
  * fixed order: the mbarrier's shared address first (try_wait: after its
- * result), the bulk copy's destination, map, x, y and mbarrier. */
+ * result), the bulk copy's destination, map, x, y and mbarrier; then the
+ * named barrier's arrival (id, count) of consumers taking turns. */
 static const char *const tma_texts[] = {
     "fence.mbarrier_init.release.cluster;",
     "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;",
     "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;\nselp.b32 $0, 1, 0, p;\n}",
     "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [$0], [$1, {$2, $3}], [$4];",
+    "bar.arrive $0, $1;",
 };
-static const int tma_inputs[] = {0, 2, 2, 5}, tma_outputs[] = {0, 0, 1, 0};
+static const int tma_inputs[] = {0, 2, 2, 5, 2}, tma_outputs[] = {0, 0, 1, 0, 0};
 
 static bool read_tma(const char *text, AsmCall *a)
 {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!strcmp(text, tma_texts[i])) {
             a->op = IN_FENCE_MBAR_INIT + i;
             return true;
@@ -258,6 +260,7 @@ static const char *asm_what(int op)
     case IN_MBAR_TRY_WAIT: return ", mbarrier.try_wait";
     case IN_BULK_TENSOR: return ", the bulk tensor copy";
     case IN_FENCE_MBAR_INIT: return ", fence.mbarrier_init";
+    case IN_BAR_ARRIVE: return ", bar.arrive";
     default: return ", wgmma";
     }
 }

@@ -32,7 +32,7 @@ enum {
     IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT, IN_WARP_SYNC,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8, IN_SETMAXNREG,
-    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_COUNT
+    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -249,6 +249,8 @@ typedef struct {
     uint32_t map_ok[CODEGEN_MAX_COPY_DESCS];
     uint32_t *vc;           /* T x T: each thread's vector clock (cpusim_order.c) */
     uint32_t *mb_vc;        /* per mbarrier, T each: the clocks its current and its last completed phase released */
+    uint32_t *bar_vc;       /* per named barrier (16), T each: the clocks its bar.arrive threads released */
+    uint32_t bar_arrived[16], bar_arrive_count[16];   /* bar.arrive threads at each since its last completion, and their count */
     bool failed;
     char msg[640];
 } Launch;
@@ -361,6 +363,8 @@ void order_phase_complete(Launch *L, int b);
 void order_wait_seen(Launch *L, int t, int b);     /* thread t's try_wait saw b's last phase complete: an acquire */
 void order_warp_sync(Launch *L, int lo, int n);  /* bar.warp.sync of lanes lo .. lo + n - 1: each acquires what the others did */
 bool release_named_barriers(Launch *L);
+/* thread t's bar.arrive id, count: a release that counts towards the barrier without waiting */
+void order_named_arrive(Launch *L, int t, uint32_t id, uint32_t count);
 
 /* ---- cpusim_tma.c: mbarriers and the bulk tensor copy ---- */
 /* The descriptors' parameters after the ABI's slots (from slot n): the

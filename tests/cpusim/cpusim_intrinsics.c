@@ -29,7 +29,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.barrier.sync.cnt", "llvm.nvvm.bar.warp.sync",
     /* inline PTX (cpusim_asm.c), named for messages */
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8", "setmaxnreg",
-    "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor",
+    "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor", "bar.arrive",
 };
 
 /* llvm.maxnum / minnum.f32 as NVPTX lowers them, PTX max.f32 / min.f32 as

@@ -30,9 +30,13 @@ static uint32_t *clock_of(Launch *L, int t) { return &L->vc[(size_t)t * (size_t)
 void order_begin_block(Launch *L)
 {
     size_t n = (size_t)L->T * (size_t)L->T;
-    if (!L->vc) L->vc = malloc(sizeof *L->vc * n), L->mb_vc = malloc(sizeof *L->mb_vc * (size_t)L->T * 2 * MAX_MBARRIERS);
+    if (!L->vc)
+        L->vc = malloc(sizeof *L->vc * n), L->mb_vc = malloc(sizeof *L->mb_vc * (size_t)L->T * 2 * MAX_MBARRIERS),
+        L->bar_vc = malloc(sizeof *L->bar_vc * (size_t)L->T * 16);
     memset(L->vc, 0, sizeof *L->vc * n);
     memset(L->mb_vc, 0, sizeof *L->mb_vc * (size_t)L->T * 2 * MAX_MBARRIERS);
+    memset(L->bar_vc, 0, sizeof *L->bar_vc * (size_t)L->T * 16);   /* a block's unwaited arrivals end with it */
+    memset(L->bar_arrived, 0, sizeof L->bar_arrived);
     for (int t = 0; t < L->T; t++) clock_of(L, t)[t] = 1;
 }
 
@@ -40,6 +44,7 @@ void order_end_launch(Launch *L)
 {
     free(L->vc);
     free(L->mb_vc);
+    free(L->bar_vc);
     L->vc = L->mb_vc = NULL;
 }
 
@@ -95,7 +100,22 @@ void order_phase_complete(Launch *L, int b)
 
 void order_wait_seen(Launch *L, int t, int b) { join(L, clock_of(L, t), mbarrier_clock(L, b, 1)); }
 
-/* Ends named barrier id where count threads wait at it: each takes in the
+void order_named_arrive(Launch *L, int t, uint32_t id, uint32_t count)
+{
+    if (L->bar_arrived[id] && L->bar_arrive_count[id] != count)
+        launch_fail(L, "block (%u, %u, %u) thread %d: bar.arrive %u, %u after arrivals counting to %u", L->block[0], L->block[1],
+                    L->block[2], t, id, count, L->bar_arrive_count[id]);
+    join(L, L->bar_vc + (size_t)id * (size_t)L->T, clock_of(L, t));
+    clock_of(L, t)[t]++;
+    L->bar_arrive_count[id] = count;
+    if (++L->bar_arrived[id] == count) {   /* arrivals alone complete it: nobody takes in their clocks */
+        L->bar_arrived[id] = 0;
+        memset(L->bar_vc + (size_t)id * (size_t)L->T, 0, sizeof *L->bar_vc * (size_t)L->T);
+    }
+}
+
+/* Ends named barrier id where count threads wait at it or arrived at it
+ * (bar.arrive) since it last ended: each waiting thread takes in the
  * others' clocks. True when one ended. */
 bool release_named_barriers(Launch *L)
 {
@@ -106,8 +126,15 @@ bool release_named_barriers(Launch *L)
         uint32_t count = 0;
         for (int t = 0; t < L->T; t++)
             if (L->th[t].st == TH_BARRIER && L->th[t].bar_id == id) n++, count = L->th[t].bar_count;
-        if (!n || (uint32_t)n != count) continue;
-        memset(all, 0, sizeof *all * (size_t)L->T);
+        if (n && L->bar_arrived[id] && L->bar_arrive_count[id] != count) {
+            launch_fail(L, "block (%u, %u, %u): named barrier %u waited for with a count of %u, arrived at with %u", L->block[0],
+                        L->block[1], L->block[2], id, count, L->bar_arrive_count[id]);
+            break;
+        }
+        if (!n || (uint32_t)n + L->bar_arrived[id] != count) continue;
+        memcpy(all, L->bar_vc + (size_t)id * (size_t)L->T, sizeof *all * (size_t)L->T);
+        memset(L->bar_vc + (size_t)id * (size_t)L->T, 0, sizeof *all * (size_t)L->T);
+        L->bar_arrived[id] = 0;
         for (int t = 0; t < L->T; t++)
             if (L->th[t].st == TH_BARRIER && L->th[t].bar_id == id) join(L, all, clock_of(L, t));
         for (int t = 0; t < L->T; t++)
