@@ -5,9 +5,11 @@
  * fused-attention benchmark: batch 4, 32 heads, head dim 64 and 128,
  * N_CTX 1024 to 16384, f16.
  *
- *   attention_bench [--short] [--impl NAME] [--tsv PATH] PROGRAM.ph
+ *   attention_bench [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] PROGRAM.ph
  *
- * --short times head dim 64 at N_CTX 1024 and 4096 only (the seed's rows).
+ * --short times head dim 64 at N_CTX 1024 and 4096 only (the seed's rows);
+ * --d and --n keep the grid's rows of that head dim or N_CTX (one each),
+ * for a lever measured on and off in little device time.
  * Each figure is timed as gpubench.h says (events, L2 flush, median); the
  * first launch at each size autotunes, the winner kept on disk by the
  * runtime. A line per figure, milliseconds and TFLOP/s counted as Triton's
@@ -172,20 +174,29 @@ static ph_status time_case(GpuBench *b, FILE *tsv, const char *impl, Case *c, in
 int main(int argc, char **argv)
 {
     const char *path = NULL, *impl = "phc", *tsv_path = NULL;
-    int short_grid = 0;
+    int short_grid = 0, only_d = 0, only_n = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--short")) short_grid = 1;
+        else if (!strcmp(argv[i], "--d") && i + 1 < argc) only_d = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--n") && i + 1 < argc) only_n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
         else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--short] [--impl NAME] [--tsv PATH] PROGRAM.ph\n", argv[0]);
+            fprintf(stderr, "usage: %s [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }
     if (!path) path = "examples/attention/attention.ph";
     const int *dims = short_grid ? short_dims : full_dims, *ctx = short_grid ? short_ctx : full_ctx;
     int ndims = short_grid ? 1 : 2, nctx = short_grid ? 2 : 5;
+    int kept = 0;
+    for (int i = 0; i < ndims; i++)
+        for (int j = 0; j < nctx; j++) kept += (!only_d || dims[i] == only_d) && (!only_n || ctx[j] == only_n);
+    if (!kept) {
+        fprintf(stderr, "%s: no row of the grid has D %d and N_CTX %d\n", argv[0], only_d, only_n);
+        return 2;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     char what[512];
     snprintf(what, sizeof what, "attention bench (%s)", path);
@@ -216,6 +227,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < ndims && !broken; i++)
         for (int j = 0; j < nctx && !broken; j++) {
             Size s = {BATCH, HEADS, ctx[j], dims[i]};
+            if ((only_d && s.d != only_d) || (only_n && s.n != only_n)) continue;
             printf("D %d, N_CTX %d\n", s.d, s.n);
             for (int causal = 0; causal <= 1 && !broken; causal++)
                 for (int bwd = 0; bwd <= 1 && !broken; bwd++) {
