@@ -7,10 +7,11 @@
 # tests/gpu/attention_fused.ph (dQ by atomic adds), every config of
 # bench/gemm_tuned.ph at two small shapes, both files again with a producer
 # warp (W=[1] for the GEMM, @ph.warp_specialize(1) on each attention
-# kernel), the GPU
+# kernel, and with @ph.warp_specialize(2)), the GPU
 # suites, the Python examples on torch (when python3 has it: attention_torch.py,
 # distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
 # tests/difftest against the interpreter. Builds nothing.
+# GPUCHECK_ATTENTION (below) narrows it to every config of some attention files.
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -102,6 +103,15 @@ attention_file() {
     [ -z "$missed" ] || { echo "  never run:"; printf '%s\n' "$missed" | sed 's/^/    /'; status=1; }
     echo "  $1: $passed runs passed, $refused refused; $(printf '%s\n' "$ran" | grep -c .) configs run"
 }
+
+# GPUCHECK_ATTENTION="FILE ...": every config of these attention files and
+# nothing else (a new lever's check in little device time), then exit.
+if [ -n "$GPUCHECK_ATTENTION" ]; then
+    for f in $GPUCHECK_ATTENTION; do attention_file "$f"; done
+    took="in $(( $(date +%s) - START )) s"
+    [ $status = 0 ] && echo "gpucheck: the attention files passed $took" || echo "gpucheck: FAILED $took"
+    exit $status
+fi
 
 for e in "$BUILD"/examples/*_check; do
     name=$(basename "$e" _check)

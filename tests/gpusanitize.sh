@@ -17,7 +17,9 @@
 # SANITIZE_TOOLS and SANITIZE_ARCHS narrow the runs (a space-separated list
 # each), for a device session too short for all of them; SANITIZE_JOBS runs
 # go at once; SANITIZE_LOGS names a folder where each failing run's whole
-# report is written (its label as the file name).
+# report is written (its label as the file name); SANITIZE_ATTENTION="FILE
+# ..." runs the attention check of those files alone (the GEMM and the
+# other files not).
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -89,6 +91,11 @@ for arch in $ARCHS; do
     export PHOBOS_ARCH=$arch
     for tool in $TOOLS; do
         echo "== $tool, $arch"
+        if [ -n "$SANITIZE_ATTENTION" ]; then
+            for f in $SANITIZE_ATTENTION; do attention_runs "$f" "$(basename "$f")"; done
+            report
+            continue
+        fi
         sanitize "gemm_tuned.ph 384x640x192 on 3 blocks, every config" \
             "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 bench/gemm_tuned.ph
         sanitize "gemm_ws.ph (W=[1]) 384x640x192 on 3 blocks, every config" \
