@@ -368,6 +368,32 @@ Test(cpusim_ws, warp_specialized_tuned_attention_matches_the_interpreter, .timeo
     free(src);
 }
 
+/* Attention's forward entry fwd of m, from llvm_ir (the module's IR as
+ * emitted, then edited), on the executor: Z 1 H 2 N_CTX 128 D 64 at random,
+ * row blocks of fwd's BR on a grid of `blocks` x 2; the launch's status,
+ * err its message. */
+static ph_status run_forward_ir(const IrModule *m, const IrFunc *fwd, const char *llvm_ir, int blocks, char *err, size_t errlen)
+{
+    cpusim *s = NULL;
+    cr_assert_eq(cpusim_load_llvm(m, llvm_ir, &s, err, errlen), PH_OK, "%s", err);
+    int64_t rows = 256, d = 64;
+    HostRng r;
+    host_rng_seed(&r, 7);
+    void *t[5];
+    for (int i = 0; i < 5; i++) {
+        t[i] = host_alloc(i < 4 ? DT_F16 : DT_F32, (size_t)(i < 4 ? rows * d : rows));
+        if (i < 3) host_fill_normal(DT_F16, t[i], (size_t)(rows * d), 0.0, 0.5, &r);
+    }
+    IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
+                    host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
+    HostLauncher sim = {"cpusim", sim_launch, s};
+    const int grid[3] = {blocks, 2, 1};
+    ph_status st = sim_launch(&sim, fwd, args, 8, grid, err, errlen);
+    for (int i = 0; i < 5; i++) free(t[i]);
+    cpusim_free(s);
+    return st;
+}
+
 /* The consumers' release without its bar.warp.sync (every call taken out
  * of the IR as emitted): lane 0 arrives on the empty barrier while the other
  * lanes' ldmatrix reads of the slot are ordered before nothing it does, and
@@ -388,25 +414,9 @@ Test(cpusim_ws, a_release_without_the_warp_sync_is_reported, .timeout = 300)
     int removed = 0;
     for (char *at; (at = strstr(ir, sync)); removed++) memset(at, ' ', strlen(sync));
     cr_assert_gt(removed, 0, "no bar.warp.sync in the warp-specialized attention");
-    cpusim *s = NULL;
     char err[2048];
-    cr_assert_eq(cpusim_load_llvm(m, ir, &s, err, sizeof err), PH_OK, "%s", err);
-    int64_t rows = 256, d = 64;
-    HostRng r;
-    host_rng_seed(&r, 7);
-    void *t[5];
-    for (int i = 0; i < 5; i++) {
-        t[i] = host_alloc(i < 4 ? DT_F16 : DT_F32, (size_t)(i < 4 ? rows * d : rows));
-        if (i < 3) host_fill_normal(DT_F16, t[i], (size_t)(rows * d), 0.0, 0.5, &r);
-    }
-    IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
-                    host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
-    HostLauncher sim = {"cpusim", sim_launch, s};
-    const int grid[3] = {128 / 32, 2, 1};
-    cr_expect_neq(sim_launch(&sim, fwd, args, 8, grid, err, sizeof err), 0, "the executor saw no race");
+    cr_expect_neq(run_forward_ir(m, fwd, ir, 128 / 32, err, sizeof err), 0, "the executor saw no race");
     cr_expect(strstr(err, "race") && strstr(err, "ldmatrix"), "%s", err);
-    for (int i = 0; i < 5; i++) free(t[i]);
-    cpusim_free(s);
     free(ir);
     ir_module_free(m);
     unlink(path);
@@ -491,25 +501,9 @@ Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .time
     while (call > ir && strncmp(call, "call void asm", 13)) call--;
     char *eol = strchr(p, '\n');
     memset(call, ' ', (size_t)(eol - call));
-    cpusim *s = NULL;
     char err[2048];
-    cr_assert_eq(cpusim_load_llvm(&one, ir, &s, err, sizeof err), PH_OK, "%s", err);
-    int64_t rows = 256, d = 64;
-    HostRng r;
-    host_rng_seed(&r, 7);
-    void *t[5];
-    for (int i = 0; i < 5; i++) {
-        t[i] = host_alloc(i < 4 ? DT_F16 : DT_F32, (size_t)(i < 4 ? rows * d : rows));
-        if (i < 3) host_fill_normal(DT_F16, t[i], (size_t)(rows * d), 0.0, 0.5, &r);
-    }
-    IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
-                    host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
-    HostLauncher sim = {"cpusim", sim_launch, s};
-    const int grid[3] = {1, 2, 1};
-    cr_expect_neq(sim_launch(&sim, m->funcs[at], args, 8, grid, err, sizeof err), 0, "the launch ended");
+    cr_expect_neq(run_forward_ir(&one, m->funcs[at], ir, 1, err, sizeof err), 0, "the launch ended");
     cr_expect(strstr(err, "deadlock") && strstr(err, "256 threads at a barrier"), "%s", err);
-    for (int i = 0; i < 5; i++) free(t[i]);
-    cpusim_free(s);
     free(ir);
     ir_module_free(m);
     unlink(path);
