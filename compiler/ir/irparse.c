@@ -374,6 +374,20 @@ static void region(Parser *ps, IrBlock *b)
     ps->depth--;
 }
 
+/* [iter(%a = %init, ...)]: each carried value's name into carried, its init into args */
+static void iter_list(Parser *ps, TokVec *carried, ValueVec *args)
+{
+    if (!accept_word(ps, "iter")) return;
+    expect_punct(ps, '(');
+    do {
+        check_list(ps, carried->len);
+        apush(ps, carried, value_tok(ps));
+        expect_punct(ps, '=');
+        apush(ps, args, use(ps));
+    } while (accept_punct(ps, ','));
+    expect_punct(ps, ')');
+}
+
 static void for_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
 {
     IrFunc *f = ps->f;
@@ -387,32 +401,18 @@ static void for_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     apush(ps, &args, use(ps));
     expect_word(ps, "step");
     int64_t step = integer(ps, INT64_MIN, INT64_MAX, "a step");
-    if (accept_word(ps, "iter")) {
-        expect_punct(ps, '(');
-        do {
-            check_list(ps, carried.len);
-            apush(ps, &carried, value_tok(ps));
-            expect_punct(ps, '=');
-            apush(ps, &args, use(ps));
-        } while (accept_punct(ps, ','));
-        expect_punct(ps, ')');
-    }
+    iter_list(ps, &carried, &args);
     if (accept_punct(ps, ':')) types(ps, &tys);
     Loc loc = opt_loc(ps);
-    if (tys.len != res->len || tys.len != carried.len) {
-        
+    if (tys.len != res->len || tys.len != carried.len)
         fail_at(ps, at.line, at.col, "a for needs as many results, iter values and types%s", "");
-    }
     IrOp *op = ir_emit(f, b, OP_FOR, args.len, args.data, tys.len, tys.data);
-    
     op->ival = step;
     op->loc = loc;
     bind_results(ps, op, res);
     op->body = ir_block_new(f);
     bind(ps, &iv, ir_block_arg(f, op->body, ir_scalar(DT_I32), NULL));
     for (int i = 0; i < carried.len; i++) bind(ps, &carried.data[i], ir_block_arg(f, op->body, tys.data[i], NULL));
-    
-    
     region(ps, op->body);
 }
 
@@ -423,12 +423,8 @@ static void if_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     TypeVec tys = {0};
     if (accept_punct(ps, ':')) types(ps, &tys);
     Loc loc = opt_loc(ps);
-    if (tys.len != res->len) {
-        
-        fail_at(ps, at.line, at.col, "an if needs one type per result%s", "");
-    }
+    if (tys.len != res->len) fail_at(ps, at.line, at.col, "an if needs one type per result%s", "");
     IrOp *op = ir_emit(f, b, OP_IF, 1, &cond, tys.len, tys.data);
-    
     op->loc = loc;
     bind_results(ps, op, res);
     op->body = ir_block_new(f);
@@ -446,16 +442,7 @@ static void while_op(Parser *ps, IrBlock *b, const TokVec *res, Loc at)
     ValueVec args = {0};
     TokVec carried = {0}, after = {0};
     TypeVec tys = {0};
-    if (accept_word(ps, "iter")) {
-        expect_punct(ps, '(');
-        do {
-            check_list(ps, carried.len);
-            apush(ps, &carried, value_tok(ps));
-            expect_punct(ps, '=');
-            apush(ps, &args, use(ps));
-        } while (accept_punct(ps, ','));
-        expect_punct(ps, ')');
-    }
+    iter_list(ps, &carried, &args);
     if (accept_punct(ps, ':')) types(ps, &tys);
     Loc loc = opt_loc(ps);
     if (tys.len != res->len || tys.len != carried.len)
