@@ -107,6 +107,33 @@ static void print_loc(Printer *p, Loc loc)
 
 static void print_block(Printer *p, const IrBlock *b, int depth);
 
+/* " iter(%a = %init, ...)" for n carried values: inits[i], named by
+ * region r's argument first + i (%? where r has none), nothing when n is 0 */
+static void print_iter(Printer *p, int n, const ValueId *inits, const IrBlock *r, int first)
+{
+    if (!n) return;
+    fputs(" iter(", p->out);
+    for (int i = 0; i < n; i++) {
+        if (i) fputs(", ", p->out);
+        if (r && first + i < r->nargs) print_value(p, r->args[first + i]);
+        else fputs("%?", p->out);
+        fputs(" = ", p->out);
+        print_value(p, inits[i]);
+    }
+    fputs(")", p->out);
+}
+
+/* A region op's " : types", location and opening brace */
+static void print_types_open(Printer *p, const IrOp *op)
+{
+    if (op->nres) {
+        fputs(" : ", p->out);
+        print_types(p, op->nres, op->res);
+    }
+    print_loc(p, op->loc);
+    fputs(" {\n", p->out);
+}
+
 static void print_for(Printer *p, const IrOp *op, int depth)
 {
     const IrBlock *body = op->body;
@@ -122,24 +149,8 @@ static void print_for(Printer *p, const IrOp *op, int depth)
     fputs(" to ", p->out);
     if (op->nargs >= 2) print_value(p, op->args[1]);
     fprintf(p->out, " step %lld", (long long)op->ival);
-    int ncarried = op->nargs > 2 ? op->nargs - 2 : 0;
-    if (ncarried) {
-        fputs(" iter(", p->out);
-        for (int i = 0; i < ncarried; i++) {
-            if (i) fputs(", ", p->out);
-            if (body && i + 1 < body->nargs) print_value(p, body->args[i + 1]);
-            else fputs("%?", p->out);
-            fputs(" = ", p->out);
-            print_value(p, op->args[i + 2]);
-        }
-        fputs(")", p->out);
-    }
-    if (op->nres) {
-        fputs(" : ", p->out);
-        print_types(p, op->nres, op->res);
-    }
-    print_loc(p, op->loc);
-    fputs(" {\n", p->out);
+    print_iter(p, op->nargs > 2 ? op->nargs - 2 : 0, op->args + 2, body, 1);
+    print_types_open(p, op);
     if (body) print_block(p, body, depth + 1);
     indent(p, depth);
     fputs("}", p->out);
@@ -149,12 +160,7 @@ static void print_if(Printer *p, const IrOp *op, int depth)
 {
     fputs("if ", p->out);
     print_values(p, op->nargs, op->args);
-    if (op->nres) {
-        fputs(" : ", p->out);
-        print_types(p, op->nres, op->res);
-    }
-    print_loc(p, op->loc);
-    fputs(" {\n", p->out);
+    print_types_open(p, op);
     if (op->body) print_block(p, op->body, depth + 1);
     indent(p, depth);
     fputs("}", p->out);
@@ -171,27 +177,10 @@ static void print_while(Printer *p, const IrOp *op, int depth)
 {
     const IrBlock *cond = op->body, *body = op->els;
     fputs("while", p->out);
-    if (op->nargs) {
-        fputs(" iter(", p->out);
-        for (int i = 0; i < op->nargs; i++) {
-            if (i) fputs(", ", p->out);
-            if (cond && i < cond->nargs) {
-                number_value(p, cond->args[i]);
-                print_value(p, cond->args[i]);
-            } else {
-                fputs("%?", p->out);
-            }
-            fputs(" = ", p->out);
-            print_value(p, op->args[i]);
-        }
-        fputs(")", p->out);
-    }
-    if (op->nres) {
-        fputs(" : ", p->out);
-        print_types(p, op->nres, op->res);
-    }
-    print_loc(p, op->loc);
-    fputs(" {\n", p->out);
+    if (cond)
+        for (int i = 0; i < cond->nargs; i++) number_value(p, cond->args[i]);
+    print_iter(p, op->nargs, op->args, cond, 0);
+    print_types_open(p, op);
     if (cond) print_block(p, cond, depth + 1);
     indent(p, depth);
     fputs("} do", p->out);
