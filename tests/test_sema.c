@@ -346,50 +346,6 @@ Test(header, autotune_restore_and_zero)
           "t.ph:11:2: error: @ph.autotune_zero takes the names of tensor parameters, as strings\n");
 }
 
-/* @ph.stages takes a count or a meta-parameter, resolved per config as
- * @ph.launch is; without it the function asks for the compiler's default. */
-Test(header, stages)
-{
-    IrModule *m = ok(HEAD "@ph.kernel\n@ph.stages(S)\n@ph.autotune(S=[1, 3])\n"
-                     "def k(X: ph.tensor[ph.f32][N]):\n    pass\n"
-                     "@ph.kernel\n@ph.stages(4)\ndef k2(X: ph.tensor[ph.f32][N]):\n    pass\n"
-                     "@ph.kernel\ndef k3(X: ph.tensor[ph.f32][N]):\n    pass\n");
-    cr_assert_eq(m->nfuncs, 4);
-    cr_expect_eq(m->funcs[0]->stages, 1);
-    cr_expect_eq(m->funcs[1]->stages, 3);
-    cr_expect_eq(m->funcs[2]->stages, 4);
-    cr_expect_eq(m->funcs[3]->stages, 0);
-    ir_module_free(m);
-    fails(HEAD "@ph.kernel\n@ph.stages(S)\n@ph.autotune(S=[2, 9])\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:4:12: error: @ph.stages needs a stage count from 1 to 8, got S = 9\n");
-    fails(HEAD "@ph.kernel\n@ph.stages(0)\n@ph.stages(Q)\n@ph.stages\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:5:2: error: @ph.stages is given twice\n"
-          "t.ph:6:2: error: @ph.stages is given twice\n"
-          "t.ph:4:12: error: @ph.stages needs a stage count from 1 to 8, got 0\n");
-    fails(HEAD "@ph.kernel\n@ph.stages\n@ph.stages(Q)\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:4:2: error: @ph.stages takes one argument: a stage count or a meta-parameter name\n"
-          "t.ph:5:2: error: @ph.stages is given twice\n");
-    fails(HEAD "@ph.kernel\n@ph.stages(Q)\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:4:12: error: 'Q' is not a meta-parameter of this kernel; @ph.stages takes an integer or a meta-parameter name\n");
-}
-
-/* @ph.warp_specialize(W): 0 off, 1 a producer warpgroup, 2 and the tile
- * code's warpgroups taking turns (IrFunc.turns) */
-Test(header, warp_specialize)
-{
-    IrModule *m = ok(HEAD "@ph.kernel\n@ph.launch(256)\n@ph.warp_specialize(W)\n@ph.autotune(W=[0, 1, 2])\n"
-                     "def k(X: ph.tensor[ph.f32][N]):\n    pass\n");
-    cr_assert_eq(m->nfuncs, 3);
-    for (int w = 0; w < 3; w++) {
-        cr_expect_eq(m->funcs[w]->producer_threads, w ? 128 : 0);
-        cr_expect_eq(m->funcs[w]->turns, w == 2);
-    }
-    ir_module_free(m);
-    fails(HEAD "@ph.kernel\n@ph.warp_specialize(W)\n@ph.autotune(W=[1, 3])\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:4:21: error: @ph.warp_specialize needs 0 (off), 1 (a producer warpgroup) or 2 (and the warpgroups "
-          "computing take turns), got 3\n");
-}
-
 Test(header, parameters)
 {
     fails(HEAD "@ph.kernel\ndef k(X: ph.tensor[ph.f32][N, 0], n: ph.f16, b, c: ph.i32 = 3, X: ph.i32, "
