@@ -179,9 +179,10 @@ for t in test_gpu test_gpu_ops test_runtime test_runtime_load test_runtime_launc
 done
 # the Python examples on torch's CUDA tensors, when this machine's python3 has torch
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-    for py in examples/attention/attention_torch.py examples/distributed/attention_heads.py; do
+    for py in examples/attention/attention_torch.py "examples/attention/attention_torch.py bench/attention_tuned.ph" \
+              examples/distributed/attention_heads.py; do
         echo "== $py"
-        PHOBOS_LIBRARY="$BUILD/gpulibs/libphobos.so.0" PYTHONPATH=python python3 "$py" || status=1
+        PHOBOS_LIBRARY="$BUILD/gpulibs/libphobos.so.0" PYTHONPATH=python python3 $py || status=1
     done
 else
     echo "== the Python examples: skipped, no python3 with torch and CUDA here"

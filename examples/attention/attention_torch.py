@@ -2,9 +2,11 @@
 torch.autograd.Function on the GPU, checked against PyTorch's
 scaled_dot_product_attention, forward and gradients, causal and not, at
 the tutorial's size (Z 1, H 2, N_CTX 1024, HEAD_DIM 64, sm_scale 0.5),
-as attention_check.c checks it against double precision.
+as attention_check.c checks it against double precision. Another program
+with the same four kernels may be named instead, such as the autotuned
+ones of bench/attention_tuned.ph (the fast kernels).
 
-    PYTHONPATH=python python3 examples/attention/attention_torch.py
+    PYTHONPATH=python python3 examples/attention/attention_torch.py [PROGRAM.ph]
 
 Without torch or a CUDA device it prints 'skipped: no CUDA' and exits 0."""
 
@@ -17,14 +19,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))   # the package of 
 ATOL = 1e-2   # the tutorial's assert_close, rtol 0
 
 
-def kernels():
+def kernels(path):
     import phobos
-    m = phobos.load(os.path.join(HERE, "attention.ph"))
+    m = phobos.load(path)
     return m.attn_fwd, m.attn_bwd_delta, m.attn_bwd_dkdv, m.attn_bwd_dq
 
 
-def make_function(torch):
-    fwd, delta_k, dkdv_k, dq_k = kernels()
+def make_function(torch, path):
+    fwd, delta_k, dkdv_k, dq_k = kernels(path)
 
     class PhobosAttention(torch.autograd.Function):
         """q, k, v: [Z, H, N_CTX, HEAD_DIM] f16 CUDA tensors. The kernels
@@ -84,6 +86,10 @@ def check(torch, attention, causal, z=1, h=2, n=1024, d=64, scale=0.5):
 
 
 def main():
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "attention.ph")
+    if len(sys.argv) > 2 or not os.path.isfile(path):
+        print(f"usage: {sys.argv[0]} [PROGRAM.ph] (the four attention kernels; default attention.ph)", file=sys.stderr)
+        return 2
     try:
         import torch
     except ImportError:
@@ -94,8 +100,8 @@ def main():
         return 0
     import phobos
     phobos.init("gpu", device=torch.cuda.current_device())
-    print(f"attention_torch on {phobos.device_name()}")
-    attention = make_function(torch)
+    print(f"attention_torch ({os.path.relpath(path)}) on {phobos.device_name()}")
+    attention = make_function(torch, path)
     ok = all([check(torch, attention, causal) for causal in (False, True)])
     return 0 if ok else 1
 
