@@ -41,6 +41,7 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "strided_view",
     "while", "device_assert",
     "i64_arith", "i64_tensor",
+    "warp_specialize",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -62,6 +63,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_strided = 15;
     o->pct_while = 25;
     o->pct_i64 = 40;
+    o->pct_warp_specialize = 25;
     o->pct_assert = 5;
 }
 
@@ -267,6 +269,7 @@ static void features_from_text(PhgenProgram *p)
         {PF_EARLY_RETURN, "return\n", NULL}, {PF_STORE_LOOP, "in range(0, BM, ", NULL},
         {PF_IF_ELIF_ELSE, "elif ", "else:"}, {PF_DOT_K_LOOP, "in range(0, K, BK):", NULL},
         {PF_INT_DIV, " // ", " % "}, {PF_POW, "ph.pow(", NULL}, {PF_FMA, "ph.fma(", NULL},
+        {PF_WARP_SPECIALIZE, "@ph.warp_specialize(", NULL},
     };
     char *src = phgen_source(p);
     for (size_t i = 0; i < sizeof sig / sizeof *sig; i++) {
@@ -299,6 +302,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_while = seed * 0x8ebc6af09c88c6e3ull + 0x589965cc;
     g->rng_assert = seed * 0xc2b2ae3d27d4eb4full + 0x165667b1;
     g->rng_i64 = seed * 0x94d049bb133111ebull + 0x27d4eb2f;
+    g->rng_ws = seed * 0xff51afd7ed558ccdull + 0xc4ceb9fe;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);
@@ -314,6 +318,8 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     bool has_k = false;
     for (int i = 0; i < p->ntens; i++) has_k |= p->tens[i].e[0] == EK || p->tens[i].e[1] == EK;
     if (!has_k) tensor_for(g, 1, EK, E1, DT_F32);
+    /* a producer warpgroup (and warpgroups taking turns) where dots may go to wgmma */
+    if (p->tc && rnd_from(g, &g->rng_ws, 100) < g->o.pct_warp_specialize) p->warp_specialize = 1 + rnd_from(g, &g->rng_ws, 2);
     free(g);
     features_from_text(p);
     return p;
@@ -385,6 +391,7 @@ static void print_decorators(FILE *out, const PhgenProgram *p, int launch, bool 
             fprintf(out, ")\n");
         }
     }
+    if (p->warp_specialize) fprintf(out, "@ph.warp_specialize(%d)\n", p->warp_specialize);
 }
 
 static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }

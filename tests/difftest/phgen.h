@@ -52,6 +52,8 @@ typedef struct {
     int pct_i64;          /* of float-to-i32 conversions: a round trip through i64 arithmetic past 2^32
                            * (reading an i64 input); of i32 outputs: an i64 one; a stream of its own (0
                            * gives the programs of before i64) */
+    int pct_warp_specialize;  /* of programs with tensor-core dots: @ph.warp_specialize(1) or (2) on the
+                               * kernels, from a stream of its own (0 gives the programs of before) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);
@@ -76,6 +78,7 @@ typedef enum {
     PF_STRIDED_VIEW,
     PF_WHILE, PF_DEVICE_ASSERT,
     PF_I64_ARITH, PF_I64_TENSOR,
+    PF_WARP_SPECIALIZE,
     PF_COUNT
 } PhgenFeature;
 

@@ -42,6 +42,7 @@ struct PhgenProgram {
     int launch2;           /* the second kernel's, when there is one */
     bool two_kernels;
     int deco_order[4];     /* tensorcore, launch, autotune, aligned in print order */
+    int warp_specialize;   /* @ph.warp_specialize's argument, 0 for none */
     bool aligned[4];       /* per extent: @ph.aligned(DIM="BDIM") */
     int specialized;       /* the extent whose dim is also an autotune name, or E1 */
     int nmeta;
@@ -92,6 +93,7 @@ typedef struct {
     uint64_t rng_while;        /* range loops written as whiles: their own stream (PhgenOptions.pct_while) */
     uint64_t rng_assert;       /* device asserts that hold: their own stream (PhgenOptions.pct_assert) */
     uint64_t rng_i64;          /* i64 arithmetic and outputs: their own stream (PhgenOptions.pct_i64) */
+    uint64_t rng_ws;           /* @ph.warp_specialize: its own stream (PhgenOptions.pct_warp_specialize) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
