@@ -83,7 +83,7 @@ Test(phgen, generation_is_deterministic)
  * the text where the text shows it); every feature must appear. */
 Test(phgen, the_corpus_covers_every_feature)
 {
-    int count[PF_COUNT] = {0}, tc = 0, launch = 0, aligned = 0, softmax = 0, kernels2 = 0;
+    int count[PF_COUNT] = {0}, tc = 0, launch = 0, aligned = 0, softmax = 0, kernels2 = 0, ws = 0;
     for (uint64_t seed = CORPUS_FIRST; seed < CORPUS_FIRST + CORPUS_SIZE; seed++) {
         PhgenProgram *p = phgen_generate(seed, NULL);
         uint64_t f = phgen_features(p);
@@ -94,6 +94,7 @@ Test(phgen, the_corpus_covers_every_feature)
         aligned += strstr(src, "@ph.aligned(") != NULL;
         softmax += strstr(src, "ph.online_softmax(") != NULL;
         kernels2 += strstr(src, "def fuzz2(") != NULL;
+        ws += strstr(src, "@ph.warp_specialize(") != NULL;
         free(src);
         phgen_free(p);
     }
@@ -107,6 +108,7 @@ Test(phgen, the_corpus_covers_every_feature)
     cr_expect_gt(aligned, 40);
     cr_expect_gt(softmax, 20);
     cr_expect_gt(kernels2, 30);
+    cr_expect_gt(ws, 10, "@ph.warp_specialize on %d programs", ws);
     cr_expect_gt(count[PF_ATTENTION_TC], 15);
     cr_expect_gt(count[PF_SPECIALIZED], 30);
     cr_expect_gt(count[PF_LOOP_LOAD], 40);

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+_Static_assert(PF_COUNT <= 64, "PhgenProgram.features holds one bit a feature in a uint64_t");
+
 const char *const phgen_feature_names[PF_COUNT] = {
     "unary", "binary", "math", "row_reduce", "col_reduce",
     "dot_fma", "dot_t", "dot_transpose", "dot_tc_f16", "dot_tc_bf16", "dot_k_loop",
@@ -41,7 +43,6 @@ const char *const phgen_feature_names[PF_COUNT] = {
     "strided_view",
     "while", "device_assert",
     "i64_arith", "i64_tensor",
-    "warp_specialize",
 };
 
 void phgen_default_options(PhgenOptions *o)
@@ -269,7 +270,6 @@ static void features_from_text(PhgenProgram *p)
         {PF_EARLY_RETURN, "return\n", NULL}, {PF_STORE_LOOP, "in range(0, BM, ", NULL},
         {PF_IF_ELIF_ELSE, "elif ", "else:"}, {PF_DOT_K_LOOP, "in range(0, K, BK):", NULL},
         {PF_INT_DIV, " // ", " % "}, {PF_POW, "ph.pow(", NULL}, {PF_FMA, "ph.fma(", NULL},
-        {PF_WARP_SPECIALIZE, "@ph.warp_specialize(", NULL},
     };
     char *src = phgen_source(p);
     for (size_t i = 0; i < sizeof sig / sizeof *sig; i++) {

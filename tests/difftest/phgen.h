@@ -78,8 +78,7 @@ typedef enum {
     PF_STRIDED_VIEW,
     PF_WHILE, PF_DEVICE_ASSERT,
     PF_I64_ARITH, PF_I64_TENSOR,
-    PF_WARP_SPECIALIZE,
-    PF_COUNT
+    PF_COUNT   /* at most 64: PhgenProgram.features is a uint64_t */
 } PhgenFeature;
 
 extern const char *const phgen_feature_names[PF_COUNT];
