@@ -312,6 +312,19 @@ static int write_specialized(const char *src, char *path, int w)
 
 static int write_warp_specialized(const char *src, char *path) { return write_specialized(src, path, 1); }
 
+/* The file named file with @ph.warp_specialize(w) on each of its four
+ * kernels, written to path (as write_specialized's) and compiled. */
+static IrModule *compile_specialized(const char *file, char *path, int w)
+{
+    char *src = tu_read_file(file);
+    cr_assert_not_null(src);
+    cr_assert_eq(write_specialized(src, path, w), 4);
+    free(src);
+    IrModule *m = driver_compile_file(path, NULL, stderr);
+    cr_assert_not_null(m);
+    return m;
+}
+
 /* Each entry of the file's sm_90a PTX whose name starts with one of
  * prefix[] releases its slots from consumers (the bar.warp.sync before
  * their arrivals): the producer took its copies. */
@@ -447,12 +460,8 @@ Test(cpusim_ws, the_sanitizers_gemm_shape_runs_without_races, .timeout = 600)
 Test(cpusim_ws, attention_whose_warpgroups_take_turns_matches_the_interpreter, .timeout = 1200)
 {
     static const int picks[] = {0, 3, 5, 6, 9, 10, 12, 15};
-    char *src = tu_read_file("bench/attention_tuned.ph");
-    cr_assert_not_null(src);
     char path[] = "/tmp/phc_ws_turns_XXXXXX.ph";
-    cr_assert_eq(write_specialized(src, path, 2), 4);
-    IrModule *m = driver_compile_file(path, NULL, stderr);
-    cr_assert_not_null(m);
+    IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
     int turning = 0;
     for (int i = 0; i < m->nfuncs; i++) {
@@ -473,7 +482,6 @@ Test(cpusim_ws, attention_whose_warpgroups_take_turns_matches_the_interpreter, .
     ir_module_free(m);
     for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
     unlink(path);
-    free(src);
 }
 
 /* The consumers' first turn never given (warpgroup 1's arrival at barrier
@@ -481,12 +489,8 @@ Test(cpusim_ws, attention_whose_warpgroups_take_turns_matches_the_interpreter, .
  * waits for ever for its turn, warpgroup 1 for warpgroup 0's arrival. */
 Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .timeout = 300)
 {
-    char *src = tu_read_file("bench/attention_tuned.ph");
-    cr_assert_not_null(src);
     char path[] = "/tmp/phc_ws_noturn_XXXXXX.ph";
-    cr_assert_eq(write_specialized(src, path, 2), 4);
-    IrModule *m = driver_compile_file(path, NULL, stderr);
-    cr_assert_not_null(m);
+    IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     int at = -1;
     for (int i = 0; i < m->nfuncs && at < 0; i++)
         if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2")) at = i;
@@ -507,5 +511,4 @@ Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .time
     free(ir);
     ir_module_free(m);
     unlink(path);
-    free(src);
 }

@@ -138,9 +138,11 @@ static bool taking_turns(Cg *c)
     return c->role == CG_CONSUMERS && c->f->turns && c->f->producer && c->T % 128 == 0 && c->T >= 256;
 }
 
+static LLVMValueRef warpgroup(Cg *c) { return udiv(c, c->tid, 128); }
+
 static LLVMValueRef turn_barrier(Cg *c, int ahead)
 {
-    LLVMValueRef g = udiv(c, c->tid, 128);
+    LLVMValueRef g = warpgroup(c);
     if (ahead) g = urem(c, add(c, g, i32c(c, ahead)), c->T / 128);
     return add(c, g, i32c(c, TURN_BARRIER));
 }
@@ -162,7 +164,7 @@ static void role_begin(Cg *c, bool producer)
 {
     role_registers(c, producer);
     if (producer || !taking_turns(c)) return;
-    Guard last = guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, udiv(c, c->tid, 128), i32c(c, c->T / 128 - 1), ""));
+    Guard last = guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, warpgroup(c), i32c(c, c->T / 128 - 1), ""));
     ptx_barrier_arrive(c, i32c(c, TURN_BARRIER), TURN_THREADS);
     guard_end(c, last);
 }

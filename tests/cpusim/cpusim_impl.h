@@ -135,6 +135,7 @@ typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_MBARRIER, TH_EXITED } ThreadSta
 
 /* mbarriers a block may use at once (the code generator's take 8) */
 #define MAX_MBARRIERS 16
+#define MAX_NAMED_BARRIERS 16   /* bar.sync and bar.arrive ids 0 to 15 */
 
 /* A cp.async in flight: its source was read at issue (the GPU reads it
  * some time before the wait; another thread's store to it meanwhile would
@@ -249,8 +250,8 @@ typedef struct {
     uint32_t map_ok[CODEGEN_MAX_COPY_DESCS];
     uint32_t *vc;           /* T x T: each thread's vector clock (cpusim_order.c) */
     uint32_t *mb_vc;        /* per mbarrier, T each: the clocks its current and its last completed phase released */
-    uint32_t *bar_vc;       /* per named barrier (16), T each: the clocks its bar.arrive threads released */
-    uint32_t bar_arrived[16], bar_arrive_count[16];   /* bar.arrive threads at each since its last completion, and their count */
+    uint32_t *bar_vc;       /* per named barrier, T each: the clocks its bar.arrive threads released */
+    uint32_t bar_arrived[MAX_NAMED_BARRIERS], bar_arrive_count[MAX_NAMED_BARRIERS];   /* bar.arrive threads at each since its last completion, and their count */
     bool failed;
     char msg[640];
 } Launch;
@@ -363,6 +364,10 @@ void order_phase_complete(Launch *L, int b);
 void order_wait_seen(Launch *L, int t, int b);     /* thread t's try_wait saw b's last phase complete: an acquire */
 void order_warp_sync(Launch *L, int lo, int n);  /* bar.warp.sync of lanes lo .. lo + n - 1: each acquires what the others did */
 bool release_named_barriers(Launch *L);
+/* Whether named barrier id with count threads is one the code generator
+ * uses (1 to MAX_NAMED_BARRIERS - 1, whole warps); else the launch fails,
+ * naming the current thread and what (bar.sync, bar.arrive). */
+bool named_barrier_ok(Launch *L, const char *what, uint32_t id, uint32_t count);
 /* thread t's bar.arrive id, count: a release that counts towards the barrier without waiting */
 void order_named_arrive(Launch *L, int t, uint32_t id, uint32_t count);
 

@@ -65,11 +65,7 @@ void sim_intrinsic(int32_t id, const uint64_t *in, uint64_t *out)
     case IN_BARRIER: case IN_BARRIER_CNT:
         me->st = TH_BARRIER;
         me->bar_id = id == IN_BARRIER ? 0 : lo32(in[0]), me->bar_count = id == IN_BARRIER ? 0 : lo32(in[1]);
-        if (id == IN_BARRIER_CNT && (me->bar_id == 0 || me->bar_id > 15 || me->bar_count % 32 || !me->bar_count)) {
-            launch_fail(L, "block (%u, %u, %u) thread %d: bar.sync %u, %u: a barrier from 1 to 15 and a count of whole warps "
-                        "are what the code generator uses", L->block[0], L->block[1], L->block[2], L->cur, me->bar_id, me->bar_count);
-            setcontext(&L->sched);
-        }
+        if (id == IN_BARRIER_CNT && !named_barrier_ok(L, "bar.sync", me->bar_id, me->bar_count)) setcontext(&L->sched);
         yield_to_scheduler(L, me);
         return;
     case IN_MBAR_INIT: case IN_MBAR_ARRIVE: sim_mbarrier_intrinsic(L, id, in, out); return;

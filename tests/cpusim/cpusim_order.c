@@ -32,10 +32,10 @@ void order_begin_block(Launch *L)
     size_t n = (size_t)L->T * (size_t)L->T;
     if (!L->vc)
         L->vc = malloc(sizeof *L->vc * n), L->mb_vc = malloc(sizeof *L->mb_vc * (size_t)L->T * 2 * MAX_MBARRIERS),
-        L->bar_vc = malloc(sizeof *L->bar_vc * (size_t)L->T * 16);
+        L->bar_vc = malloc(sizeof *L->bar_vc * (size_t)L->T * MAX_NAMED_BARRIERS);
     memset(L->vc, 0, sizeof *L->vc * n);
     memset(L->mb_vc, 0, sizeof *L->mb_vc * (size_t)L->T * 2 * MAX_MBARRIERS);
-    memset(L->bar_vc, 0, sizeof *L->bar_vc * (size_t)L->T * 16);   /* a block's unwaited arrivals end with it */
+    memset(L->bar_vc, 0, sizeof *L->bar_vc * (size_t)L->T * MAX_NAMED_BARRIERS);   /* a block's unwaited arrivals end with it */
     memset(L->bar_arrived, 0, sizeof L->bar_arrived);
     for (int t = 0; t < L->T; t++) clock_of(L, t)[t] = 1;
 }
@@ -100,6 +100,14 @@ void order_phase_complete(Launch *L, int b)
 
 void order_wait_seen(Launch *L, int t, int b) { join(L, clock_of(L, t), mbarrier_clock(L, b, 1)); }
 
+bool named_barrier_ok(Launch *L, const char *what, uint32_t id, uint32_t count)
+{
+    if (id && id < MAX_NAMED_BARRIERS && count && count % 32 == 0) return true;
+    launch_fail(L, "block (%u, %u, %u) thread %d: %s %u, %u: a barrier from 1 to %d and a count of whole warps are what the code "
+                "generator uses", L->block[0], L->block[1], L->block[2], L->cur, what, id, count, MAX_NAMED_BARRIERS - 1);
+    return false;
+}
+
 void order_named_arrive(Launch *L, int t, uint32_t id, uint32_t count)
 {
     if (L->bar_arrived[id] && L->bar_arrive_count[id] != count)
@@ -121,7 +129,7 @@ bool release_named_barriers(Launch *L)
 {
     bool any = false;
     uint32_t *all = calloc((size_t)L->T, sizeof *all);
-    for (uint32_t id = 1; id < 16; id++) {
+    for (uint32_t id = 1; id < MAX_NAMED_BARRIERS; id++) {
         int n = 0;
         uint32_t count = 0;
         for (int t = 0; t < L->T; t++)

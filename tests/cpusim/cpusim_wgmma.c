@@ -50,11 +50,7 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
     case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: sim_tma_asm(L, a, in, out); return;
     case IN_BAR_ARRIVE:
-        if (lo32(in[0]) == 0 || lo32(in[0]) > 15 || lo32(in[1]) % 32 || !lo32(in[1])) {
-            launch_fail(L, "block (%u, %u, %u) thread %d: bar.arrive %u, %u: a barrier from 1 to 15 and a count of whole warps "
-                        "are what the code generator uses", L->block[0], L->block[1], L->block[2], L->cur, lo32(in[0]), lo32(in[1]));
-            setcontext(&L->sched);
-        }
+        if (!named_barrier_ok(L, "bar.arrive", lo32(in[0]), lo32(in[1]))) setcontext(&L->sched);
         order_named_arrive(L, L->cur, lo32(in[0]), lo32(in[1]));
         if (L->failed) setcontext(&L->sched);
         return;
