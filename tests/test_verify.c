@@ -251,13 +251,20 @@ static const Rejected rejected[] = {
      "f: op 'copy_async' (%4): ring 0 holds f16[4, 4] in 2 stages elsewhere; this copy has f16[4, 4] in 3"},
     {"X: f16[N, M]", C COPY "  copy_async X[%1, %1], %1 ring 0 stages 2\n  return\n", NULL, "f: op 'copy_async': has 0 results, needs 1"},
     {"X: f16[N, M]", C COPY "  %4 = wait_async %3, %3 pending 0 : f16[4, 4]\n  return\n", NULL,
-     "f: op 'wait_async' (%4): has 1 results for 2 copies"},
+     "f: op 'wait_async' (%4): has 1 results for 2 operands"},
     {"", C "  wait_async pending 0\n  return\n", negative_pending, "f: op 'wait_async': pending count -1 is negative"},
     {"", C "  %3 = wait_async %1 pending 0 : i32\n  return\n", NULL,
      "f: op 'wait_async' (%3): operand 1 is a scalar; it waits for tiles"},
     {"", C "  %3 = splat %2 : f32[4]\n  %4 = wait_async %3 pending 1 : f32[8]\n  return\n", NULL,
      "f: op 'wait_async' (%4): result 1 is f32[8], its copy f32[4]"},
     {"X: f16[N, M]", C COPY "  release_async %3\n  return\n", NULL, "f: op 'release_async': operand 1 is no wait_async's result"},
+    /* an issued dot (wgmma_overlap.c) is read by its wait_dots alone */
+#define ISSUED "  %3 = splat %2 : f32[64, 16]\n  %4 = splat %2 : f32[64, 64]\n  %5 = convert %3 : f16[64, 16]\n" \
+               "  %6 = splat %2 : f32[16, 64]\n  %7 = convert %6 : f16[16, 64]\n  %8 = dot %5, %7, %4 issued : f32[64, 64]\n"
+    {"", C ISSUED "  %9 = add %8, %4 : f32[64, 64]\n  return\n", NULL,
+     "f: op 'add' (%9): operand %8 is an issued dot's result, which only a wait_dots reads"},
+    {"", C ISSUED "  %9 = wait_dots %4 pending 0 : f32[64, 64]\n  return\n", NULL, "f: op 'wait_dots' (%9): operand 1 is no issued dot's result"},
+#undef ISSUED
 #undef COPY
     /* ---- for ---- */
     {"", C "  %3 = for %4 = %1 to %1 step 1 iter(%5 = %1) : i32 {\n    yield %5\n  }\n  return\n", for_without_upper,

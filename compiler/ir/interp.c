@@ -718,7 +718,7 @@ static RunStatus run_op(Interp *in, const IrOp *op)
      * committing order the hardware, not the values */
     case OP_COPY_ASYNC: run_load(in, op); break;
     case OP_COMMIT_ASYNC: case OP_RELEASE_ASYNC: break;
-    case OP_WAIT_ASYNC:
+    case OP_WAIT_ASYNC: case OP_WAIT_DOTS:
         for (int i = 0; i < op->nargs; i++) copy_value(in, op->res[i], op->args[i]);
         break;
     case OP_FOR: return run_for(in, op);

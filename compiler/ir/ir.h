@@ -82,8 +82,11 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
  * WAIT_SLOTS_RELEASED (OP_WAIT_ASYNC): the same pass found the slots the
  * copies after this wait refill are released by an async dot's barrier,
  * so the wait needs a barrier only to publish copies the threads made
- * themselves (the code generator asks its copy engine). */
-enum { DOT_TRANS_B = 1, DOT_ASYNC = 2 };
+ * themselves (the code generator asks its copy engine).
+ * DOT_ISSUED: the dot is issued and left running; only an OP_WAIT_DOTS
+ * reads its result, and the operands it reads (its ring slot, its A in
+ * registers) stay untouched until that wait. */
+enum { DOT_TRANS_B = 1, DOT_ASYNC = 2, DOT_ISSUED = 4 };
 enum { WAIT_SLOTS_RELEASED = 1 };
 /* STORE_MASKED (OP_STORE): the operand before the value is a bool tile of
  * the value's type and shape; an element is written only where it is true
@@ -108,11 +111,11 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_STORE: STORE_MASKED */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC, DOT_ISSUED; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_STORE: STORE_MASKED */
     int window_axes;       /* OP_LOAD, OP_STORE, OP_ATOMIC_ADD of a tensor of rank 3 or 4: the bitmask of the
                             * one or two tensor axes the tile's axes run along, in order (the others are
                             * indexed by their start alone); 0 for ranks 1 and 2 (the tile has every axis) */
-    int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step) */
+    int64_t ival;          /* OP_CONST (i32, bool), OP_FOR (step), the waits (pending groups) */
     double fval;           /* OP_CONST (floats) */
     int nargs;  ValueId *args;
     int nres;   ValueId *res;

@@ -574,13 +574,14 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
         break;
     case OP_COMMIT_ASYNC:
         break;   /* no operands: a value on the next line is the next op's */
-    case OP_WAIT_ASYNC:
+    case OP_WAIT_ASYNC: case OP_WAIT_DOTS:
         uses(ps, &args);
         expect_word(ps, "pending");
         ival = integer(ps, 0, 64, "a count of pending groups from 0 to 64");
         break;
     default:
         uses(ps, &args);
+        if (on.kind == OP_DOT && accept_word(ps, "issued")) on.flags |= DOT_ISSUED;
         break;
     }
     if (res->len) {
@@ -602,7 +603,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
     op->loc = loc;
     op->str = str;
     op->file = file;
-    if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC) op->ival = ival;
+    if (on.kind == OP_COPY_ASYNC || on.kind == OP_WAIT_ASYNC || on.kind == OP_WAIT_DOTS) op->ival = ival;
     if (on.kind == OP_CONST) {
         DType dt = tys.len ? tys.data[0].dt : DT_I32;
         if (ir_is_float(dt)) {

@@ -26,10 +26,10 @@ void ir_block_remove(IrBlock *b, int index)
 
 IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args)
 {
-    IrType types[8];
-    int nres = op->nres < 8 ? op->nres : 8;
-    for (int i = 0; i < nres; i++) types[i] = ir_vtype(f, op->res[i]);
-    IrOp *c = ir_emit(f, NULL, op->kind, op->nargs, args, nres, types);
+    IrType *types = xmalloc(sizeof *types * (size_t)(op->nres + 1));
+    for (int i = 0; i < op->nres; i++) types[i] = ir_vtype(f, op->res[i]);
+    IrOp *c = ir_emit(f, NULL, op->kind, op->nargs, args, op->nres, types);
+    free(types);
     c->sub = op->sub;
     c->axis = op->axis;
     c->param = op->param;
@@ -38,9 +38,53 @@ IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args)
     c->ival = op->ival;
     c->fval = op->fval;
     c->loc = op->loc;
-    for (int i = 0; i < nres; i++) f->values[c->res[i]].name = f->values[op->res[i]].name;
+    c->str = op->str;
+    c->file = op->file;
+    for (int i = 0; i < op->nres; i++) f->values[c->res[i]].name = f->values[op->res[i]].name;
     return c;
 }
+
+static ValueId mapped(const ValueId *map, int nmap, ValueId v) { return v < nmap && map[v] ? map[v] : v; }
+
+static IrBlock *clone_region_mapped(IrFunc *f, const IrBlock *b, ValueId *map, int nmap)
+{
+    IrBlock *c = ir_block_new(f);
+    for (int i = 0; i < b->nargs; i++) {
+        ValueId a = ir_block_arg(f, c, ir_vtype(f, b->args[i]), f->values[b->args[i]].name);
+        if (b->args[i] < nmap) map[b->args[i]] = a;
+    }
+    for (int i = 0; i < b->nops; i++) ir_block_insert(f, c, c->nops, ir_clone_deep(f, b->ops[i], map, nmap));
+    return c;
+}
+
+IrOp *ir_clone_deep(IrFunc *f, const IrOp *op, ValueId *map, int nmap)
+{
+    ValueId *args = xmalloc(sizeof *args * (size_t)(op->nargs + 1));
+    for (int i = 0; i < op->nargs; i++) args[i] = mapped(map, nmap, op->args[i]);
+    IrOp *c = ir_clone_op(f, op, args);
+    free(args);
+    if (op->body) c->body = clone_region_mapped(f, op->body, map, nmap);
+    if (op->els) c->els = clone_region_mapped(f, op->els, map, nmap);
+    for (int i = 0; i < op->nres; i++)
+        if (op->res[i] < nmap) map[op->res[i]] = c->res[i];
+    return c;
+}
+
+static ValueId carried_init_in(const IrBlock *b, ValueId v, int depth)
+{
+    for (int i = 0; i < b->nops && depth < IR_MAX_DEPTH; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_FOR)
+            for (int j = 0; j + 2 < op->nargs; j++)
+                if (op->res[j] == v || op->body->args[1 + j] == v) return op->args[2 + j];
+        ValueId r = op->body ? carried_init_in(op->body, v, depth + 1) : 0;
+        if (!r && op->els) r = carried_init_in(op->els, v, depth + 1);
+        if (r) return r;
+    }
+    return 0;
+}
+
+ValueId ir_carried_init(const IrFunc *f, ValueId v) { return carried_init_in(f->body, v, 0); }
 
 static IrBlock *clone_block(IrFunc *to, const IrBlock *b);
 

@@ -10,6 +10,14 @@ void ir_block_insert(IrFunc *f, IrBlock *b, int index, IrOp *op);
 void ir_block_remove(IrBlock *b, int index);
 /* A copy of op (not of regions) reading args instead of its own, with new results. */
 IrOp *ir_clone_op(IrFunc *f, const IrOp *op, const ValueId *args);
+/* A copy of op reading map[a] for each operand a (where map[a] is set,
+ * a < nmap), its regions copied too with blocks and values of their own;
+ * map[r] is set to the copy's value for each result and block argument
+ * r below nmap. */
+IrOp *ir_clone_deep(IrFunc *f, const IrOp *op, ValueId *map, int nmap);
+/* The value a for loop starts v with, v being one of its carried values
+ * (a body argument past the counter, or a result); 0 for any other value. */
+ValueId ir_carried_init(const IrFunc *f, ValueId v);
 /* A copy of f whose blocks and ops are its own, with the same value
  * numbers, for passes that change it while f stays as it is (a target's
  * passes, run by the code generator). It borrows f's names, parameters

@@ -65,6 +65,9 @@ IR_OP(WAIT_ASYNC, "wait_async", -1, -1, IR_OP_EFFECT)
 IR_OP(RELEASE_ASYNC, "release_async", -1, 0, IR_OP_EFFECT)
     /* args: a wait's results. Nothing reads their ring slots after it, so a producer warp may
      * refill them (warp_specialize.c places it after the slots' last reader) */
+IR_OP(WAIT_DOTS, "wait_dots", -1, -1, IR_OP_EFFECT)
+    /* args: results of dots flagged DOT_ISSUED; results: the same values, readable. ival: the
+     * groups of dots issued before it that may still be in flight (wgmma_overlap.c makes it) */
 /* debugging (docs/ir.md): str holds the text, file the source file */
 IR_OP(DEVICE_PRINT,  "device_print",  -1, 0, IR_OP_EFFECT)  /* args: scalars; prints "pid (x, y, z) str v..." once per block */
 IR_OP(DEVICE_ASSERT, "device_assert",  1, 0, IR_OP_EFFECT)  /* args: cond (bool scalar or tile); stops the launch where an

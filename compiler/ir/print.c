@@ -282,7 +282,7 @@ static void print_operands(Printer *p, const IrOp *op)
         }
         break;
     }
-    case OP_WAIT_ASYNC:
+    case OP_WAIT_ASYNC: case OP_WAIT_DOTS:
         if (op->nargs) {
             fputc(' ', p->out);
             print_values(p, op->nargs, op->args);
@@ -294,6 +294,7 @@ static void print_operands(Printer *p, const IrOp *op)
             fputc(' ', p->out);
             print_values(p, op->nargs, op->args);
         }
+        if (op->kind == OP_DOT && (op->flags & DOT_ISSUED)) fputs(" issued", p->out);
         break;
     }
 }

@@ -97,6 +97,9 @@ static bool check_operands(Verifier *v, const IrOp *op)
         if (a <= 0 || a >= v->f->nvalues) return bad(v, op, "operand %d is not a value", i + 1);
         if (v->state[a] == 0) return bad(v, op, "operand %%%d is used before it is defined", a);
         if (v->state[a] == 2) return bad(v, op, "operand %%%d is used outside the region that defines it", a);
+        const IrOp *d = v->f->values[a].def;
+        if (d && d->kind == OP_DOT && (d->flags & DOT_ISSUED) && op->kind != OP_WAIT_DOTS)
+            return bad(v, op, "operand %%%d is an issued dot's result, which only a wait_dots reads", a);
     }
     return true;
 }
@@ -333,12 +336,22 @@ static bool check_copy(Verifier *v, const IrOp *op)
 static bool check_wait(Verifier *v, const IrOp *op)
 {
     char b1[32], b2[32];
-    if (op->nres != op->nargs) return bad(v, op, "has %d results for %d copies", op->nres, op->nargs);
+    if (op->nres != op->nargs) return bad(v, op, "has %d results for %d operands", op->nres, op->nargs);
     if (op->ival < 0) return bad(v, op, "pending count %lld is negative", (long long)op->ival);
     for (int i = 0; i < op->nargs; i++) {
         IrType a = ty(v, op->args[i]), r = ty(v, op->res[i]);
         if (a.rank == 0) return bad(v, op, "operand %d is a scalar; it waits for tiles", i + 1);
         if (!ir_type_eq(a, r)) return bad(v, op, "result %d is %s, its copy %s", i + 1, tstr(r, b1), tstr(a, b2));
+    }
+    return true;
+}
+
+static bool check_wait_dots(Verifier *v, const IrOp *op)
+{
+    if (!check_wait(v, op)) return false;
+    for (int i = 0; i < op->nargs; i++) {
+        const IrOp *d = v->f->values[op->args[i]].def;
+        if (!d || d->kind != OP_DOT || !(d->flags & DOT_ISSUED)) return bad(v, op, "operand %d is no issued dot's result", i + 1);
     }
     return true;
 }
@@ -517,6 +530,8 @@ static bool check_op(Verifier *v, const IrOp *op, int depth)
         return check_copy(v, op);
     case OP_WAIT_ASYNC:
         return check_wait(v, op);
+    case OP_WAIT_DOTS:
+        return check_wait_dots(v, op);
     case OP_RELEASE_ASYNC:
         return check_release(v, op);
     case OP_FOR:

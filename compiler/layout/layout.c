@@ -613,7 +613,7 @@ static void plan_op(Pass *ps, const IrOp *op)
         if (!of[r]) of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;
     }
-    case OP_WAIT_ASYNC:
+    case OP_WAIT_ASYNC: case OP_WAIT_DOTS:
         for (int i = 0; i < op->nres; i++) {
             ValueId a = op->args[i];
             if (ps->lazy[a]) ps->lazy[op->res[i]] = true;
