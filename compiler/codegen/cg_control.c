@@ -324,6 +324,13 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_COMMIT_ASYNC: c->target->copy->commit(c); break;
     case OP_RELEASE_ASYNC: emit_release_async(c); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
+    case OP_WAIT_DOTS: {
+        const IrOp *d = op->nargs ? c->f->values[op->args[0]].def : NULL;
+        const DotEngine *e = d ? dot_engine_for(c->target, c->f, d) : NULL;
+        if (e && e->wait) e->wait(c, op);
+        else cg_fail(c, op, "internal error: a wait_dots of dots no engine issues");
+        break;
+    }
     case OP_FOR: emit_for(c, op); break;
     case OP_IF: emit_if(c, op); break;
     case OP_WHILE: emit_while(c, op); break;

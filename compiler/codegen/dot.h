@@ -31,6 +31,9 @@ typedef struct DotEngine {
      * for it, replacing acc's slots (the result of the loop that carries
      * such a dot's result, where the loop ends); NULL: none */
     void (*drain)(Cg *c, Slots *acc);
+    /* an engine whose dots may be DOT_ISSUED: emits an OP_WAIT_DOTS of
+     * them (its results replacing theirs); NULL: none */
+    void (*wait)(Cg *c, const IrOp *wait);
 } DotEngine;
 
 #pragma GCC visibility push(hidden)

@@ -18,6 +18,7 @@
  * in the accumulator registers when the dot ends (its group waited for),
  * and no wgmma reads shared memory after it. */
 #include "codegen/target.h"
+#include "ir/irutil.h"
 #include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
 
@@ -28,13 +29,26 @@
 static bool swizzle_holds(int cols) { return cols * 2 == 32 || cols * 2 == 64 || (cols * 2) % 128 == 0; }
 
 /* Whether the value a dot operand is made from is read from memory (a
- * load, a ring slot, a loop's carried slot) rather than computed. */
-static bool read_from_memory(const IrFunc *f, ValueId v)
+ * load, a ring slot, a loop's carried slot) rather than computed. A loop's
+ * carried value is what the loop starts it with: where that is computed
+ * (a carried P of wgmma_overlap.c), so is the value, once `computed` says
+ * a block argument counts by its start (the register A test; the B test
+ * keeps taking a carried tile as memory, written to scratch). */
+static bool read_from_memory_as(const IrFunc *f, ValueId v, bool carried_by_init, int depth)
 {
     const IrOp *d = f->values[v].def;
-    while (d && (d->kind == OP_CONVERT || d->kind == OP_TRANSPOSE)) d = f->values[d->args[0]].def;
+    while (d && (d->kind == OP_CONVERT || d->kind == OP_TRANSPOSE)) {
+        v = d->args[0];
+        d = f->values[v].def;
+    }
+    if ((!d && carried_by_init) || (d && d->kind == OP_FOR)) {
+        ValueId init = depth < 8 ? ir_carried_init(f, v) : 0;
+        if (init) return read_from_memory_as(f, init, carried_by_init, depth + 1);
+    }
     return !d || d->kind == OP_LOAD || d->kind == OP_COPY_ASYNC || d->kind == OP_WAIT_ASYNC;
 }
+
+static bool read_from_memory(const IrFunc *f, ValueId v) { return read_from_memory_as(f, v, false, 0); }
 
 static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
 {
@@ -54,7 +68,7 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
  * transposed). */
 static bool a_in_registers(Cg *c, const IrOp *dot)
 {
-    return !read_from_memory(c->f, dot->args[0]) && !c->plan.absorbed[dot->args[0]];
+    return !read_from_memory_as(c->f, dot->args[0], true, 0) && !c->plan.absorbed[dot->args[0]];
 }
 
 /* The four registers of A's fragment for row piece im and columns
@@ -206,6 +220,13 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     ptx_wgmma_commit(c);
     nvidia_turn_pass(c);
     free(afr);
+    if (op->flags & DOT_ISSUED) {   /* in flight: its wait_dots ties the accumulators (and A) */
+        Slots out = new_slots(n, l);
+        for (int i = 0; i < n; i++) out.v[i] = d[i];
+        c->vals[op->res[0]] = out;
+        free(d);
+        return;
+    }
     /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
     ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);
     /* and every warpgroup's: the copies after an async dot may refill that slot */
@@ -217,10 +238,64 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     free(d);
 }
 
+/* The register A operand of an issued dot, as its wgmma read it (the
+ * fragments built again from the same values, which LLVM merges with the
+ * issue's): appended to regs from *n. */
+static void issued_a_registers(Cg *c, const IrOp *dot, LLVMValueRef *regs, int *n)
+{
+    if (!a_in_registers(c, dot)) return;
+    IrType at = vtype(c, dot->args[0]);
+    int M = at.shape[0], K = at.shape[1], r = M / (64 * (c->T / 128));
+    Slots aval = cg_get(c, dot->args[0], layout_mma_interleaved(c->layouts, M, K, c->T));
+    for (int i = 0; i < r; i++)
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            a_fragment(c, &aval, at.dt, i, K / 8, k0, &regs[*n]);
+            *n += 4;
+        }
+}
+
+/* wait_dots: the issued dots' groups but the last ival complete, their
+ * accumulators and A registers tied through the wait. Once all are done,
+ * the ring slots they read are read no more in this warpgroup: a block
+ * barrier, since the copies that follow (wgmma_overlap.c puts them there)
+ * refill those slots for the whole block. */
+static void wait_wgmma(Cg *c, const IrOp *w)
+{
+    int total = 0;
+    for (int i = 0; i < w->nargs; i++) {
+        const IrOp *dot = c->f->values[w->args[i]].def;
+        IrType at = vtype(c, dot->args[0]);
+        total += c->vals[w->args[i]].n + at.shape[0] * at.shape[1] / c->T / 2 + 4;
+    }
+    LLVMValueRef *regs = xmalloc(sizeof *regs * (size_t)(total + 1));
+    int n = 0;
+    bool reads_ring = false;
+    for (int i = 0; i < w->nargs; i++) {
+        Slots s = c->vals[w->args[i]];
+        memcpy(regs + n, s.v, sizeof *regs * (size_t)s.n);
+        n += s.n;
+    }
+    int nacc = n;
+    for (int i = 0; i < w->nargs; i++) {
+        const IrOp *dot = c->f->values[w->args[i]].def;
+        issued_a_registers(c, dot, regs, &n);
+        reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
+    }
+    ptx_wgmma_wait_regs(c, (int)w->ival, regs, n);
+    for (int i = 0, at = 0; i < w->nargs && at < nacc; i++) {
+        Slots s = c->vals[w->args[i]], out = new_slots(s.n, s.lay);
+        memcpy(out.v, regs + at, sizeof *out.v * (size_t)s.n);
+        at += s.n;
+        c->vals[w->res[i]] = out;
+    }
+    free(regs);
+    if (w->ival == 0 && reads_ring && !c->f->producer) smem_fixed_barrier(c);
+}
+
 static void drain_wgmma(Cg *c, Slots *acc)
 {
     ptx_wgmma_wait(c, 0, acc->v, acc->n);
     if (c->f->producer) c->target->copy->release(c, true);
 }
 
-const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma};
+const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma, wait_wgmma};

@@ -102,7 +102,9 @@ void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMVa
     wgmma_mma(c, n, bf16, a, 4, db, b_mn_major, acc);
 }
 
-void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n)
+/* The instruction text with regs[0..n) (i32 or f32, n <= 64) passed
+ * through it, tied: LLVM sees them written by it. */
+static void tied_regs_asm(Cg *c, const char *text, LLVMValueRef *regs, int n)
 {
     char cons[800];
     size_t len = 0;
@@ -114,8 +116,23 @@ void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n)
     for (int i = 0; i < n; i++) len += (size_t)snprintf(cons + len, sizeof cons - len, "%d,", i);
     snprintf(cons + len, sizeof cons - len, "~{memory}");
     LLVMTypeRef ret = n == 1 ? ts[0] : LLVMStructTypeInContext(c->ctx, ts, (unsigned)n, 0);
-    LLVMValueRef r = asm_call(c, "wgmma.fence.sync.aligned;", cons, ret, regs, n);
+    LLVMValueRef r = asm_call(c, text, cons, ret, regs, n);
     for (int i = 0; i < n; i++) regs[i] = n == 1 ? r : LLVMBuildExtractValue(c->b, r, (unsigned)i, "");
+}
+
+void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n) { tied_regs_asm(c, "wgmma.fence.sync.aligned;", regs, n); }
+
+void ptx_wgmma_wait_regs(Cg *c, int pending, LLVMValueRef *regs, int n)
+{
+    char text[64];
+    snprintf(text, sizeof text, "wgmma.wait_group.sync.aligned %d;", pending);
+    for (int i = 0; i < n || i == 0; i += 64) {
+        if (!n) {
+            asm_plain(c, text);
+            break;
+        }
+        tied_regs_asm(c, text, regs + i, n - i < 64 ? n - i : 64);
+    }
 }
 
 LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3) { return LLVMBuildPtrToInt(c->b, ptr3, c->ti32, ""); }

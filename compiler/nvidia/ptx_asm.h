@@ -41,6 +41,11 @@ void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMVa
  * (tied): they are written before the fence, and the wgmma that read the
  * results come after it, as register A operands and accumulators must be. */
 void ptx_wgmma_fence_regs(Cg *c, LLVMValueRef *regs, int n);
+/* wgmma.wait_group.sync.aligned pending with regs[0..n) (i32 or f32, any
+ * n) tied through it: the accumulators of the groups it completes and the
+ * register A operands they read, which nothing may touch before. One
+ * instruction per 64 registers: a repeated wait is done at once. */
+void ptx_wgmma_wait_regs(Cg *c, int pending, LLVMValueRef *regs, int n);
 /* mma.sync.aligned.m16n8k32.row.col.f32.{e4m3|e5m2}.{e4m3|e5m2}.f32 (PTX
  * ISA 8.4, sm_89 and up; codegen_emit then writes .version 8.4): acc[0..4)
  * (f32) += A (a[0..4), four fp8 each, s8's fragment order) times B
