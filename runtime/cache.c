@@ -94,6 +94,9 @@ uint64_t ph_internal_source_key(const char *path, const char *source)
 {
     const char *build = ph_internal_build_id();
     uint64_t h = fnv1a(FNV1A_START, build, strlen(build));
+    /* the one environment switch of code generation (wgmma_overlap.c) */
+    const char *overlap = getenv("PHOBOS_DOT_OVERLAP");
+    if (overlap) h = fnv1a(h, overlap, strlen(overlap) + 1);
     if (source) return fnv1a(h, source, strlen(source));
     SrcFile f;
     char err[256];

@@ -627,3 +627,48 @@ Test(cpusim_wgmma, unknown_inline_asm_is_refused_at_load)
     }
     ir_module_free(m);
 }
+
+/* ---- the last dot carried into the next iteration (wgmma_overlap.c) ---- */
+
+/* Attention's forward loop without the division at its end, over n_kv
+ * keys: zero (the loop never runs: the inits come out), one tile (the
+ * first iteration only, then the last dot after the loop), a tile and a
+ * piece (K and V past N read as zeros), several. One and two warpgroups,
+ * two and three stages. */
+static const char *OVERLAP =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(NT)\n"
+    "@ph.stages(S)\n"
+    "@ph.autotune(BR=[128], BC=[64], NT=[128, 256], S=[2, 3])\n"
+    "def flash(Q: ph.tensor[ph.f16][M, 64], K: ph.tensor[ph.f16][N, 64], V: ph.tensor[ph.f16][N, 64],\n"
+    "          O: ph.tensor[ph.f32][M, 64], n_kv: ph.i32):\n"
+    "    q0: ph.let = ph.ctx.block.x * BR\n"
+    "    q: ph.let = Q[q0:+BR, :]\n"
+    "    acc: ph.var[ph.tile[ph.f32][BR, 64]] = 0.0\n"
+    "    m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30\n"
+    "    l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0\n"
+    "    for kt in range(0, n_kv, BC):\n"
+    "        s: ph.let = ph.dot_t(q, K[kt:+BC, :]) * 0.125\n"
+    "        ph.online_softmax(acc, m, l, s, V[kt:+BC, :])\n"
+    "    O[q0:+BR, :] = acc + l\n";
+
+Test(cpusim_wgmma, the_forward_with_its_last_dot_carried_over_matches_at_every_trip_count, .timeout = 600)
+{
+    IrModule *m = driver_compile_string("overlap.ph", OVERLAP, NULL, stderr);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->nfuncs, 4);
+    char *ir = sm90a_ir(m);
+    /* each config waits for S with the last dot still in flight */
+    int waits = 0;
+    for (const char *p = ir; (p = strstr(p, "wgmma.wait_group.sync.aligned 1;")); p++) waits++;
+    cr_expect_geq(waits, 4, "%d waits that leave one group in flight", waits);
+    free(ir);
+    cpusim *s = load_arch(m, "sm_90a");
+    static const int trips[] = {0, 64, 72, 200};
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int t = 0; t < 4; t++) cr_expect_eq(run_config_with(s, m->funcs[i], "n_kv", trips[t]), 0, "%s, n_kv %d", m->funcs[i]->name, trips[t]);
+    cpusim_free(s);
+    ir_module_free(m);
+}

@@ -243,6 +243,60 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
     ir_module_free(m);
 }
 
+/* wgmma_overlap.c on the tuned forward (two warpgroups of 64 rows): in
+ * the loop, S = Q K^T and the previous tile's P V are both committed
+ * before the wait that leaves one group in flight; the softmax follows,
+ * then the wait for all, and only then the bulk copy that refills the
+ * slot P V read. With PHOBOS_DOT_OVERLAP=0 no wait leaves a group. */
+static char *one_forward_ptx(const char *name)
+{
+    IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    int all = m->nfuncs, kept = 0;
+    for (int i = 0; i < all; i++) {
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->name, name)) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    cr_assert_eq(kept, 1);
+    m->nfuncs = kept;
+    char *ptx = emit_for(m, "sm_90a");
+    m->nfuncs = all;
+    ir_module_free(m);
+    return ptx;
+}
+
+static int count_between(const char *from, const char *to, const char *needle)
+{
+    int n = 0;
+    for (const char *p = from; (p = strstr(p, needle)) && p < to; p++) n++;
+    return n;
+}
+
+Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
+{
+    char *ptx = one_forward_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    const char *one = strstr(ptx, "wgmma.wait_group.sync.aligned 1;");
+    cr_assert_not_null(one, "no wait leaves a group in flight");
+    const char *all = strstr(one, "wgmma.wait_group.sync.aligned 0;");
+    cr_assert_not_null(all);
+    /* back to the wait before: the groups committed since */
+    const char *prev = ptx;
+    for (const char *p = ptx; (p = strstr(p, "wgmma.wait_group.sync.aligned")) && p < one; p++) prev = p;
+    cr_expect_eq(count_between(prev, one, "wgmma.commit_group"), 2, "S and P V committed before the first wait");
+    cr_expect_geq(count_between(one, all, "ex2.approx"), 16, "the softmax's exponentials run while P V does");
+    const char *refill = strstr(all, "cp.async.bulk.tensor");
+    cr_assert_not_null(refill, "no refill after the wait");
+    cr_expect_geq(count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
+    free(ptx);
+    setenv("PHOBOS_DOT_OVERLAP", "0", 1);
+    ptx = one_forward_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    unsetenv("PHOBOS_DOT_OVERLAP");
+    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "PHOBOS_DOT_OVERLAP=0 still overlaps");
+    free(ptx);
+}
+
 /* The layout pass under a target's policy (codegen_dot_policy: what the
  * code generator plans with, and phc --emit=layouts --arch shows): on
  * sm_90a a 128-row GEMM block on one warpgroup has wgmma's interleaved

@@ -25,6 +25,8 @@ extern const struct CopyEngine copy_tma;       /* copy_tma.c: bulk tensor copies
 extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */
 /* wgmma_async.c: sm_90a's pass, a K loop's wgmma left in flight (DOT_ASYNC) */
 void wgmma_async(IrFunc *f);
+/* wgmma_overlap.c: sm_90a's pass, a loop's last dot issued beside the next iteration's first (DOT_ISSUED, OP_WAIT_DOTS) */
+void wgmma_overlap(IrFunc *f);
 /* warp_specialize.c: sm_90a's pass, the producer's code of @ph.warp_specialize (IrFunc.producer) */
 void warp_specialize(IrFunc *f);
 
