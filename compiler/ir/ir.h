@@ -85,8 +85,12 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
  * themselves (the code generator asks its copy engine).
  * DOT_ISSUED: the dot is issued and left running; only an OP_WAIT_DOTS
  * reads its result, and the operands it reads (its ring slot, its A in
- * registers) stay untouched until that wait. */
-enum { DOT_TRANS_B = 1, DOT_ASYNC = 2, DOT_ISSUED = 4 };
+ * registers) stay untouched until that wait.
+ * DOT_TURN_KEPT, DOT_IN_TURN: where warpgroups take turns at their dots
+ * (IrFunc.turns), the dot after a DOT_TURN_KEPT one issues in its turn
+ * (DOT_IN_TURN: no wait for one of its own), so a pair of dots goes to
+ * the tensor cores together. */
+enum { DOT_TRANS_B = 1, DOT_ASYNC = 2, DOT_ISSUED = 4, DOT_TURN_KEPT = 8, DOT_IN_TURN = 16 };
 enum { WAIT_SLOTS_RELEASED = 1 };
 /* STORE_MASKED (OP_STORE): the operand before the value is a bool tile of
  * the value's type and shape; an element is written only where it is true

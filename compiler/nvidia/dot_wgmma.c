@@ -193,7 +193,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
-    nvidia_turn_wait(c);
+    if (!(op->flags & DOT_IN_TURN)) nvidia_turn_wait(c);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
     /* Register A passes through the fence, and so do the accumulators where
      * other code may write them between the instructions (a rescale of the
@@ -218,7 +218,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         }
     }
     ptx_wgmma_commit(c);
-    nvidia_turn_pass(c);
+    if (!(op->flags & DOT_TURN_KEPT)) nvidia_turn_pass(c);
     free(afr);
     if (op->flags & DOT_ISSUED) {   /* in flight: its wait_dots ties the accumulators (and A) */
         Slots out = new_slots(n, l);
@@ -258,7 +258,9 @@ static void issued_a_registers(Cg *c, const IrOp *dot, LLVMValueRef *regs, int *
  * accumulators and A registers tied through the wait. Once all are done,
  * the ring slots they read are read no more in this warpgroup: a block
  * barrier, since the copies that follow (wgmma_overlap.c puts them there)
- * refill those slots for the whole block. */
+ * refill those slots for the whole block; with a producer, the release of
+ * every group waited for before the last wait (the slots of the iteration
+ * before, which the P V just completed read; the current one's stay). */
 static void wait_wgmma(Cg *c, const IrOp *w)
 {
     int total = 0;
@@ -289,7 +291,8 @@ static void wait_wgmma(Cg *c, const IrOp *w)
         c->vals[w->res[i]] = out;
     }
     free(regs);
-    if (w->ival == 0 && reads_ring && !c->f->producer) smem_fixed_barrier(c);
+    if (w->ival == 0 && reads_ring && c->f->producer) c->target->copy->release(c, false);   /* to the producer, by mbarriers */
+    else if (w->ival == 0 && reads_ring) smem_fixed_barrier(c);
 }
 
 static void drain_wgmma(Cg *c, Slots *acc)

@@ -10,7 +10,9 @@
  * ring slot the body waits for; the last, acc' = dot(P, V, X), with P
  * computed in the body (register A), V a slot the body waits for, X the
  * carried accumulator acc or one elementwise op R of it (the rescale)
- * used by nothing else, acc used by nothing else, and acc' only carried on.
+ * used by nothing else, acc used by nothing else, and acc' only carried on;
+ * and S's registers twice (S, and P twice in 16 bits) plus acc's at most
+ * OVERLAP_REGS a thread.
  * Guarantees: such a loop becomes, under the loop's own trip test,
  *   the first iteration without its last dot (X_0 = R(acc_0), P_0, V_0);
  *   for the others: wait for the slots; issue S_j and dot(P_{j-1},
@@ -28,6 +30,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+
+enum { OVERLAP_REGS = 192 };
 
 typedef struct {
     IrOp *loop;
@@ -115,6 +119,12 @@ static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
         o->rescale = r;
     }
     if (uses_in(body, acc) != 1) return false;
+    /* registers: a thread holds S and the accumulator, and P twice (the one in flight, the
+     * next); past OVERLAP_REGS ptxas spills or serializes the wgmma, and the loop is better
+     * left as it is (ptxas -v on the tuned forward's configs: every one under it fits 255
+     * registers without spills, every one over it spills) */
+    int64_t sregs = ir_numel(ir_vtype(f, s->res[0])) / f->threads, oregs = ir_numel(ir_vtype(f, pv->res[0])) / f->threads;
+    if (2 * sregs + oregs > OVERLAP_REGS) return false;
     o->loop = loop;
     o->first = dots[0];
     o->last = dots[1];
@@ -194,8 +204,8 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     ir_block_remove(body, o->last);
     ValueId pv_args[3] = {p_prev, v_prev, acc};
     IrOp *issue = ir_clone_op(f, pv, pv_args);
-    issue->flags |= DOT_ISSUED;
-    s->flags |= DOT_ISSUED;
+    issue->flags |= DOT_ISSUED | DOT_IN_TURN;
+    s->flags |= DOT_ISSUED | DOT_TURN_KEPT;   /* the pair in one turn, where warpgroups take turns */
     int si = index_of(body, s);
     ir_block_insert(f, body, si + 1, issue);
     IrOp *wait_s = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &s->res[0], 1, (IrType[]){ir_vtype(f, s->res[0])});
@@ -235,12 +245,16 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     yield->args[o->acc] = next_acc;
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_WAIT_ASYNC && body->ops[i]->nargs) body->ops[i]->flags |= WAIT_SLOTS_RELEASED;
+    /* with a producer, the first iteration's slots are released by the second's wait for P V
+     * (or by the wait after the loop): its wait keeps no barrier for them */
+    for (int i = 0; f->producer_threads && i < then->nops; i++)
+        if (then->ops[i]->kind == OP_WAIT_ASYNC && then->ops[i]->nargs) then->ops[i]->flags |= WAIT_SLOTS_RELEASED;
 
     /* the last iteration's last dot after the loop; the then-block yields the loop's values with it */
     ir_block_insert(f, then, then->nops, loop);
     ValueId last_args[3] = {loop->res[ncar], loop->res[ncar + 1], loop->res[o->acc]};
     IrOp *final = ir_clone_op(f, pv, last_args);
-    final->flags &= ~DOT_ISSUED;
+    final->flags &= ~(DOT_ISSUED | DOT_IN_TURN);
     ir_block_insert(f, then, then->nops, final);
     ValueId *out = xmalloc(sizeof *out * (size_t)(ncar + 1));
     for (int i = 0; i < ncar; i++) out[i] = i == o->acc ? final->res[0] : loop->res[i];
@@ -254,7 +268,8 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
 static bool skip(const IrFunc *f)
 {
     const char *v = getenv("PHOBOS_DOT_OVERLAP");
-    return f->producer_threads > 0 || (v && !strcmp(v, "0"));
+    (void)f;
+    return v && !strcmp(v, "0");
 }
 
 static void overlap_block(IrFunc *f, IrBlock *b, int depth)
