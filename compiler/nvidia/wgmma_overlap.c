@@ -3,8 +3,10 @@
  * elementwise work between the two dots (attention's softmax) runs while
  * the tensor cores work (intra-warpgroup overlap).
  *
- * Expects: IR after the standard pipeline and wgmma-async, no producer
- * warpgroup (IrFunc.producer_threads 0). A for loop qualifies when its
+ * Expects: IR after the standard pipeline and wgmma-async, before
+ * warp-specialize (whose protocol the result follows: every wait that gives
+ * slots is WAIT_SLOTS_RELEASED, the engine's wait_dots releasing them once
+ * the P V that read them completed). A for loop qualifies when its
  * body has exactly two dots, both at its top level and both wgmma's: the
  * first, S = dot(A, B, Z), with each operand from outside the loop or a
  * ring slot the body waits for; the last, acc' = dot(P, V, X), with P
