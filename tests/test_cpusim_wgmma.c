@@ -144,6 +144,17 @@ Test(cpusim_wgmma, tuned_attention_matches_on_sm90a, .timeout = 600)
     for (int i = 0; i < 3; i++) attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
 }
 
+/* The same with PHOBOS_DOT_OVERLAP=1: the forward's P V carried over
+ * (wgmma_overlap.c) and the backward's dots issued early (wgmma_issue.c:
+ * dP^T beside S^T in dK/dV, dP beside S in dQ). */
+Test(cpusim_wgmma, tuned_attention_with_dots_left_running_matches_on_sm90a, .timeout = 600)
+{
+    static const int picks[] = {0, 5, 15};
+    setenv("PHOBOS_DOT_OVERLAP", "1", 1);
+    for (int i = 0; i < 3; i++) attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
+    unsetenv("PHOBOS_DOT_OVERLAP");
+}
+
 /* ---- the executor's model of wgmma's hazards, on sm_90a's IR changed by hand ---- */
 
 /* tests/gpu/gemm_wgmma.ph with its autotune line replaced by autotune. */
@@ -628,7 +639,7 @@ Test(cpusim_wgmma, unknown_inline_asm_is_refused_at_load)
     ir_module_free(m);
 }
 
-/* ---- the last dot carried into the next iteration (wgmma_overlap.c) ---- */
+/* ---- the last dot carried into the next iteration (wgmma_overlap.c, PHOBOS_DOT_OVERLAP=1) ---- */
 
 /* Attention's forward loop without the division at its end, over n_kv
  * keys: zero (the loop never runs: the inits come out), one tile (the
@@ -681,6 +692,7 @@ static const char *OVERLAP =
 
 Test(cpusim_wgmma, the_forward_with_its_last_dot_carried_over_matches_at_every_trip_count, .timeout = 600)
 {
+    setenv("PHOBOS_DOT_OVERLAP", "1", 1);
     IrModule *m = driver_compile_string("overlap.ph", OVERLAP, NULL, stderr);
     cr_assert_not_null(m);
     cr_assert_eq(m->nfuncs, 6);
@@ -696,4 +708,5 @@ Test(cpusim_wgmma, the_forward_with_its_last_dot_carried_over_matches_at_every_t
         for (int t = 0; t < 4; t++) cr_expect_eq(run_config_with(s, m->funcs[i], "n_kv", trips[t]), 0, "%s, n_kv %d", m->funcs[i]->name, trips[t]);
     cpusim_free(s);
     ir_module_free(m);
+    unsetenv("PHOBOS_DOT_OVERLAP");
 }

@@ -86,6 +86,15 @@ static void a_fragment(Cg *c, const Slots *a, DType dt, int im, int tn, int k0, 
     }
 }
 
+/* A splat of the constant 0. */
+static bool zero_tile(const IrFunc *f, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    if (!d || d->kind != OP_SPLAT) return false;
+    const IrOp *k = f->values[d->args[0]].def;
+    return k && k->kind == OP_CONST && k->fval == 0.0 && !k->ival;
+}
+
 static const Layout *wgmma_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot)
 {
     IrType r = ir_vtype(f, dot->res[0]);
@@ -169,10 +178,17 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         cg_fail(c, op, "internal error: a wgmma operand lies in shared memory in a layout no descriptor describes");
         return;
     }
-    Slots acc = cg_get(c, op->args[2], l);
+    /* an issued dot's zero accumulator is the first instruction's scale-d 0: no
+     * registers to zero while another group runs */
+    bool zero = (op->flags & DOT_ISSUED) && zero_tile(c->f, op->args[2]);
     int n = layout_nslots(l);
     LLVMValueRef *d = xmalloc(sizeof *d * (size_t)n);
-    for (int i = 0; i < n; i++) d[i] = acc.v[i];
+    if (zero) {
+        for (int i = 0; i < n; i++) d[i] = LLVMGetUndef(c->tf32);
+    } else {
+        Slots acc = cg_get(c, op->args[2], l);
+        for (int i = 0; i < n; i++) d[i] = acc.v[i];
+    }
     LLVMValueRef da[2] = {NULL, NULL}, *afr = NULL;
     int nfr = K / 16 * 4;   /* registers of one row piece's A */
     if (a_regs) {
@@ -198,9 +214,11 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     /* Register A passes through the fence, and so do the accumulators where
      * other code may write them between the instructions (a rescale of the
      * second row piece's sunk past the first wgmma makes ptxas inject a
-     * warpgroup.arrive, C7519): 64 registers a statement (one fence is
-     * enough, more are harmless). */
-    int na = a_regs ? r * nfr : 0, nacc = a_regs || r > 1 ? n : 0, nregs = na + nacc;
+     * warpgroup.arrive, C7519), and an issued dot's, whose zeros LLVM
+     * would otherwise write after the fence while another group runs (ptxas
+     * then injects a warpgroup.wait, C7517): 64 registers a statement (one
+     * fence is enough, more are harmless). */
+    int na = a_regs ? r * nfr : 0, nacc = a_regs || r > 1 || (op->flags & DOT_ISSUED) ? n : 0, nregs = na + nacc;
     LLVMValueRef *tied = xmalloc(sizeof *tied * (size_t)(nregs ? nregs : 1));
     if (na) memcpy(tied, afr, sizeof *tied * (size_t)na);
     if (nacc) memcpy(tied + na, d, sizeof *tied * (size_t)nacc);
@@ -213,8 +231,9 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
         for (int i = 0; i < r; i++) {
             LLVMValueRef *acc_i = d + i * (N / 2);   /* row piece i's accumulators */
-            if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, acc_i);
-            else ptx_wgmma_mma(c, N, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, acc_i);
+            bool add = k0 || !zero;
+            if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, add, acc_i);
+            else ptx_wgmma_mma(c, N, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, add, acc_i);
         }
     }
     ptx_wgmma_commit(c);

@@ -63,7 +63,8 @@ void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n)
 
 /* One wgmma.mma_async whose A is na inputs (one descriptor, or four
  * registers), then B's descriptor and scale-d, then the tied accumulators. */
-static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LLVMValueRef db, bool b_mn_major, bool accumulate,
+                      LLVMValueRef *acc)
 {
     int nacc = n / 2;
     char text[2000], cons[1200], inputs[40] = "";
@@ -86,20 +87,21 @@ static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LL
     int k = 0;
     for (int i = 0; i < na; i++) args[k++] = a[i];
     args[k++] = db;
-    args[k++] = i32c(c, 1);   /* scale-d: D = A B + D */
+    args[k++] = i32c(c, accumulate);   /* scale-d: D = A B + D, or D = A B */
     for (int i = 0; i < nacc; i++) args[k++] = acc[i];
     LLVMValueRef r = asm_call(c, text, cons, f32_struct(c, nacc), args, k);
     take_results(c, r, acc, nacc);
 }
 
-void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, bool accumulate, LLVMValueRef *acc)
 {
-    wgmma_mma(c, n, bf16, &da, 1, db, b_mn_major, acc);
+    wgmma_mma(c, n, bf16, &da, 1, db, b_mn_major, accumulate, acc);
 }
 
-void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, LLVMValueRef *acc)
+void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, bool accumulate,
+                        LLVMValueRef *acc)
 {
-    wgmma_mma(c, n, bf16, a, 4, db, b_mn_major, acc);
+    wgmma_mma(c, n, bf16, a, 4, db, b_mn_major, accumulate, acc);
 }
 
 /* The instruction text with regs[0..n) (i32 or f32, n <= 64) passed

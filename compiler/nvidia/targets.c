@@ -29,7 +29,7 @@ const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80", ampere_dots);
 const Target nvidia_sm90 = AMPERE_ROW("sm_90", 90, "sm_90", hopper_sync_dots);
 
 static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_mma_s8, &dot_mma_f8, &dot_fma, NULL};
-static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {"wgmma-overlap", wgmma_overlap},
+static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {"wgmma-overlap", wgmma_overlap}, {"wgmma-issue", wgmma_issue},
                                              {"warp-specialize", warp_specialize}, {NULL, NULL}};
 
 /* 16-bit dot operands in the hardware's swizzle, which wgmma's matrix

@@ -111,15 +111,19 @@ static bool is_result_of(const IrOp *wait, ValueId v)
     return false;
 }
 
-/* op, or an op of its regions, uses a slot wait gives. */
-static bool reads_slots(const IrOp *op, const IrOp *wait)
+/* op, or an op of its regions, uses a slot wait gives; a wait_dots reads
+ * what the issued dots it waits for read (their reads end there). */
+static bool reads_slots(const IrFunc *f, const IrOp *op, const IrOp *wait)
 {
-    for (int j = 0; j < op->nargs; j++)
+    for (int j = 0; j < op->nargs; j++) {
         if (is_result_of(wait, op->args[j])) return true;
+        const IrOp *dot = op->kind == OP_WAIT_DOTS ? f->values[op->args[j]].def : NULL;
+        if (dot && (is_result_of(wait, dot->args[0]) || is_result_of(wait, dot->args[1]))) return true;
+    }
     for (int side = 0; side < 2; side++) {
         const IrBlock *b = side ? op->els : op->body;
         for (int i = 0; b && i < b->nops; i++)
-            if (reads_slots(b->ops[i], wait)) return true;
+            if (reads_slots(f, b->ops[i], wait)) return true;
     }
     return false;
 }
@@ -152,7 +156,7 @@ static void place_releases(IrFunc *f, IrBlock *b, Releases *r)
         int last = i;
         bool ok = true;
         for (int j = i + 1; j < b->nops && ok; j++)
-            if (reads_slots(b->ops[j], wait)) {
+            if (reads_slots(f, b->ops[j], wait)) {
                 ok = b->ops[j]->kind != OP_YIELD && read_by_warp_dots(f, b->ops[j], wait);
                 last = j;
             }

@@ -1,0 +1,215 @@
+/* wgmma_issue.c: sm_90a's IR pass: within one iteration of a loop, each
+ * wgmma dot issued as early as its operands allow and waited for only
+ * where its result is first read, so independent dots run together and
+ * the elementwise work between them runs beside them (attention's backward:
+ * dP^T = V dO^T issued with S^T = K Q^T, P^T computed while it runs).
+ *
+ * Expects: IR after wgmma-overlap (loops it rotated hold issued dots and
+ * are left alone), before warp-specialize (which places a slot's release
+ * after the wait_dots of the dots that read it). A for loop qualifies when
+ * its body has at least two dots, all at its top level, none flagged, all
+ * wgmma's, each reading shared memory only where the tile is already there
+ * (a load from before the loop, a slot the body waits for: nothing goes
+ * through scratch while a dot runs) and any other A computed in the body
+ * (registers).
+ * Guarantees: the dots keep their order and operands and become DOT_ISSUED,
+ * each moved up to just after the last op its operands come from (and the
+ * dot before it); a wait_dots before the first op that reads each result
+ * (pending: the dots issued after it by then), and one for the rest before
+ * the yield, so nothing of a dot is in flight at the iteration's end and
+ * the body's refills at the next iteration's start (after its wait's
+ * barrier) find every slot read. A loop where no tile op would run between
+ * a dot and its wait is left as it is. */
+#include "codegen/dot.h"
+#include "ir/irutil.h"
+#include "nvidia/targets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_DOTS = 16 };
+
+static bool uses(const IrOp *op, ValueId v)
+{
+    for (int j = 0; j < op->nargs; j++)
+        if (op->args[j] == v) return true;
+    for (int side = 0; side < 2; side++) {
+        const IrBlock *b = side ? op->els : op->body;
+        for (int i = 0; b && i < b->nops; i++)
+            if (uses(b->ops[i], v)) return true;
+    }
+    return false;
+}
+
+static bool has_dot(const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++)
+        if (b->ops[i]->kind == OP_DOT || has_dot(b->ops[i]->body) || has_dot(b->ops[i]->els)) return true;
+    return false;
+}
+
+/* The index of the top-level op of body that defines v (itself or in its regions); -1 outside. */
+static int defined_at(const IrBlock *body, const bool *inside, ValueId v)
+{
+    if (!inside[v]) return -1;
+    for (int i = 0; i < body->nops; i++) {
+        const IrOp *op = body->ops[i];
+        for (int r = 0; r < op->nres; r++)
+            if (op->res[r] == v) return i;
+    }
+    return -1;   /* a block argument */
+}
+
+static bool waited_slot(const IrFunc *f, const IrBlock *body, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    if (!d || d->kind != OP_WAIT_ASYNC || !d->nargs) return false;
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i] == d) return true;
+    return false;
+}
+
+/* An operand the dot reads where it lies: from shared memory that holds it already, or (A) registers. */
+static bool in_place(const IrFunc *f, const IrBlock *body, const bool *inside, ValueId v, bool a)
+{
+    const IrOp *d = f->values[v].def;
+    if (!inside[v]) return d && d->kind == OP_LOAD;
+    if (waited_slot(f, body, v)) return true;
+    /* a computed A, not a transpose the dot would write to scratch */
+    while (a && d && d->kind == OP_CONVERT) d = f->values[d->args[0]].def;
+    return a && d && d->kind != OP_TRANSPOSE && d->kind != OP_WAIT_ASYNC && d->kind != OP_LOAD;
+}
+
+static bool qualifies(const IrFunc *f, const IrBlock *body, const bool *inside, int *dots, int *n)
+{
+    *n = 0;
+    for (int i = 0; i < body->nops; i++) {
+        const IrOp *op = body->ops[i];
+        if (op->kind == OP_FOR || op->kind == OP_WHILE || op->kind == OP_RETURN || op->kind == OP_WAIT_DOTS) return false;
+        if (has_dot(op->body) || has_dot(op->els)) return false;
+        if (op->kind != OP_DOT) continue;
+        if (*n == MAX_DOTS || (op->flags & (DOT_ASYNC | DOT_ISSUED)) || !dot_wgmma.accepts(f, op)) return false;
+        if (!in_place(f, body, inside, op->args[0], true) || !in_place(f, body, inside, op->args[1], false)) return false;
+        dots[(*n)++] = i;
+    }
+    return *n >= 2;
+}
+
+/* Moves each dot up to just after what it needs and the dot before it (the
+ * dots keep their order: the one measured; a dot passing another that waits
+ * for its operands, dP^T past dV in dK/dV, is the next thing to try);
+ * dots[] follows. */
+static void hoist(IrFunc *f, IrBlock *body, const bool *inside, int *dots, int n)
+{
+    int floor = 0;
+    for (int k = 0; k < n; k++) {
+        IrOp *dot = body->ops[dots[k]];
+        int to = floor;
+        for (int a = 0; a < 3; a++) {
+            int at = defined_at(body, inside, dot->args[a]);
+            if (at + 1 > to) to = at + 1;
+        }
+        if (to < dots[k]) {   /* the ops between move down one; the later dots lie below them */
+            ir_block_remove(body, dots[k]);
+            ir_block_insert(f, body, to, dot);
+            dots[k] = to;
+        }
+        floor = dots[k] + 1;
+    }
+}
+
+static void replace_from(IrBlock *body, int from, ValueId old, ValueId new)
+{
+    for (int i = from; i < body->nops; i++) {
+        IrOp *op = body->ops[i];
+        for (int j = 0; j < op->nargs; j++)
+            if (op->args[j] == old) op->args[j] = new;
+        if (op->body) ir_replace_uses(op->body, old, new);
+        if (op->els) ir_replace_uses(op->els, old, new);
+    }
+}
+
+static bool is_tile_op(const IrFunc *f, const IrOp *op)
+{
+    if (op->body || op->els) return true;
+    for (int r = 0; r < op->nres; r++)
+        if (ir_vtype(f, op->res[r]).rank > 0) return true;
+    return false;
+}
+
+/* Whether some tile op lies between each issued dot and its first reader:
+ * otherwise waiting at once is all the loop can do. */
+static bool gains(const IrFunc *f, const IrBlock *body, const int *dots, int n)
+{
+    for (int k = 0; k < n; k++) {
+        ValueId r = body->ops[dots[k]]->res[0];
+        for (int i = dots[k] + 1; i < body->nops && !uses(body->ops[i], r); i++)
+            if (body->ops[i]->kind == OP_DOT || is_tile_op(f, body->ops[i])) return true;
+    }
+    return false;
+}
+
+static void issue_loop(IrFunc *f, IrBlock *body)
+{
+    bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
+    ir_mark_defined(body, inside);
+    int dots[MAX_DOTS], n;
+    if (!qualifies(f, body, inside, dots, &n)) {
+        free(inside);
+        return;
+    }
+    /* the order tried on a copy of the op list, kept where it gains */
+    IrBlock trial = *body;
+    trial.ops = xmalloc(sizeof *trial.ops * (size_t)body->nops);
+    memcpy(trial.ops, body->ops, sizeof *trial.ops * (size_t)body->nops);
+    trial.cap = body->nops;
+    hoist(f, &trial, inside, dots, n);
+    free(inside);
+    if (!gains(f, &trial, dots, n)) {
+        free(trial.ops);
+        return;
+    }
+    memcpy(body->ops, trial.ops, sizeof *trial.ops * (size_t)body->nops);
+    free(trial.ops);
+    /* in the order they issue (a group completes after every older one) */
+    IrOp *issued[MAX_DOTS];
+    int nissued = 0, m = 0;
+    for (int k = 0; k < n; k++) body->ops[dots[k]]->flags |= DOT_ISSUED;
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i]->kind == OP_DOT) issued[m++] = body->ops[i];
+    bool waited[MAX_DOTS] = {false};
+    for (int i = 0; i < body->nops; i++) {
+        IrOp *op = body->ops[i];
+        if (op->kind == OP_DOT && (op->flags & DOT_ISSUED)) {
+            nissued++;
+            continue;
+        }
+        bool end = op->kind == OP_YIELD;
+        for (int k = 0; k < nissued; k++) {
+            if (waited[k] || (!end && !uses(op, issued[k]->res[0]))) continue;
+            IrType t = ir_vtype(f, issued[k]->res[0]);
+            IrOp *w = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issued[k]->res[0], 1, &t);
+            w->ival = nissued - 1 - k;
+            w->loc = op->loc;
+            ir_block_insert(f, body, i, w);
+            replace_from(body, i + 1, issued[k]->res[0], w->res[0]);
+            waited[k] = true;
+            i++;
+        }
+    }
+}
+
+static void issue_block(IrFunc *f, IrBlock *b, int depth)
+{
+    for (int i = 0; i < b->nops; i++) {
+        IrOp *op = b->ops[i];
+        if (op->body && depth < IR_MAX_DEPTH) issue_block(f, op->body, depth + 1);
+        if (op->els && depth < IR_MAX_DEPTH) issue_block(f, op->els, depth + 1);
+        if (op->kind == OP_FOR) issue_loop(f, op->body);
+    }
+}
+
+void wgmma_issue(IrFunc *f)
+{
+    if (wgmma_overlap_asked()) issue_block(f, f->body, 0);
+}
