@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OVERLAP_REGS = 192 };
+enum { OVERLAP_REGS = 192, MAX_MOVED = 128 };   /* copies and commits: 64 rings at most (IR_MAX_RINGS), a commit each */
 
 typedef struct {
     IrOp *loop;
@@ -89,6 +89,9 @@ static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
         if (op->kind == OP_WHILE || op->kind == OP_FOR || op->kind == OP_RETURN || op->kind == OP_RELEASE_ASYNC) return false;
     }
     if (nd != 2) return false;
+    int copies = 0;   /* the refills that move after the wait for P V, every one of them */
+    for (int i = 0; i < body->nops; i++) copies += body->ops[i]->kind == OP_COPY_ASYNC || body->ops[i]->kind == OP_COMMIT_ASYNC;
+    if (copies > MAX_MOVED) return false;
     const IrOp *s = body->ops[dots[0]], *pv = body->ops[dots[1]], *yield = body->ops[body->nops - 1];
     if ((s->flags | pv->flags) & (DOT_ASYNC | DOT_ISSUED)) return false;
     if (!dot_wgmma.accepts(f, s) || !dot_wgmma.accepts(f, pv)) return false;
@@ -222,9 +225,9 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     wait_pv->loc = pv->loc;
     int wi = o->last + 2;   /* past the issue and the first wait put before it */
     ir_block_insert(f, body, wi++, wait_pv);
-    IrOp *moved[64];
+    IrOp *moved[MAX_MOVED];
     int nmoved = 0;
-    for (int i = 0; i < body->nops && nmoved < 64;) {
+    for (int i = 0; i < body->nops && nmoved < MAX_MOVED;) {
         IrOpKind k = body->ops[i]->kind;
         if ((k == OP_COPY_ASYNC || k == OP_COMMIT_ASYNC) && i < wi) {
             moved[nmoved++] = body->ops[i];
