@@ -248,7 +248,7 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
  * before the wait that leaves one group in flight; the softmax follows,
  * then the wait for all, and only then the bulk copy that refills the
  * slot P V read. By default (the pass off) no wait leaves a group. */
-static char *one_forward_ptx(const char *name)
+static char *one_tuned_ptx(const char *name)
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
@@ -277,7 +277,7 @@ static int count_between(const char *from, const char *to, const char *needle)
 Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
 {
     setenv("PHOBOS_DOT_OVERLAP", "1", 1);
-    char *ptx = one_forward_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    char *ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
     const char *one = strstr(ptx, "wgmma.wait_group.sync.aligned 1;");
     cr_assert_not_null(one, "no wait leaves a group in flight");
     const char *all = strstr(one, "wgmma.wait_group.sync.aligned 0;");
@@ -292,9 +292,34 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     cr_expect_geq(count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
-    ptx = one_forward_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
     cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "without PHOBOS_DOT_OVERLAP=1 the loop overlaps");
     free(ptx);
+}
+
+/* wgmma_issue.c, on by default: in dK/dV's loop dP^T = V dO^T is issued
+ * beside S^T = K Q^T, so a wait leaves groups in flight (P^T is computed
+ * while dP^T runs); PHOBOS_DOT_OVERLAP=0 waits for each dot where it is
+ * issued. */
+static int waits_leaving_groups(const char *ptx)
+{
+    int n = 0;
+    for (const char *p = ptx; (p = strstr(p, "wgmma.wait_group.sync.aligned ")); p++)
+        n += p[30] != '0';
+    return n;
+}
+
+Test(target, sm90a_attention_backward_issues_dpt_beside_st_by_default, .timeout = 300)
+{
+    unsetenv("PHOBOS_DOT_OVERLAP");
+    char *ptx = one_tuned_ptx("attn_bwd_dkdv__D_64__BR_64__BC_128__NT_128");
+    cr_expect_geq(waits_leaving_groups(ptx), 1, "no wait leaves a dot in flight");
+    free(ptx);
+    setenv("PHOBOS_DOT_OVERLAP", "0", 1);
+    ptx = one_tuned_ptx("attn_bwd_dkdv__D_64__BR_64__BC_128__NT_128");
+    cr_expect_eq(waits_leaving_groups(ptx), 0, "with PHOBOS_DOT_OVERLAP=0 a wait leaves a dot in flight");
+    free(ptx);
+    unsetenv("PHOBOS_DOT_OVERLAP");
 }
 
 /* The layout pass under a target's policy (codegen_dot_policy: what the

@@ -19,7 +19,8 @@
  * the yield, so nothing of a dot is in flight at the iteration's end and
  * the body's refills at the next iteration's start (after its wait's
  * barrier) find every slot read. A loop where no tile op would run between
- * a dot and its wait is left as it is. */
+ * a dot and its wait is left as it is. On by default; PHOBOS_DOT_OVERLAP=0
+ * turns it off (wgmma_overlap_mode). */
 #include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
@@ -211,5 +212,5 @@ static void issue_block(IrFunc *f, IrBlock *b, int depth)
 
 void wgmma_issue(IrFunc *f)
 {
-    if (wgmma_overlap_asked()) issue_block(f, f->body, 0);
+    if (wgmma_overlap_mode() != DOT_OVERLAP_NONE) issue_block(f, f->body, 0);
 }

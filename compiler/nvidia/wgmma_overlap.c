@@ -268,13 +268,18 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     free(map);
 }
 
-/* Off unless PHOBOS_DOT_OVERLAP=1: measured on the H200 it did not pay
- * (docs/performance.md, tenth), so it is there to measure and to build on,
- * not in the default code (the runtime's cache keys include the switch). */
-bool wgmma_overlap_asked(void)
+/* PHOBOS_DOT_OVERLAP: 0 leaves every dot waited for where it is issued; 1
+ * adds this pass's rotation, which measured no faster on the H200
+ * (docs/performance.md, tenth), so it is there to measure and build on; unset
+ * (or any other value), the default: wgmma_issue alone, which measured
+ * faster on the backward (eleventh). The runtime's cache keys include the
+ * switch. */
+DotOverlap wgmma_overlap_mode(void)
 {
     const char *v = getenv("PHOBOS_DOT_OVERLAP");
-    return v && !strcmp(v, "1");
+    if (v && !strcmp(v, "0")) return DOT_OVERLAP_NONE;
+    if (v && !strcmp(v, "1")) return DOT_OVERLAP_ALL;
+    return DOT_OVERLAP_ISSUE;
 }
 
 static void overlap_block(IrFunc *f, IrBlock *b, int depth)
@@ -297,5 +302,5 @@ static void overlap_block(IrFunc *f, IrBlock *b, int depth)
 
 void wgmma_overlap(IrFunc *f)
 {
-    if (wgmma_overlap_asked()) overlap_block(f, f->body, 0);
+    if (wgmma_overlap_mode() == DOT_OVERLAP_ALL) overlap_block(f, f->body, 0);
 }
