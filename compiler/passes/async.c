@@ -32,7 +32,7 @@
 
 #include <stdlib.h>
 
-enum { ASYNC_BUDGET = 160 * 1024, ASYNC_DEFAULT_STAGES = 2 };
+enum { ASYNC_BUDGET = 192 * 1024, ASYNC_DEFAULT_STAGES = 2 };
 
 typedef struct {
     IrFunc *f;
