@@ -1,6 +1,10 @@
 """The attention tutorial's four kernels with more configs for the
 autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
-the forward pass 2 or 3 stages of K and V in flight; dK/dV computes the
+the forward pass 2 or 3 stages of K and V in flight, row blocks of 128 and
+256 on two warpgroups, with or without a producer warpgroup issuing the
+copies (W 1), whose consumers may take turns at the tensor cores (W 2:
+FlashAttention-3's ping-pong, with each P V issued beside the next Q K^T);
+dK/dV computes the
 transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
 are made in the layout the next dots read them in (their A operands, in
 registers) and nothing is transposed. dQ has a kernel of its own, which
@@ -22,10 +26,11 @@ import phobos.lang as ph
 
 
 @ph.kernel
+@ph.warp_specialize(W)
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(D=[64, 128], BR=[64, 128], BC=[32, 64], NT=[128, 256], S=[2, 3])
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2])
 @ph.aligned(R="BR")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):

@@ -135,9 +135,10 @@ Test(cpusim_wgmma, attention_matches_the_interpreter_on_sm90a, .timeout = 600)
 }
 
 /* bench/attention_tuned.ph at N_CTX 128, D 64: of the configs that fit,
- * each kernel's 0th, 5th and 15th (modulo their number): the forward's
- * BR 64 on one warpgroup, its BR 128 on two, and both of each backward
- * kernel's shapes that take wgmma (a whole run takes some 20 seconds). */
+ * each kernel's 0th, 5th and 15th (modulo their number): forwards of BR
+ * 128 on two warpgroups (W 0, 1 and 2 among them: no producer, a
+ * producer, turns with the rotation), and both of each backward kernel's
+ * shapes that take wgmma (a whole run takes some 20 seconds). */
 Test(cpusim_wgmma, tuned_attention_matches_on_sm90a, .timeout = 600)
 {
     static const int picks[] = {0, 5, 15};

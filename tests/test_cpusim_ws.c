@@ -291,19 +291,30 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
 }
 
 /* src with @ph.warp_specialize(w) on each kernel, in a file of its own
- * (path, a mkstemps template ending in ".ph"); how many kernels. */
+ * (path, a mkstemps template ending in ".ph"); how many kernels. A kernel
+ * that has one already (the tuned forward's W, autotuned) gets W=[w] for
+ * its list, as tests/ws_copies.sh writes the copies gpucheck runs. */
 static int write_specialized(const char *src, char *path, int w)
 {
     int fd = mkstemps(path, 3);
     cr_assert_geq(fd, 0);
     FILE *f = fdopen(fd, "w");
+    static const char list[] = "W=[0, 1, 2]";
     int kernels = 0;
-    for (const char *p = src, *k; *p; p = k + strlen("@ph.kernel\n")) {
-        if (!(k = strstr(p, "@ph.kernel\n"))) {
+    for (const char *p = src; *p;) {
+        const char *k = strstr(p, "@ph.kernel\n"), *l = strstr(p, list);
+        if (l && (!k || l < k)) {
+            fprintf(f, "%.*sW=[%d]", (int)(l - p), p, w);
+            p = l + strlen(list);
+            continue;
+        }
+        if (!k) {
             fputs(p, f);
             break;
         }
-        fprintf(f, "%.*s@ph.kernel\n@ph.warp_specialize(%d)\n", (int)(k - p), p, w);
+        fprintf(f, "%.*s@ph.kernel\n", (int)(k - p), p);
+        p = k + strlen("@ph.kernel\n");
+        if (strncmp(p, "@ph.warp_specialize(", 20)) fprintf(f, "@ph.warp_specialize(%d)\n", w);
         kernels++;
     }
     fclose(f);
@@ -367,9 +378,8 @@ Test(cpusim_ws, warp_specialized_attention_matches_the_interpreter, .timeout = 6
 }
 
 /* bench/attention_tuned.ph so, at N_CTX 128 D 64: of the configs that
- * fit, each kernel's picks (modulo their number): the forward's BR 64 and
- * 128, BC 32 and 64, one and two warpgroups, 2 and 3 stages, on wgmma and
- * (two warpgroups of 64 rows) on mma.sync. */
+ * fit, each kernel's picks (modulo their number): the forward's BR 128 and
+ * 256, BC 64 and 128, 2 and 3 stages on two warpgroups, on wgmma. */
 Test(cpusim_ws, warp_specialized_tuned_attention_matches_the_interpreter, .timeout = 1200)
 {
     static const char *const looping[] = {"attn_fwd__D_64", "attn_bwd_dkdv__D_64", "attn_bwd_dq__D_64"};
@@ -461,7 +471,7 @@ Test(cpusim_ws, the_sanitizers_gemm_shape_runs_without_races, .timeout = 600)
  * configs take turns at their wgmma (a named barrier each, bar.arrive to
  * the next), the others run as with 1. The same picks as above. */
 /* The turns' arrivals in the forward's D 64 BR 128 BC 64 configs of m
- * (S 2, 3): none on one warpgroup, want on two. */
+ * (S 2, 3; two warpgroups): want in each. */
 static void expect_turn_arrivals(IrModule *m, int want)
 {
     CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
@@ -479,35 +489,38 @@ static void expect_turn_arrivals(IrModule *m, int want)
         turning += two;
         free(ptx);
     }
-    cr_expect_eq(turning, 2, "the forward's D 64 BR 128 BC 64 NT 256 configs (S 2, 3)");
+    cr_expect_eq(turning, 2, "the forward's D 64 BR 128 BC 64 NT 256 configs (S 2, 3) of one W");
 }
 
+/* With PHOBOS_DOT_OVERLAP=0, each dot waited for where it is issued. */
 Test(cpusim_ws, attention_whose_warpgroups_take_turns_matches_the_interpreter, .timeout = 1200)
 {
     static const int picks[] = {0, 3, 5, 6, 9, 10, 12, 15};
     char path[] = "/tmp/phc_ws_turns_XXXXXX.ph";
+    setenv("PHOBOS_DOT_OVERLAP", "0", 1);
     IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     /* the first turn's arrival, then one wait and one arrival a dot (QK^T, PV) */
     expect_turn_arrivals(m, 3);
     ir_module_free(m);
     for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
+    unsetenv("PHOBOS_DOT_OVERLAP");
     unlink(path);
 }
 
-/* The same with PHOBOS_DOT_OVERLAP=1 (wgmma_overlap.c, wgmma_issue.c): a
- * turn covers the first iteration's QK^T, then the loop's pair (QK^T beside
- * the previous tile's PV), then the last PV; the producer takes the slots
- * back once the PV that read them completed. */
+/* The same by default, where warpgroups taking turns get the rotation
+ * (wgmma_overlap.c) and the early issue (wgmma_issue.c): a turn covers the
+ * first iteration's QK^T, then the loop's pair (QK^T beside the previous
+ * tile's PV), then the last PV; the producer takes the slots back once the
+ * PV that read them completed. */
 Test(cpusim_ws, overlapped_attention_taking_turns_matches_the_interpreter, .timeout = 1200)
 {
     static const int picks[] = {5, 6, 12};
     char path[] = "/tmp/phc_ws_overlap_XXXXXX.ph";
-    setenv("PHOBOS_DOT_OVERLAP", "1", 1);
+    unsetenv("PHOBOS_DOT_OVERLAP");
     IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     expect_turn_arrivals(m, 4);
     ir_module_free(m);
     for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
-    unsetenv("PHOBOS_DOT_OVERLAP");
     unlink(path);
 }
 
@@ -520,7 +533,7 @@ Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .time
     IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     int at = -1;
     for (int i = 0; i < m->nfuncs && at < 0; i++)
-        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2")) at = i;
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2__W_2")) at = i;
     cr_assert_geq(at, 0);
     IrModule one = *m;
     one.funcs = &m->funcs[at], one.nfuncs = 1;

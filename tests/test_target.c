@@ -226,7 +226,7 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
     int all = m->nfuncs, kept = 0;
     for (int i = 0; i < all; i++) {
         IrFunc *f = m->funcs[i];
-        if (strcmp(f->name, "attn_fwd__D_128__BR_128__BC_64__NT_128__S_2")) continue;
+        if (strcmp(f->name, "attn_fwd__D_128__BR_256__BC_64__NT_256__S_2__W_0")) continue;
         m->funcs[i] = m->funcs[kept];
         m->funcs[kept++] = f;
     }
@@ -247,7 +247,8 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
  * the loop, S = Q K^T and the previous tile's P V are both committed
  * before the wait that leaves one group in flight; the softmax follows,
  * then the wait for all, and only then the bulk copy that refills the
- * slot P V read. By default (the pass off) no wait leaves a group. */
+ * slot P V read. By default the pass runs only where warpgroups take
+ * turns (W 2), and PHOBOS_DOT_OVERLAP=0 turns it off there too. */
 static char *one_tuned_ptx(const char *name)
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
@@ -277,7 +278,7 @@ static int count_between(const char *from, const char *to, const char *needle)
 Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
 {
     setenv("PHOBOS_DOT_OVERLAP", "1", 1);
-    char *ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    char *ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0");
     const char *one = strstr(ptx, "wgmma.wait_group.sync.aligned 1;");
     cr_assert_not_null(one, "no wait leaves a group in flight");
     const char *all = strstr(one, "wgmma.wait_group.sync.aligned 0;");
@@ -292,9 +293,18 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     cr_expect_geq(count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2");
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0");
     cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "without PHOBOS_DOT_OVERLAP=1 the loop overlaps");
     free(ptx);
+    /* by default where the warpgroups take turns (W 2) */
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2");
+    cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "taking turns, the loop does not overlap");
+    free(ptx);
+    setenv("PHOBOS_DOT_OVERLAP", "0", 1);
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2");
+    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the loop overlaps");
+    free(ptx);
+    unsetenv("PHOBOS_DOT_OVERLAP");
 }
 
 /* wgmma_issue.c, on by default: in dK/dV's loop dP^T = V dO^T is issued

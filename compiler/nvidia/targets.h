@@ -27,8 +27,9 @@ extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */
 void wgmma_async(IrFunc *f);
 /* wgmma_overlap.c: sm_90a's pass, a loop's last dot issued beside the next iteration's first (DOT_ISSUED, OP_WAIT_DOTS) */
 void wgmma_overlap(IrFunc *f);
-/* which of wgmma_issue and wgmma_overlap run: PHOBOS_DOT_OVERLAP=0 neither, =1 both, else (the default) wgmma_issue */
-typedef enum { DOT_OVERLAP_NONE, DOT_OVERLAP_ISSUE, DOT_OVERLAP_ALL } DotOverlap;
+/* which of wgmma_issue and wgmma_overlap run: PHOBOS_DOT_OVERLAP=0 neither, =1 both, else (the
+ * default) wgmma_issue, and wgmma_overlap where warpgroups take turns */
+typedef enum { DOT_OVERLAP_NONE, DOT_OVERLAP_DEFAULT, DOT_OVERLAP_ALL } DotOverlap;
 DotOverlap wgmma_overlap_mode(void);
 /* wgmma_issue.c: sm_90a's pass, an iteration's dots issued early and waited for where read (DOT_ISSUED, OP_WAIT_DOTS) */
 void wgmma_issue(IrFunc *f);

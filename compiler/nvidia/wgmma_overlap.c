@@ -25,7 +25,8 @@
  *   after the loop the last dot of the last iteration.
  * Each dot computes what it computed before, on the same operand values:
  * only when it runs moves. A trip count of zero yields the inits as the
- * loop did. */
+ * loop did. By default only kernels whose warpgroups take turns
+ * (wgmma_overlap_mode). */
 #include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
@@ -269,17 +270,20 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
 }
 
 /* PHOBOS_DOT_OVERLAP: 0 leaves every dot waited for where it is issued; 1
- * adds this pass's rotation, which measured no faster on the H200
- * (docs/performance.md, tenth), so it is there to measure and build on; unset
- * (or any other value), the default: wgmma_issue alone, which measured
- * faster on the backward (eleventh). The runtime's cache keys include the
- * switch. */
+ * runs both passes on every kernel; unset (or any other value), the
+ * default: wgmma_issue everywhere (it measured faster on the backward,
+ * docs/performance.md, eleventh) and this pass's rotation only where
+ * warpgroups take turns. Alone the rotation measured no faster (tenth):
+ * both warpgroups then run their softmax at once and the tensor cores
+ * idle; with turns one's softmax runs under the other's P V and Q K^T,
+ * FlashAttention-3's schedule, which measured 2-4% faster at head dim 128
+ * (eleventh). The runtime's cache keys include the switch. */
 DotOverlap wgmma_overlap_mode(void)
 {
     const char *v = getenv("PHOBOS_DOT_OVERLAP");
     if (v && !strcmp(v, "0")) return DOT_OVERLAP_NONE;
     if (v && !strcmp(v, "1")) return DOT_OVERLAP_ALL;
-    return DOT_OVERLAP_ISSUE;
+    return DOT_OVERLAP_DEFAULT;
 }
 
 static void overlap_block(IrFunc *f, IrBlock *b, int depth)
@@ -302,5 +306,7 @@ static void overlap_block(IrFunc *f, IrBlock *b, int depth)
 
 void wgmma_overlap(IrFunc *f)
 {
-    if (wgmma_overlap_mode() == DOT_OVERLAP_ALL) overlap_block(f, f->body, 0);
+    DotOverlap m = wgmma_overlap_mode();
+    bool taking_turns = f->turns && f->producer_threads && f->threads >= 256;
+    if (m == DOT_OVERLAP_ALL || (m == DOT_OVERLAP_DEFAULT && taking_turns)) overlap_block(f, f->body, 0);
 }
