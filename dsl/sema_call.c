@@ -31,7 +31,8 @@ static const Builtin builtins[] = {
     {"f32", B_CONVERT, 1, 1, DT_F32, 0}, {"i32", B_CONVERT, 1, 1, DT_I32, 0}, {"i64", B_CONVERT, 1, 1, DT_I64, 0},
     {"i8", B_CONVERT, 1, 1, DT_I8, 0}, {"u8", B_CONVERT, 1, 1, DT_U8, 0},
     {"f8e4m3", B_CONVERT, 1, 1, DT_F8E4M3, 0}, {"f8e5m2", B_CONVERT, 1, 1, DT_F8E5M2, 0},
-    {"online_softmax", B_SOFTMAX, 5, 5, 0, 0}, {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
+    {"online_softmax", B_SOFTMAX, 5, 5, UN_EXP, 0}, {"online_softmax2", B_SOFTMAX, 5, 5, UN_EXP2, 0},
+    {"atomic_add", B_ATOMIC_ADD, 2, 2, 0, 0},
     {"argmax", B_ALONG, 2, 2, OP_ARGMAX, 0}, {"argmin", B_ALONG, 2, 2, OP_ARGMIN, 0},
     {"cumsum", B_ALONG, 2, 2, OP_CUMSUM, 0}, {"reshape", B_RESHAPE, 2, 2, 0, 0},
 };
@@ -424,7 +425,7 @@ Val sema_call(Sema *s, const Expr *e)
     const Builtin *b = call_target(s, e);
     if (!b) return val_error();
     if (b->kind == B_SOFTMAX) {
-        sema_err(s, e->loc, "ph.online_softmax is a statement: it updates its first three arguments and has no value");
+        sema_err(s, e->loc, "ph.%s is a statement: it updates its first three arguments and has no value", b->name);
         return val_error();
     }
     if (b->kind == B_ATOMIC_ADD) {
@@ -473,11 +474,11 @@ Val sema_call(Sema *s, const Expr *e)
 }
 
 /* ---- ph.online_softmax ---- */
-static int var_arg(Sema *s, const Expr *e)
+static int var_arg(Sema *s, const Expr *e, const char *fn)
 {
     Sym *y = e->kind == EX_NAME ? sema_lookup(s, e->name) : NULL;
     if (e->kind != EX_NAME) {
-        sema_err(s, e->loc, "ph.online_softmax updates its first three arguments: each must be a var");
+        sema_err(s, e->loc, "ph.%s updates its first three arguments: each must be a var", fn);
         return -1;
     }
     if (!y) {
@@ -495,12 +496,12 @@ static int var_arg(Sema *s, const Expr *e)
     return (int)(y - s->syms.data);
 }
 
-static bool softmax_shape(Sema *s, const Expr *e, Val v, bool ok_dt, int d0, int d1, const char *want)
+static bool softmax_shape(Sema *s, const char *fn, const Expr *e, Val v, bool ok_dt, int d0, int d1, const char *want)
 {
     if (v.rank == 2 && ok_dt && sema_dim_same(s, v.dim[0], d0) && sema_dim_same(s, v.dim[1], d1)) return true;
     char t[64];
     val_str(s, v, t, sizeof t);
-    sema_err(s, e->loc, "ph.online_softmax expects %s, got %s", want, t);
+    sema_err(s, e->loc, "ph.%s expects %s, got %s", fn, want, t);
     return false;
 }
 
@@ -532,18 +533,21 @@ static ValueId emit_rowred(Sema *s, int sub, ValueId a, IrType t, Loc loc)
 
 void sema_online_softmax(Sema *s, const Expr *e)
 {
-    if (!call_target(s, e)) return;
-    int iacc = var_arg(s, e->items[0]), im = var_arg(s, e->items[1]), il = var_arg(s, e->items[2]);
+    const Builtin *b = call_target(s, e);
+    if (!b) return;
+    const char *fn = b->name;
+    IrUnop ex = (IrUnop)b->sub;   /* exp, or exp2 for online_softmax2 (s and m in base-2 units) */
+    int iacc = var_arg(s, e->items[0], fn), im = var_arg(s, e->items[1], fn), il = var_arg(s, e->items[2], fn);
     Val sv = sema_expr(s, e->items[3]), vv = sema_expr(s, e->items[4]);
     if (iacc < 0 || im < 0 || il < 0 || val_bad(sv) || val_bad(vv)) return;
     Val acc = s->syms.data[iacc].val, m = s->syms.data[im].val, l = s->syms.data[il].val;
-    if (!softmax_shape(s, e->items[0], acc, acc.dt == DT_F32, acc.dim[0], acc.dim[1], "an f32 [M, N] var for acc")) return;
+    if (!softmax_shape(s, fn, e->items[0], acc, acc.dt == DT_F32, acc.dim[0], acc.dim[1], "an f32 [M, N] var for acc")) return;
     int M = acc.dim[0], N = acc.dim[1];
-    bool ok = softmax_shape(s, e->items[1], m, m.dt == DT_F32, M, 1, "an f32 [M, 1] var for m (acc is [M, N])");
-    ok = softmax_shape(s, e->items[2], l, l.dt == DT_F32, M, 1, "an f32 [M, 1] var for l (acc is [M, N])") && ok;
-    ok = ok && softmax_shape(s, e->items[3], sv, sv.dt == DT_F32, M, sv.rank == 2 ? sv.dim[1] : 1,
+    bool ok = softmax_shape(s, fn, e->items[1], m, m.dt == DT_F32, M, 1, "an f32 [M, 1] var for m (acc is [M, N])");
+    ok = softmax_shape(s, fn, e->items[2], l, l.dt == DT_F32, M, 1, "an f32 [M, 1] var for l (acc is [M, N])") && ok;
+    ok = ok && softmax_shape(s, fn, e->items[3], sv, sv.dt == DT_F32, M, sv.rank == 2 ? sv.dim[1] : 1,
                              "an f32 [M, K] tile for s (acc is [M, N])");
-    ok = ok && softmax_shape(s, e->items[4], vv, vv.dt == DT_F16 || vv.dt == DT_BF16, sv.dim[1], N,
+    ok = ok && softmax_shape(s, fn, e->items[4], vv, vv.dt == DT_F16 || vv.dt == DT_BF16, sv.dim[1], N,
                              "an f16 or bf16 [K, N] tile for v (s is [M, K], acc is [M, N])");
     if (!ok || !s->emit) return;
     Loc loc = e->loc;
@@ -551,13 +555,16 @@ void sema_online_softmax(Sema *s, const Expr *e)
     IrType col = ir_tile2(DT_F32, M, 1), mk = ir_tile2(DT_F32, M, K), mn_t = ir_tile2(DT_F32, M, N);
     ValueId rm = emit_rowred(s, RED_MAX, sv.v, col, loc);
     ValueId mn = emit_bin(s, BIN_MAX, m.v, rm, col, loc);
-    ValueId a = emit_un(s, UN_EXP, emit_bin(s, BIN_SUB, m.v, mn, col, loc), col, loc);
+    ValueId a = emit_un(s, ex, emit_bin(s, BIN_SUB, m.v, mn, col, loc), col, loc);
     /* s - mn before exp scales by log2(e): s * log2e - mn * log2e would be
      * one fma per score on the GPU, whose exponent for s == mn is the
      * rounding error of mn * log2e, huge when mn is a mask value such as
-     * -1.0e30 (tests/difftest/regressions/softmax-masked-leading-blocks.ph) */
+     * -1.0e30 (tests/difftest/regressions/softmax-masked-leading-blocks.ph).
+     * online_softmax2 takes s in base-2 units (the program folds log2(e)
+     * into the scale it multiplies the scores by): one subtraction and the
+     * exp2, exact where s == mn */
     ValueId mnb = sema_emit1(s, OP_BROADCAST, 1, &mn, mk, loc, NULL);
-    ValueId p = emit_un(s, UN_EXP, emit_bin(s, BIN_SUB, sv.v, mnb, mk, loc), mk, loc);
+    ValueId p = emit_un(s, ex, emit_bin(s, BIN_SUB, sv.v, mnb, mk, loc), mk, loc);
     ValueId lnew = emit_bin(s, BIN_ADD, emit_bin(s, BIN_MUL, l.v, a, col, loc), emit_rowred(s, RED_SUM, p, col, loc), col, loc);
     ValueId ab = sema_emit1(s, OP_BROADCAST, 1, &a, mn_t, loc, NULL);
     ValueId scaled = emit_bin(s, BIN_MUL, acc.v, ab, mn_t, loc);

@@ -220,7 +220,7 @@ static void expr_stmt(Sema *s, const Stmt *st)
 {
     const Expr *e = st->value;
     if (e->kind == EX_STRING) return;
-    if (e->kind == EX_CALL && sema_is_ns(s->alias, e->lhs, "online_softmax")) {
+    if (e->kind == EX_CALL && (sema_is_ns(s->alias, e->lhs, "online_softmax") || sema_is_ns(s->alias, e->lhs, "online_softmax2"))) {
         sema_online_softmax(s, e);
         return;
     }
@@ -302,7 +302,7 @@ static void assigned_vars(Sema *s, Stmt *const *body, int n, IntVec *out, int de
         if ((st->kind == ST_ASSIGN || st->kind == ST_AUGASSIGN) && st->target && st->target->kind == EX_NAME)
             names[0] = st->target;
         if (st->kind == ST_EXPR && st->value && st->value->kind == EX_CALL
-            && sema_is_ns(s->alias, st->value->lhs, "online_softmax"))
+            && (sema_is_ns(s->alias, st->value->lhs, "online_softmax") || sema_is_ns(s->alias, st->value->lhs, "online_softmax2")))
             for (int j = 0; j < 3 && j < st->value->nitems; j++) names[j] = st->value->items[j];
         for (int j = 0; j < 3; j++) {
             if (!names[j] || names[j]->kind != EX_NAME) continue;

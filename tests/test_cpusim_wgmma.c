@@ -18,6 +18,7 @@
 #include "codegen/codegen.h"
 #include "driver/targets.h"
 #include "testutil.h"
+#include <unistd.h>
 
 #define GEMM_WGMMA "tests/gpu/gemm_wgmma.ph"
 
@@ -710,4 +711,77 @@ Test(cpusim_wgmma, the_forward_with_its_last_dot_carried_over_matches_at_every_t
     cpusim_free(s);
     ir_module_free(m);
     unsetenv("PHOBOS_DOT_OVERLAP");
+}
+
+/* ---- ph.online_softmax2: the softmax in base 2 ---- */
+
+/* bench/attention_tuned.ph's forward in base 2: the scores scaled by
+ * scale * log2(e), ph.online_softmax2, L turned back to base e (the
+ * backward kernels as they are). */
+static char *base_two_source(void)
+{
+    char *src = tu_read_file("bench/attention_tuned.ph");
+    cr_assert_not_null(src);
+    static const char *const edits[][2] = {
+        {"        s = s * scale\n        if causal", "        s = s * (scale * 1.4426950408889634)\n        if causal"},
+        {"ph.online_softmax(acc, m, l, s, v)", "ph.online_softmax2(acc, m, l, s, v)"},
+        {"L[base + q0:+BR, 0:+1] = m + ph.log(l)", "L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453"},
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
+        cr_assert_not_null(strstr(src, edits[i][0]), "bench/attention_tuned.ph has no '%s'", edits[i][0]);
+        replace_all(&src, edits[i][0], edits[i][1]);
+    }
+    return src;
+}
+
+/* The base-2 forward gives the base-e one's O and L on the interpreter
+ * (one rounding of the folded scale apart), and runs on sm_90a as the
+ * interpreter does, where its loop has one multiply a score fewer. */
+Test(cpusim_wgmma, attention_in_base_two_matches_on_sm90a, .timeout = 600)
+{
+    char *src = base_two_source(), path[] = "/tmp/phc_base2_XXXXXX.ph";
+    int fd = mkstemps(path, 3);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, src, strlen(src)), (ssize_t)strlen(src));
+    close(fd);
+    IrModule *two = driver_compile_file(path, NULL, stderr), *e = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert(two && e);
+    AttnSize size = {1, 2, 128, 64, 0.5};
+    AttnKernels k2, ke;
+    cr_assert_eq(attn_pick(two, &size, &k2), 0);
+    cr_assert_eq(attn_pick(e, &size, &ke), 0);
+    size_t rows = (size_t)(size.z * size.h * size.n), elems = rows * (size_t)size.d;
+    for (int causal = 0; causal < 2; causal++) {
+        HostRng r;
+        host_rng_seed(&r, 7 + (uint64_t)causal);
+        uint16_t *in[4], *o[2];
+        float *lse[2];
+        for (int i = 0; i < 4; i++) {
+            in[i] = host_alloc(DT_F16, elems);
+            host_fill_normal(DT_F16, in[i], elems, 0.0, i == 3 ? 1.0 : 0.5, &r);
+        }
+        for (int j = 0; j < 2; j++) {
+            uint16_t *g[4];
+            for (int i = 0; i < 4; i++) host_poison(DT_F16, g[i] = host_alloc(DT_F16, elems), elems);
+            float *dl = host_alloc(DT_F32, rows);
+            host_poison(DT_F32, lse[j] = host_alloc(DT_F32, rows), rows);
+            host_poison(DT_F32, dl, rows);
+            o[j] = g[0];
+            AttnBufs b = {in[0], in[1], in[2], in[3], g[0], g[1], g[2], g[3], lse[j], dl};
+            cr_assert_eq(attn_run(&host_interpreter, j ? &k2 : &ke, &size, causal, &b), 0);
+            for (int i = 1; i < 4; i++) free(g[i]);
+            free(dl);
+        }
+        IrParam po = {.name = "O", .is_tensor = true, .dt = DT_F16}, pl = {.name = "L", .is_tensor = true, .dt = DT_F32};
+        cr_expect_eq(compare_tensor_within("base 2", k2.fwd, &po, o[0], o[1], elems, 1e-3, 2e-3), 0);
+        cr_expect_eq(compare_tensor_within("base 2", k2.fwd, &pl, lse[0], lse[1], rows, 1e-5, 1e-5), 0);
+        for (int i = 0; i < 4; i++) free(in[i]);
+        for (int j = 0; j < 2; j++) free(o[j]), free(lse[j]);
+    }
+    ir_module_free(two);
+    ir_module_free(e);
+    static const int picks[] = {0, 5};
+    for (int i = 0; i < 2; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
+    unlink(path);
+    free(src);
 }
