@@ -175,6 +175,22 @@ void ir_mark_defined(const IrBlock *blk, bool *inside)
     }
 }
 
+bool ir_has_dot(const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++)
+        if (b->ops[i]->kind == OP_DOT || ir_has_dot(b->ops[i]->body) || ir_has_dot(b->ops[i]->els)) return true;
+    return false;
+}
+
+bool ir_waited_slot(const IrFunc *f, const IrBlock *body, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    if (!d || d->kind != OP_WAIT_ASYNC || !d->nargs) return false;
+    for (int i = 0; i < body->nops; i++)
+        if (body->ops[i] == d) return true;
+    return false;
+}
+
 static void mark_stored(const IrBlock *blk, bool *stored)
 {
     for (int i = 0; i < blk->nops; i++) {

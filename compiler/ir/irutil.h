@@ -30,6 +30,10 @@ void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to);
 ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next_placeholder);
 /* Marks in inside[] every value defined in blk: block arguments and op results, nested too. */
 void ir_mark_defined(const IrBlock *blk, bool *inside);
+/* Whether blk (b may be NULL), or a region of one of its ops, holds a dot. */
+bool ir_has_dot(const IrBlock *b);
+/* Whether v is a ring slot that a wait_async at body's top level gives. */
+bool ir_waited_slot(const IrFunc *f, const IrBlock *body, ValueId v);
 /* By parameter: whether the kernel writes that tensor anywhere, by a store
  * or an atomic_add (a malloc'd array, nparams entries at least one). */
 bool *ir_stored_params(const IrFunc *f);

@@ -23,6 +23,9 @@ extern const struct DotEngine dot_mma_f8;     /* dot_mma_s8.c: mma.sync m16n8k32
 extern const struct CopyEngine copy_cp_async;  /* copy_cp_async.c: cp.async.cg into ring slots, sm_80 and up */
 extern const struct CopyEngine copy_tma;       /* copy_tma.c: bulk tensor copies on mbarriers, sm_90a */
 extern const struct TargetIsa nvidia_isa;      /* isa.c: llvm.nvvm intrinsics */
+/* The most copies and commits wgmma_async and wgmma_overlap move past a dot: 64 rings at most
+ * (IR_MAX_RINGS), a commit each; a loop with more is left as it is. */
+enum { WGMMA_MAX_MOVED = 128 };
 /* wgmma_async.c: sm_90a's pass, a K loop's wgmma left in flight (DOT_ASYNC) */
 void wgmma_async(IrFunc *f);
 /* wgmma_overlap.c: sm_90a's pass, a loop's last dot issued beside the next iteration's first (DOT_ISSUED, OP_WAIT_DOTS) */

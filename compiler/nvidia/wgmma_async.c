@@ -16,8 +16,6 @@
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
 
-enum { MAX_MOVED = 128 };   /* copies and commits: 64 rings at most (IR_MAX_RINGS), a commit each */
-
 static int count_dots(const IrBlock *b)
 {
     int n = 0;
@@ -53,7 +51,7 @@ static int async_candidate(const IrFunc *f, const IrBlock *body)
     if (!dot_wgmma.accepts(f, dot)) return -1;
     int copies = 0;   /* async_loop moves every copy and commit before the dot after it */
     for (int i = 0; i < at; i++) copies += body->ops[i]->kind == OP_COPY_ASYNC || body->ops[i]->kind == OP_COMMIT_ASYNC;
-    if (copies > MAX_MOVED) return -1;
+    if (copies > WGMMA_MAX_MOVED) return -1;
     for (int a = 0; a < 2; a++) {
         const IrOp *d = f->values[dot->args[a]].def;
         if (!d || d->kind != OP_WAIT_ASYNC) return -1;
@@ -72,9 +70,9 @@ static void async_loop(IrFunc *f, IrOp *loop)
     if (at < 0) return;
     IrOp *dot = body->ops[at];
     /* the copies and commits before the dot, in order, to just after it */
-    IrOp *moved[MAX_MOVED];
+    IrOp *moved[WGMMA_MAX_MOVED];
     int nmoved = 0;
-    for (int i = 0; i < at && nmoved < MAX_MOVED;) {
+    for (int i = 0; i < at && nmoved < WGMMA_MAX_MOVED;) {
         IrOpKind k = body->ops[i]->kind;
         if (k == OP_COPY_ASYNC || k == OP_COMMIT_ASYNC) {
             moved[nmoved++] = body->ops[i];

@@ -42,13 +42,6 @@ static bool uses(const IrOp *op, ValueId v)
     return false;
 }
 
-static bool has_dot(const IrBlock *b)
-{
-    for (int i = 0; b && i < b->nops; i++)
-        if (b->ops[i]->kind == OP_DOT || has_dot(b->ops[i]->body) || has_dot(b->ops[i]->els)) return true;
-    return false;
-}
-
 /* The index of the top-level op of body that defines v (itself or in its regions); -1 outside. */
 static int defined_at(const IrBlock *body, const bool *inside, ValueId v)
 {
@@ -61,21 +54,12 @@ static int defined_at(const IrBlock *body, const bool *inside, ValueId v)
     return -1;   /* a block argument */
 }
 
-static bool waited_slot(const IrFunc *f, const IrBlock *body, ValueId v)
-{
-    const IrOp *d = f->values[v].def;
-    if (!d || d->kind != OP_WAIT_ASYNC || !d->nargs) return false;
-    for (int i = 0; i < body->nops; i++)
-        if (body->ops[i] == d) return true;
-    return false;
-}
-
 /* An operand the dot reads where it lies: from shared memory that holds it already, or (A) registers. */
 static bool in_place(const IrFunc *f, const IrBlock *body, const bool *inside, ValueId v, bool a)
 {
     const IrOp *d = f->values[v].def;
     if (!inside[v]) return d && d->kind == OP_LOAD;
-    if (waited_slot(f, body, v)) return true;
+    if (ir_waited_slot(f, body, v)) return true;
     /* a computed A, not a transpose the dot would write to scratch */
     while (a && d && d->kind == OP_CONVERT) d = f->values[d->args[0]].def;
     return a && d && d->kind != OP_TRANSPOSE && d->kind != OP_WAIT_ASYNC && d->kind != OP_LOAD;
@@ -87,7 +71,7 @@ static bool qualifies(const IrFunc *f, const IrBlock *body, const bool *inside, 
     for (int i = 0; i < body->nops; i++) {
         const IrOp *op = body->ops[i];
         if (op->kind == OP_FOR || op->kind == OP_WHILE || op->kind == OP_RETURN || op->kind == OP_WAIT_DOTS) return false;
-        if (has_dot(op->body) || has_dot(op->els)) return false;
+        if (ir_has_dot(op->body) || ir_has_dot(op->els)) return false;
         if (op->kind != OP_DOT) continue;
         if (*n == MAX_DOTS || (op->flags & (DOT_ASYNC | DOT_ISSUED)) || !dot_wgmma.accepts(f, op)) return false;
         if (!in_place(f, body, inside, op->args[0], true) || !in_place(f, body, inside, op->args[1], false)) return false;

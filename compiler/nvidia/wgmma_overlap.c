@@ -34,7 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OVERLAP_REGS = 192, MAX_MOVED = 128 };   /* copies and commits: 64 rings at most (IR_MAX_RINGS), a commit each */
+enum { OVERLAP_REGS = 192 };
 
 typedef struct {
     IrOp *loop;
@@ -55,34 +55,13 @@ static int uses_in(const IrBlock *b, ValueId v)
     return n;
 }
 
-static bool has_nested_dot(const IrBlock *b)
-{
-    for (int i = 0; i < b->nops; i++) {
-        const IrOp *op = b->ops[i];
-        if (op->kind == OP_DOT || (op->body && has_nested_dot(op->body)) || (op->els && has_nested_dot(op->els))) return true;
-    }
-    return false;
-}
-
-static bool defined_in(const bool *inside, ValueId v) { return inside[v]; }
-
-/* A ring slot this body waits for. */
-static bool waited_slot(const IrFunc *f, const IrBlock *body, ValueId v)
-{
-    const IrOp *d = f->values[v].def;
-    if (!d || d->kind != OP_WAIT_ASYNC || !d->nargs) return false;
-    for (int i = 0; i < body->nops; i++)
-        if (body->ops[i] == d) return true;
-    return false;
-}
-
 static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
 {
     IrBlock *body = loop->body;
     int dots[3], nd = 0;
     for (int i = 0; i < body->nops; i++) {
         const IrOp *op = body->ops[i];
-        if ((op->body && has_nested_dot(op->body)) || (op->els && has_nested_dot(op->els))) return false;
+        if (ir_has_dot(op->body) || ir_has_dot(op->els)) return false;
         if (op->kind == OP_DOT) {
             if (nd == 2) return false;
             dots[nd++] = i;
@@ -92,17 +71,17 @@ static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
     if (nd != 2) return false;
     int copies = 0;   /* the refills that move after the wait for P V, every one of them */
     for (int i = 0; i < body->nops; i++) copies += body->ops[i]->kind == OP_COPY_ASYNC || body->ops[i]->kind == OP_COMMIT_ASYNC;
-    if (copies > MAX_MOVED) return false;
+    if (copies > WGMMA_MAX_MOVED) return false;
     const IrOp *s = body->ops[dots[0]], *pv = body->ops[dots[1]], *yield = body->ops[body->nops - 1];
     if ((s->flags | pv->flags) & (DOT_ASYNC | DOT_ISSUED)) return false;
     if (!dot_wgmma.accepts(f, s) || !dot_wgmma.accepts(f, pv)) return false;
     /* S's operands lie in shared memory already (nothing written to scratch while a dot runs) */
     for (int a = 0; a < 2; a++) {
         const IrOp *d = f->values[s->args[a]].def;
-        if (defined_in(inside, s->args[a]) ? !waited_slot(f, body, s->args[a]) : !d || d->kind != OP_LOAD) return false;
+        if (inside[s->args[a]] ? !ir_waited_slot(f, body, s->args[a]) : !d || d->kind != OP_LOAD) return false;
     }
     /* P computed here (its register A needs no scratch), V a slot waited for */
-    if (!defined_in(inside, pv->args[0]) || waited_slot(f, body, pv->args[0]) || !waited_slot(f, body, pv->args[1])) return false;
+    if (!inside[pv->args[0]] || ir_waited_slot(f, body, pv->args[0]) || !ir_waited_slot(f, body, pv->args[1])) return false;
     const IrOp *pd = f->values[pv->args[0]].def;
     if (!pd || pd->kind == OP_TRANSPOSE) return false;
     /* acc' only carried on, as carried value o->acc */
@@ -226,9 +205,9 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     wait_pv->loc = pv->loc;
     int wi = o->last + 2;   /* past the issue and the first wait put before it */
     ir_block_insert(f, body, wi++, wait_pv);
-    IrOp *moved[MAX_MOVED];
+    IrOp *moved[WGMMA_MAX_MOVED];
     int nmoved = 0;
-    for (int i = 0; i < body->nops && nmoved < MAX_MOVED;) {
+    for (int i = 0; i < body->nops && nmoved < WGMMA_MAX_MOVED;) {
         IrOpKind k = body->ops[i]->kind;
         if ((k == OP_COPY_ASYNC || k == OP_COMMIT_ASYNC) && i < wi) {
             moved[nmoved++] = body->ops[i];
