@@ -92,10 +92,13 @@ static void at_add_i32(void *t, int64_t rows, int64_t cols, int64_t row, int64_t
     if (row >= 0 && row < rows && col >= 0 && col < cols) ((int32_t *)t)[row * cols + col] += v;
 }
 
-/* atomic2d(A, B, X, Y), [M, N] each, M 24 and N 50 on a 4 x 3 grid. */
+/* atomic2d(A, B, X, Y), [M, N] each, M 24 and N 50 on a 4 x 3 grid; N 52
+ * where the windows start at multiples of 4 (C0 4), so that their rows'
+ * chunks of four floats are aligned. */
 static void at_atomic2d(const IrFunc *f, AtomicRun *r)
 {
-    enum { M = 24, N = 50 };
+    enum { M = 24 };
+    int64_t c0off = at_meta(f, "C0"), N = c0off % 4 ? 50 : 52;
     at_tensor(r, 0, DT_F32, M, N, 8);
     at_tensor(r, 1, DT_I32, M, N, 8);
     at_tensor(r, 2, DT_F32, M, N, 20);
@@ -106,7 +109,7 @@ static void at_atomic2d(const IrFunc *f, AtomicRun *r)
     const void *a = r->args[0].data, *b = r->args[1].data;
     for (int64_t by = 0; by < r->grid[1]; by++)
         for (int64_t bx = 0; bx < r->grid[0]; bx++) {
-            int64_t r0 = by * (bm / 2) - 3, c0 = bx * (bn / 2) - 5;
+            int64_t r0 = by * (bm / 2) - 3, c0 = bx * (bn / 2) - c0off;
             for (int64_t i = 0; i < bm; i++) {
                 float rowsum = 0;
                 for (int64_t j = 0; j < bn; j++) {

@@ -19,7 +19,10 @@
  * made twice; nothing outside the tensor is written. Atomic adds are
  * monotonic atomicrmw on the global address space, element by element:
  * red.global.add (atom where the result were used) for f32 and i32,
- * device-wide. */
+ * device-wide; f32 adds without a mask, where the target adds several
+ * floats at once (Target.atomic_add_f32xn: Hopper's red.global.add.v4.f32),
+ * go a run of consecutive columns at a time (a dot's result: its pairs),
+ * each element still added atomically. */
 #include "target.h"
 
 #include <stdlib.h>
@@ -135,6 +138,42 @@ static Slots stage_through_shared(Cg *c, const Slots *s, DType dt)
     return out;
 }
 
+/* The widest vector atomic add (2 or 4 floats) that runs of l's slots
+ * fill, where the target has one: 0 where none. */
+static int atomic_width(Cg *c, const Layout *l, DType dt)
+{
+    int run = layout_col_run(l);
+    if (dt != DT_F32 || !c->target->atomic_add_f32xn || run < 2) return 0;
+    return run % 4 == 0 ? 4 : run % 2 == 0 ? 2 : 0;
+}
+
+/* Atomic f32 adds of n consecutive columns at a time (runs of s's slots,
+ * layout_col_run) where the window's n-element chunks are aligned (then
+ * each run is wholly inside the tensor or wholly outside); element by
+ * element otherwise. One branch, uniform over the block. */
+static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMBasicBlockRef vec = new_bb(c, "adv"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
+    LLVMBuildCondBr(B, window_chunks_aligned(c, op, n), vec, scal);
+    LLVMPositionBuilderAtEnd(B, vec);
+    LLVMValueRef base = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    for (int k = 0; k + n <= s->n; k += n) {
+        SlotPos p = slot_pos(c, s->lay, k);
+        LLVMValueRef off, inb;
+        window_elem(c, op, p, &off, &inb);
+        Guard g = guard_begin(c, and1(c, inb, p.owner));
+        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
+        c->target->atomic_add_f32xn(c, addr, &s->v[k], n);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, scal);
+    store_elements(c, op, s, NULL, true);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 static void write_window(Cg *c, const IrOp *op, bool atomic)
 {
     ValueId val = op->args[op->nargs - 1];
@@ -147,7 +186,10 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     Slots s = cg_get(c, val, l);
     DType dt = c->f->params[op->param].dt;
     ValueId mask = ir_store_mask(op);
-    if (atomic || mask) {
+    int width = atomic && !mask ? atomic_width(c, l, dt) : 0;
+    if (width) {
+        atomic_add_runs(c, op, &s, width);
+    } else if (atomic || mask) {
         Slots m = mask ? cg_get(c, mask, l) : (Slots){0};
         store_elements(c, op, &s, mask ? &m : NULL, atomic);
     } else if (staging_pays(l, dt)) {

@@ -93,6 +93,10 @@ struct Target {
      * layout_shared, 16 bytes */
     const Layout *(*operand_layout)(LayoutTable *t, int rows, int cols, int elem_bytes);
     int operand_align;
+    /* an atomic add of n (2 or 4) f32 at once: v[0..n) added to the n
+     * floats at global address addr (i64, 4n-byte aligned), each element
+     * as atomically as one add; NULL: the chip adds one element at a time */
+    void (*atomic_add_f32xn)(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
     /* the optimized LLVM module rewritten before the back end lowers it,
      * around what the back end gets wrong; NULL: none */
     void (*fix_llvm)(LLVMModuleRef mod);

@@ -319,6 +319,11 @@ int layout_nslots(const Layout *l)
     return 0;
 }
 
+int layout_col_run(const Layout *l)
+{
+    return l->kind == LAY_BLOCKED ? l->v : l->kind == LAY_MMA ? 2 : 1;
+}
+
 void layout_str(const Layout *l, char *buf, size_t n)
 {
     char p[200];

@@ -122,6 +122,12 @@ LayoutShift layout_shared_shift(const Layout *l, int drow, int dcol);
 bool layout_shared_shift_holds(const Layout *l, int col, int drow, int dcol);
 
 int layout_nslots(const Layout *l);
+/* How many consecutive columns of one row a register layout's slots hold
+ * in runs: for every thread, slots k .. k+n-1 (k a multiple of n) hold
+ * one row's columns j .. j+n-1, j a multiple of n; what one vector access
+ * reads or writes. BLOCKED: its v; MMA: the pair 2(l%4), 2(l%4)+1; 1
+ * for the others. */
+int layout_col_run(const Layout *l);
 /* The slot of slice l that holds the kept-axis position of its parent's
  * slot parent_slot (in every thread). */
 int layout_slice_slot(const Layout *l, int parent_slot);

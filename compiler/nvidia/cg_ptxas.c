@@ -18,9 +18,10 @@
  * and no longer forms the faulty VIMNMX3 (checked on the H200, see
  * tests/difftest/regressions/rowmax-broadcast-gpu-seed-20261980.ph).
  *
- * The PTX version of fp8 mma.sync. LLVM 19 writes `.version 8.0` (its
- * +ptx80) and has no fp8 mma, which dot_mma_f8 writes as inline PTX; that
- * instruction needs PTX ISA 8.4, so a module holding one says 8.4 (which
+ * The PTX version of fp8 mma.sync and the vector reductions. LLVM 19
+ * writes `.version 8.0` (its +ptx80) and has neither, which dot_mma_f8 and
+ * ptx_red_add_f32 write as inline PTX; fp8 mma needs PTX ISA 8.4 and
+ * red.global.add.v2/v4.f32 8.1, so a module holding either says 8.4 (which
  * changes nothing else: 8.4 is 8.0 with additions). Other modules keep
  * 8.0, and their text.
  *
@@ -72,7 +73,12 @@ static bool rewrite_neg_s32(const char *line, size_t len, FILE *out)
     return true;
 }
 
-static bool needs_ptx84(const char *ptx) { return strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e") != NULL; }
+/* fp8 mma.sync (8.4) and the vector reductions (red.global.add.v2.f32,
+ * 8.1): both in 8.4 */
+static bool needs_ptx84(const char *ptx)
+{
+    return strstr(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e") != NULL || strstr(ptx, "red.global.add.v") != NULL;
+}
 
 /* The constant c of fp type t, or a vector of it when t is one. */
 static LLVMValueRef fp_constant(LLVMTypeRef t, double c)

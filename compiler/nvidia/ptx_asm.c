@@ -147,6 +147,14 @@ void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes)
     asm_call(c, "mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", "r,r,~{memory}", c->tvoid, args, 2);
 }
 
+void ptx_red_add_f32(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n)
+{
+    LLVMValueRef args[5] = {addr};
+    for (int i = 0; i < n; i++) args[1 + i] = v[i];
+    asm_call(c, n == 4 ? "red.global.add.v4.f32 [$0], {$1, $2, $3, $4};" : "red.global.add.v2.f32 [$0], {$1, $2};",
+             n == 4 ? "l,f,f,f,f,~{memory}" : "l,f,f,~{memory}", c->tvoid, args, n + 1);
+}
+
 void ptx_barrier_arrive(Cg *c, LLVMValueRef id, int count)
 {
     LLVMValueRef args[2] = {id, i32c(c, count)};

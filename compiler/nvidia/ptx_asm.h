@@ -54,6 +54,12 @@ void ptx_wgmma_wait_regs(Cg *c, int pending, LLVMValueRef *regs, int n);
  * (b[0..2)), replaced in place by the results. */
 void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef *acc);
 
+/* red.global.add.v{n}.f32 (n 2 or 4; sm_90, PTX ISA 8.1): v[0..n) (f32)
+ * added to the n floats at global address addr (i64, 4n-byte aligned),
+ * each element atomically as red.global.add.f32 adds one, in one
+ * instruction (codegen_emit then writes .version 8.4). */
+void ptx_red_add_f32(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
+
 /* bar.arrive id, count: this thread counts towards named barrier id's
  * count threads without waiting for the others (LLVM 19 has no intrinsic) */
 void ptx_barrier_arrive(Cg *c, LLVMValueRef id, int count);

@@ -3,10 +3,12 @@
  * All write PTX ISA 8.0 (8.4 where a kernel has an fp8 mma: cg_ptxas.c)
  * and fill ring slots with cp.async; sm_80 and sm_90 prefer mma.sync to
  * FMA loops and differ in the chip the back end schedules for and ptxas
- * assembles for (and sm_90 has fp8 mma.sync, which sm_80's code has not);
+ * assembles for (and sm_90 has fp8 mma.sync and vector atomic adds, which sm_80's code
+ * has not);
  * sm_90a puts wgmma first. */
 #include "codegen/target.h"
 
+#include "nvidia/ptx_asm.h"
 #include "nvidia/targets.h"
 
 static const DotEngine *const ampere_dots[] = {&dot_mma_sync, &dot_mma_s8, &dot_fma, NULL};
@@ -14,19 +16,20 @@ static const DotEngine *const ampere_dots[] = {&dot_mma_sync, &dot_mma_s8, &dot_
 static const DotEngine *const hopper_sync_dots[] = {&dot_mma_sync, &dot_mma_s8, &dot_mma_f8, &dot_fma, NULL};
 
 /* A row with Ampere's instructions (mma.sync, cp.async), named row_name
- * for chip row_sm, its code scheduled for LLVM CPU cpu. */
-#define AMPERE_ROW(row_name, row_sm, cpu, row_dots)                                                                             \
+ * for chip row_sm, its code scheduled for LLVM CPU cpu; red_add: the
+ * vector atomic adds (Hopper's), or NULL. */
+#define AMPERE_ROW(row_name, row_sm, cpu, row_dots, red_add)                                                                             \
     {                                                                                                                 \
         .name = row_name, .sm = row_sm, .ptx_version = 80, .llvm_cpu = cpu, .llvm_features = "+ptx80",                \
         .caps = TARGET_TENSOR_CORES | TARGET_ASYNC_COPY, .dots = row_dots, .copy = &copy_cp_async, .passes = NULL, \
-        .isa = &nvidia_isa, .fix_llvm = nvptx_workarounds, .fix_ptx = ptxas_workarounds,                                                       \
+        .isa = &nvidia_isa, .atomic_add_f32xn = red_add, .fix_llvm = nvptx_workarounds, .fix_ptx = ptxas_workarounds,          \
     }
 
-const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80", ampere_dots);
+const Target nvidia_sm80 = AMPERE_ROW("sm_80", 80, "sm_80", ampere_dots, NULL);
 
 /* Hopper through Ampere's instructions, the code that runs on every
  * Hopper part (and the mma.sync path on one that has wgmma). */
-const Target nvidia_sm90 = AMPERE_ROW("sm_90", 90, "sm_90", hopper_sync_dots);
+const Target nvidia_sm90 = AMPERE_ROW("sm_90", 90, "sm_90", hopper_sync_dots, ptx_red_add_f32);
 
 static const DotEngine *const hopper_dots[] = {&dot_wgmma, &dot_mma_sync, &dot_mma_s8, &dot_mma_f8, &dot_fma, NULL};
 static const TargetPass hopper_passes[] = {{"wgmma-async", wgmma_async}, {"wgmma-overlap", wgmma_overlap}, {"wgmma-issue", wgmma_issue},
@@ -54,6 +57,7 @@ const Target nvidia_sm90a = {
     .isa = &nvidia_isa,
     .operand_layout = hopper_operand_layout,
     .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
+    .atomic_add_f32xn = ptx_red_add_f32,
     .fix_llvm = nvptx_workarounds,
     .fix_ptx = ptxas_workarounds,
 };
@@ -61,6 +65,6 @@ const Target nvidia_sm90a = {
 /* Ampere's GA10x parts (sm_86: A10, A40, RTX 30) and Ada (sm_89: L4, L40,
  * RTX 40): sm_80's code (PTX .target sm_80), which they run; a row of
  * their own names the chip ptxas assembles for (phc --emit=cubin). */
-const Target nvidia_sm86 = AMPERE_ROW("sm_86", 86, "sm_80", ampere_dots);
+const Target nvidia_sm86 = AMPERE_ROW("sm_86", 86, "sm_80", ampere_dots, NULL);
 
-const Target nvidia_sm89 = AMPERE_ROW("sm_89", 89, "sm_80", ampere_dots);
+const Target nvidia_sm89 = AMPERE_ROW("sm_89", 89, "sm_80", ampere_dots, NULL);

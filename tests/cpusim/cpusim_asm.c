@@ -1,7 +1,7 @@
 /* cpusim_asm.c: sm_90a's inline PTX (compiler/nvidia/ptx_asm.c: wgmma's
  * fence, mma_async, commit_group and wait_group, fence.proxy.async,
  * setmaxnreg; the mbarrier init fence, expect_tx and try_wait.parity, the
- * bulk tensor copy) made
+ * bulk tensor copy; sm_90's vector atomic add, red.global.add.v2/v4.f32) made
  * calls into the executor. Each asm call is recognised by its text and
  * constraints, and its callee replaced by a wrapper of the same type that
  * stores its arguments to a slot array and calls sim_asm with the call's
@@ -173,10 +173,17 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         ok = read_mma(text, a, nin, nout);
     } else if (!strncmp(text, "mma.sync.aligned.m16n8k32", 25)) {
         ok = read_mma_f8(text, a, nin, nout);
+    } else if (sscanf(text, "red.global.add.v%d.f32", &a->n) == 1) {
+        ok = a->n == 2 || a->n == 4;
+        a->op = IN_RED_ADD_F32;
     } else {
         ok = read_tma(text, a);
     }
-    if (a->op >= IN_FENCE_MBAR_INIT) {   /* no accumulators: an i32 result at most, untied */
+    if (a->op == IN_RED_ADD_F32) {   /* the address, then the floats; nothing out */
+        for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
+        ok = ok && nout == 0 && nin == 1 + a->n;
+        a->acc = xmalloc(sizeof *a->acc);
+    } else if (a->op >= IN_FENCE_MBAR_INIT) {   /* no accumulators: an i32 result at most, untied */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
         ok = ok && nout == tma_outputs[a->op - IN_FENCE_MBAR_INIT] && nin == tma_inputs[a->op - IN_FENCE_MBAR_INIT];
         a->acc = xmalloc(sizeof *a->acc);
@@ -261,6 +268,7 @@ static const char *asm_what(int op)
     case IN_BULK_TENSOR: return ", the bulk tensor copy";
     case IN_FENCE_MBAR_INIT: return ", fence.mbarrier_init";
     case IN_BAR_ARRIVE: return ", bar.arrive";
+    case IN_RED_ADD_F32: return ", red.global.add.v";
     default: return ", wgmma";
     }
 }

@@ -32,7 +32,7 @@ enum {
     IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT, IN_WARP_SYNC,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8, IN_SETMAXNREG,
-    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_COUNT
+    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_RED_ADD_F32, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -64,7 +64,7 @@ typedef struct {
     int op;                 /* IN_WGMMA ... IN_BULK_TENSOR */
     int32_t site;           /* where it is (cpusim.sites) */
     int pending;            /* wait_group's N */
-    int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2 */
+    int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2; red.add: the floats it adds */
     bool bf16;              /* mma: bf16 operands, else f16 */
     bool a_e5m2, b_e5m2;    /* fp8 mma.sync: each operand e5m2, else e4m3 */
     bool trans_a, trans_b;  /* mma: A M-major, B N-major (imm-trans-a, -b) */

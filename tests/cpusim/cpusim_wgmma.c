@@ -49,6 +49,11 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
         return;
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
     case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: sim_tma_asm(L, a, in, out); return;
+    case IN_RED_ADD_F32: {   /* the threads run one at a time: a plain add is atomic here */
+        float *at = (float *)(uintptr_t)in[0];
+        for (int i = 0; i < a->n; i++) at[i] += slot_f32(in[1 + i]);
+        return;
+    }
     case IN_BAR_ARRIVE:
         if (!named_barrier_ok(L, "bar.arrive", lo32(in[0]), lo32(in[1]))) setcontext(&L->sched);
         order_named_arrive(L, L->cur, lo32(in[0]), lo32(in[1]));

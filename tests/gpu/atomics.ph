@@ -11,14 +11,16 @@ import phobos.lang as ph
 
 # Windows half a window apart, the first ones starting before the tensors
 # and the last ones ending past them; the row and column sums are slices,
-# held by several threads and added by one.
+# held by several threads and added by one. With C0 5 no window's columns
+# start at a multiple of 4 (element by element); with C0 4 every one does,
+# and N is 52 (atomicharness.h): sm_90's vector adds, four floats each.
 @ph.kernel
 @ph.launch(NT)
-@ph.autotune(BM=[16, 24], BN=[32], NT=[64, 96])
+@ph.autotune(BM=[16, 24], BN=[32], NT=[64, 96], C0=[5, 4])
 def atomic2d(A: ph.tensor[ph.f32][M, N], B: ph.tensor[ph.i32][M, N], X: ph.tensor[ph.f32][M, N],
              Y: ph.tensor[ph.i32][M, N]):
     r0: ph.let = ph.ctx.block.y * (BM // 2) - 3
-    c0: ph.let = ph.ctx.block.x * (BN // 2) - 5
+    c0: ph.let = ph.ctx.block.x * (BN // 2) - C0
     a: ph.let = A[r0:+BM, c0:+BN]
     b: ph.let = B[r0:+BM, c0:+BN]
     ph.atomic_add(X[r0:+BM, c0:+BN], a + ph.ctx.block.x)
