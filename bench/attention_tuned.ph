@@ -3,7 +3,9 @@ autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
 the forward pass 2 or 3 stages of K and V in flight, row blocks of 128 and
 256 on two warpgroups, with or without a producer warpgroup issuing the
 copies (W 1), whose consumers may take turns at the tensor cores (W 2:
-FlashAttention-3's ping-pong, with each P V issued beside the next Q K^T);
+FlashAttention-3's ping-pong, with each P V issued beside the next Q K^T),
+its softmax in base 2 (log2(e) folded into the scale: one multiply a score
+fewer; L turned back to base e for the backward);
 dK/dV computes the
 transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
 are made in the layout the next dots read them in (their A operands, in
@@ -45,13 +47,13 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
         k: ph.let = K[base + kt:+BC, :]
         v: ph.let = V[base + kt:+BC, :]
         s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
-        s = s * scale
+        s = s * (scale * 1.4426950408889634)
         if causal == 1:
             s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
-        ph.online_softmax(acc, m, l, s, v)
+        ph.online_softmax2(acc, m, l, s, v)
     acc = acc / l
     O[base + q0:+BR, :] = acc
-    L[base + q0:+BR, 0:+1] = m + ph.log(l)
+    L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453
 
 
 

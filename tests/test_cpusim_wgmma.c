@@ -715,17 +715,17 @@ Test(cpusim_wgmma, the_forward_with_its_last_dot_carried_over_matches_at_every_t
 
 /* ---- ph.online_softmax2: the softmax in base 2 ---- */
 
-/* bench/attention_tuned.ph's forward in base 2: the scores scaled by
- * scale * log2(e), ph.online_softmax2, L turned back to base e (the
- * backward kernels as they are). */
-static char *base_two_source(void)
+/* bench/attention_tuned.ph's forward, whose softmax is in base 2, made
+ * base e: the scores scaled by scale alone, ph.online_softmax, L as m +
+ * log(l) (the backward kernels as they are). */
+static char *base_e_source(void)
 {
     char *src = tu_read_file("bench/attention_tuned.ph");
     cr_assert_not_null(src);
     static const char *const edits[][2] = {
-        {"        s = s * scale\n        if causal", "        s = s * (scale * 1.4426950408889634)\n        if causal"},
-        {"ph.online_softmax(acc, m, l, s, v)", "ph.online_softmax2(acc, m, l, s, v)"},
-        {"L[base + q0:+BR, 0:+1] = m + ph.log(l)", "L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453"},
+        {"        s = s * (scale * 1.4426950408889634)\n        if causal", "        s = s * scale\n        if causal"},
+        {"ph.online_softmax2(acc, m, l, s, v)", "ph.online_softmax(acc, m, l, s, v)"},
+        {"L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453", "L[base + q0:+BR, 0:+1] = m + ph.log(l)"},
     };
     for (size_t i = 0; i < sizeof edits / sizeof *edits; i++) {
         cr_assert_not_null(strstr(src, edits[i][0]), "bench/attention_tuned.ph has no '%s'", edits[i][0]);
@@ -734,17 +734,18 @@ static char *base_two_source(void)
     return src;
 }
 
-/* The base-2 forward gives the base-e one's O and L on the interpreter
- * (one rounding of the folded scale apart), and runs on sm_90a as the
- * interpreter does, where its loop has one multiply a score fewer. */
+/* The tuned forward in base 2 gives the base-e one's O and L on the
+ * interpreter (one rounding of the folded scale apart), and runs on
+ * sm_90a as the interpreter does, where its loop has one multiply a score
+ * fewer. */
 Test(cpusim_wgmma, attention_in_base_two_matches_on_sm90a, .timeout = 600)
 {
-    char *src = base_two_source(), path[] = "/tmp/phc_base2_XXXXXX.ph";
+    char *src = base_e_source(), path[] = "/tmp/phc_base_e_XXXXXX.ph";
     int fd = mkstemps(path, 3);
     cr_assert_geq(fd, 0);
     cr_assert_eq(write(fd, src, strlen(src)), (ssize_t)strlen(src));
     close(fd);
-    IrModule *two = driver_compile_file(path, NULL, stderr), *e = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    IrModule *two = driver_compile_file("bench/attention_tuned.ph", NULL, stderr), *e = driver_compile_file(path, NULL, stderr);
     cr_assert(two && e);
     AttnSize size = {1, 2, 128, 64, 0.5};
     AttnKernels k2, ke;
@@ -781,7 +782,7 @@ Test(cpusim_wgmma, attention_in_base_two_matches_on_sm90a, .timeout = 600)
     ir_module_free(two);
     ir_module_free(e);
     static const int picks[] = {0, 5};
-    for (int i = 0; i < 2; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
+    for (int i = 0; i < 2; i++) attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
     unlink(path);
     free(src);
 }
