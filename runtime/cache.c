@@ -94,9 +94,12 @@ uint64_t ph_internal_source_key(const char *path, const char *source)
 {
     const char *build = ph_internal_build_id();
     uint64_t h = fnv1a(FNV1A_START, build, strlen(build));
-    /* the one environment switch of code generation (wgmma_overlap.c) */
-    const char *overlap = getenv("PHOBOS_DOT_OVERLAP");
-    if (overlap) h = fnv1a(h, overlap, strlen(overlap) + 1);
+    /* the environment switches of code generation (wgmma_overlap.c, cg_values.c) */
+    static const char *const switches[] = {"PHOBOS_DOT_OVERLAP", "PHOBOS_RESCALE_SKIP"};
+    for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
+        const char *v = getenv(switches[i]);
+        if (v) h = fnv1a(fnv1a(h, switches[i], strlen(switches[i]) + 1), v, strlen(v) + 1);
+    }
     if (source) return fnv1a(h, source, strlen(source));
     SrcFile f;
     char err[256];

@@ -786,3 +786,34 @@ Test(cpusim_wgmma, attention_in_base_two_matches_on_sm90a, .timeout = 600)
     unlink(path);
     free(src);
 }
+
+/* ---- PHOBOS_RESCALE_SKIP: the online softmax's rescale skipped where it is by 1 ---- */
+
+/* With the switch on, the product of O (and l) with the factor exp2(m -
+ * max(m, rowmax)) runs in a branch taken by a thread only where one of its
+ * factors is not 1 (a compare each, fcmp une), so the code has the
+ * compares and the branch, and off has neither; and the attention kernels
+ * still give the interpreter's results: the tutorial on sm_90 (32 x 32
+ * tiles, four blocks of K and V at N_CTX 128, where some rows' maxima move
+ * and others' do not) and the tuned file on sm_90a. */
+Test(cpusim_wgmma, attention_with_the_rescale_skipped_matches, .timeout = 600)
+{
+    IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    IrModule one = *m;
+    one.nfuncs = 1;   /* the forward's first config */
+    cr_assert_str_eq(m->funcs[0]->kernel, "attn_fwd");
+    char *off = sm90a_ir(&one);
+    setenv("PHOBOS_RESCALE_SKIP", "1", 1);
+    char *on = sm90a_ir(&one);
+    cr_expect_null(strstr(off, "fcmp une"), "a rescale compare with the switch off");
+    cr_expect_not_null(strstr(on, "fcmp une float"), "no rescale compare with the switch on");
+    cr_expect_not_null(strstr(on, "\nrescale"), "no rescale branch with the switch on");
+    free(off);
+    free(on);
+    ir_module_free(m);
+    attention_matches_the_interpreter("examples/attention/attention.ph", "sm_90", 0);
+    static const int picks[] = {0, 5};
+    for (int i = 0; i < 2; i++) attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
+    unsetenv("PHOBOS_RESCALE_SKIP");
+}

@@ -2,7 +2,8 @@
  * kernel's configs generated and loaded: at once, on the module's device,
  * timed as they load, assembled by ptxas and cached, refused and out of
  * the eligible set, with dynamic shared memory; statistics, and the
- * switches PHOBOS_TIME_COMPILE, PHOBOS_OPT, PHOBOS_STATS, PHOBOS_LINEINFO. */
+ * switches PHOBOS_TIME_COMPILE, PHOBOS_OPT, PHOBOS_STATS, PHOBOS_LINEINFO, and the code
+ * generator's, which key the cache. */
 #include "test_runtime.h"
 
 /* A kernel's configs go to the driver from the threads that generate
@@ -532,6 +533,37 @@ Test(runtime, phobos_opt_picks_the_pipeline_and_its_cache_file)
     free(ptx);
     free(plain);
     ph_module_free(m);
+    unsetenv("PHOBOS_CACHE_DIR");
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* The code generator's environment switches (PHOBOS_DOT_OVERLAP,
+ * PHOBOS_RESCALE_SKIP) are part of a module's cache key: a module loaded
+ * with one set finds no file of one loaded without, and its own once
+ * written. */
+Test(runtime, code_generation_switches_key_the_ptx_cache)
+{
+    char dir[] = "/tmp/phobos-cache-test.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    static const char *const switches[][2] = {{NULL, NULL}, {"PHOBOS_DOT_OVERLAP", "0"}, {"PHOBOS_RESCALE_SKIP", "1"}};
+    for (int i = 0; i < 3; i++) {
+        if (switches[i][0]) setenv(switches[i][0], switches[i][1], 1);
+        for (int again = 0; again < 2; again++) {
+            ph_module *m;
+            char *ptx, err[512];
+            bool cached;
+            cr_assert_eq(ph_module_load_string("v.ph", vecadd_src, &m), PH_OK, "%s", ph_last_error());
+            cr_assert_eq(ph_internal_config_ptx(m, 0, "sm_90", &ptx, &cached, err, sizeof err), 0, "%s", err);
+            cr_expect_eq(cached, again == 1, "%s=%s, load %d: cached %d", switches[i][0] ? switches[i][0] : "none",
+                         switches[i][1] ? switches[i][1] : "", again, cached);
+            free(ptx);
+            ph_module_free(m);
+        }
+        if (switches[i][0]) unsetenv(switches[i][0]);
+    }
     unsetenv("PHOBOS_CACHE_DIR");
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -12,6 +12,7 @@
 #include "target.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void cg_fail(Cg *c, const IrOp *op, const char *msg)
 {
@@ -400,6 +401,63 @@ DType operand_dtype(Cg *c, const IrOp *op)
 }
 
 /* Builds value v (an op without a layout of its own) in layout l. */
+/* PHOBOS_RESCALE_SKIP=1: a product with an online softmax's rescale
+ * factor (ir_is_max_rescale) is skipped by a thread whose factors are all
+ * exactly 1, which they are wherever its rows' maxima did not move: past
+ * the first blocks of a long row, most of them. x * 1 is x, so the values
+ * are the same bit for bit; what changes is a compare a row and a branch
+ * around the multiplies. Off by default until measured on the GPU. */
+static bool rescale_skip_on(void)
+{
+    const char *v = getenv("PHOBOS_RESCALE_SKIP");
+    return v && !strcmp(v, "1");
+}
+
+/* Which operand of op (an f32 multiply of tiles) is a rescale factor to
+ * skip, -1 for none. */
+static int rescale_factor_operand(Cg *c, const IrOp *op)
+{
+    if (op->kind != OP_BINARY || op->sub != BIN_MUL || vtype(c, op->res[0]).dt != DT_F32 || !rescale_skip_on()) return -1;
+    for (int i = 0; i < 2; i++)
+        if (is_tile(c, op->args[i]) && ir_is_max_rescale(c->f, op->args[i])) return i;
+    return -1;
+}
+
+/* out = args[0] * args[1], where args[unit] holds the factors: the
+ * multiplies run only where a factor of the thread's is not 1.0 (NaN
+ * included); elsewhere out is the other operand itself. */
+static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit, Slots *out)
+{
+    LLVMBuilderRef B = c->b;
+    const Slots *f = &args[unit], *x = &args[!unit];
+    LLVMValueRef one = LLVMConstReal(c->tf32, 1.0), need = NULL;
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef fk = f->n == 1 && !f->lay ? f->v[0] : f->v[k];
+        LLVMValueRef ne = LLVMBuildFCmp(B, LLVMRealUNE, fk, one, "");
+        need = need ? LLVMBuildOr(B, need, ne, "") : ne;
+    }
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(B), mul = new_bb(c, "rescale"), join = new_bb(c, "rescaled");
+    LLVMBuildCondBr(B, need, mul, join);
+    LLVMPositionBuilderAtEnd(B, mul);
+    LLVMValueRef *prod = xcalloc((size_t)out->n, sizeof *prod);
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef a[2];
+        for (int i = 0; i < 2; i++) a[i] = args[i].n == 1 && !args[i].lay ? args[i].v[0] : args[i].v[k];
+        prod[k] = elementwise(c, op, DT_F32, DT_F32, a);
+    }
+    LLVMBasicBlockRef mul_end = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, join);
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef phi = LLVMBuildPhi(B, c->tf32, "");
+        LLVMValueRef vs[2] = {prod[k], x->n == 1 && !x->lay ? x->v[0] : x->v[k]};
+        LLVMBasicBlockRef bs[2] = {mul_end, from};
+        LLVMAddIncoming(phi, vs, bs, 2);
+        out->v[k] = phi;
+    }
+    free(prod);
+}
+
 Slots materialize(Cg *c, ValueId v, const Layout *l)
 {
     const IrOp *op = c->f->values[v].def;
@@ -458,6 +516,11 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         Slots args[3];
         for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);
+        int unit = rescale_factor_operand(c, op);
+        if (unit >= 0) {
+            skip_unit_rescale(c, op, args, unit, &out);
+            break;
+        }
         DType in = operand_dtype(c, op);
         for (int k = 0; k < n; k++) {
             LLVMValueRef a[3];

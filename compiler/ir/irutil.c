@@ -182,6 +182,17 @@ bool ir_has_dot(const IrBlock *b)
     return false;
 }
 
+bool ir_is_max_rescale(const IrFunc *f, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    while (d && d->kind == OP_BROADCAST) d = f->values[d->args[0]].def;
+    if (!d || d->kind != OP_UNARY || (d->sub != UN_EXP && d->sub != UN_EXP2)) return false;
+    const IrOp *sub = f->values[d->args[0]].def;
+    if (!sub || sub->kind != OP_BINARY || sub->sub != BIN_SUB) return false;
+    const IrOp *mx = f->values[sub->args[1]].def;
+    return mx && mx->kind == OP_BINARY && mx->sub == BIN_MAX && (mx->args[0] == sub->args[0] || mx->args[1] == sub->args[0]);
+}
+
 bool ir_waited_slot(const IrFunc *f, const IrBlock *body, ValueId v)
 {
     const IrOp *d = f->values[v].def;

@@ -32,6 +32,11 @@ ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next_pla
 void ir_mark_defined(const IrBlock *blk, bool *inside);
 /* Whether blk (b may be NULL), or a region of one of its ops, holds a dot. */
 bool ir_has_dot(const IrBlock *b);
+/* Whether v (through broadcasts) is exp(x - max(x, y)) or exp2 of it, in
+ * either order of max's operands: the factor an online softmax rescales
+ * its running sums by, exactly 1 wherever the maximum did not move (so a
+ * product with it may be skipped there: codegen's rescale skip). */
+bool ir_is_max_rescale(const IrFunc *f, ValueId v);
 /* Whether v is a ring slot that a wait_async at body's top level gives. */
 bool ir_waited_slot(const IrFunc *f, const IrBlock *body, ValueId v);
 /* By parameter: whether the kernel writes that tensor anywhere, by a store
