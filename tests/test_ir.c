@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ir/ir.h"
+#include "ir/irutil.h"
 #include "testutil.h"
 
 static IrModule *parse_ok(const char *text)
@@ -181,6 +182,27 @@ static void parse_fails(const char *text, const char *want)
     IrModule *m = ir_parse(text, err, sizeof err);
     cr_assert_null(m, "parsed: %s", text);
     cr_assert(strstr(err, want), "message '%s' lacks '%s'", err, want);
+}
+
+/* ir_is_max_rescale: exp(x - max(x, y)) and exp2 of it, either order of
+ * max's operands, through a broadcast; not when the subtrahend is another
+ * value's maximum, nor a plain difference, nor another function. */
+Test(ir_text, the_max_rescale_factor_is_recognised)
+{
+    const char *text =
+        "func f kernel f threads 32\n    params(X: f32[16, 1], Y: f32[16, 1], Z: f32[16, 1]) {\n"
+        "  %1 = const 0 : i32\n  %2.x = load X[%1, %1] : f32[16, 1]\n  %3.y = load Y[%1, %1] : f32[16, 1]\n"
+        "  %4.z = load Z[%1, %1] : f32[16, 1]\n  %5 = max %2.x, %3.y : f32[16, 1]\n  %6 = max %3.y, %2.x : f32[16, 1]\n"
+        "  %7 = sub %2.x, %5 : f32[16, 1]\n  %8 = exp %7 : f32[16, 1]\n  %9 = sub %2.x, %6 : f32[16, 1]\n"
+        "  %10 = exp2 %9 : f32[16, 1]\n  %11 = broadcast %8 : f32[16, 16]\n  %12 = sub %4.z, %5 : f32[16, 1]\n"
+        "  %13 = exp %12 : f32[16, 1]\n  %14 = sub %2.x, %3.y : f32[16, 1]\n  %15 = exp %14 : f32[16, 1]\n"
+        "  %16 = log %7 : f32[16, 1]\n  return\n}\n";
+    IrModule *m = parse_ok(text);
+    const IrFunc *f = m->funcs[0];
+    static const int yes[] = {8, 10, 11}, no[] = {13, 15, 16, 7, 5};
+    for (int i = 0; i < 3; i++) cr_expect(ir_is_max_rescale(f, yes[i]), "%%%d is a rescale factor", yes[i]);
+    for (int i = 0; i < 5; i++) cr_expect(!ir_is_max_rescale(f, no[i]), "%%%d is none", no[i]);
+    ir_module_free(m);
 }
 
 /* A tensor the autotuner restores or zeroes carries the word after its
