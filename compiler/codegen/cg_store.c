@@ -143,7 +143,7 @@ static Slots stage_through_shared(Cg *c, const Slots *s, DType dt)
 static int atomic_width(Cg *c, const Layout *l, DType dt)
 {
     int run = layout_col_run(l);
-    if (dt != DT_F32 || !c->target->atomic_add_f32xn || run < 2) return 0;
+    if (dt != DT_F32 || !c->target->atomic_add_f32xn) return 0;
     return run % 4 == 0 ? 4 : run % 2 == 0 ? 2 : 0;
 }
 

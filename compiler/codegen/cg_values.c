@@ -400,7 +400,6 @@ DType operand_dtype(Cg *c, const IrOp *op)
     return vtype(c, op->args[op->kind == OP_SELECT ? 1 : 0]).dt;
 }
 
-/* Builds value v (an op without a layout of its own) in layout l. */
 /* PHOBOS_RESCALE_SKIP=1: a product with an online softmax's rescale
  * factor (ir_is_max_rescale) is skipped by a thread whose factors are all
  * exactly 1, which they are wherever its rows' maxima did not move: past
@@ -458,6 +457,7 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
     free(prod);
 }
 
+/* Builds value v (an op without a layout of its own) in layout l. */
 Slots materialize(Cg *c, ValueId v, const Layout *l)
 {
     const IrOp *op = c->f->values[v].def;

@@ -1,11 +1,10 @@
 /* targets.c: the rows of NVIDIA's targets (codegen/target.h).
  *
- * All write PTX ISA 8.0 (8.4 where a kernel has an fp8 mma: cg_ptxas.c)
- * and fill ring slots with cp.async; sm_80 and sm_90 prefer mma.sync to
- * FMA loops and differ in the chip the back end schedules for and ptxas
- * assembles for (and sm_90 has fp8 mma.sync and vector atomic adds, which sm_80's code
- * has not);
- * sm_90a puts wgmma first. */
+ * All write PTX ISA 8.0 (8.4 where a kernel has an fp8 mma or a vector
+ * atomic add: cg_ptxas.c) and fill ring slots with cp.async; sm_80 and
+ * sm_90 prefer mma.sync to FMA loops and differ in the chip the back end
+ * schedules for and ptxas assembles for (and sm_90 has fp8 mma.sync and
+ * vector atomic adds, which sm_80's code has not); sm_90a puts wgmma first. */
 #include "codegen/target.h"
 
 #include "nvidia/ptx_asm.h"
