@@ -10,8 +10,9 @@ dK/dV computes the
 transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
 are made in the layout the next dots read them in (their A operands, in
 registers) and nothing is transposed. dQ has a kernel of its own, which
-computes S and P again: adding each K/V block's share of dQ into an f32
-buffer with ph.atomic_add from the dK/dV kernel instead (FlashAttention-2's
+computes S and P again, with or without a producer warpgroup (W 1, the
+H200's pick at head dim 128: 128 rows on two warpgroups): adding each K/V
+block's share of dQ into an f32 buffer with ph.atomic_add from the dK/dV kernel instead (FlashAttention-2's
 way; examples/attention/attention_host.h runs either) measured 0.80-0.91x
 of this on the H200 (docs/performance.md). bench/attention_bench.c
 times both files; tests/gpucheck.sh checks every config of this one. At head
@@ -100,9 +101,10 @@ def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.
 
 
 @ph.kernel
+@ph.warp_specialize(W)
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(D=[64, 128], BR=[64, 128], BC=[32, 64], NT=[128, 256])
+@ph.autotune(D=[64, 128], BR=[64, 128], BC=[32, 64], NT=[128, 256], W=[0, 1])
 def attn_bwd_dq(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                 DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
                 DQ: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):

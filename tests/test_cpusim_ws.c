@@ -292,20 +292,21 @@ Test(cpusim_ws, blocks_that_return_early_stop_their_producer_too)
 
 /* src with @ph.warp_specialize(w) on each kernel, in a file of its own
  * (path, a mkstemps template ending in ".ph"); how many kernels. A kernel
- * that has one already (the tuned forward's W, autotuned) gets W=[w] for
- * its list, as tests/ws_copies.sh writes the copies gpucheck runs. */
+ * that has one already (an autotuned W: the tuned forward's, dQ's) gets
+ * W=[w] for its list, as tests/ws_copies.sh writes the copies gpucheck runs. */
 static int write_specialized(const char *src, char *path, int w)
 {
     int fd = mkstemps(path, 3);
     cr_assert_geq(fd, 0);
     FILE *f = fdopen(fd, "w");
-    static const char list[] = "W=[0, 1, 2]";
     int kernels = 0;
     for (const char *p = src; *p;) {
-        const char *k = strstr(p, "@ph.kernel\n"), *l = strstr(p, list);
+        const char *k = strstr(p, "@ph.kernel\n"), *l = strstr(p, ", W=[");
         if (l && (!k || l < k)) {
-            fprintf(f, "%.*sW=[%d]", (int)(l - p), p, w);
-            p = l + strlen(list);
+            const char *end = strchr(l, ']');
+            cr_assert_not_null(end);
+            fprintf(f, "%.*s, W=[%d]", (int)(l - p), p, w);
+            p = end + 1;
             continue;
         }
         if (!k) {
