@@ -876,3 +876,45 @@ Test(shared_atoms, the_wgmma_accumulator_of_several_instructions_a_warpgroup_is_
     cr_expect_eq(layout_mma_interleaved(t, 64, 64, 128), layout_mma_for(t, 64, 64, 128, true), "one piece a warp: the plain MMA layout");
     layout_table_free(t);
 }
+
+/* Where a 64-row result is computed by G warpgroups, each a share of the
+ * columns (dot_wgmma.c), warpgroup g's instruction covers all 64 rows
+ * and columns g N/G on: layout_mma_wg_cols holds exactly those elements,
+ * and a reduction along either axis combines the warps that share them. */
+Test(shared_atoms, the_wgmma_accumulator_of_a_column_share_a_warpgroup_is_the_wg_cols_layout)
+{
+    LayoutTable *t = layout_table_new();
+    for (int threads = 256; threads <= 512; threads *= 2)
+        for (int cols = 16; cols <= 256; cols += 16) {
+            int warps = threads / 32, G = warps / 4, share = cols / G, per = share / 2;
+            const Layout *l = layout_mma_wg_cols(t, 64, cols, threads);
+            if (cols % (8 * G)) {
+                cr_expect_null(l, "[64, %d] in %d threads: shares of whole 8-column pieces only", cols, threads);
+                continue;
+            }
+            cr_assert_not_null(l, "[64, %d] in %d threads", cols, threads);
+            cr_assert_eq(layout_nslots(l), per, "[64, %d]: N/(2G) values a thread", cols);
+            for (int w = 0; w < warps; w++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int j = 0; j < per; j++) {
+                        int r, c;
+                        bool valid, owner;
+                        layout_elem_of(l, w, lane, j, &r, &c, &valid, &owner);
+                        int want_r = 16 * (w % 4) + lane / 4 + 8 * ((j / 2) % 2);
+                        int want_c = share * (w / 4) + 2 * (lane % 4) + j % 2 + 8 * (j / 4);
+                        if (!valid || !owner || r != want_r || c != want_c)
+                            cr_assert_fail("[64, %d] in %d threads: warp %d lane %d slot %d holds (%d, %d), wgmma's (%d, %d)", cols, threads, w,
+                                           lane, j, r, c, want_r, want_c);
+                    }
+            LayoutReduction rows = layout_reduction(l, 1), columns = layout_reduction(l, 0);
+            cr_expect_eq(rows.nwarps, G, "a row's columns lie in every warpgroup");
+            cr_expect_eq(columns.nwarps, 4, "a column's rows lie in the four warps of a warpgroup");
+            for (int w = 0; w < warps; w++) {
+                cr_expect_eq(layout_term_eval(rows.warp_index, w), w / 4, "warp %d: its warpgroup among a row's", w);
+                cr_expect_eq(layout_term_eval(columns.warp_index, w), w % 4, "warp %d: its place among a column's", w);
+            }
+        }
+    cr_expect_null(layout_mma_wg_cols(t, 128, 64, 256), "64 rows only");
+    cr_expect_null(layout_mma_wg_cols(t, 64, 64, 128), "one warpgroup has no share to take");
+    layout_table_free(t);
+}

@@ -41,7 +41,8 @@ static ReducePlan reduce_plan(Cg *c, const Layout *l, const Layout *out, int axi
     int n = layout_nslots(l);
     ReducePlan rp = {layout_nslots(out), xcalloc((size_t)n, sizeof(int)), layout_reduction(l, axis), NULL};
     for (int s = 0; s < n; s++) rp.group[s] = layout_slice_slot(out, s);
-    rp.warp_index = axis == 1 ? urem(c, c->warp, rp.share.warp_group) : udiv(c, c->warp, rp.share.warp_group);
+    LayoutTerm wi = rp.share.warp_index;
+    rp.warp_index = wi.rem ? urem(c, c->warp, wi.by) : udiv(c, c->warp, wi.by);
     return rp;
 }
 

@@ -125,6 +125,15 @@ const Layout *layout_mma_interleaved(LayoutTable *t, int rows, int cols, int thr
     return mma_layout(t, rows, cols, threads, warps, 1, 16 * warps);
 }
 
+const Layout *layout_mma_wg_cols(LayoutTable *t, int rows, int cols, int threads)
+{
+    int groups = threads / 128;
+    if (rows != 64 || groups < 2 || threads % 128 || cols % (8 * groups)) return NULL;
+    Layout l = *mma_layout(t, rows, cols, threads, 4, groups, 0);
+    l.wg_cols = true;
+    return intern(t, &l);
+}
+
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis)
 {
     if (parent->kind == LAY_SLICE) return NULL;
@@ -332,8 +341,8 @@ void layout_str(const Layout *l, char *buf, size_t n)
         snprintf(buf, n, "blocked[%dx%d: v%d lanes %dx%d warps %dx%d]", l->rows, l->cols, l->v, 32 / l->tc, l->tc, l->wr, l->wc);
         break;
     case LAY_MMA:
-        snprintf(buf, n, "mma[%dx%d: warps %dx%d, %dx%d pieces each%s]", l->rows, l->cols, l->wm, l->wn, l->tm, l->tn,
-                 l->mstride ? ", interleaved" : "");
+        snprintf(buf, n, "mma[%dx%d: warps %dx%d, %dx%d pieces each%s%s]", l->rows, l->cols, l->wm, l->wn, l->tm, l->tn,
+                 l->mstride ? ", interleaved" : "", l->wg_cols ? ", warpgroups along columns" : "");
         break;
     case LAY_SLICE:
         layout_str(l->parent, p, sizeof p);
@@ -372,9 +381,9 @@ LayoutThreadMap layout_thread_map(const Layout *l)
         break;
     case LAY_MMA:
         /* lane l holds rows l/4 (+8) and columns 2(l%4) (+1) of each piece */
-        m.warp[0] = term(false, l->wn, l->mstride ? 16 : l->tm * 16);
+        m.warp[0] = l->wg_cols ? term(true, l->wm, l->tm * 16) : term(false, l->wn, l->mstride ? 16 : l->tm * 16);
         m.lane[0] = term(false, 4, 1);
-        m.warp[1] = term(true, l->wn, l->tn * 8);
+        m.warp[1] = l->wg_cols ? term(false, l->wm, l->tn * 8) : term(true, l->wn, l->tn * 8);
         m.lane[1] = term(true, 4, 2);
         m.warps_in_use = l->wm * l->wn;
         break;
@@ -507,7 +516,7 @@ bool layout_same_map(const Layout *a, const Layout *b)
 
 LayoutReduction layout_reduction(const Layout *l, int axis)
 {
-    LayoutReduction r = {{0}, 0, 1, 1, 1};
+    LayoutReduction r = {{0}, 0, 1, {false, 1, 1}, 1};
     if (l->kind == LAY_MMA) {
         /* lane l holds rows l/4 and l/4+8 and columns 2(l%4), 2(l%4)+1 of a piece */
         static const int row_masks[] = {1, 2}, col_masks[] = {4, 8, 16};
@@ -515,7 +524,8 @@ LayoutReduction layout_reduction(const Layout *l, int axis)
         r.nmasks = axis == 1 ? 2 : 3;
         for (int i = 0; i < r.nmasks; i++) r.lane_masks[i] = m[i];
         r.nwarps = axis == 1 ? l->wn : l->wm;
-        r.warp_group = l->wn;
+        /* the warp's column of the grid along axis 1, its row along axis 0 */
+        r.warp_index = l->wg_cols ? term(axis == 0, l->wm, 1) : term(axis == 1, l->wn, 1);
         r.lead_lanes = 4;
         return r;
     }
@@ -524,7 +534,7 @@ LayoutReduction layout_reduction(const Layout *l, int axis)
     else
         for (int m = l->tc; m < 32; m *= 2) r.lane_masks[r.nmasks++] = m;
     r.nwarps = axis == 1 ? l->wc : l->wr;
-    r.warp_group = l->wc;
+    r.warp_index = term(axis == 1, l->wc, 1);
     r.lead_lanes = l->tc;
     return r;
 }

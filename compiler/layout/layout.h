@@ -41,8 +41,13 @@ typedef struct Layout {
     /* MMA: wm x wn warps in use (the others hold nothing), each owning
      * tm x tn pieces of 16x8; a warp's rows of pieces mstride rows apart,
      * 0 for adjacent (16): wgmma's interleaved accumulator, whose every
-     * instruction covers 64 rows of four warps, has 16 x wm */
+     * instruction covers 64 rows of four warps, has 16 x wm. Warp w sits
+     * at row w / wn, column w % wn of the warps' grid; with wg_cols at row
+     * w % wm, column w / wm: a warpgroup's four warps down the rows, the
+     * warpgroups along the columns (wgmma's result where each warpgroup
+     * computes a share of the columns) */
     int wm, wn, tm, tn, mstride;
+    bool wg_cols;
     /* SLICE */
     const struct Layout *parent;
     int axis;                  /* the axis reduced away: 1 gives [rows, 1], 0 gives [1, cols] */
@@ -77,6 +82,12 @@ const Layout *layout_mma_for(LayoutTable *t, int rows, int cols, int threads, bo
  * lane's); NULL when the shape does not cut so. What wgmma's warpgroups
  * hold where each issues several m64 instructions (dot_wgmma.c). */
 const Layout *layout_mma_interleaved(LayoutTable *t, int rows, int cols, int threads);
+/* 64 rows on every warpgroup, each holding cols / warpgroups columns:
+ * warp w holds rows 16(w % 4) and columns (w / 4) x cols / warpgroups on
+ * (wg_cols); NULL when the shape does not cut so. What wgmma's
+ * warpgroups hold where each computes a share of a 64-row result's
+ * columns (dot_wgmma.c). */
+const Layout *layout_mma_wg_cols(LayoutTable *t, int rows, int cols, int threads);
 /* NULL when the parent is itself a slice. */
 const Layout *layout_slice(LayoutTable *t, const Layout *parent, int axis);
 /* A tile that ldmatrix reads, 8 rows of 16 bytes at a time, with no bank
@@ -201,13 +212,14 @@ void layout_elem_of(const Layout *l, int warp, int lane, int slot, int *row, int
  * (axis 1) or columns (axis 0) of its tile: what a reduction along axis
  * combines. The lanes of a warp that hold parts of one output element
  * differ by the XORs lane_masks; nwarps warps hold parts of it, a warp's
- * index among them being warp % warp_group along axis 1 and warp /
- * warp_group along axis 0; one lane of each such group holds the warp's
- * partial once all lanes are combined: lane % lead_lanes == 0 along axis
- * 1, lane < lead_lanes along axis 0. */
+ * index among them being warp_index of the warp (warp % n or warp / n);
+ * one lane of each such group holds the warp's partial once all lanes are
+ * combined: lane % lead_lanes == 0 along axis 1, lane < lead_lanes along
+ * axis 0. */
 typedef struct {
     int lane_masks[5], nmasks;
-    int nwarps, warp_group;
+    int nwarps;
+    LayoutTerm warp_index;
     int lead_lanes;
 } LayoutReduction;
 
