@@ -135,6 +135,21 @@ Test(cpusim_wgmma, attention_matches_the_interpreter_on_sm90a, .timeout = 600)
     attention_matches_the_interpreter("tests/gpu/attention_fused.ph", "sm_90a", 0);
 }
 
+/* tests/gpu/attention_fused.ph's dK/dV kernel on two warpgroups with 64
+ * rows of K (BR 64, BC 64, picks 5) or of Q (BC 128, pick 7): its 64-row
+ * dots (S^T, dP^T and dV/dK at BC 64, the dQ share added atomically at
+ * both) split their columns between the warpgroups (layout_mma_wg_cols),
+ * A written to shared memory; at head dim 64 those whose B is read
+ * MN-major in 32-column shares stay on mma.sync. */
+Test(cpusim_wgmma, dots_of_64_rows_split_columns_between_warpgroups_on_sm90a, .timeout = 900)
+{
+    static const int picks[] = {5, 7};
+    for (int i = 0; i < 2; i++) {
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
+    }
+}
+
 /* bench/attention_tuned.ph at N_CTX 128, D 64: of the configs that fit,
  * each kernel's 0th, 5th and 15th (modulo their number): forwards of BR
  * 128 on two warpgroups (W 0, 1 and 2 among them: no producer, a

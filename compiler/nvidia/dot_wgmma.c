@@ -2,7 +2,9 @@
  *
  * Expects: a dot layout_dot_on_tensorcores takes whose A rows are 64 or
  * 128 per warpgroup of the block (M == 16 x warps x r, r m64 instructions
- * a warpgroup, r 1 or 2, at most 128 accumulators a thread); the result is
+ * a warpgroup, r 1 or 2, at most 128 accumulators a thread), or 64 rows on
+ * several warpgroups, each computing a share of the columns (its result
+ * layout_mma_wg_cols, A read from shared memory); otherwise the result is
  * the MMA layout with every warp along rows, interleaved where r is 2
  * (layout_mma_interleaved), which is the wgmma accumulator's: in
  * instruction i of warpgroup g (rows 64(g + G i) on, G warpgroups), warp w,
@@ -50,16 +52,27 @@ static bool read_from_memory_as(const IrFunc *f, ValueId v, bool carried_by_init
 
 static bool read_from_memory(const IrFunc *f, ValueId v) { return read_from_memory_as(f, v, false, 0); }
 
+/* A result of 64 rows on several warpgroups: each computes all the rows
+ * and a share of the columns (layout_mma_wg_cols), A read by all of them
+ * from shared memory. */
+static bool split_columns(const IrFunc *f, const IrOp *dot) { return ir_vtype(f, dot->args[0]).shape[0] == 64 && f->threads >= 256; }
+
 static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
 {
     if (!layout_dot_on_tensorcores(f, dot) || f->threads % 128) return false;
     IrType a = ir_vtype(f, dot->args[0]), b = ir_vtype(f, dot->args[1]);
     bool tb = dot->flags & DOT_TRANS_B;
     int M = a.shape[0], K = a.shape[1], N = tb ? b.shape[0] : b.shape[1];
-    /* r m64 instructions a warpgroup (r 1 or 2), at most 128 accumulators a thread */
-    int per = 16 * (f->threads / 32), r = M / per;
-    if (M % per || r > 2 || r * N > 256 || !swizzle_holds(K)) return false;
-    if (!tb && N % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
+    /* r m64 instructions a warpgroup (r 1 or 2) of n columns each (all N,
+     * or a warpgroup's share), at most 128 accumulators a thread */
+    int per = 16 * (f->threads / 32), r = M / per, n = N;
+    if (split_columns(f, dot)) {
+        int groups = f->threads / 128;
+        if (N % (8 * groups)) return false;
+        r = 1, n = N / groups;
+    } else if (M % per) return false;
+    if (r > 2 || r * n > 256 || !swizzle_holds(K)) return false;
+    if (!tb && n % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
     return read_from_memory(f, dot->args[1]);
 }
 
@@ -68,7 +81,7 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
  * transposed). */
 static bool a_in_registers(Cg *c, const IrOp *dot)
 {
-    return !read_from_memory_as(c->f, dot->args[0], true, 0) && !c->plan.absorbed[dot->args[0]];
+    return !split_columns(c->f, dot) && !read_from_memory_as(c->f, dot->args[0], true, 0) && !c->plan.absorbed[dot->args[0]];
 }
 
 /* The four registers of A's fragment for row piece im and columns
@@ -98,6 +111,7 @@ static bool zero_tile(const IrFunc *f, ValueId v)
 static const Layout *wgmma_result_layout(LayoutTable *t, const IrFunc *f, const IrOp *dot)
 {
     IrType r = ir_vtype(f, dot->res[0]);
+    if (split_columns(f, dot)) return layout_mma_wg_cols(t, r.shape[0], r.shape[1], f->threads);
     return layout_mma_interleaved(t, r.shape[0], r.shape[1], f->threads);
 }
 
@@ -160,8 +174,11 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     int M = at.shape[0], K = at.shape[1], N = t.shape[1];
     /* warpgroup g's instruction i covers the 64 rows of block g + G i (G
      * warpgroups): warp w then holds rows 16w + 16 x warps x i, the
-     * interleaved MMA layout, accumulator i being its pieces' row i */
-    int G = c->T / 128, r = M / (64 * G);
+     * interleaved MMA layout, accumulator i being its pieces' row i; or,
+     * columns split, its one instruction the 64 rows and the Nw columns
+     * from g Nw */
+    bool split = split_columns(c->f, op);
+    int G = c->T / 128, r = split ? 1 : M / (64 * G), Nw = split ? N / G : N;
     bool a_regs = a_in_registers(c, op);
     Slots aval = {0};
     Operand a = {0};
@@ -203,12 +220,15 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
         for (int i = 0; i < r; i++) {
             LLVMValueRef block_rows = mul(c, add(c, udiv(c, c->warp, 4), i32c(c, (int64_t)G * i)), 64 * a_row);
-            da[i] = descriptor(c, offset_add(c, a.at, block_rows), a.sl, 16, 8 * a_row);
+            da[i] = descriptor(c, split ? a.at : offset_add(c, a.at, block_rows), a.sl, 16, 8 * a_row);
         }
     }
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
+    LLVMValueRef b_at = b.at;
+    if (split)   /* the warpgroup's columns: B's rows g Nw on (K-major), or its atoms of 64 columns */
+        b_at = offset_add(c, b.at, mul(c, udiv(c, c->warp, 4), tb ? Nw * b_row : Nw / 64 * atom_bytes(b.sl)));
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
-    LLVMValueRef db = tb ? descriptor(c, b.at, b.sl, 16, 8 * b_row) : descriptor(c, b.at, b.sl, atom_bytes(b.sl), 8 * b_row);
+    LLVMValueRef db = tb ? descriptor(c, b_at, b.sl, 16, 8 * b_row) : descriptor(c, b_at, b.sl, atom_bytes(b.sl), 8 * b_row);
     if (!(op->flags & DOT_IN_TURN)) nvidia_turn_wait(c);
     ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
     /* Register A passes through the fence, and so do the accumulators where
@@ -230,10 +250,10 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     for (int k0 = 0; k0 < K; k0 += 16) {
         int64_t bstep = tb ? k_major_step(b.sl, k0) : (int64_t)k0 * b_row;
         for (int i = 0; i < r; i++) {
-            LLVMValueRef *acc_i = d + i * (N / 2);   /* row piece i's accumulators */
+            LLVMValueRef *acc_i = d + i * (Nw / 2);   /* row piece i's accumulators */
             bool add = k0 || !zero;
-            if (a_regs) ptx_wgmma_mma_regs(c, N, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, add, acc_i);
-            else ptx_wgmma_mma(c, N, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, add, acc_i);
+            if (a_regs) ptx_wgmma_mma_regs(c, Nw, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, add, acc_i);
+            else ptx_wgmma_mma(c, Nw, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, add, acc_i);
         }
     }
     ptx_wgmma_commit(c);
