@@ -358,3 +358,34 @@ Test(target, the_layout_policy_is_the_targets_engines)
     }
     ir_module_free(m);
 }
+
+/* Where a 64-row result is computed by G warpgroups, each a share of the
+ * columns (dot_wgmma.c), warpgroup g's instruction covers all 64 rows and
+ * columns g N/G on: layout_mma_wg_cols holds exactly those, and a
+ * reduction along either axis combines the warps that share them. */
+Test(target, the_wgmma_accumulator_of_a_column_share_a_warpgroup_is_the_wg_cols_layout)
+{
+    LayoutTable *t = layout_table_new();
+    for (int threads = 256; threads <= 512; threads *= 2)
+        for (int cols = 8 * threads / 128; cols <= 256; cols += 8 * threads / 128) {
+            int warps = threads / 32, G = warps / 4, share = cols / G;
+            const Layout *l = layout_mma_wg_cols(t, 64, cols, threads);
+            cr_assert(l && layout_nslots(l) == share / 2, "[64, %d] in %d threads: N/(2G) values a thread", cols, threads);
+            for (int w = 0, r, c; w < warps; w++)
+                for (int lane = 0; lane < 32; lane++)
+                    for (int j = 0; j < share / 2; j++) {
+                        bool valid, owner;
+                        layout_elem_of(l, w, lane, j, &r, &c, &valid, &owner);
+                        cr_assert(valid && owner && r == 16 * (w % 4) + lane / 4 + 8 * ((j / 2) % 2) &&
+                                      c == share * (w / 4) + 2 * (lane % 4) + j % 2 + 8 * (j / 4),
+                                  "[64, %d] in %d threads: warp %d lane %d slot %d holds (%d, %d)", cols, threads, w, lane, j, r, c);
+                    }
+            LayoutReduction rows = layout_reduction(l, 1), columns = layout_reduction(l, 0);
+            cr_expect(rows.nwarps == G && columns.nwarps == 4, "a row's columns in every warpgroup, a column's rows in four warps");
+            for (int w = 0; w < warps; w++)
+                cr_expect(layout_term_eval(rows.warp_index, w) == w / 4 && layout_term_eval(columns.warp_index, w) == w % 4, "warp %d", w);
+        }
+    cr_expect(!layout_mma_wg_cols(t, 128, 64, 256) && !layout_mma_wg_cols(t, 64, 64, 128) && !layout_mma_wg_cols(t, 64, 40, 256),
+              "64 rows, several warpgroups and whole 8-column pieces a share only");
+    layout_table_free(t);
+}
