@@ -514,6 +514,16 @@ bool layout_same_map(const Layout *a, const Layout *b)
     return true;
 }
 
+/* A warp's place along the axis a reduction combines (its column of the
+ * warps' grid along axis 1, its row along axis 0): the thread map's warp
+ * term for that axis, unscaled. */
+static LayoutTerm warp_index(const Layout *l, int axis)
+{
+    LayoutTerm t = layout_thread_map(l).warp[axis == 1 ? 1 : 0];
+    t.scale = 1;
+    return t;
+}
+
 LayoutReduction layout_reduction(const Layout *l, int axis)
 {
     LayoutReduction r = {{0}, 0, 1, {false, 1, 1}, 1};
@@ -524,8 +534,7 @@ LayoutReduction layout_reduction(const Layout *l, int axis)
         r.nmasks = axis == 1 ? 2 : 3;
         for (int i = 0; i < r.nmasks; i++) r.lane_masks[i] = m[i];
         r.nwarps = axis == 1 ? l->wn : l->wm;
-        /* the warp's column of the grid along axis 1, its row along axis 0 */
-        r.warp_index = l->wg_cols ? term(axis == 0, l->wm, 1) : term(axis == 1, l->wn, 1);
+        r.warp_index = warp_index(l, axis);
         r.lead_lanes = 4;
         return r;
     }
@@ -534,7 +543,7 @@ LayoutReduction layout_reduction(const Layout *l, int axis)
     else
         for (int m = l->tc; m < 32; m *= 2) r.lane_masks[r.nmasks++] = m;
     r.nwarps = axis == 1 ? l->wc : l->wr;
-    r.warp_index = term(axis == 1, l->wc, 1);
+    r.warp_index = warp_index(l, axis);
     r.lead_lanes = l->tc;
     return r;
 }
