@@ -139,10 +139,28 @@ Test(cpusim_wgmma, attention_matches_the_interpreter_on_sm90a, .timeout = 600)
  * rows of K (BR 64, BC 64, picks 5) or of Q (BC 128, pick 7): its 64-row
  * dots (S^T, dP^T and dV/dK at BC 64, the dQ share added atomically at
  * both) split their columns between the warpgroups (layout_mma_wg_cols),
- * A written to shared memory; at head dim 64 those whose B is read
- * MN-major in 32-column shares stay on mma.sync. */
+ * A written to shared memory. The dQ dot's A, the transpose of dS^T, is
+ * written as dS^T and read M-major (imm-trans-a 1); at head dim 64 each
+ * warpgroup's B share is 32 columns of a 64-column atom (m64n32k16, its
+ * descriptor starting half-way into the atom's row). A share offset of 0
+ * or a K step of A one row off fails this. */
+static char *sm90a_ptx(const IrModule *m)
+{
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *out = NULL, err[2048];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &out, err, sizeof err), 0, "%s", err);
+    return out;
+}
+
 Test(cpusim_wgmma, dots_of_64_rows_split_columns_between_warpgroups_on_sm90a, .timeout = 900)
 {
+    IrModule *m = driver_compile_file("tests/gpu/attention_fused.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *ptx = sm90a_ptx(m);
+    cr_expect_not_null(strstr(ptx, "m64n32k16.f32.f16.f16"), "no 32-column share of a 64-column atom");
+    cr_expect_not_null(strstr(ptx, "p, 1, 1, 1, 1;"), "no M-major A");
+    free(ptx);
+    ir_module_free(m);
     static const int picks[] = {5, 7};
     for (int i = 0; i < 2; i++) {
         attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);

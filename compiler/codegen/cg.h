@@ -223,7 +223,8 @@ ValueId operand_ring_root(Cg *c, ValueId operand);
 /* Its start in the shared area, in bytes, where it is of dtype dt: NULL otherwise. */
 LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt);
 void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
-/* The same, v's transpose written (element (r, c) of sl is v's (c, r)). */
+/* The same, v's transpose written (element (r, c) of sl is v's (c, r)),
+ * an MMA layout's pairs of columns 4 bytes a store where they lie together. */
 void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);

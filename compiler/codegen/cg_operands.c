@@ -41,13 +41,14 @@ LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt)
  * at byte base + layout_shared_offset(sl, r, c) of the area. The write's
  * access is recorded once the value is at hand (its conversion may use
  * shared memory of its own). */
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl);
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl,
+                         bool mma_pairs);
 
 void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, tr, dt, c->smem, buf, base, sl);
+    root_to_smem(c, root, tr, dt, c->smem, buf, base, sl, false);
 }
 
 /* Whether n consecutive elements from a column that n divides lie
@@ -59,14 +60,17 @@ static bool runs_stay_together(const Layout *sl, int64_t base, int n)
     return 16 % run == 0 && (int64_t)sl->stride * sl->elem % run == 0 && (!sl->atom || sl->atom % n == 0) && base % run == 0;
 }
 
-static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl)
+static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl,
+                         bool mma_pairs)
 {
     IrType rt = vtype(c, root);
     const Layout *l = reg_layout(c, root);
     Slots s = cg_get(c, root, l);
     smem_access(c, buf, true);
-    /* chunks of consecutive halves go out as one 16-byte store */
+    /* chunks of consecutive halves go out as one 16-byte store; with
+     * mma_pairs an MMA layout's pairs of columns as one 4-byte store */
     int vec = !tr && sl->elem == 2 && l->kind == LAY_BLOCKED && l->v >= 2 && runs_stay_together(sl, base, l->v) ? l->v : 1;
+    if (mma_pairs && !tr && sl->elem == 2 && l->kind == LAY_MMA && runs_stay_together(sl, base, 2)) vec = 2;
     for (int k = 0; k < s.n; k += vec) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef row = tr ? p.col : p.row, col = tr ? p.row : p.col;
@@ -90,7 +94,7 @@ void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t bas
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, !tr, dt, c->smem, buf, base, sl);
+    root_to_smem(c, root, !tr, dt, c->smem, buf, base, sl, true);
 }
 
 const Region *find_region(Cg *c, ValueId operand, DType dt)
@@ -135,6 +139,6 @@ void write_regions(Cg *c, ValueId v)
     for (int i = 0; i < c->regions.len; i++) {
         const Region *r = &c->regions.data[i];
         if (r->root != v) continue;
-        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->buf, r->base, r->lay);
+        root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->buf, r->base, r->lay, false);
     }
 }

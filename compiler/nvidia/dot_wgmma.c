@@ -72,7 +72,10 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
         r = 1, n = N / groups;
     } else if (M % per) return false;
     if (r > 2 || r * n > 256 || !swizzle_holds(K)) return false;
-    if (!tb && n % 64) return false;   /* B [K, N] is read MN-major, in atoms of 64 columns */
+    /* B [K, N] is read MN-major, in atoms of 64 columns; a warpgroup's share
+     * of them may be part of an atom, its descriptor starting inside the
+     * atom's row (the swizzle is of the address, as for K-major steps) */
+    if (!tb && (N % 64 || (n % 64 && 64 % n))) return false;
     return read_from_memory(f, dot->args[1]);
 }
 
@@ -138,6 +141,20 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
     return (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
 }
 
+/* Whether A is the transpose of a computed tile (the fused backward's dS
+ * for dQ = dS K, from dS^T), with no region or ring of its own: then it
+ * is written to scratch as that tile, [K, M], an MMA layout's pairs 4
+ * bytes a store, and read M-major (imm-trans-a), instead of written
+ * transposed an element at a time; its rows (M) whole 64-column atoms. */
+static bool a_from_its_transpose(Cg *c, const IrOp *dot, int M)
+{
+    bool tr;
+    ValueId root = operand_root(c, dot->args[0], &tr);
+    DType dt = vtype(c, dot->args[0]).dt;
+    return tr && root != dot->args[0] && M % 64 == 0 && !find_region(c, dot->args[0], dt) &&
+           !operand_ring_at(c, dot->args[0], dt);
+}
+
 /* The columns of one swizzle atom, its bytes, and the descriptor's swizzle mode. */
 static int atom_cols(const Layout *sl) { return layout_shared_atom_cols(sl); }
 static int64_t atom_bytes(const Layout *sl) { return (int64_t)sl->rows * atom_cols(sl) * sl->elem; }
@@ -179,7 +196,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
      * from g Nw */
     bool split = split_columns(c->f, op);
     int G = c->T / 128, r = split ? 1 : M / (64 * G), Nw = split ? N / G : N;
-    bool a_regs = a_in_registers(c, op);
+    bool a_regs = a_in_registers(c, op), a_mn = !a_regs && a_from_its_transpose(c, op, M);
     Slots aval = {0};
     Operand a = {0};
     if (a_regs) {
@@ -189,9 +206,15 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
             return;
         }
         aval = cg_get(c, op->args[0], al);
+    } else if (a_mn) {   /* [K, M]: A's transpose as it is */
+        const Layout *sl = layout_shared_atoms(c->layouts, K, M, 2);
+        int buf = smem_operand_buffer(c, SMEM_SCRATCH, layout_shared_size(sl));
+        operand_to_smem_transposed(c, op->args[0], at.dt, buf, smem_offset(c, buf), sl);
+        a = (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
     } else a = place_operand(c, op->args[0], at.dt, M, K);
     Operand b = place_operand(c, op->args[1], at.dt, tb ? N : K, tb ? K : N);
-    if ((!a_regs && !layout_shared_hw_swizzle(a.sl)) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64)) {
+    if ((!a_regs && !layout_shared_hw_swizzle(a.sl)) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64) ||
+        (a_mn && atom_cols(a.sl) != 64)) {
         cg_fail(c, op, "internal error: a wgmma operand lies in shared memory in a layout no descriptor describes");
         return;
     }
@@ -216,17 +239,19 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     } else {
         smem_access(c, a.buf, false);
         smem_access_together(c, b.buf, false);
-        /* A: block g + G i's 64 rows, whole 8-row groups of 8 x row bytes */
+        /* A: block g + G i's 64 rows, whole 8-row groups of 8 x row bytes;
+         * M-major, its atom of 64 columns (atoms lbo apart, 8-row groups of K sbo apart) */
         int64_t a_row = (int64_t)atom_cols(a.sl) * a.sl->elem;
         for (int i = 0; i < r; i++) {
-            LLVMValueRef block_rows = mul(c, add(c, udiv(c, c->warp, 4), i32c(c, (int64_t)G * i)), 64 * a_row);
-            da[i] = descriptor(c, split ? a.at : offset_add(c, a.at, block_rows), a.sl, 16, 8 * a_row);
+            LLVMValueRef block = add(c, udiv(c, c->warp, 4), i32c(c, (int64_t)G * i));
+            LLVMValueRef at = split ? a.at : offset_add(c, a.at, mul(c, block, a_mn ? atom_bytes(a.sl) : 64 * a_row));
+            da[i] = a_mn ? descriptor(c, at, a.sl, atom_bytes(a.sl), 8 * a_row) : descriptor(c, at, a.sl, 16, 8 * a_row);
         }
     }
     int64_t b_row = (int64_t)atom_cols(b.sl) * b.sl->elem;
     LLVMValueRef b_at = b.at;
     if (split)   /* the warpgroup's columns: B's rows g Nw on (K-major), or its atoms of 64 columns */
-        b_at = offset_add(c, b.at, mul(c, udiv(c, c->warp, 4), tb ? Nw * b_row : Nw / 64 * atom_bytes(b.sl)));
+        b_at = offset_add(c, b.at, mul(c, udiv(c, c->warp, 4), tb ? Nw * b_row : Nw % 64 ? Nw * b.sl->elem : Nw / 64 * atom_bytes(b.sl)));
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b_at, b.sl, 16, 8 * b_row) : descriptor(c, b_at, b.sl, atom_bytes(b.sl), 8 * b_row);
     if (!(op->flags & DOT_IN_TURN)) nvidia_turn_wait(c);
@@ -253,7 +278,10 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
             LLVMValueRef *acc_i = d + i * (Nw / 2);   /* row piece i's accumulators */
             bool add = k0 || !zero;
             if (a_regs) ptx_wgmma_mma_regs(c, Nw, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, add, acc_i);
-            else ptx_wgmma_mma(c, Nw, bf, desc_plus(c, da[i], k_major_step(a.sl, k0)), desc_plus(c, db, bstep), !tb, add, acc_i);
+            else {
+                int64_t astep = a_mn ? (int64_t)k0 * (int64_t)atom_cols(a.sl) * a.sl->elem : k_major_step(a.sl, k0);
+                ptx_wgmma_mma(c, Nw, bf, desc_plus(c, da[i], astep), a_mn, desc_plus(c, db, bstep), !tb, add, acc_i);
+            }
         }
     }
     ptx_wgmma_commit(c);

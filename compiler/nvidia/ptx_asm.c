@@ -63,8 +63,8 @@ void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n)
 
 /* One wgmma.mma_async whose A is na inputs (one descriptor, or four
  * registers), then B's descriptor and scale-d, then the tied accumulators. */
-static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LLVMValueRef db, bool b_mn_major, bool accumulate,
-                      LLVMValueRef *acc)
+static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, bool a_mn_major, LLVMValueRef db, bool b_mn_major,
+                      bool accumulate, LLVMValueRef *acc)
 {
     int nacc = n / 2;
     char text[2000], cons[1200], inputs[40] = "";
@@ -73,8 +73,9 @@ static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LL
                                   nacc + na + 1, n, bf16 ? "bf16" : "f16", bf16 ? "bf16" : "f16");
     for (int i = 0; i < nacc; i++) len += (size_t)snprintf(text + len, sizeof text - len, "%s$%d", i ? ", " : "", i);
     if (na == 1) {
-        /* A from a descriptor: K-major (imm-trans-a 0) */
-        snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, 0, %d;\n}", nacc, nacc + 1, b_mn_major ? 1 : 0);
+        /* A from a descriptor: K-major (imm-trans-a 0) or M-major (1) */
+        snprintf(text + len, sizeof text - len, "}, $%d, $%d, p, 1, 1, %d, %d;\n}", nacc, nacc + 1, a_mn_major ? 1 : 0,
+                 b_mn_major ? 1 : 0);
         strcpy(inputs, "l,l,r,");
     } else {
         /* A from registers: no transpose operand for A */
@@ -93,15 +94,16 @@ static void wgmma_mma(Cg *c, int n, bool bf16, const LLVMValueRef *a, int na, LL
     take_results(c, r, acc, nacc);
 }
 
-void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, bool accumulate, LLVMValueRef *acc)
+void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, bool a_mn_major, LLVMValueRef db, bool b_mn_major, bool accumulate,
+                   LLVMValueRef *acc)
 {
-    wgmma_mma(c, n, bf16, &da, 1, db, b_mn_major, accumulate, acc);
+    wgmma_mma(c, n, bf16, &da, 1, a_mn_major, db, b_mn_major, accumulate, acc);
 }
 
 void ptx_wgmma_mma_regs(Cg *c, int n, bool bf16, const LLVMValueRef a[4], LLVMValueRef db, bool b_mn_major, bool accumulate,
                         LLVMValueRef *acc)
 {
-    wgmma_mma(c, n, bf16, a, 4, db, b_mn_major, accumulate, acc);
+    wgmma_mma(c, n, bf16, a, 4, false, db, b_mn_major, accumulate, acc);
 }
 
 /* The instruction text with regs[0..n) (i32 or f32, n <= 64) passed

@@ -29,11 +29,12 @@ void ptx_setmaxnreg(Cg *c, bool inc, int regs);
  * before it; they are replaced by its results. */
 void ptx_wgmma_wait(Cg *c, int pending, LLVMValueRef *acc, int n);
 /* wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16}: acc[0..n/2)
- * (f32, the thread's accumulator slots) += A (64 x 16, K-major, from
- * descriptor da) times B (16 x n from descriptor db, MN-major where
+ * (f32, the thread's accumulator slots) += A (64 x 16 from descriptor
+ * da, K-major, or M-major where a_mn_major) times B (16 x n from descriptor db, MN-major where
  * b_mn_major), replaced in place by the results; without accumulate
  * (scale-d 0) acc = A B, whatever acc held (undef is fine). */
-void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, LLVMValueRef db, bool b_mn_major, bool accumulate, LLVMValueRef *acc);
+void ptx_wgmma_mma(Cg *c, int n, bool bf16, LLVMValueRef da, bool a_mn_major, LLVMValueRef db, bool b_mn_major, bool accumulate,
+                   LLVMValueRef *acc);
 /* The same with A from registers: a[0..4) (i32, two 16-bit elements
  * each) are the thread's A fragment of rows 16w..16w+15 (w its warp in
  * the warpgroup) and 16 columns, in mma.sync m16n8k16's A order. */
