@@ -176,6 +176,30 @@ static void at_atomicdot(const IrFunc *f, AtomicRun *r)
                     }
 }
 
+/* atomicdot_wide(P [M, K] f16, V [K, N] f16, X [M, N], m_len), M 100, K 43
+ * and N 68 on a 3 x 2 grid. */
+static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r)
+{
+    enum { M = 100, K = 43, N = 68 };
+    at_tensor(r, 0, DT_F16, M, K, 3);
+    at_tensor(r, 1, DT_F16, K, N, 3);
+    at_tensor(r, 2, DT_F32, M, N, 20);
+    r->args[3] = (IrArg){.i = M};
+    r->n = 4;
+    r->grid[0] = 3, r->grid[1] = 2, r->grid[2] = 1;
+    int64_t c0 = at_meta(f, "C0");
+    const void *p = r->args[0].data, *v = r->args[1].data;
+    for (int64_t by = 0; by < r->grid[1]; by++)
+        for (int64_t bx = 0; bx < r->grid[0]; bx++)
+            for (int64_t r0 = -8; r0 < M; r0 += 32)
+                for (int64_t i = 0; i < 64; i++)
+                    for (int64_t j = 0; j < 64; j++) {
+                        float dot = 0;
+                        for (int64_t k = bx * 16; k < bx * 16 + 16; k++) dot += at_f16(p, M, K, r0 + i, k) * at_f16(v, K, N, k, j);
+                        at_add_f32(r->want[2], M, N, r0 + i, c0 + j, dot);
+                    }
+}
+
 /* atomicread(P, V, X, Y), [16, 16] each, one block. */
 static void at_atomicread(AtomicRun *r)
 {
@@ -202,6 +226,7 @@ static void atomic_run(const IrFunc *f, AtomicRun *r)
     if (!strcmp(f->kernel, "atomic2d")) at_atomic2d(f, r);
     else if (!strcmp(f->kernel, "atomic1d")) at_atomic1d(f, r);
     else if (!strcmp(f->kernel, "atomicdot")) at_atomicdot(f, r);
+    else if (!strcmp(f->kernel, "atomicdot_wide")) at_atomicdot_wide(f, r);
     else if (!strcmp(f->kernel, "atomicread")) at_atomicread(r);
     else cr_assert_fail("no reference for kernel %s", f->kernel);
     cr_assert_eq(r->n, f->nparams, "%s: the harness and the kernel disagree on its parameters", f->name);

@@ -97,6 +97,7 @@ typedef struct {
     LLVMValueRef copy_state[12]; /* the copy engine's: what its begin made (counters, a buffer's offset) */
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
+    bool bulk_adds;              /* the target's bulk adds were issued: drained at the exit */
     /* @ph.warp_specialize (IrFunc.producer_threads): which threads the code
      * being emitted runs in: all of the block's (CG_ALL: its entry, or a
      * kernel without the option), the producer's or the tile code's */

@@ -26,6 +26,7 @@
 #include "target.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* The smallest MMA tile worth staging: below it the barrier and the
  * shared-memory round trip cost more than the sectors they save. */
@@ -174,6 +175,106 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
+/* Whether an atomic add of a tile in layout l goes through the target's
+ * bulk adds: with PHOBOS_BULK_ADD=1 (off by default: on the H200 the fused
+ * backward's dQ share ran 9-28% slower so than by vector adds from the
+ * registers, docs/performance.md), f32 in an MMA layout (a dot's result)
+ * of a rank-2 tensor, rows of whole 16-byte chunks, as large a tile as
+ * staging needs. */
+static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
+{
+    const char *on = getenv("PHOBOS_BULK_ADD");
+    return on && !strcmp(on, "1") && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
+}
+
+/* The fallback of a bulk add: the R x C floats of the scratch at base
+ * (rows pitch bytes apart) added element by element, thread t taking
+ * elements t, t + T, ... in a loop (rare: the registers are free by now). */
+static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), head = new_bb(c, "adsh"), body = new_bb(c, "adsb"), out = new_bb(c, "adse");
+    LLVMBuildBr(B, head);
+    LLVMPositionBuilderAtEnd(B, head);
+    LLVMValueRef i = LLVMBuildPhi(B, c->ti32, "");
+    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, i, i32c(c, (int64_t)R * C), ""), body, out);
+    LLVMPositionBuilderAtEnd(B, body);
+    SlotPos p = {.row = udiv(c, i, C), .col = urem(c, i, C)};
+    LLVMValueRef off, inb;
+    window_elem(c, op, p, &off, &inb);
+    LLVMValueRef v = LLVMBuildLoad2(B, c->tf32, smem_byte_ptr(c, add(c, base, add(c, mul(c, p.row, pitch), mul(c, p.col, 4)))), "");
+    Guard g = guard_begin(c, inb);
+    LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, LLVMBuildGEP2(B, c->tf32, c->tensor_ptr[op->param], &off, 1, ""), v,
+                       LLVMAtomicOrderingMonotonic, 0);
+    guard_end(c, g);
+    LLVMValueRef next = add(c, i, i32c(c, c->T));
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, head);
+    LLVMValueRef vals[2] = {c->tid, next};
+    LLVMBasicBlockRef from[2] = {pre, latch};
+    LLVMAddIncoming(i, vals, from, 2);
+    LLVMPositionBuilderAtEnd(B, out);
+}
+
+/* The bulk add: s (an MMA layout) written to a scratch buffer, rows of
+ * C floats padded by 16 bytes (a warp's eight rows of pairs then fall in
+ * every bank twice: two wavefronts, as few as its 256 bytes take), made
+ * visible to the copy engine (fence, the plan's barrier), and each row
+ * inside the tensor added by one thread in one bulk add. Where the
+ * window's rows are not whole aligned 16-byte chunks inside the tensor
+ * (window_chunks_aligned, the columns inside), the adds go from the
+ * registers instead; the branch is uniform over the block and comes
+ * after the barrier, so the plan's barriers run whichever is taken. */
+static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *l = s->lay;
+    int R = l->rows, C = l->cols;
+    int64_t pitch = (int64_t)C * 4 + 16;
+    int buf = smem_buffer(c, SMEM_SCRATCH, R * pitch);
+    LLVMValueRef base = i32c(c, smem_offset(c, buf));
+    LLVMTypeRef pair = LLVMVectorType(c->tf32, 2);
+    smem_access(c, buf, true);
+    for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
+        SlotPos p = slot_pos(c, l, k);
+        Guard g = guard_begin(c, p.valid);
+        LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(pair), s->v[k], i32c(c, 0), "");
+        v = LLVMBuildInsertElement(B, v, s->v[k + 1], i32c(c, 1), "");
+        LLVMValueRef at = add(c, base, add(c, mul(c, p.row, pitch), mul(c, p.col, 4)));
+        LLVMSetAlignment(LLVMBuildStore(B, v, smem_byte_ptr(c, at)), 8);
+        guard_end(c, g);
+    }
+    c->target->bulk_add->fence(c);
+    smem_access(c, buf, false);
+    c->bulk_adds = true;
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
+    LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
+    LLVMValueRef cols_in = LLVMBuildICmp(B, LLVMIntULE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), d1, "");
+    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), LLVMBuildAnd(B, cols_in,
+                                      LLVMBuildICmp(B, LLVMIntSGE, c0, LLVMConstInt(c->ti64, 0, 0), ""), ""), "");
+    LLVMBasicBlockRef bulk = new_bb(c, "addb"), regs = new_bb(c, "addr"), done = new_bb(c, "addd");
+    LLVMBuildCondBr(B, whole, bulk, regs);
+    LLVMPositionBuilderAtEnd(B, bulk);
+    LLVMValueRef tensor = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    for (int i0 = 0; i0 < R; i0 += c->T) {   /* thread t adds row i0 + t */
+        LLVMValueRef row = add(c, c->tid, i32c(c, i0));
+        LLVMValueRef grow = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, row, i32c(c, R), ""),
+                                        LLVMBuildICmp(B, LLVMIntULT, grow, d0, ""), "");
+        Guard g = guard_begin(c, inb);
+        LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, grow, d1, ""), c0, "");
+        LLVMValueRef gat = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
+        c->target->bulk_add->add_f32(c, gat, add(c, base, mul(c, row, pitch)), C * 4);
+        guard_end(c, g);
+    }
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, regs);
+    adds_from_scratch(c, op, base, R, C, pitch);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 static void write_window(Cg *c, const IrOp *op, bool atomic)
 {
     ValueId val = op->args[op->nargs - 1];
@@ -187,7 +288,9 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     DType dt = c->f->params[op->param].dt;
     ValueId mask = ir_store_mask(op);
     int width = atomic && !mask ? atomic_width(c, l, dt) : 0;
-    if (width) {
+    if (atomic && !mask && bulk_add_pays(c, op, l, dt)) {
+        atomic_add_bulk(c, op, &s);
+    } else if (width) {
         atomic_add_runs(c, op, &s, width);
     } else if (atomic || mask) {
         Slots m = mask ? cg_get(c, mask, l) : (Slots){0};

@@ -241,6 +241,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     LLVMBasicBlockRef entry = new_bb(c, "entry");
     cg_locate(c, NULL, NULL);
     c->exit_bb = new_bb(c, "exit");
+    c->bulk_adds = false;
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);
@@ -262,6 +263,10 @@ static void emit_body(Cg *c, const IrFunc *f)
      * consumers run the code after their loops. This access, after everything, is their last. */
     if (c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
     c->role = CG_ALL;
+    if (c->bulk_adds) {   /* the adds land before the block's end */
+        LLVMPositionBuilderBefore(c->b, LLVMGetBasicBlockTerminator(c->exit_bb));
+        c->target->bulk_add->drain(c);
+    }
 }
 
 /* Forgets one emission's values, conversions, regions and parameters. */

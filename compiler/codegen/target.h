@@ -70,6 +70,19 @@ typedef struct CopyEngine {
     void (*release)(Cg *c, bool all);
 } CopyEngine;
 
+/* Adds of f32 rows from shared memory into global memory by a copy
+ * engine, each float as atomically as one add. */
+typedef struct BulkAddEngine {
+    /* after a thread's stores into shared memory, before the engine reads them */
+    void (*fence)(Cg *c);
+    /* bytes (a multiple of 16) at shared offset shared_at (i32) added into
+     * global address global_at (i64), both 16-byte aligned; the shared
+     * bytes are read when it returns */
+    void (*add_f32)(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes);
+    /* at the kernel's exit: every add the thread issued has landed */
+    void (*drain)(Cg *c);
+} BulkAddEngine;
+
 /* An IR pass a target adds after the standard pipeline (a Hopper
  * warp-specialization pass, say). */
 typedef struct TargetPass {
@@ -97,6 +110,9 @@ struct Target {
      * floats at global address addr (i64, 4n-byte aligned), each element
      * as atomically as one add; NULL: the chip adds one element at a time */
     void (*atomic_add_f32xn)(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
+    /* an engine that adds a tile from shared memory into global memory
+     * (cg_store.c: an atomic add of a dot's result); NULL: none */
+    const BulkAddEngine *bulk_add;
     /* the optimized LLVM module rewritten before the back end lowers it,
      * around what the back end gets wrong; NULL: none */
     void (*fix_llvm)(LLVMModuleRef mod);

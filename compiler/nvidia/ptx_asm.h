@@ -60,6 +60,14 @@ void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const 
  * each element atomically as red.global.add.f32 adds one, in one
  * instruction (codegen_emit then writes .version 8.4). */
 void ptx_red_add_f32(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
+/* cp.reduce.async.bulk .add.f32: bytes (a multiple of 16) of f32 at
+ * shared address shared_at (i32) added into those at global address
+ * global_at (i64), both 16-byte aligned, each float atomically; committed
+ * as a bulk group and waited for until the shared bytes are read (not
+ * until the adds land: ptx_bulk_drain). */
+void ptx_bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes);
+/* cp.async.bulk.wait_group 0: the thread's bulk adds complete. */
+void ptx_bulk_drain(Cg *c);
 
 /* bar.arrive id, count: this thread counts towards named barrier id's
  * count threads without waiting for the others (LLVM 19 has no intrinsic) */

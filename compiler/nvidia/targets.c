@@ -41,6 +41,14 @@ static const Layout *hopper_operand_layout(LayoutTable *t, int rows, int cols, i
     return elem_bytes == 2 ? layout_shared_atoms(t, rows, cols, elem_bytes) : NULL;
 }
 
+/* shared addresses: the area's i32 offsets (ptx_shared_address's) */
+static void bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes)
+{
+    ptx_bulk_add_f32(c, global_at, ptx_shared_address(c, smem_byte_ptr(c, shared_at)), bytes);
+}
+
+static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_drain};
+
 /* Hopper with its own instructions (wgmma, which needs the "a" target):
  * the dots wgmma takes on it, the rest as on sm_90. */
 const Target nvidia_sm90a = {
@@ -57,6 +65,7 @@ const Target nvidia_sm90a = {
     .operand_layout = hopper_operand_layout,
     .operand_align = 1024,   /* a 128-byte swizzle repeats every 1024 bytes: descriptors assume it starts there */
     .atomic_add_f32xn = ptx_red_add_f32,
+    .bulk_add = &hopper_bulk_add,
     .fix_llvm = nvptx_workarounds,
     .fix_ptx = ptxas_workarounds,
 };

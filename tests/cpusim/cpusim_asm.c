@@ -173,13 +173,24 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         ok = read_mma(text, a, nin, nout);
     } else if (!strncmp(text, "mma.sync.aligned.m16n8k32", 25)) {
         ok = read_mma_f8(text, a, nin, nout);
+    } else if (!strcmp(text, "cp.async.bulk.wait_group 0;")) {
+        a->op = IN_BULK_DRAIN;
+    } else if (!strncmp(text, "cp.reduce.async.bulk.", 21)) {
+        int used = 0;
+        ok = sscanf(text, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;\n"
+                          "cp.async.bulk.wait_group.read 0;%n", &a->n, &used) == 1 && used == (int)strlen(text) && a->n > 0;
+        a->op = IN_BULK_ADD_F32;
     } else if (sscanf(text, "red.global.add.v%d.f32", &a->n) == 1) {
         ok = a->n == 2 || a->n == 4;
         a->op = IN_RED_ADD_F32;
     } else {
         ok = read_tma(text, a);
     }
-    if (a->op == IN_RED_ADD_F32) {   /* the address, then the floats; nothing out */
+    if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN) {   /* the global and shared addresses, or nothing; nothing out */
+        for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
+        ok = ok && nout == 0 && nin == (a->op == IN_BULK_ADD_F32 ? 2 : 0);
+        a->acc = xmalloc(sizeof *a->acc);
+    } else if (a->op == IN_RED_ADD_F32) {   /* the address, then the floats; nothing out */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
         ok = ok && nout == 0 && nin == 1 + a->n;
         a->acc = xmalloc(sizeof *a->acc);
@@ -269,6 +280,8 @@ static const char *asm_what(int op)
     case IN_FENCE_MBAR_INIT: return ", fence.mbarrier_init";
     case IN_BAR_ARRIVE: return ", bar.arrive";
     case IN_RED_ADD_F32: return ", red.global.add.v";
+    case IN_BULK_ADD_F32: return ", cp.reduce.async.bulk";
+    case IN_BULK_DRAIN: return ", cp.async.bulk.wait_group";
     default: return ", wgmma";
     }
 }

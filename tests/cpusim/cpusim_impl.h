@@ -32,7 +32,8 @@ enum {
     IN_MBAR_INIT, IN_MBAR_ARRIVE, IN_MMA_S8, IN_BARRIER_CNT, IN_WARP_SYNC,
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8, IN_SETMAXNREG,
-    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_RED_ADD_F32, IN_COUNT
+    IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_RED_ADD_F32,
+    IN_BULK_ADD_F32, IN_BULK_DRAIN, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -64,7 +65,7 @@ typedef struct {
     int op;                 /* IN_WGMMA ... IN_BULK_TENSOR */
     int32_t site;           /* where it is (cpusim.sites) */
     int pending;            /* wait_group's N */
-    int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2; red.add: the floats it adds */
+    int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2; red.add: the floats it adds; bulk add: its bytes */
     bool bf16;              /* mma: bf16 operands, else f16 */
     bool a_e5m2, b_e5m2;    /* fp8 mma.sync: each operand e5m2, else e4m3 */
     bool trans_a, trans_b;  /* mma: A M-major, B N-major (imm-trans-a, -b) */
@@ -125,6 +126,7 @@ struct cpusim {
     int nasm_calls;
     uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
     unsigned long bulk_copies, async_copies;   /* issued so far, over every launch (cpusim_copy_counts) */
+    unsigned long bulk_adds;                   /* rows added by the bulk engine so far (cpusim_bulk_adds) */
     char *printed;                         /* what vprintf printed, over every launch (cpusim_printed) */
     size_t nprinted;
 };
@@ -379,6 +381,12 @@ void pack_tensor_maps(Launch *L, const ph_arg *args, uint64_t *slots, int n);
  * copy (inline asm, call a). */
 void sim_mbarrier_intrinsic(Launch *L, int id, const uint64_t *in, uint64_t *out);
 void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out);
+/* Whether the async proxy sees byte b as it is (cpusim_wgmma.c): not this
+ * block's, a bulk copy's, or stored by a thread that fenced since (or
+ * min_fenced, the fewest fences of the threads that count, is later). */
+bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced);
+/* cp.reduce.async.bulk .add.f32 with its commit and wait for the reads (cpusim_tma.c). */
+void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in);
 /* Lands every bulk copy in flight, its complete_tx counted; false when
  * none was in flight, or the launch failed. */
 bool land_bulk_copies(Launch *L);

@@ -265,6 +265,47 @@ bool land_bulk_copies(Launch *L)
     return !L->failed;
 }
 
+/* A bulk add, its commit and its wait for the reads: the shared bytes are
+ * read at issue, checked as the issuing thread's read (a write since the
+ * last barrier by another thread is a race) and for the async proxy (a
+ * byte a thread stored needs that thread's fence.proxy.async after the
+ * store), and added into global memory, all of which must lie inside one
+ * tensor argument; the adds land at once (the threads run one at a time,
+ * so a plain add is atomic here). */
+void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
+{
+    unsigned bytes = (unsigned)a->n;
+    uint64_t to = in[0];
+    size_t off;
+    SharedArea *area = area_of_shared32(L, lo32(in[1]), bytes, &off);
+    if (!area || off % 16 || to % 16 || bytes % 16) {
+        block_fail(L, "a bulk add (in %s) of %u bytes from shared address 0x%x to %p: %s", site_name(L->s, a->site), bytes, lo32(in[1]),
+                   (void *)(uintptr_t)to, area ? "not 16-byte aligned (address or size)" : "outside shared memory");
+        setcontext(&L->sched);
+    }
+    if (!tensor_holds(L, to, bytes)) {
+        block_fail(L, "a bulk add (in %s) of %u bytes to %p, outside every tensor argument", site_name(L->s, a->site), bytes,
+                   (void *)(uintptr_t)to);
+        setcontext(&L->sched);
+    }
+    if (!check_shared_access(L, L->cur, (uintptr_t)area->addr + off, bytes, ACCESS_READ, a->site)) setcontext(&L->sched);
+    for (unsigned j = 0; j < bytes; j++) {
+        const ByteShadow *b = &area->shadow[off + j];
+        if (!proxy_fenced(L, b, 0)) {
+            block_fail(L, "a bulk add (in %s) reads byte %zu of %s, which thread %d stored (in %s) with no fence.proxy.async after it",
+                       site_name(L->s, a->site), off + j, area->name, b->writer, site_name(L->s, b->w_site));
+            setcontext(&L->sched);
+        }
+    }
+    float *dst = (float *)(uintptr_t)to;
+    for (unsigned i = 0; i < bytes / 4; i++) {
+        float v;
+        memcpy(&v, area->addr + off + 4 * i, 4);
+        dst[i] += v;
+    }
+    L->s->bulk_adds++;
+}
+
 /* Waits, parked, until the phase of parity p of mbarrier b completed. */
 static void try_wait(Launch *L, int b, uint32_t p, uint64_t *out)
 {
@@ -386,3 +427,5 @@ void cpusim_copy_counts(const cpusim *s, unsigned long *bulk, unsigned long *asy
     *bulk = s ? s->bulk_copies : 0;
     *async = s ? s->async_copies : 0;
 }
+
+unsigned long cpusim_bulk_adds(const cpusim *s) { return s ? s->bulk_adds : 0; }

@@ -49,6 +49,8 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
         return;
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
     case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: sim_tma_asm(L, a, in, out); return;
+    case IN_BULK_ADD_F32: sim_bulk_add(L, a, in); return;
+    case IN_BULK_DRAIN: return;   /* the adds landed at issue */
     case IN_RED_ADD_F32: {   /* the threads run one at a time: a plain add is atomic here */
         float *at = (float *)(uintptr_t)in[0];
         for (int i = 0; i < a->n; i++) at[i] += slot_f32(in[1 + i]);
@@ -195,7 +197,7 @@ static bool read_operands(Launch *L, int g, const AsmCall *a, uint64_t da, uint6
  * proxy) in this block, it needs a fence.proxy.async after the store by
  * its writer, or by every thread of the warpgroup (their fewest fences is
  * min_fenced), before the wgmma. */
-static bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced)
+bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced)
 {
     if (b->w_epoch < L->block_epoch) return true;   /* not this block's: end_epoch's unwritten read */
     if (b->tma == TMA_LANDED) return true;          /* a bulk copy's: the async proxy's own write */

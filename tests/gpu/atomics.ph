@@ -58,6 +58,22 @@ def atomicdot(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, 16], X: ph.ten
         ph.atomic_add(X[r0:+BM, :], ph.dot(P[r0:+BM, k0:+16], v))
 
 
+# The same from 64 x 64 tiles, 16 KB each: sm_90a adds them by its copy
+# engine's bulk adds, a row each, rows before and past the tensor left out,
+# where a window's rows are whole aligned 16-byte chunks inside the tensor
+# (C0 0, N 68); element by element from shared memory where they are not
+# (C0 2: not aligned; C0 8: past the last column). One or two warpgroups.
+@ph.kernel
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(NT=[128, 256], C0=[0, 2, 8])
+def atomicdot_wide(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, N], X: ph.tensor[ph.f32][M, N], m_len: ph.i32):
+    k0: ph.let = ph.ctx.block.x * 16
+    v: ph.let = V[k0:+16, 0:+64]
+    for r0 in range(-8, m_len, 32):
+        ph.atomic_add(X[r0:+64, C0:+64], ph.dot(P[r0:+64, k0:+16], v))
+
+
 # A window of X read, then added into, then used where the tensor cores'
 # layout wants it: the use must see X as it was read. (A tensor the kernel
 # never writes is loaded again in the layout a use wants; X is written.)
