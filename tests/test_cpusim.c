@@ -269,23 +269,28 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
     cr_assert_not_null(m);
     cr_assert_geq(m->nfuncs, 14);
     /* sm_80 adds element by element; sm_90 and sm_90a add runs of two
-     * and four floats at once where a window's chunks are aligned; sm_90a
-     * with PHOBOS_BULK_ADD=1 (the fourth run) a large dot result's rows by
-     * bulk adds from shared memory */
-    const char *archs[4] = {"sm_80", "sm_90", "sm_90a", "sm_90a"};
-    for (int a = 0; a < 4; a++) {
-        if (a == 3) setenv("PHOBOS_BULK_ADD", "1", 1);
-        cpusim *s = load_arch(m, archs[a]);
-        unsetenv("PHOBOS_BULK_ADD");
+     * and four floats at once where a window's chunks are aligned
+     * (PHOBOS_ADD_INSIDE=1: from one address a thread where the window is
+     * wholly inside the tensor); sm_90a with PHOBOS_BULK_ADD=1 a large dot
+     * result's rows by bulk adds from shared memory */
+    static const struct { const char *arch, *env; } runs[] = {
+        {"sm_80", NULL}, {"sm_90", NULL}, {"sm_90a", NULL}, {"sm_90a", "PHOBOS_BULK_ADD"}, {"sm_90", "PHOBOS_ADD_INSIDE"},
+        {"sm_90a", "PHOBOS_ADD_INSIDE"}};
+    for (int a = 0; a < 6; a++) {
+        const char *arch = runs[a].arch, *env = runs[a].env;
+        if (env) setenv(env, "1", 1);
+        cpusim *s = load_arch(m, arch);
+        if (env) unsetenv(env);
         int failed = 0;
         for (int i = 0; i < m->nfuncs; i++) {
             int bad = run_atomic_config(s, m->funcs[i]);
-            if (bad) cr_log_error("%s%s, %s: %d elements or guards differ", archs[a], a == 3 ? " (bulk)" : "", m->funcs[i]->name, bad);
+            if (bad) cr_log_error("%s %s, %s: %d elements or guards differ", arch, env ? env : "", m->funcs[i]->name, bad);
             failed += bad != 0;
         }
-        cr_expect_eq(failed, 0, "%s: %d of %d configs differ from the reference", archs[a], failed, m->nfuncs);
-        if (a == 3) cr_expect_gt(cpusim_bulk_adds(s), 0, "no bulk adds with PHOBOS_BULK_ADD=1");
-        else cr_expect_eq(cpusim_bulk_adds(s), 0, "bulk adds on %s without the switch", archs[a]);
+        cr_expect_eq(failed, 0, "%s %s: %d of %d configs differ from the reference", arch, env ? env : "", failed, m->nfuncs);
+        bool bulk = env && !strcmp(env, "PHOBOS_BULK_ADD");
+        if (bulk) cr_expect_gt(cpusim_bulk_adds(s), 0, "no bulk adds with PHOBOS_BULK_ADD=1");
+        else cr_expect_eq(cpusim_bulk_adds(s), 0, "bulk adds on %s without the switch", arch);
         cpusim_free(s);
     }
     ir_module_free(m);

@@ -549,8 +549,8 @@ Test(runtime, code_generation_switches_key_the_ptx_cache)
     cr_assert_not_null(mkdtemp(dir));
     setenv("PHOBOS_CACHE_DIR", dir, 1);
     static const char *const switches[][2] = {
-        {NULL, NULL}, {"PHOBOS_DOT_OVERLAP", "0"}, {"PHOBOS_RESCALE_SKIP", "1"}, {"PHOBOS_BULK_ADD", "1"}};
-    for (int i = 0; i < 4; i++) {
+        {NULL, NULL}, {"PHOBOS_DOT_OVERLAP", "0"}, {"PHOBOS_RESCALE_SKIP", "1"}, {"PHOBOS_BULK_ADD", "1"}, {"PHOBOS_ADD_INSIDE", "1"}};
+    for (int i = 0; i < 5; i++) {
         if (switches[i][0]) setenv(switches[i][0], switches[i][1], 1);
         for (int again = 0; again < 2; again++) {
             ph_module *m;

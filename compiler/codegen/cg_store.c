@@ -148,6 +148,61 @@ static int atomic_width(Cg *c, const Layout *l, DType dt)
     return run % 4 == 0 ? 4 : run % 2 == 0 ? 2 : 0;
 }
 
+/* Whether a rank-2 window of an R x C tile lies wholly inside the tensor
+ * (uniform over the block). */
+static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef zero = LLVMConstInt(c->ti64, 0, 0), ok = LLVMConstInt(c->ti1, 1, 0);
+    LLVMValueRef dims[2] = {c->tensor_dim0[op->param], c->tensor_dim1[op->param]};
+    int len[2] = {R, C};
+    for (int a = 0; a < 2; a++) {
+        LLVMValueRef start = LLVMBuildSExt(B, c->vals[op->args[a]].v[0], c->ti64, "");
+        LLVMValueRef end = LLVMBuildAdd(B, start, LLVMConstInt(c->ti64, (unsigned long long)len[a], 0), "");
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, start, zero, ""), "");
+        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSLE, end, dims[a], ""), "");
+    }
+    return ok;
+}
+
+/* PHOBOS_ADD_INSIDE=1 (off until timed on the GPU): where the window lies
+ * wholly inside the tensor, the runs go without bounds tests from one
+ * address a thread: its first element's, plus each slot's constant row
+ * and column offsets (a row's times the row length once per distinct row,
+ * the column's an immediate), where each run otherwise computes its own
+ * 64-bit address and tests it. */
+static bool add_inside_on(void)
+{
+    const char *v = getenv("PHOBOS_ADD_INSIDE");
+    return v && !strcmp(v, "1");
+}
+
+static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *l = s->lay;
+    LLVMValueRef d1 = c->tensor_dim1[op->param];
+    SlotPos p0 = slot_pos(c, l, 0);
+    LayoutSlot o0 = layout_slot_offset(l, 0);
+    /* a position is the thread's base plus the slot's constant offset (cg_values.c axis_pos) */
+    LLVMValueRef trow = LLVMBuildSub(B, p0.row, i32c(c, o0.row), ""), tcol = LLVMBuildSub(B, p0.col, i32c(c, o0.col), "");
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, trow, c->ti64, ""), "");
+    LLVMValueRef col = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, tcol, c->ti64, ""), "");
+    LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), col, "");
+    LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, ""),
+                                     LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
+    for (int k = 0; k + n <= s->n; k += n) {
+        LayoutSlot o = layout_slot_offset(l, k);
+        SlotPos p = slot_pos(c, l, k);
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        LLVMValueRef rows = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(o.row - o0.row), 0), "");
+        LLVMValueRef off = LLVMBuildAdd(B, rows, LLVMConstInt(c->ti64, (unsigned long long)(int64_t)(o.col - o0.col), 0), "");
+        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
+        c->target->atomic_add_f32xn(c, addr, &s->v[k], n);
+        guard_end(c, g);
+    }
+}
+
 /* Atomic f32 adds of n consecutive columns at a time (runs of s's slots,
  * layout_col_run) where the window's n-element chunks are aligned (then
  * each run is wholly inside the tensor or wholly outside); element by
@@ -156,7 +211,16 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
 {
     LLVMBuilderRef B = c->b;
     LLVMBasicBlockRef vec = new_bb(c, "adv"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
-    LLVMBuildCondBr(B, window_chunks_aligned(c, op, n), vec, scal);
+    LLVMValueRef aligned = window_chunks_aligned(c, op, n);
+    if (add_inside_on() && c->f->params[op->param].rank == 2) {
+        LLVMBasicBlockRef inside = new_bb(c, "adi"), edge = new_bb(c, "ade");
+        LLVMBuildCondBr(B, LLVMBuildAnd(B, aligned, window_inside(c, op, s->lay->rows, s->lay->cols), ""), inside, edge);
+        LLVMPositionBuilderAtEnd(B, inside);
+        atomic_add_runs_inside(c, op, s, n);
+        LLVMBuildBr(B, done);
+        LLVMPositionBuilderAtEnd(B, edge);
+    }
+    LLVMBuildCondBr(B, aligned, vec, scal);
     LLVMPositionBuilderAtEnd(B, vec);
     LLVMValueRef base = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
     for (int k = 0; k + n <= s->n; k += n) {
