@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/hash.h"
+#include "codegen/codegen.h"
 #include "dsl.h"
 #include "phobos.h"
 
@@ -94,11 +95,9 @@ uint64_t ph_internal_source_key(const char *path, const char *source)
 {
     const char *build = ph_internal_build_id();
     uint64_t h = fnv1a(FNV1A_START, build, strlen(build));
-    /* the environment switches of code generation (wgmma_overlap.c, cg_values.c, cg_store.c) */
-    static const char *const switches[] = {"PHOBOS_DOT_OVERLAP", "PHOBOS_RESCALE_SKIP", "PHOBOS_BULK_ADD", "PHOBOS_ADD_INSIDE"};
-    for (size_t i = 0; i < sizeof switches / sizeof *switches; i++) {
-        const char *v = getenv(switches[i]);
-        if (v) h = fnv1a(fnv1a(h, switches[i], strlen(switches[i]) + 1), v, strlen(v) + 1);
+    for (const char *const *sw = codegen_switches; *sw; sw++) {
+        const char *v = getenv(*sw);
+        if (v) h = fnv1a(fnv1a(h, *sw, strlen(*sw) + 1), v, strlen(v) + 1);
     }
     if (source) return fnv1a(h, source, strlen(source));
     SrcFile f;

@@ -152,53 +152,41 @@ static void at_atomic1d(const IrFunc *f, AtomicRun *r)
         }
 }
 
-/* atomicdot(P [M, K] f16, V [K, 16] f16, X [M, 16], m_len), M 40 and K 43
- * on a 3 x 2 grid. */
-static void at_atomicdot(const IrFunc *f, AtomicRun *r)
+/* The reference of a dot kernel's adds: on a 3 x 2 grid, block (bx, by)
+ * adds P[r0 .. r0 + rows, 16 bx .. +16] V[16 bx .. +16, 0 .. cols] into
+ * X's window at (r0, c0), for r0 from -8 below M in steps of step; P is
+ * M x K, V K x N and X M x N (inputs from at_tensor). */
+static void at_dot_adds(AtomicRun *r, int64_t M, int64_t K, int64_t N, int64_t rows, int64_t cols, int64_t step, int64_t c0)
 {
-    enum { M = 40, K = 43, D = 16 };
-    at_tensor(r, 0, DT_F16, M, K, 3);
-    at_tensor(r, 1, DT_F16, K, D, 3);
-    at_tensor(r, 2, DT_F32, M, D, 20);
-    r->args[3] = (IrArg){.i = M};
-    r->n = 4;
-    r->grid[0] = 3, r->grid[1] = 2, r->grid[2] = 1;
-    int64_t bm = at_meta(f, "BM");
-    const void *p = r->args[0].data, *v = r->args[1].data;
-    for (int64_t by = 0; by < r->grid[1]; by++)
-        for (int64_t bx = 0; bx < r->grid[0]; bx++)
-            for (int64_t r0 = -8; r0 < M; r0 += bm / 2)
-                for (int64_t i = 0; i < bm; i++)
-                    for (int64_t j = 0; j < D; j++) {
-                        float dot = 0;
-                        for (int64_t k = bx * 16; k < bx * 16 + 16; k++) dot += at_f16(p, M, K, r0 + i, k) * at_f16(v, K, D, k, j);
-                        at_add_f32(r->want[2], M, D, r0 + i, j, dot);
-                    }
-}
-
-/* atomicdot_wide(P [M, K] f16, V [K, N] f16, X [M, N], m_len), M 100, K 43
- * and N 68 on a 3 x 2 grid. */
-static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r)
-{
-    enum { M = 100, K = 43, N = 68 };
     at_tensor(r, 0, DT_F16, M, K, 3);
     at_tensor(r, 1, DT_F16, K, N, 3);
     at_tensor(r, 2, DT_F32, M, N, 20);
     r->args[3] = (IrArg){.i = M};
     r->n = 4;
     r->grid[0] = 3, r->grid[1] = 2, r->grid[2] = 1;
-    int64_t c0 = at_meta(f, "C0");
     const void *p = r->args[0].data, *v = r->args[1].data;
     for (int64_t by = 0; by < r->grid[1]; by++)
         for (int64_t bx = 0; bx < r->grid[0]; bx++)
-            for (int64_t r0 = -8; r0 < M; r0 += 32)
-                for (int64_t i = 0; i < 64; i++)
-                    for (int64_t j = 0; j < 64; j++) {
+            for (int64_t r0 = -8; r0 < M; r0 += step)
+                for (int64_t i = 0; i < rows; i++)
+                    for (int64_t j = 0; j < cols; j++) {
                         float dot = 0;
                         for (int64_t k = bx * 16; k < bx * 16 + 16; k++) dot += at_f16(p, M, K, r0 + i, k) * at_f16(v, K, N, k, j);
                         at_add_f32(r->want[2], M, N, r0 + i, c0 + j, dot);
                     }
 }
+
+/* atomicdot(P [M, K] f16, V [K, 16] f16, X [M, 16], m_len), M 40 and K 43:
+ * windows of BM rows BM / 2 apart. */
+static void at_atomicdot(const IrFunc *f, AtomicRun *r)
+{
+    int64_t bm = at_meta(f, "BM");
+    at_dot_adds(r, 40, 43, 16, bm, 16, bm / 2, 0);
+}
+
+/* atomicdot_wide(P [M, K] f16, V [K, N] f16, X [M, N], m_len), M 100, K 43
+ * and N 68: 64 x 64 windows 32 rows apart from column C0. */
+static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r) { at_dot_adds(r, 100, 43, 68, 64, 64, 32, at_meta(f, "C0")); }
 
 /* atomicread(P, V, X, Y), [16, 16] each, one block. */
 static void at_atomicread(AtomicRun *r)

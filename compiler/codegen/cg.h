@@ -108,6 +108,9 @@ typedef struct {
     bool failed;
 } Cg;
 
+/* Whether the code generation switch name (codegen_switches) is set to 1. */
+bool cg_switch_on(const char *name);
+
 /* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;
 

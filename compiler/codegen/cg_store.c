@@ -26,7 +26,6 @@
 #include "target.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 /* The smallest MMA tile worth staging: below it the barrier and the
  * shared-memory round trip cost more than the sectors they save. */
@@ -148,21 +147,22 @@ static int atomic_width(Cg *c, const Layout *l, DType dt)
     return run % 4 == 0 ? 4 : run % 2 == 0 ? 2 : 0;
 }
 
-/* Whether a rank-2 window of an R x C tile lies wholly inside the tensor
- * (uniform over the block). */
-static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
+/* Whether a rank-2 window's len elements along axis a lie inside the
+ * tensor (uniform over the block). */
+static LLVMValueRef window_axis_inside(Cg *c, const IrOp *op, int a, int len)
 {
     LLVMBuilderRef B = c->b;
-    LLVMValueRef zero = LLVMConstInt(c->ti64, 0, 0), ok = LLVMConstInt(c->ti1, 1, 0);
-    LLVMValueRef dims[2] = {c->tensor_dim0[op->param], c->tensor_dim1[op->param]};
-    int len[2] = {R, C};
-    for (int a = 0; a < 2; a++) {
-        LLVMValueRef start = LLVMBuildSExt(B, c->vals[op->args[a]].v[0], c->ti64, "");
-        LLVMValueRef end = LLVMBuildAdd(B, start, LLVMConstInt(c->ti64, (unsigned long long)len[a], 0), "");
-        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSGE, start, zero, ""), "");
-        ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntSLE, end, dims[a], ""), "");
-    }
-    return ok;
+    LLVMValueRef start = LLVMBuildSExt(B, c->vals[op->args[a]].v[0], c->ti64, "");
+    LLVMValueRef end = LLVMBuildAdd(B, start, LLVMConstInt(c->ti64, (unsigned long long)len, 0), "");
+    LLVMValueRef dim = a ? c->tensor_dim1[op->param] : c->tensor_dim0[op->param];
+    return LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, start, LLVMConstInt(c->ti64, 0, 0), ""),
+                        LLVMBuildICmp(B, LLVMIntSLE, end, dim, ""), "");
+}
+
+/* Whether a rank-2 window of an R x C tile lies wholly inside the tensor. */
+static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
+{
+    return LLVMBuildAnd(c->b, window_axis_inside(c, op, 0, R), window_axis_inside(c, op, 1, C), "");
 }
 
 /* PHOBOS_ADD_INSIDE=1 (off until timed on the GPU): where the window lies
@@ -171,11 +171,7 @@ static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
  * and column offsets (a row's times the row length once per distinct row,
  * the column's an immediate), where each run otherwise computes its own
  * 64-bit address and tests it. */
-static bool add_inside_on(void)
-{
-    const char *v = getenv("PHOBOS_ADD_INSIDE");
-    return v && !strcmp(v, "1");
-}
+static bool add_inside_on(void) { return cg_switch_on("PHOBOS_ADD_INSIDE"); }
 
 static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
 {
@@ -254,8 +250,7 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
  * staging needs. */
 static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
 {
-    const char *on = getenv("PHOBOS_BULK_ADD");
-    return on && !strcmp(on, "1") && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
+    return cg_switch_on("PHOBOS_BULK_ADD") && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
 }
 
 /* The fallback of a bulk add: the R x C floats of the scratch at base
@@ -293,8 +288,8 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
  * visible to the copy engine (fence, the plan's barrier), and each row
  * inside the tensor added by one thread in one bulk add. Where the
  * window's rows are not whole aligned 16-byte chunks inside the tensor
- * (window_chunks_aligned, the columns inside), the adds go from the
- * registers instead; the branch is uniform over the block and comes
+ * (window_chunks_aligned, the columns inside), the scratch is added
+ * element by element instead (adds_from_scratch); the branch is uniform over the block and comes
  * after the barrier, so the plan's barriers run whichever is taken. */
 static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
 {
@@ -321,9 +316,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
-    LLVMValueRef cols_in = LLVMBuildICmp(B, LLVMIntULE, LLVMBuildAdd(B, c0, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), d1, "");
-    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), LLVMBuildAnd(B, cols_in,
-                                      LLVMBuildICmp(B, LLVMIntSGE, c0, LLVMConstInt(c->ti64, 0, 0), ""), ""), "");
+    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
     LLVMBasicBlockRef bulk = new_bb(c, "addb"), regs = new_bb(c, "addr"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, whole, bulk, regs);
     LLVMPositionBuilderAtEnd(B, bulk);

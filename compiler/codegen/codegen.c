@@ -235,6 +235,20 @@ static void emit_roles(Cg *c, const IrFunc *f)
     LLVMBuildUnreachable(B);
 }
 
+const char *const codegen_switches[] = {
+    "PHOBOS_DOT_OVERLAP",   /* wgmma_overlap.c */
+    "PHOBOS_RESCALE_SKIP",  /* cg_values.c */
+    "PHOBOS_BULK_ADD",      /* cg_store.c */
+    "PHOBOS_ADD_INSIDE",    /* cg_store.c */
+    NULL,
+};
+
+bool cg_switch_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "1");
+}
+
 /* The body, op by op in program order, after the thread's index. */
 static void emit_body(Cg *c, const IrFunc *f)
 {

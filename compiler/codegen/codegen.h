@@ -54,6 +54,11 @@ typedef enum { CG_EMIT_LLVM, CG_EMIT_PTX } CgEmit;
 #define CODEGEN_DYNAMIC_SHARED_SUFFIX "_dynamic_shared_bytes"
 #define CODEGEN_DYNAMIC_AREA_SUFFIX "_shared"
 
+/* The environment switches code generation reads (their names, ended by
+ * NULL): the same source gives other PTX under each, so the runtime's PTX
+ * cache keys on them. */
+extern const char *const codegen_switches[];
+
 /* The dynamic shared memory, in bytes, entry of ptx (PTX as codegen_emit
  * writes it) must be launched with: 0 when its shared memory is static.
  * In ptxinfo.c, with the other readers of PTX text. */
