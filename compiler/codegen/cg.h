@@ -89,6 +89,7 @@ typedef struct {
     int ring_buf[CG_MAX_RINGS];  /* by ring: its buffer */
     bool ring_in_flight[CG_MAX_RINGS];    /* copied into since the last wait for every group */
     int *ring_of;                /* by value: the ring a ring-slot value lies in, -1 none */
+    int *issued_scratch;         /* by value: an issued dot's operand scratch buffers (two), -1 none */
     /* the copy engine's bulk copy descriptors: the entry's parameters
      * after the ABI's (codegen.h), the map and its flag (i32) */
     CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];

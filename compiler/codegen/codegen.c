@@ -263,6 +263,8 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->warp = udiv(c, c->tid, 32);
     c->lane = urem(c, c->tid, 32);
     c->vals = xcalloc((size_t)f->nvalues + 1, sizeof *c->vals);
+    c->issued_scratch = xmalloc(sizeof *c->issued_scratch * 2 * ((size_t)f->nvalues + 1));
+    for (int i = 0; i < 2 * (f->nvalues + 1); i++) c->issued_scratch[i] = -1;
     c->role = CG_ALL;
     if (c->target->copy->begin && has_rings(f->body)) c->target->copy->begin(c);
     if (f->producer_threads) {
@@ -297,6 +299,7 @@ static void free_emission_state(Cg *c, const IrFunc *f)
     for (int i = 0; i <= f->nvalues; i++) free(c->vals[i].v);
     free(c->vals);
     free(c->ring_of);
+    free(c->issued_scratch);
     free(c->tensor_ptr); free(c->tensor_dim0); free(c->tensor_dim1); free(c->tensor_dims); free(c->tensor_strides); free(c->scalar); free(c->stored);
 }
 

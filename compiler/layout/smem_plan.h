@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 typedef enum {
-    SMEM_SCRATCH,   /* one op's: written and read within it */
+    SMEM_SCRATCH,   /* one op's: written and read within it (an issued dot's: up to its wait) */
     SMEM_RING,      /* an asynchronous copy ring: its copies and reads are ordered by its waits */
     SMEM_REGION,    /* a loop-invariant dot operand, written once where it is defined */
 } SmemKind;

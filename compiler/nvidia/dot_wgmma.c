@@ -288,6 +288,9 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     if (!(op->flags & DOT_TURN_KEPT)) nvidia_turn_pass(c);
     free(afr);
     if (op->flags & DOT_ISSUED) {   /* in flight: its wait_dots ties the accumulators (and A) */
+        int *scratch = &c->issued_scratch[2 * op->res[0]];
+        if (!a_regs && c->smem_plan.bufs.data[a.buf].kind == SMEM_SCRATCH) scratch[0] = a.buf;
+        if (c->smem_plan.bufs.data[b.buf].kind == SMEM_SCRATCH) scratch[1] = b.buf;
         Slots out = new_slots(n, l);
         for (int i = 0; i < n; i++) out.v[i] = d[i];
         c->vals[op->res[0]] = out;
@@ -351,6 +354,10 @@ static void wait_wgmma(Cg *c, const IrOp *w)
         reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
     }
     ptx_wgmma_wait_regs(c, (int)w->ival, regs, n);
+    /* the scratch an issued dot reads is read until here: nothing takes its bytes before */
+    for (int i = 0; i < w->nargs; i++)
+        for (int k = 0; k < 2; k++)
+            if (c->issued_scratch[2 * w->args[i] + k] >= 0) smem_access(c, c->issued_scratch[2 * w->args[i] + k], false);
     for (int i = 0, at = 0; i < w->nargs && at < nacc; i++) {
         Slots s = c->vals[w->args[i]], out = new_slots(s.n, s.lay);
         memcpy(out.v, regs + at, sizeof *out.v * (size_t)s.n);

@@ -8,15 +8,16 @@
  * are left alone), before warp-specialize (which places a slot's release
  * after the wait_dots of the dots that read it). A for loop qualifies when
  * its body has at least two dots, all at its top level, none flagged, all
- * wgmma's, each reading shared memory only where the tile is already there
- * (a load from before the loop, a slot the body waits for: nothing goes
- * through scratch while a dot runs) and any other A computed in the body
- * (registers).
- * Guarantees: the dots keep their order and operands and become DOT_ISSUED,
- * each moved up to just after the last op its operands come from (and the
- * dot before it); a wait_dots before the first op that reads each result
- * (pending: the dots issued after it by then), and one for the rest before
- * the yield, so nothing of a dot is in flight at the iteration's end and
+ * wgmma's. An operand that goes through scratch (the fused backward's dS
+ * for dQ = dS K, written from dS^T's registers) is written where the dot
+ * issues; the engine keeps that scratch live up to the dot's wait_dots, so
+ * the shared-memory plan gives its bytes to nothing else while it runs.
+ * Guarantees: the dots keep their operands and become DOT_ISSUED, each
+ * moved up to just after the last op its operands come from (hoist says
+ * how they order); a wait_dots before the first op that reads each result
+ * (pending: the dots issued after it by then), and ones of pending 0 for
+ * the rest before the yield, so nothing of a dot is in flight at the
+ * iteration's end (ptxas sees no group cross the back edge) and
  * the body's refills at the next iteration's start (after its wait's
  * barrier) find every slot read. A loop where no tile op would run between
  * a dot and its wait is left as it is. On by default; PHOBOS_DOT_OVERLAP=0
@@ -54,18 +55,7 @@ static int defined_at(const IrBlock *body, const bool *inside, ValueId v)
     return -1;   /* a block argument */
 }
 
-/* An operand the dot reads where it lies: from shared memory that holds it already, or (A) registers. */
-static bool in_place(const IrFunc *f, const IrBlock *body, const bool *inside, ValueId v, bool a)
-{
-    const IrOp *d = f->values[v].def;
-    if (!inside[v]) return d && d->kind == OP_LOAD;
-    if (ir_waited_slot(f, body, v)) return true;
-    /* a computed A, not a transpose the dot would write to scratch */
-    while (a && d && d->kind == OP_CONVERT) d = f->values[d->args[0]].def;
-    return a && d && d->kind != OP_TRANSPOSE && d->kind != OP_WAIT_ASYNC && d->kind != OP_LOAD;
-}
-
-static bool qualifies(const IrFunc *f, const IrBlock *body, const bool *inside, int *dots, int *n)
+static bool qualifies(const IrFunc *f, const IrBlock *body, int *dots, int *n)
 {
     *n = 0;
     for (int i = 0; i < body->nops; i++) {
@@ -74,33 +64,90 @@ static bool qualifies(const IrFunc *f, const IrBlock *body, const bool *inside, 
         if (ir_has_dot(op->body) || ir_has_dot(op->els)) return false;
         if (op->kind != OP_DOT) continue;
         if (*n == MAX_DOTS || (op->flags & (DOT_ASYNC | DOT_ISSUED)) || !dot_wgmma.accepts(f, op)) return false;
-        if (!in_place(f, body, inside, op->args[0], true) || !in_place(f, body, inside, op->args[1], false)) return false;
         dots[(*n)++] = i;
     }
     return *n >= 2;
 }
 
-/* Moves each dot up to just after what it needs and the dot before it (the
- * dots keep their order: the one measured; a dot passing another that waits
- * for its operands, dP^T past dV in dK/dV, is the next thing to try);
- * dots[] follows. */
-static void hoist(IrFunc *f, IrBlock *body, const bool *inside, int *dots, int n)
+/* How many ops of body read v. */
+static int readers(const IrBlock *body, ValueId v)
 {
-    int floor = 0;
-    for (int k = 0; k < n; k++) {
-        IrOp *dot = body->ops[dots[k]];
-        int to = floor;
-        for (int a = 0; a < 3; a++) {
-            int at = defined_at(body, inside, dot->args[a]);
-            if (at + 1 > to) to = at + 1;
-        }
-        if (to < dots[k]) {   /* the ops between move down one; the later dots lie below them */
-            ir_block_remove(body, dots[k]);
-            ir_block_insert(f, body, to, dot);
-            dots[k] = to;
-        }
-        floor = dots[k] + 1;
+    int n = 0;
+    for (int i = 0; i < body->nops; i++) n += uses(body->ops[i], v);
+    return n;
+}
+
+typedef struct {
+    IrBlock *body;
+    const int *dots, *owner, *anchor;
+    int n;
+    bool *placed;
+    IrOp **out;
+    int m;
+} Order;
+
+/* The dots anchored at op at (-1: the body's start) in program order, each
+ * after the ops it brings and followed by the dots anchored at it. */
+static void place_dots(Order *o, int at)
+{
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < o->n && best < 0; k++)
+            if (!o->placed[k] && o->anchor[k] == at) best = k;
+        if (best < 0) return;
+        o->placed[best] = true;
+        for (int i = 0; i < o->dots[best]; i++)
+            if (o->owner[i] == best) o->out[o->m++] = o->body->ops[i];
+        o->out[o->m++] = o->body->ops[o->dots[best]];
+        place_dots(o, o->dots[best]);
     }
+}
+
+/* Moves each dot up to just after the last op its operands come from, with
+ * the transposes and converts that only its operand reads (the layout pass
+ * folds them into the operand's write to shared memory: dS for dQ = dS K),
+ * so a dot passes another that still waits for its operands (dP^T past dV
+ * in dK/dV). Dots ready at one point keep the program's order: the dQ
+ * share issued before dK and read while dK ran made ptxas serialize the
+ * loop's wgmmas (C7514). The other ops keep their order; dots[] follows. */
+static void hoist(IrBlock *body, const bool *inside, int *dots, int n)
+{
+    int nops = body->nops, anchor[MAX_DOTS];
+    int *owner = xmalloc(sizeof *owner * (size_t)nops);   /* the dot an op goes with, -1 none */
+    for (int i = 0; i < nops; i++) owner[i] = -1;
+    for (int k = 0; k < n; k++) owner[dots[k]] = k;
+    for (int k = 0; k < n; k++) {
+        const IrOp *dot = body->ops[dots[k]];
+        anchor[k] = -1;
+        for (int a = 0; a < 3; a++) {
+            ValueId v = dot->args[a];
+            int at = defined_at(body, inside, v);
+            while (at >= 0 && owner[at] < 0 && (body->ops[at]->kind == OP_TRANSPOSE || body->ops[at]->kind == OP_CONVERT) &&
+                   readers(body, v) == 1) {
+                owner[at] = k;
+                v = body->ops[at]->args[0];
+                at = defined_at(body, inside, v);
+            }
+            if (at > anchor[k]) anchor[k] = at;
+        }
+    }
+    bool placed[MAX_DOTS] = {false};
+    Order o = {body, dots, owner, anchor, n, placed, xmalloc(sizeof *o.out * (size_t)nops), 0};
+    place_dots(&o, -1);
+    for (int i = 0; i < nops; i++) {
+        if (owner[i] >= 0) continue;
+        o.out[o.m++] = body->ops[i];
+        place_dots(&o, i);
+    }
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < nops; i++)
+            if (o.out[i] == body->ops[dots[k]]) {
+                dots[k] = i;
+                break;
+            }
+    memcpy(body->ops, o.out, sizeof *o.out * (size_t)nops);
+    free(o.out);
+    free(owner);
 }
 
 static void replace_from(IrBlock *body, int from, ValueId old, ValueId new)
@@ -139,7 +186,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
     bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
     ir_mark_defined(body, inside);
     int dots[MAX_DOTS], n;
-    if (!qualifies(f, body, inside, dots, &n)) {
+    if (!qualifies(f, body, dots, &n)) {
         free(inside);
         return;
     }
@@ -148,7 +195,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
     trial.ops = xmalloc(sizeof *trial.ops * (size_t)body->nops);
     memcpy(trial.ops, body->ops, sizeof *trial.ops * (size_t)body->nops);
     trial.cap = body->nops;
-    hoist(f, &trial, inside, dots, n);
+    hoist(&trial, inside, dots, n);
     free(inside);
     if (!gains(f, &trial, dots, n)) {
         free(trial.ops);
@@ -174,7 +221,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
             if (waited[k] || (!end && !uses(op, issued[k]->res[0]))) continue;
             IrType t = ir_vtype(f, issued[k]->res[0]);
             IrOp *w = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issued[k]->res[0], 1, &t);
-            w->ival = nissued - 1 - k;
+            w->ival = end ? 0 : nissued - 1 - k;   /* the back edge sees no group in flight (ptxas: C7517) */
             w->loc = op->loc;
             ir_block_insert(f, body, i, w);
             replace_from(body, i + 1, issued[k]->res[0], w->res[0]);
