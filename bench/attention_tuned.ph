@@ -11,11 +11,12 @@ transposed scores S^T = K Q^T, as FlashAttention-2 does, so P^T and dS^T
 are made in the layout the next dots read them in (their A operands, in
 registers) and nothing is transposed. dQ has a kernel of its own, which
 computes S and P again, with or without a producer warpgroup (W 1, the
-H200's pick at head dim 128: 128 rows on two warpgroups): adding each K/V
-block's share of dQ into an f32 buffer with ph.atomic_add from the dK/dV kernel instead (FlashAttention-2's
-way; examples/attention/attention_host.h runs either) measured 0.80-0.91x
-of this on the H200 (docs/performance.md). bench/attention_bench.c
-times both files; tests/gpucheck.sh checks every config of this one. At head
+H200's pick at head dim 128: 128 rows on two warpgroups). Adding each K/V
+block's share of dQ into an f32 buffer with ph.atomic_add from the dK/dV
+kernel instead is FlashAttention-2's way, bench/attention_fused.ph (on the
+H200 1.01-1.08x this backward at head dim 64 from N_CTX 4096, 0.84-0.94x at
+128: docs/performance.md); bench/run.sh times both files and
+tests/gpucheck.sh checks every config of each. At head
 dim 128 some configs spill (phc --stats shows which): they stay, for the
 autotuner to time and pass over, since the product cannot leave them out."""
 

@@ -4,7 +4,8 @@
 # seed's size and at H 4, N_CTX 4096, the attention check with every config
 # of bench/attention_tuned.ph, tests/gpu/attention_shapes.ph (head dim 64 and
 # 128, every tile shape up to 128 x 128, 4 and 8 warps) and
-# tests/gpu/attention_fused.ph (dQ by atomic adds), every config of
+# tests/gpu/attention_fused.ph and bench/attention_fused.ph (dQ by atomic
+# adds, the second with a producer warp), every config of
 # bench/gemm_tuned.ph at two small shapes, both files again with a producer
 # warp (W=[1] for the GEMM, @ph.warp_specialize(1) on each attention
 # kernel, and with @ph.warp_specialize(2)), the GPU
@@ -123,6 +124,7 @@ echo "== attention at Z 1 H 4 N_CTX 4096 HEAD_DIM 64"
 attention_file bench/attention_tuned.ph
 attention_file tests/gpu/attention_shapes.ph
 attention_file tests/gpu/attention_fused.ph
+attention_file bench/attention_fused.ph
 # gemm_file FILE: each config of FILE's gemm, not only the autotuner's pick,
 # checked on a shape whose rows TMA copies (384 x 640 x 192, 3 blocks: the
 # persistent loop) and one with ragged edges and 16-byte-unaligned rows

@@ -186,6 +186,15 @@ Test(cpusim_wgmma, tuned_attention_matches_on_sm90a, .timeout = 600)
     for (int i = 0; i < 3; i++) attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
 }
 
+/* bench/attention_fused.ph: the tuned forward beside the fused backward,
+ * whose dK/dV picks 1 and 3 have a producer warp (W 1) on one and on two
+ * consumer warpgroups, the dQ share added from the loop. */
+Test(cpusim_wgmma, bench_fused_attention_matches_on_sm90a, .timeout = 600)
+{
+    static const int picks[] = {1, 3};
+    for (int i = 0; i < 2; i++) attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", picks[i]);
+}
+
 /* The same with PHOBOS_DOT_OVERLAP=1: the forward's P V carried over
  * (wgmma_overlap.c) and the backward's dots issued early (wgmma_issue.c:
  * dP^T beside S^T in dK/dV, dP beside S in dQ). */

@@ -4,9 +4,9 @@ share of dQ = dS K into an f32 buffer DQacc (ph.atomic_add), which
 attn_bwd_delta zeroes and attn_bwd_dq scales into f16 (the fused backward of
 examples/attention/attention_host.h). The forward pass is
 bench/attention_tuned.ph's, at its usual winner. tests/gpucheck.sh checks every config on the
-GPU; test_cpusim runs the first on the CPU executor. On the H200 this
-backward measured 0.80-0.91x of bench/attention_tuned.ph's, whose dQ kernel
-computes S and P again (docs/performance.md)."""
+GPU; test_cpusim runs the first on the CPU executor. bench/attention_fused.ph
+is this backward with a producer warp among its configs, timed by make bench
+beside bench/attention_tuned.ph's (docs/performance.md)."""
 
 
 from __future__ import annotations

@@ -1,0 +1,107 @@
+"""The attention tutorial's kernels with FlashAttention-2's own backward:
+the forward is bench/attention_tuned.ph's (its configs and base-2 softmax),
+and the dK/dV kernel adds each K/V block's share of dQ = dS K into an f32
+buffer DQacc (ph.atomic_add) instead of a dQ kernel computing S and P
+again: attn_bwd_delta zeroes DQacc beside Delta, attn_bwd_dq scales it into
+f16 (examples/attention/attention_host.h runs either protocol). dK/dV's
+row blocks of Q are 64 rows, so every dot of its loop runs on wgmma on
+sm_90a (dQ's share split by columns between two warpgroups), with or
+without a producer warp (W). bench/run.sh times it beside
+bench/attention_tuned.ph (impl phc-fused) and bench/benchtable.py puts the
+two backwards side by side: on the H200 this one is 1.01-1.08x faster at
+head dim 64 from N_CTX 4096 and 0.84-0.94x at 128 (docs/performance.md,
+"fifteenth"). tests/gpucheck.sh checks every config of this file."""
+
+
+from __future__ import annotations
+
+
+import phobos.lang as ph
+
+
+
+
+@ph.kernel
+@ph.warp_specialize(W)
+@ph.tensorcore
+@ph.launch(NT)
+@ph.stages(S)
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2])
+@ph.aligned(R="BR")
+def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+             O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    q0: ph.let = ph.ctx.block.x * BR
+    q: ph.let = Q[base + q0:+BR, :]
+    acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
+    m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
+    l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
+    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    for kt in range(0, end, BC):
+        k: ph.let = K[base + kt:+BC, :]
+        v: ph.let = V[base + kt:+BC, :]
+        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+        s = s * (scale * 1.4426950408889634)
+        if causal == 1:
+            s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
+        ph.online_softmax2(acc, m, l, s, v)
+    acc = acc / l
+    O[base + q0:+BR, :] = acc
+    L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453
+
+
+
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128], BR=[64, 128])
+def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delta: ph.tensor[ph.f32][R, 1],
+                   DQacc: ph.tensor[ph.f32][R, D]):
+    r0: ph.let = ph.ctx.block.x * BR
+    p: ph.var[ph.tile[ph.f32][BR, D]] = ph.f32(O[r0:+BR, :]) * ph.f32(DO[r0:+BR, :])
+    Delta[r0:+BR, 0:+1] = ph.rowsum(p)
+    DQacc[r0:+BR, :] = 0.0
+
+
+
+
+@ph.kernel
+@ph.warp_specialize(W)
+@ph.tensorcore
+@ph.launch(NT)
+@ph.autotune(D=[64, 128], BR=[64], BC=[64, 128], NT=[128, 256], W=[0, 1])
+@ph.autotune_restore("DQacc")
+def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
+                  DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
+                  DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], DQacc: ph.tensor[ph.f32][R, D],
+                  n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
+    base: ph.let = ph.ctx.block.y * n_ctx
+    k0: ph.let = ph.ctx.block.x * BC
+    k: ph.let = K[base + k0:+BC, :]
+    v: ph.let = V[base + k0:+BC, :]
+    dk: ph.var[ph.tile[ph.f32][BC, D]] = 0.0
+    dv: ph.var[ph.tile[ph.f32][BC, D]] = 0.0
+    start: ph.let = ph.where(causal == 1, k0 // BR * BR, 0)
+    for qt in range(start, n_ctx, BR):
+        q: ph.let = Q[base + qt:+BR, :]
+        do: ph.let = DO[base + qt:+BR, :]
+        st: ph.var[ph.tile[ph.f32][BC, BR]] = ph.dot_t(k, q)
+        pt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.exp(st * scale - ph.transpose(L[base + qt:+BR, 0:+1]))
+        if causal == 1:
+            pt = ph.where(k0 + ph.iota(0) <= qt + ph.iota(1), pt, 0.0)
+        dv += ph.dot(pt, do)
+        dpt: ph.var[ph.tile[ph.f32][BC, BR]] = ph.dot_t(v, do)
+        dst: ph.var[ph.tile[ph.f32][BC, BR]] = pt * (dpt - ph.transpose(Delta[base + qt:+BR, 0:+1]))
+        dk += ph.dot(dst, q)
+        ph.atomic_add(DQacc[base + qt:+BR, :], ph.dot(ph.transpose(dst), k))
+    DK[base + k0:+BC, :] = dk * scale
+    DV[base + k0:+BC, :] = dv
+
+
+
+
+@ph.kernel
+@ph.autotune(D=[64, 128], BR=[64, 128])
+def attn_bwd_dq(DQacc: ph.tensor[ph.f32][R, D], DQ: ph.tensor[ph.f16][R, D], scale: ph.f32):
+    r0: ph.let = ph.ctx.block.x * BR
+    DQ[r0:+BR, :] = DQacc[r0:+BR, :] * scale
