@@ -243,6 +243,32 @@ def seed_table(fig):
     return [caption, ""] + markdown(header, rows)
 
 
+def fused_table(fig):
+    """The backward two ways: bench/attention_tuned.ph's three kernels (phc)
+    beside bench/attention_fused.ph's, whose dK/dV kernel adds dQ (phc-fused)."""
+    keys = sorted((k for k, per in fig.attention.items() if k[0] == "bwd" and "phc-fused" in per), key=attention_order)
+    if not keys:
+        return []
+    with_bh = len({(k[2], k[3]) for k in keys}) > 1
+    cudnn = fig.has(fig.attention, "cudnn")
+    header = case_header(with_bh) + ["three kernels TFLOP/s", "fused TFLOP/s", "fused/three"]
+    header += (["cuDNN TFLOP/s", "best/cuDNN"] if cudnn else []) + ["fused configs"]
+    rows = []
+    for key in keys:
+        per, flops = fig.attention[key], attention_flops(*key)
+        (three_text, three), (fused_text, fused) = cell_tflops(flops, per.get("phc")), cell_tflops(flops, per.get("phc-fused"))
+        row = case_cells(key, with_bh) + [three_text, fused_text, ratio(fused, three)]
+        if cudnn:
+            cudnn_text, cu = cell_tflops(flops, per.get("cudnn"))
+            best = max((v for v in (three, fused) if v), default=None)
+            row += [cudnn_text, ratio(best, cu)]
+        fused_fig = per.get("phc-fused", (None, ""))
+        rows.append(row + [compact_config(fused_fig[1]) if fused_fig[0] else ""])
+    caption = ("The backward two ways: bench/attention_tuned.ph's (a dQ kernel that computes S and P again) "
+               "beside bench/attention_fused.ph's (dQ added by the dK/dV kernel).")
+    return [caption, ""] + markdown(header, rows)
+
+
 def gemm_table(fig):
     keys = sorted(fig.gemm)
     if not keys:
@@ -291,7 +317,7 @@ def render(fig, date, commit):
     out = [header_line(fig.meta, date, commit)]
     method = "CUDA events around each repetition, the L2 cache flushed before it (a 256 MB write), median of 20 or more after 3 warm-ups."
     out += ["", method]
-    for table in (attention_table(fig), seed_table(fig), gemm_table(fig)):
+    for table in (attention_table(fig), fused_table(fig), seed_table(fig), gemm_table(fig)):
         if table:
             out += [""] + table
     notes = missing_notes(fig) + [f"- skipped: {s}" for s in fig.skipped]

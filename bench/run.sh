@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh: every benchmark, from a build folder made beforehand (make all
 # build-tests): the front end here; on a machine with a GPU, the attention
-# grid of Triton's fused-attention benchmark and a GEMM grid through the
+# grid of Triton's fused-attention benchmark (bench/attention_tuned.ph, and
+# bench/attention_fused.ph for its backward) and a GEMM grid through the
 # runtime, then PyTorch on the same grids in the same run, and last the
 # joined tables (bench/benchtable.py) from the figures each bench writes
 # under $BUILD/bench/*.tsv. Without a GPU (or torch) those parts say they
@@ -17,6 +18,7 @@ status=0
 "$BUILD/bench/attention_bench" --short --impl phc-seed --tsv "$OUT/phc_seed_attention.tsv" \
     examples/attention/attention.ph || status=1
 "$BUILD/bench/attention_bench" --tsv "$OUT/phc_attention.tsv" bench/attention_tuned.ph || status=1
+"$BUILD/bench/attention_bench" --impl phc-fused --tsv "$OUT/phc_fused_attention.tsv" bench/attention_fused.ph || status=1
 "$BUILD/bench/gemm_bench" --tsv "$OUT/phc_gemm.tsv" bench/gemm_tuned.ph || status=1
 if ! command -v python3 >/dev/null; then
     echo "torch bench and bench table skipped: no python3"

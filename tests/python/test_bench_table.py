@@ -158,6 +158,24 @@ class TableTest(unittest.TestCase):
         self.assertIn("| pass | causal | D | N_CTX | seed TFLOP/s | phc TFLOP/s | seed/phc | flash TFLOP/s | seed/flash |",
                       self.text)
 
+    def test_fused_backward_beside_the_three_kernels(self):
+        fused = "\n".join([ATTN_HEADER,
+                           attn_row("phc-fused", "fwd", 0, 64, 1024, 210.0, "attn_fwd__D_64__BR_128__BC_64__NT_128__S_2"),
+                           attn_row("phc-fused", "bwd", 0, 64, 1024, 180.0, "attn_bwd_delta__D_64__BR_64 "
+                                    "attn_bwd_dkdv__D_64__BR_64__BC_128__NT_256__W_1 attn_bwd_dq__D_64__BR_64")]) + "\n"
+        torch = TORCH_ATTENTION.replace(attn_row("cudnn", "bwd", 0, 64, 1024, 0, "No available kernel"),
+                                        attn_row("cudnn", "bwd", 0, 64, 1024, 200.0))
+        text = bt.render(figures(phc_attention=PHC_ATTENTION, torch_attention=torch, phc_fused_attention=fused),
+                         "2026-12-04", "abc1234")
+        self.assertIn("| pass | causal | D | N_CTX | three kernels TFLOP/s | fused TFLOP/s | fused/three | cuDNN TFLOP/s | "
+                      "best/cuDNN | fused configs |", text)
+        # the main table's bwd row, then the two-ways row: the faster of the two against cuDNN
+        self.assertEqual(table_lines(text, "bwd")[1],
+                         "| bwd | no | 64 | 1024 | 150.0 | 180.0 | 1.20 | 200.0 | 0.90 | delta BR64, dkdv BR64 BC128 NT256 W1, dq BR64 |")
+        # its forward figures stay out of the tables
+        self.assertEqual(len(table_lines(text, "fwd")), 4)
+        self.assertNotIn("two ways", self.text)
+
     def test_gemm_joined(self):
         self.assertEqual(table_lines(self.text, "M"), ["| M | N | K | phc TFLOP/s | torch.matmul TFLOP/s | phc/torch | phc config |"])
         self.assertEqual(table_lines(self.text, "2048"), ["| 2048 | 2048 | 2048 | 200.0 | 500.0 | 0.40 | gemm BM64 BN128 BK64 NT128 S2 |"])
