@@ -195,6 +195,33 @@ Test(cpusim_wgmma, bench_fused_attention_matches_on_sm90a, .timeout = 600)
     for (int i = 0; i < 2; i++) attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", picks[i]);
 }
 
+/* PHOBOS_VECTOR_TRANSPOSE=1: L and Delta's rows turned into columns where the
+ * broadcasts read them (one exchange each, not two): the fused backward's
+ * two-warpgroup dK/dV configs and the tuned file's picks, and the kernel has
+ * fewer barriers than without it. */
+Test(cpusim_wgmma, vector_transposes_built_where_used_match_on_sm90a, .timeout = 900)
+{
+    IrModule *m = driver_compile_file("tests/gpu/attention_fused.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    char *before = sm90a_ptx(m);
+    setenv("PHOBOS_VECTOR_TRANSPOSE", "1", 1);
+    char *after = sm90a_ptx(m);
+    int bars[2] = {0, 0};
+    for (int i = 0; i < 2; i++)
+        for (const char *p = i ? after : before; (p = strstr(p, "bar.sync")); p++) bars[i]++;
+    cr_expect_lt(bars[1], bars[0], "%d barriers with the switch, %d without", bars[1], bars[0]);
+    free(before);
+    free(after);
+    ir_module_free(m);
+    static const int picks[] = {5, 7};
+    for (int i = 0; i < 2; i++) {
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
+        attention_matches_the_interpreter("bench/attention_tuned.ph", "sm_90a", picks[i]);
+    }
+    unsetenv("PHOBOS_VECTOR_TRANSPOSE");
+}
+
 /* The same with PHOBOS_DOT_OVERLAP=1: the forward's P V carried over
  * (wgmma_overlap.c) and the backward's dots issued early (wgmma_issue.c:
  * dP^T beside S^T in dK/dV, dP beside S in dQ). */

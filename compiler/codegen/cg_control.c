@@ -258,6 +258,30 @@ const DotEngine *dot_engine_for(const Target *t, const IrFunc *f, const IrOp *do
     return NULL;
 }
 
+
+/* Whether v is read by broadcasts alone, in b and below. */
+static bool only_broadcast(const IrBlock *b, ValueId v)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int j = 0; j < op->nargs; j++)
+            if (op->args[j] == v && op->kind != OP_BROADCAST) return false;
+        if ((op->body && !only_broadcast(op->body, v)) || (op->els && !only_broadcast(op->els, v))) return false;
+    }
+    return true;
+}
+
+/* PHOBOS_VECTOR_TRANSPOSE=1: a row or column turned into the other and then
+ * broadcast (the backward's L and Delta, [BR, 1] to [1, BR] to the rows of
+ * S^T) is built where it is used, straight from its source into the layout
+ * the broadcast reads (cg_values.c materialize): one exchange through
+ * shared memory instead of two. */
+static bool transpose_built_where_used(Cg *c, const IrOp *op)
+{
+    IrType t = vtype(c, op->args[0]);
+    return cg_switch_on("PHOBOS_VECTOR_TRANSPOSE") && t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1) &&
+           only_broadcast(c->f->body, op->res[0]);
+}
 static void emit_op(Cg *c, const IrOp *op)
 {
     IrType t = op->nres ? vtype(c, op->res[0]) : ir_scalar(DT_VOID);
@@ -291,7 +315,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST: case OP_RESHAPE:
         break;   /* built where used */
     case OP_TRANSPOSE: {
-        if (c->plan.absorbed[op->res[0]]) break;
+        if (c->plan.absorbed[op->res[0]] || transpose_built_where_used(c, op)) break;
         ValueId src = op->args[0];
         Slots home = cg_get(c, src, reg_layout(c, src));
         int scols = ir_cols(vtype(c, src));

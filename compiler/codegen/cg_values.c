@@ -509,6 +509,13 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
         free(out.v);
         return exchange(c, &home, st.dt, l, transposed_index, &scols);
     }
+    case OP_TRANSPOSE: {   /* a vector's, built where used (cg_control.c, PHOBOS_VECTOR_TRANSPOSE) */
+        ValueId src = op->args[0];
+        Slots home = cg_get(c, src, reg_layout(c, src));
+        int scols = ir_cols(vtype(c, src));
+        free(out.v);
+        return exchange(c, &home, vtype(c, src).dt, l, transposed_index, &scols);
+    }
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         Slots args[3];
         for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);

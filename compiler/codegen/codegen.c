@@ -240,6 +240,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_RESCALE_SKIP",  /* cg_values.c */
     "PHOBOS_BULK_ADD",      /* cg_store.c */
     "PHOBOS_ADD_INSIDE",    /* cg_store.c */
+    "PHOBOS_VECTOR_TRANSPOSE", /* cg_control.c */
     NULL,
 };
 
