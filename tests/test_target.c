@@ -268,13 +268,6 @@ static char *one_tuned_ptx(const char *name)
     return ptx;
 }
 
-static int count_between(const char *from, const char *to, const char *needle)
-{
-    int n = 0;
-    for (const char *p = from; (p = strstr(p, needle)) && p < to; p++) n++;
-    return n;
-}
-
 Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
 {
     setenv("PHOBOS_DOT_OVERLAP", "1", 1);
@@ -286,11 +279,11 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     /* back to the wait before: the groups committed since */
     const char *prev = ptx;
     for (const char *p = ptx; (p = strstr(p, "wgmma.wait_group.sync.aligned")) && p < one; p++) prev = p;
-    cr_expect_eq(count_between(prev, one, "wgmma.commit_group"), 2, "S and P V committed before the first wait");
-    cr_expect_geq(count_between(one, all, "ex2.approx"), 16, "the softmax's exponentials run while P V does");
+    cr_expect_eq(tu_count_between(prev, one, "wgmma.commit_group"), 2, "S and P V committed before the first wait");
+    cr_expect_geq(tu_count_between(one, all, "ex2.approx"), 16, "the softmax's exponentials run while P V does");
     const char *refill = strstr(all, "cp.async.bulk.tensor");
     cr_assert_not_null(refill, "no refill after the wait");
-    cr_expect_geq(count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
+    cr_expect_geq(tu_count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
     ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0");

@@ -38,6 +38,14 @@ static inline char *tu_read_file(const char *path)
     return buf;
 }
 
+/* How many times needle starts in text from `from` up to `to` (NULL: its end). */
+static inline int tu_count_between(const char *from, const char *to, const char *needle)
+{
+    int n = 0;
+    for (const char *p = from; (p = strstr(p, needle)) && (!to || p < to); p++) n++;
+    return n;
+}
+
 /* Prints one function's IR into a heap string. */
 static inline char *tu_func_text(const IrFunc *f)
 {

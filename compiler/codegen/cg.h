@@ -178,7 +178,7 @@ SlotPos slot_pos(Cg *c, const Layout *l, int s);
 int tile_scratch(Cg *c, const Layout *l, DType dt);
 void slots_to_smem(Cg *c, const Slots *s, DType dt, int buf);
 Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index, const void *ctx);
-LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx);
+Slots transposed_into(Cg *c, ValueId src, const Layout *l);
 const Layout *home_layout(Cg *c, ValueId v);
 const Layout *reg_layout(Cg *c, ValueId v);
 Slots cg_get(Cg *c, ValueId v, const Layout *l);

@@ -258,7 +258,6 @@ const DotEngine *dot_engine_for(const Target *t, const IrFunc *f, const IrOp *do
     return NULL;
 }
 
-
 /* Whether v is read by broadcasts alone, in b and below. */
 static bool only_broadcast(const IrBlock *b, ValueId v)
 {
@@ -282,6 +281,7 @@ static bool transpose_built_where_used(Cg *c, const IrOp *op)
     return cg_switch_on("PHOBOS_VECTOR_TRANSPOSE") && t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1) &&
            only_broadcast(c->f->body, op->res[0]);
 }
+
 static void emit_op(Cg *c, const IrOp *op)
 {
     IrType t = op->nres ? vtype(c, op->res[0]) : ir_scalar(DT_VOID);
@@ -314,15 +314,10 @@ static void emit_op(Cg *c, const IrOp *op)
         break;
     case OP_SPLAT: case OP_IOTA: case OP_BROADCAST: case OP_RESHAPE:
         break;   /* built where used */
-    case OP_TRANSPOSE: {
+    case OP_TRANSPOSE:
         if (c->plan.absorbed[op->res[0]] || transpose_built_where_used(c, op)) break;
-        ValueId src = op->args[0];
-        Slots home = cg_get(c, src, reg_layout(c, src));
-        int scols = ir_cols(vtype(c, src));
-        Slots out = exchange(c, &home, vtype(c, src).dt, home_layout(c, op->res[0]), transposed_index, &scols);
-        c->vals[op->res[0]] = out;
+        c->vals[op->res[0]] = transposed_into(c, op->args[0], home_layout(c, op->res[0]));
         break;
-    }
     case OP_CONVERT:
         if (c->plan.absorbed[op->res[0]]) break;
         emit_elementwise(c, op);

@@ -303,9 +303,18 @@ Slots exchange(Cg *c, const Slots *s, DType dt, const Layout *l, WordIndex index
 }
 
 /* Element (row, col) of a transpose is (col, row) of its source. */
-LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
+static LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, const void *ctx)
 {
     return add(c, mul(c, col, *(const int *)ctx), row);
+}
+
+/* The transpose of src in layout l (a row made a column and back too),
+ * through shared memory. */
+Slots transposed_into(Cg *c, ValueId src, const Layout *l)
+{
+    Slots home = cg_get(c, src, reg_layout(c, src));
+    int scols = ir_cols(vtype(c, src));
+    return exchange(c, &home, vtype(c, src).dt, l, transposed_index, &scols);
 }
 
 /* Element (row, col) of a broadcast is its source's, a stretched axis read at 0. */
@@ -504,18 +513,12 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
             break;
         }
         /* a row to a column or back: element (r, c) is the source's (c, r) */
-        Slots home = cg_get(c, src, reg_layout(c, src));
-        int scols = ir_cols(st);
         free(out.v);
-        return exchange(c, &home, st.dt, l, transposed_index, &scols);
+        return transposed_into(c, src, l);
     }
-    case OP_TRANSPOSE: {   /* a vector's, built where used (cg_control.c, PHOBOS_VECTOR_TRANSPOSE) */
-        ValueId src = op->args[0];
-        Slots home = cg_get(c, src, reg_layout(c, src));
-        int scols = ir_cols(vtype(c, src));
+    case OP_TRANSPOSE:   /* a vector's, built where used (cg_control.c, PHOBOS_VECTOR_TRANSPOSE) */
         free(out.v);
-        return exchange(c, &home, vtype(c, src).dt, l, transposed_index, &scols);
-    }
+        return transposed_into(c, op->args[0], l);
     case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT: {
         Slots args[3];
         for (int i = 0; i < op->nargs && i < 3; i++) args[i] = cg_get(c, op->args[i], l);
