@@ -109,8 +109,9 @@ typedef struct {
     bool failed;
 } Cg;
 
-/* Whether the code generation switch name (codegen_switches) is set to 1. */
-bool cg_switch_on(const char *name);
+/* Whether the code generation switch name (codegen_switches) is on: set
+ * to 1, or unset (or neither 0 nor 1) and on by default. */
+bool cg_switch(const char *name, bool by_default);
 
 /* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;

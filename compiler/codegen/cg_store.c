@@ -171,7 +171,7 @@ static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
  * and column offsets (a row's times the row length once per distinct row,
  * the column's an immediate), where each run otherwise computes its own
  * 64-bit address and tests it. */
-static bool add_inside_on(void) { return cg_switch_on("PHOBOS_ADD_INSIDE"); }
+static bool add_inside_on(void) { return cg_switch("PHOBOS_ADD_INSIDE", false); }
 
 static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
 {
@@ -250,7 +250,7 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
  * staging needs. */
 static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
 {
-    return cg_switch_on("PHOBOS_BULK_ADD") && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
+    return cg_switch("PHOBOS_BULK_ADD", false) && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
 }
 
 /* The fallback of a bulk add: the R x C floats of the scratch at base

@@ -244,10 +244,12 @@ const char *const codegen_switches[] = {
     NULL,
 };
 
-bool cg_switch_on(const char *name)
+bool cg_switch(const char *name, bool by_default)
 {
     const char *v = getenv(name);
-    return v && !strcmp(v, "1");
+    if (v && !strcmp(v, "1")) return true;
+    if (v && !strcmp(v, "0")) return false;
+    return by_default;
 }
 
 /* The body, op by op in program order, after the thread's index. */
