@@ -99,6 +99,11 @@ typedef struct {
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     LLVMBasicBlockRef exit_bb;
     bool bulk_adds;              /* the target's bulk adds were issued: drained at the exit */
+    /* bulk adds of the loops being emitted that alternate between two
+     * scratch slots, each slot's adds waited for one iteration later
+     * (cg_store.c bulk_adds_enter_loop) */
+    struct { const IrOp *op; int buf; LLVMValueRef slot; } loop_adds[4];
+    int nloop_adds;
     /* @ph.warp_specialize (IrFunc.producer_threads): which threads the code
      * being emitted runs in: all of the block's (CG_ALL: its entry, or a
      * kernel without the option), the producer's or the tile code's */
@@ -108,6 +113,15 @@ typedef struct {
     char *err; size_t errlen;
     bool failed;
 } Cg;
+
+/* An alloca of type t in the function's entry block (cg_debug.c). */
+LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t);
+
+/* A loop's bulk adds (cg_store.c): before its entry, their two-slot scratch
+ * buffers, live over the whole loop; after it, their last adds' reads
+ * waited for. Enter returns the mark that leave takes. */
+int bulk_adds_enter_loop(Cg *c, const IrBlock *body);
+void bulk_adds_leave_loop(Cg *c, int mark);
 
 /* Whether the code generation switch name (codegen_switches) is on: set
  * to 1, or unset (or neither 0 nor 1) and on by default. */

@@ -46,6 +46,7 @@ static void emit_for(Cg *c, const IrOp *op)
         const Layout *l = carried_layout(c, body->args[1 + i]);
         init[i] = l ? cg_get(c, op->args[2 + i], l) : c->vals[op->args[2 + i]];
     }
+    int adds = bulk_adds_enter_loop(c, body);
     smem_mark(c, SMEM_LOOP);   /* the loop's entry: where a barrier before it goes */
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(c->b), head = new_bb(c, "for"), bodybb = new_bb(c, "body"), done = new_bb(c, "endfor");
     LLVMBuildBr(c->b, head);
@@ -85,6 +86,7 @@ static void emit_for(Cg *c, const IrOp *op)
     free_yielded(y, ncar);
     LLVMPositionBuilderAtEnd(c->b, done);
     drain_async_dots(c, op);
+    bulk_adds_leave_loop(c, adds);
 }
 
 /* Forgets the slots of the values region b defines, before it is emitted again. */

@@ -29,15 +29,15 @@ static LLVMValueRef global_string(Cg *c, const char *s)
     return LLVMBuildAddrSpaceCast(c->b, g, LLVMPointerTypeInContext(c->ctx, 0), "");
 }
 
-/* An alloca in the entry block, so a print inside a loop reuses it. */
-static LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t)
+/* An alloca in the entry block (one a loop's body reuses; mem2reg's kind). */
+LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t)
 {
     LLVMBuilderRef B = LLVMCreateBuilderInContext(c->ctx);
     LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(c->fn);
     LLVMValueRef first = LLVMGetFirstInstruction(entry);
     if (first) LLVMPositionBuilderBefore(B, first);
     else LLVMPositionBuilderAtEnd(B, entry);
-    LLVMValueRef a = LLVMBuildAlloca(B, t, "printbuf");
+    LLVMValueRef a = LLVMBuildAlloca(B, t, "");
     LLVMDisposeBuilder(B);
     return a;
 }

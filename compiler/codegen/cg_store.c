@@ -282,23 +282,81 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
     LLVMPositionBuilderAtEnd(B, out);
 }
 
-/* The bulk add: s (an MMA layout) written to a scratch buffer, rows of
- * C floats padded by 16 bytes (a warp's eight rows of pairs then fall in
- * every bank twice: two wavefronts, as few as its 256 bytes take), made
- * visible to the copy engine (fence, the plan's barrier), and each row
- * inside the tensor added by one thread in one bulk add. Where the
- * window's rows are not whole aligned 16-byte chunks inside the tensor
- * (window_chunks_aligned, the columns inside), the scratch is added
- * element by element instead (adds_from_scratch); the branch is uniform over the block and comes
- * after the barrier, so the plan's barriers run whichever is taken. */
+/* A bulk add's scratch rows: C floats padded by 16 bytes (a warp's eight
+ * rows of pairs then fall in every bank twice: two wavefronts, as few as
+ * its 256 bytes take). */
+static int64_t bulk_pitch(int C) { return (int64_t)C * 4 + 16; }
+
+/* Whether op is an atomic add that goes through the bulk adds. */
+static bool adds_in_bulk(Cg *c, const IrOp *op)
+{
+    if (op->kind != OP_ATOMIC_ADD || ir_store_mask(op)) return false;
+    ValueId val = op->args[op->nargs - 1];
+    return is_tile(c, val) && bulk_add_pays(c, op, reg_layout(c, val), c->f->params[op->param].dt);
+}
+
+/* The bulk adds directly in a loop's body take turns between two scratch
+ * slots: the adds of one iteration read their slot while the next
+ * iteration runs, and only the one after writes it again, so no thread
+ * waits for a read it has just issued. The buffer is accessed before the
+ * loop, which keeps it live over the whole loop in the plan (nothing else
+ * takes its bytes while the copy engine may read them), and after it,
+ * once the last adds have read it. */
+int bulk_adds_enter_loop(Cg *c, const IrBlock *body)
+{
+    int mark = c->nloop_adds, most = (int)(sizeof c->loop_adds / sizeof c->loop_adds[0]);
+    for (int i = 0; i < body->nops && c->nloop_adds < most; i++) {
+        const IrOp *op = body->ops[i];
+        if (!adds_in_bulk(c, op)) continue;
+        const Layout *l = reg_layout(c, op->args[op->nargs - 1]);
+        int buf = smem_buffer(c, SMEM_SCRATCH, 2 * l->rows * bulk_pitch(l->cols));
+        smem_access(c, buf, false);
+        LLVMValueRef slot = entry_alloca(c, c->ti32);
+        LLVMBuildStore(c->b, i32c(c, 0), slot);
+        c->loop_adds[c->nloop_adds].op = op;
+        c->loop_adds[c->nloop_adds].buf = buf;
+        c->loop_adds[c->nloop_adds].slot = slot;
+        c->nloop_adds++;
+    }
+    return mark;
+}
+
+void bulk_adds_leave_loop(Cg *c, int mark)
+{
+    for (int i = mark; i < c->nloop_adds; i++) {
+        c->target->bulk_add->wait_reads(c);
+        smem_access(c, c->loop_adds[i].buf, false);
+    }
+    c->nloop_adds = mark;
+}
+
+/* The bulk add: s (an MMA layout) written to a scratch buffer (rows
+ * bulk_pitch apart; in a loop, the slot of this iteration), made visible
+ * to the copy engine (fence, the plan's barrier), and each row inside the
+ * tensor added by one thread in one bulk add. In a loop each thread waits
+ * for its previous iteration's adds to read the other slot before that
+ * barrier, so the next iteration may write it; elsewhere for these adds,
+ * right after them. Where the window's rows are not whole aligned 16-byte
+ * chunks inside the tensor (window_chunks_aligned, the columns inside),
+ * the scratch is added element by element instead (adds_from_scratch);
+ * the branch is uniform over the block and comes after the barrier, so
+ * the plan's barriers run whichever is taken. */
 static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
 {
     LLVMBuilderRef B = c->b;
     const Layout *l = s->lay;
     int R = l->rows, C = l->cols;
-    int64_t pitch = (int64_t)C * 4 + 16;
-    int buf = smem_buffer(c, SMEM_SCRATCH, R * pitch);
+    int64_t pitch = bulk_pitch(C);
+    int turn = -1;
+    for (int i = 0; i < c->nloop_adds; i++)
+        if (c->loop_adds[i].op == op) turn = i;
+    int buf = turn >= 0 ? c->loop_adds[turn].buf : smem_buffer(c, SMEM_SCRATCH, R * pitch);
     LLVMValueRef base = i32c(c, smem_offset(c, buf));
+    if (turn >= 0) {
+        LLVMValueRef slot = LLVMBuildLoad2(B, c->ti32, c->loop_adds[turn].slot, "");
+        base = add(c, base, mul(c, slot, R * pitch));
+        LLVMBuildStore(B, LLVMBuildXor(B, slot, i32c(c, 1), ""), c->loop_adds[turn].slot);
+    }
     LLVMTypeRef pair = LLVMVectorType(c->tf32, 2);
     smem_access(c, buf, true);
     for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
@@ -311,6 +369,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
         guard_end(c, g);
     }
     c->target->bulk_add->fence(c);
+    if (turn >= 0) c->target->bulk_add->wait_reads(c);
     smem_access(c, buf, false);
     c->bulk_adds = true;
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
@@ -337,6 +396,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     adds_from_scratch(c, op, base, R, C, pitch);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
+    if (turn < 0) c->target->bulk_add->wait_reads(c);
 }
 
 static void write_window(Cg *c, const IrOp *op, bool atomic)

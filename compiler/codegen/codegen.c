@@ -259,6 +259,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     cg_locate(c, NULL, NULL);
     c->exit_bb = new_bb(c, "exit");
     c->bulk_adds = false;
+    c->nloop_adds = 0;
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);

@@ -77,8 +77,10 @@ typedef struct BulkAddEngine {
     void (*fence)(Cg *c);
     /* bytes (a multiple of 16) at shared offset shared_at (i32) added into
      * global address global_at (i64), both 16-byte aligned; the shared
-     * bytes are read when it returns */
+     * bytes may be read until the thread's next wait_reads */
     void (*add_f32)(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes);
+    /* every add the thread issued has read its shared bytes */
+    void (*wait_reads)(Cg *c);
     /* at the kernel's exit: every add the thread issued has landed */
     void (*drain)(Cg *c);
 } BulkAddEngine;

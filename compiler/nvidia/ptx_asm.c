@@ -161,12 +161,12 @@ void ptx_bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int
 {
     char text[200];
     snprintf(text, sizeof text,
-             "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;\n"
-             "cp.async.bulk.wait_group.read 0;",
-             bytes);
+             "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;", bytes);
     LLVMValueRef args[2] = {global_at, shared_at};
     asm_call(c, text, "l,r,~{memory}", c->tvoid, args, 2);
 }
+
+void ptx_bulk_wait_reads(Cg *c) { asm_plain(c, "cp.async.bulk.wait_group.read 0;"); }
 
 void ptx_bulk_drain(Cg *c) { asm_plain(c, "cp.async.bulk.wait_group 0;"); }
 

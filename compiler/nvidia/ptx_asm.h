@@ -63,9 +63,11 @@ void ptx_red_add_f32(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
 /* cp.reduce.async.bulk .add.f32: bytes (a multiple of 16) of f32 at
  * shared address shared_at (i32) added into those at global address
  * global_at (i64), both 16-byte aligned, each float atomically; committed
- * as a bulk group and waited for until the shared bytes are read (not
- * until the adds land: ptx_bulk_drain). */
+ * as a bulk group, not waited for. */
 void ptx_bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes);
+/* cp.async.bulk.wait_group.read 0: the thread's bulk adds have read their
+ * shared bytes (not yet landed: ptx_bulk_drain). */
+void ptx_bulk_wait_reads(Cg *c);
 /* cp.async.bulk.wait_group 0: the thread's bulk adds complete. */
 void ptx_bulk_drain(Cg *c);
 

@@ -47,7 +47,7 @@ static void bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, 
     ptx_bulk_add_f32(c, global_at, ptx_shared_address(c, smem_byte_ptr(c, shared_at)), bytes);
 }
 
-static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_drain};
+static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_wait_reads, ptx_bulk_drain};
 
 /* Hopper with its own instructions (wgmma, which needs the "a" target):
  * the dots wgmma takes on it, the rest as on sm_90. */

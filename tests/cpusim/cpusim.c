@@ -124,6 +124,9 @@ static void fiber_main(void)
     if (me->ncopies)
         launch_fail(L, "block (%u, %u, %u) thread %d ends with a cp.async (in %s) never waited for", L->block[0], L->block[1],
                     L->block[2], L->cur, site_name(L->s, me->copies[0].site));
+    if (me->nadds)
+        launch_fail(L, "block (%u, %u, %u) thread %d ends with a bulk add (in %s) never waited for", L->block[0], L->block[1],
+                    L->block[2], L->cur, site_name(L->s, me->adds[0].site));
     wgmma_thread_end(L, L->cur);
     /* returning resumes uc_link, the scheduler */
 }
@@ -331,7 +334,7 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
     order_end_launch(&L);
     free(L.wgmma);
     free(L.bulk);
-    for (int t = 0; t < L.T; t++) free(L.th[t].copies);
+    for (int t = 0; t < L.T; t++) free(L.th[t].copies), free(L.th[t].adds);
     free(L.th);
     if (L.failed) return status_message(PH_ERR_INVALID, err, errlen, "%s: %s", k->name, L.msg);
     return PH_OK;

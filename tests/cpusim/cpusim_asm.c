@@ -175,10 +175,12 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         ok = read_mma_f8(text, a, nin, nout);
     } else if (!strcmp(text, "cp.async.bulk.wait_group 0;")) {
         a->op = IN_BULK_DRAIN;
+    } else if (!strcmp(text, "cp.async.bulk.wait_group.read 0;")) {
+        a->op = IN_BULK_WAIT_READ;
     } else if (!strncmp(text, "cp.reduce.async.bulk.", 21)) {
         int used = 0;
-        ok = sscanf(text, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;\n"
-                          "cp.async.bulk.wait_group.read 0;%n", &a->n, &used) == 1 && used == (int)strlen(text) && a->n > 0;
+        ok = sscanf(text, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;%n",
+                    &a->n, &used) == 1 && used == (int)strlen(text) && a->n > 0;
         a->op = IN_BULK_ADD_F32;
     } else if (sscanf(text, "red.global.add.v%d.f32", &a->n) == 1) {
         ok = a->n == 2 || a->n == 4;
@@ -186,7 +188,7 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
     } else {
         ok = read_tma(text, a);
     }
-    if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN) {   /* the global and shared addresses, or nothing; nothing out */
+    if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN || a->op == IN_BULK_WAIT_READ) {   /* the global and shared addresses, or nothing; nothing out */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
         ok = ok && nout == 0 && nin == (a->op == IN_BULK_ADD_F32 ? 2 : 0);
         a->acc = xmalloc(sizeof *a->acc);
@@ -282,6 +284,7 @@ static const char *asm_what(int op)
     case IN_RED_ADD_F32: return ", red.global.add.v";
     case IN_BULK_ADD_F32: return ", cp.reduce.async.bulk";
     case IN_BULK_DRAIN: return ", cp.async.bulk.wait_group";
+    case IN_BULK_WAIT_READ: return ", cp.async.bulk.wait_group.read";
     default: return ", wgmma";
     }
 }

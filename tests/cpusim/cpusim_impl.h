@@ -33,7 +33,7 @@ enum {
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8, IN_SETMAXNREG,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_RED_ADD_F32,
-    IN_BULK_ADD_F32, IN_BULK_DRAIN, IN_COUNT
+    IN_BULK_ADD_F32, IN_BULK_DRAIN, IN_BULK_WAIT_READ, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -152,6 +152,16 @@ typedef struct {
     unsigned char data[16];
 } AsyncCopy;
 
+/* A bulk add issued and not yet waited for (cp.async.bulk.wait_group.read
+ * or wait_group): its shared bytes are read, and added, at that wait. */
+typedef struct {
+    SharedArea *area;
+    size_t off;
+    unsigned bytes;
+    uint64_t to;
+    int32_t site;
+} PendingAdd;
+
 typedef struct {
     ucontext_t ctx;
     ThreadState st;
@@ -160,6 +170,8 @@ typedef struct {
     uint64_t *out;          /* its results */
     AsyncCopy *copies;      /* its cp.asyncs in flight, in issue order */
     int ncopies, copies_cap;
+    PendingAdd *adds;       /* its bulk adds not yet waited for, in issue order */
+    int nadds, adds_cap;
     uint32_t groups;        /* cp.async groups committed; the open one's number */
     int32_t async_site;     /* the site of the cp.async operation it is at */
     int32_t asm_call;       /* the inline asm call it is at (cpusim.asm_calls) */
@@ -387,6 +399,7 @@ void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out)
 bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced);
 /* cp.reduce.async.bulk .add.f32 with its commit and wait for the reads (cpusim_tma.c). */
 void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in);
+void sim_bulk_reads(Launch *L);
 /* Lands every bulk copy in flight, its complete_tx counted; false when
  * none was in flight, or the launch failed. */
 bool land_bulk_copies(Launch *L);

@@ -265,13 +265,12 @@ bool land_bulk_copies(Launch *L)
     return !L->failed;
 }
 
-/* A bulk add, its commit and its wait for the reads: the shared bytes are
- * read at issue, checked as the issuing thread's read (a write since the
- * last barrier by another thread is a race) and for the async proxy (a
- * byte a thread stored needs that thread's fence.proxy.async after the
- * store), and added into global memory, all of which must lie inside one
- * tensor argument; the adds land at once (the threads run one at a time,
- * so a plain add is atomic here). */
+/* A bulk add and its commit: its global bytes must lie inside one tensor
+ * argument, and each shared byte a thread stored needs that thread's
+ * fence.proxy.async after the store (checked here, at issue); the shared
+ * bytes are read as late as the GPU may read them, at the issuing
+ * thread's next wait (sim_bulk_reads), so a slot written again before
+ * that wait shows (as a race, or as wrong sums). */
 void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
 {
     unsigned bytes = (unsigned)a->n;
@@ -288,7 +287,6 @@ void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
                    (void *)(uintptr_t)to);
         setcontext(&L->sched);
     }
-    if (!check_shared_access(L, L->cur, (uintptr_t)area->addr + off, bytes, ACCESS_READ, a->site)) setcontext(&L->sched);
     for (unsigned j = 0; j < bytes; j++) {
         const ByteShadow *b = &area->shadow[off + j];
         if (!proxy_fenced(L, b, 0)) {
@@ -297,13 +295,37 @@ void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
             setcontext(&L->sched);
         }
     }
-    float *dst = (float *)(uintptr_t)to;
-    for (unsigned i = 0; i < bytes / 4; i++) {
-        float v;
-        memcpy(&v, area->addr + off + 4 * i, 4);
-        dst[i] += v;
+    Thread *me = &L->th[L->cur];
+    if (me->nadds == me->adds_cap) {
+        me->adds_cap = me->adds_cap ? 2 * me->adds_cap : 4;
+        me->adds = realloc(me->adds, sizeof *me->adds * (size_t)me->adds_cap);
+        if (!me->adds) {
+            block_fail(L, "%s", "out of memory");
+            setcontext(&L->sched);
+        }
     }
-    L->s->bulk_adds++;
+    me->adds[me->nadds++] = (PendingAdd){area, off, bytes, to, a->site};
+}
+
+/* The running thread's wait for its bulk adds: each reads its shared
+ * bytes now (checked as the thread's read: another thread's write since
+ * the issue with no barrier between is a race) and adds them into global
+ * memory (the threads run one at a time, so a plain add is atomic here). */
+void sim_bulk_reads(Launch *L)
+{
+    Thread *me = &L->th[L->cur];
+    for (int k = 0; k < me->nadds; k++) {
+        const PendingAdd *p = &me->adds[k];
+        if (!check_shared_access(L, L->cur, (uintptr_t)p->area->addr + p->off, p->bytes, ACCESS_READ, p->site)) setcontext(&L->sched);
+        float *dst = (float *)(uintptr_t)p->to;
+        for (unsigned i = 0; i < p->bytes / 4; i++) {
+            float v;
+            memcpy(&v, p->area->addr + p->off + 4 * i, 4);
+            dst[i] += v;
+        }
+        L->s->bulk_adds++;
+    }
+    me->nadds = 0;
 }
 
 /* Waits, parked, until the phase of parity p of mbarrier b completed. */
