@@ -4,9 +4,10 @@ and the dK/dV kernel adds each K/V block's share of dQ = dS K into an f32
 buffer DQacc (ph.atomic_add) instead of a dQ kernel computing S and P
 again: attn_bwd_delta zeroes DQacc beside Delta, attn_bwd_dq scales it into
 f16 (examples/attention/attention_host.h runs either protocol). dK/dV's
-row blocks of Q are 64 rows, so every dot of its loop runs on wgmma on
-sm_90a (dQ's share split by columns between two warpgroups), with or
-without a producer warp (W). bench/run.sh times it beside
+row blocks of Q are 64 or 128 rows (128: the H200's pick at head dim 64,
+5% faster, half the iterations; at 128 those configs spill and lose),
+so every dot of its loop runs on wgmma on sm_90a (dQ's share split by
+columns between two warpgroups), with or without a producer warp (W). bench/run.sh times it beside
 bench/attention_tuned.ph (impl phc-fused) and bench/benchtable.py puts the
 two backwards side by side: on the H200 this one is 1.01-1.08x faster at
 head dim 64 from N_CTX 4096 and 0.84-0.94x at 128 (docs/performance.md,
@@ -69,7 +70,7 @@ def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delt
 @ph.warp_specialize(W)
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(D=[64, 128], BR=[64], BC=[64, 128], NT=[128, 256], W=[0, 1])
+@ph.autotune(D=[64, 128], BR=[64, 128], BC=[64, 128], NT=[128, 256], W=[0, 1])
 @ph.autotune_restore("DQacc")
 def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                   DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
