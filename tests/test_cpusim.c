@@ -271,12 +271,14 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
     /* sm_80 adds element by element; sm_90 and sm_90a add runs of two
      * and four floats at once where a window's chunks are aligned
      * (PHOBOS_ADD_INSIDE=1: from one address a thread where the window is
-     * wholly inside the tensor); sm_90a with PHOBOS_BULK_ADD=1 a large dot
-     * result's rows by bulk adds from shared memory */
+     * wholly inside the tensor; PHOBOS_ADD_EXCHANGE=1: a dot result's pairs
+     * traded between neighbouring lanes and added four at a time); sm_90a
+     * with PHOBOS_BULK_ADD=1 a large dot result's rows by bulk adds from
+     * shared memory */
     static const struct { const char *arch, *env; } runs[] = {
         {"sm_80", NULL}, {"sm_90", NULL}, {"sm_90a", NULL}, {"sm_90a", "PHOBOS_BULK_ADD"}, {"sm_90", "PHOBOS_ADD_INSIDE"},
-        {"sm_90a", "PHOBOS_ADD_INSIDE"}};
-    for (int a = 0; a < 6; a++) {
+        {"sm_90a", "PHOBOS_ADD_INSIDE"}, {"sm_90", "PHOBOS_ADD_EXCHANGE"}, {"sm_90a", "PHOBOS_ADD_EXCHANGE"}};
+    for (int a = 0; a < 8; a++) {
         const char *arch = runs[a].arch, *env = runs[a].env;
         if (env) setenv(env, "1", 1);
         cpusim *s = load_arch(m, arch);

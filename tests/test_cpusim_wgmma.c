@@ -238,6 +238,21 @@ Test(cpusim_wgmma, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 9
     unsetenv("PHOBOS_BULK_ADD");
 }
 
+/* PHOBOS_ADD_EXCHANGE=1: the fused backward's dQ share traded between
+ * neighbouring lanes and added four floats at a time, on the tests' and
+ * the bench's fused files (the bench's pick 15: 128 rows of Q). */
+Test(cpusim_wgmma, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 900)
+{
+    setenv("PHOBOS_ADD_EXCHANGE", "1", 1);
+    static const int picks[] = {1, 5, 7};
+    for (int i = 0; i < 3; i++) {
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
+    }
+    attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", 15);
+    unsetenv("PHOBOS_ADD_EXCHANGE");
+}
+
 /* The same with PHOBOS_DOT_OVERLAP=1: the forward's P V carried over
  * (wgmma_overlap.c) and the backward's dots issued early (wgmma_issue.c:
  * dP^T beside S^T in dK/dV, dP beside S in dQ). */

@@ -241,6 +241,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_BULK_ADD",      /* cg_store.c */
     "PHOBOS_ADD_INSIDE",    /* cg_store.c */
     "PHOBOS_VECTOR_TRANSPOSE", /* cg_control.c */
+    "PHOBOS_ADD_EXCHANGE",  /* cg_store.c */
     NULL,
 };
 
