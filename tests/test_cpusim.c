@@ -11,7 +11,8 @@
  * tensor must be untouched, so a store outside a tensor is caught even
  * where the interpreter would not show it. The attention tutorial's four
  * kernels (tensor cores, online softmax, causal masks) run the same way at
- * a small size, and tensor-core dots whose operands lie in every form of
+ * a small size, the fused backward also with its dQ share added by bulk
+ * adds and four floats at a time (sm_90a), and tensor-core dots whose operands lie in every form of
  * swizzled shared memory. The atomic adds of tests/gpu/atomics.ph, many
  * blocks and threads into overlapping windows, must give a plain C
  * reference exactly. Every past finding of the random-program
@@ -309,6 +310,37 @@ Test(cpusim, attention_tutorial_matches_the_interpreter, .timeout = 600)
 Test(cpusim, fused_attention_matches_the_interpreter, .timeout = 600)
 {
     attention_matches_the_interpreter("tests/gpu/attention_fused.ph", "sm_90", 0);
+}
+
+/* PHOBOS_BULK_ADD=1: the fused backward's dQ share added by the copy
+ * engine from two scratch slots taken in turns, each iteration's adds
+ * reading their slot while the next iteration runs. The executor reads a
+ * bulk add's bytes at its thread's wait, as late as the GPU may, so a slot
+ * written again before that wait shows, as a race or as wrong sums. */
+Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
+{
+    setenv("PHOBOS_BULK_ADD", "1", 1);
+    static const int picks[] = {5, 7};
+    for (int i = 0; i < 2; i++) {
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
+    }
+    unsetenv("PHOBOS_BULK_ADD");
+}
+
+/* PHOBOS_ADD_EXCHANGE=1: the fused backward's dQ share traded between
+ * neighbouring lanes and added four floats at a time, on the tests' and
+ * the bench's fused files (the bench's pick 15: 128 rows of Q). */
+Test(cpusim, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 900)
+{
+    setenv("PHOBOS_ADD_EXCHANGE", "1", 1);
+    static const int picks[] = {1, 5, 7};
+    for (int i = 0; i < 3; i++) {
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
+        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
+    }
+    attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", 15);
+    unsetenv("PHOBOS_ADD_EXCHANGE");
 }
 
 /* ---- bad launches: a status and a message, never a crash ---- */

@@ -222,37 +222,6 @@ Test(cpusim_wgmma, vector_transposes_built_where_used_match_on_sm90a, .timeout =
     unsetenv("PHOBOS_VECTOR_TRANSPOSE");
 }
 
-/* PHOBOS_BULK_ADD=1: the fused backward's dQ share added by the copy
- * engine from two scratch slots taken in turns, each iteration's adds
- * reading their slot while the next iteration runs. The executor reads a
- * bulk add's bytes at its thread's wait, as late as the GPU may, so a slot
- * written again before that wait shows, as a race or as wrong sums. */
-Test(cpusim_wgmma, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
-{
-    setenv("PHOBOS_BULK_ADD", "1", 1);
-    static const int picks[] = {5, 7};
-    for (int i = 0; i < 2; i++) {
-        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
-        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
-    }
-    unsetenv("PHOBOS_BULK_ADD");
-}
-
-/* PHOBOS_ADD_EXCHANGE=1: the fused backward's dQ share traded between
- * neighbouring lanes and added four floats at a time, on the tests' and
- * the bench's fused files (the bench's pick 15: 128 rows of Q). */
-Test(cpusim_wgmma, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 900)
-{
-    setenv("PHOBOS_ADD_EXCHANGE", "1", 1);
-    static const int picks[] = {1, 5, 7};
-    for (int i = 0; i < 3; i++) {
-        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
-        attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
-    }
-    attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", 15);
-    unsetenv("PHOBOS_ADD_EXCHANGE");
-}
-
 /* The same with PHOBOS_DOT_OVERLAP=1: the forward's P V carried over
  * (wgmma_overlap.c) and the backward's dots issued early (wgmma_issue.c:
  * dP^T beside S^T in dK/dV, dP beside S in dQ). */
