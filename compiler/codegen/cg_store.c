@@ -439,17 +439,17 @@ static bool exchange_partners(Cg *c, const Layout *l, int n, int *partner)
     return true;
 }
 
-static bool atomic_add_exchange_fits(Cg *c, const Slots *s)
-{
-    int *partner = xmalloc(sizeof *partner * (size_t)(s->n + 1));
-    bool fits = exchange_partners(c, s->lay, s->n, partner);
-    free(partner);
-    return fits;
-}
-
-static void atomic_add_exchanged(Cg *c, const IrOp *op, const Slots *s, const int *partner)
+/* The adds of s four floats at a time where its slots pair up
+ * (exchange_partners); false where they do not, the adds then left to
+ * the caller. */
+static bool atomic_add_exchanged(Cg *c, const IrOp *op, const Slots *s)
 {
     LLVMBuilderRef B = c->b;
+    int *partner = xmalloc(sizeof *partner * (size_t)(s->n + 1));
+    if (!exchange_partners(c, s->lay, s->n, partner)) {
+        free(partner);
+        return false;
+    }
     LLVMBasicBlockRef vec = new_bb(c, "adx"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
     LLVMBuildCondBr(B, window_chunks_aligned(c, op, 4), vec, scal);
     LLVMPositionBuilderAtEnd(B, vec);
@@ -479,6 +479,8 @@ static void atomic_add_exchanged(Cg *c, const IrOp *op, const Slots *s, const in
     store_elements(c, op, s, NULL, true);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
+    free(partner);
+    return true;
 }
 
 static void write_window(Cg *c, const IrOp *op, bool atomic)
@@ -496,11 +498,8 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     int width = atomic && !mask ? atomic_width(c, l, dt) : 0;
     if (atomic && !mask && bulk_add_pays(c, op, l, dt)) {
         atomic_add_bulk(c, op, &s);
-    } else if (width == 2 && exchange_on() && !add_inside_on() && atomic_add_exchange_fits(c, &s)) {
-        int *partner = xmalloc(sizeof *partner * (size_t)s.n);
-        exchange_partners(c, l, s.n, partner);
-        atomic_add_exchanged(c, op, &s, partner);
-        free(partner);
+    } else if (width == 2 && exchange_on() && !add_inside_on() && atomic_add_exchanged(c, op, &s)) {
+        /* added four floats at a time */
     } else if (width) {
         atomic_add_runs(c, op, &s, width);
     } else if (atomic || mask) {
