@@ -199,16 +199,94 @@ static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
     }
 }
 
+/* PHOBOS_ADD_EXCHANGE=1 (off until run through the whole GPU check): an
+ * MMA layout's pairs of columns added four floats at a time. Each thread
+ * holds, in a row, the pair at columns 2q, 2q+1 (q = lane % 4) of every
+ * 8-column piece; neighbouring lanes (lane ^ 1) trade one pair of two
+ * pieces side by side, so the even lane holds columns 2q..2q+3 of the
+ * first piece and the odd one 2(q-1)..2q+1 of the second: one red.v4 for
+ * two red.v2 (on the H200 a 64 x D f32 tile from 256 threads adds at 3.3
+ * TB/s so against 2.4, docs/performance.md "sixteenth"). */
+static bool exchange_on(void) { return cg_switch("PHOBOS_ADD_EXCHANGE", false); }
+
+/* For each pair k of s's slots that starts a 16-column block, the slot of
+ * the pair 8 columns right of it (-1 at such a right pair), malloc'd;
+ * NULL where a pair has none, or a slot may be invalid (past the tile, or
+ * an idle warp's) or held twice. */
+static int *exchange_partners(Cg *c, const Slots *s)
+{
+    const Layout *l = s->lay;
+    int n = s->n, min_col = 0;
+    if (l->kind != LAY_MMA || n % 4) return NULL;
+    for (int k = 0; k < n; k++) {
+        LayoutSlot o = layout_slot_offset(l, k);
+        SlotPos p = slot_pos(c, l, k);
+        if (p.valid || p.owner) return NULL;
+        if (!k || o.col < min_col) min_col = o.col;
+    }
+    int *partner = xmalloc(sizeof *partner * (size_t)n);
+    for (int k = 0; k < n; k += 2) partner[k] = -2;
+    bool ok = true;
+    for (int k = 0; ok && k < n; k += 2) {
+        LayoutSlot a = layout_slot_offset(l, k), a1 = layout_slot_offset(l, k + 1);
+        ok = a1.row == a.row && a1.col == a.col + 1;
+        if (!ok || (a.col - min_col) % 16) continue;
+        for (int k2 = 0; k2 < n; k2 += 2) {
+            LayoutSlot b = layout_slot_offset(l, k2);
+            if (b.row == a.row && b.col == a.col + 8) partner[k] = k2, partner[k2] = -1;
+        }
+        ok = partner[k] >= 0;
+    }
+    for (int k = 0; ok && k < n; k += 2) ok = partner[k] != -2;
+    if (!ok) {
+        free(partner);
+        return NULL;
+    }
+    return partner;
+}
+
+/* Pair k of s and its partner k2 traded with the neighbouring lane (odd:
+ * this lane's index is odd): the four floats this lane adds, into v, and
+ * the position of the first. */
+static SlotPos exchanged_run(Cg *c, const Slots *s, int k, int k2, LLVMValueRef odd, LLVMValueRef *v)
+{
+    LLVMBuilderRef B = c->b;
+    for (int i = 0; i < 2; i++) {   /* the even lane gives its right pair, the odd its left */
+        LLVMValueRef give = LLVMBuildSelect(B, odd, s->v[k + i], s->v[k2 + i], "");
+        LLVMValueRef got = c->target->isa->shuffle_xor(c, give, 1, false);
+        v[i] = LLVMBuildSelect(B, odd, got, s->v[k + i], "");
+        v[2 + i] = LLVMBuildSelect(B, odd, s->v[k2 + i], got, "");
+    }
+    SlotPos p = slot_pos(c, s->lay, k), right = slot_pos(c, s->lay, k2);
+    p.col = LLVMBuildSelect(B, odd, LLVMBuildSub(B, right.col, i32c(c, 2), ""), p.col, "");
+    return p;
+}
+
+/* One atomic add of the n floats v at position p of op's window (tensor:
+ * its base address), where p lies inside the tensor and holds the copy
+ * that writes. */
+static void add_run_at(Cg *c, const IrOp *op, LLVMValueRef tensor, SlotPos p, LLVMValueRef *v, int n)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef off, inb;
+    window_elem(c, op, p, &off, &inb);
+    Guard g = guard_begin(c, and1(c, inb, p.owner));
+    LLVMValueRef addr = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
+    c->target->atomic_add_f32xn(c, addr, v, n);
+    guard_end(c, g);
+}
+
 /* Atomic f32 adds of n consecutive columns at a time (runs of s's slots,
- * layout_col_run) where the window's n-element chunks are aligned (then
- * each run is wholly inside the tensor or wholly outside); element by
- * element otherwise. One branch, uniform over the block. */
-static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
+ * layout_col_run; with partner, exchange_partners' pairs traded, n 4)
+ * where the window's n-element chunks are aligned (then each run is
+ * wholly inside the tensor or wholly outside); element by element
+ * otherwise. One branch, uniform over the block. */
+static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n, const int *partner)
 {
     LLVMBuilderRef B = c->b;
     LLVMBasicBlockRef vec = new_bb(c, "adv"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
     LLVMValueRef aligned = window_chunks_aligned(c, op, n);
-    if (add_inside_on() && c->f->params[op->param].rank == 2) {
+    if (!partner && add_inside_on() && c->f->params[op->param].rank == 2) {
         /* a window across the tensor's edge goes element by element: fewer
          * paths, fewer registers (ptxas at the fused backward's D 128: 92
          * bytes of spills, 156 without the switch, 180 with the vector
@@ -226,14 +304,16 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n)
     LLVMBuildCondBr(B, aligned, vec, scal);
     LLVMPositionBuilderAtEnd(B, vec);
     LLVMValueRef base = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    for (int k = 0; k + n <= s->n; k += n) {
-        SlotPos p = slot_pos(c, s->lay, k);
-        LLVMValueRef off, inb;
-        window_elem(c, op, p, &off, &inb);
-        Guard g = guard_begin(c, and1(c, inb, p.owner));
-        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
-        c->target->atomic_add_f32xn(c, addr, &s->v[k], n);
-        guard_end(c, g);
+    if (partner) {
+        LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, c->lane, i32c(c, 1), ""), i32c(c, 0), "");
+        for (int k = 0; k < s->n; k += 2) {
+            if (partner[k] < 0) continue;
+            LLVMValueRef v[4];
+            SlotPos p = exchanged_run(c, s, k, partner[k], odd, v);
+            add_run_at(c, op, base, p, v, 4);
+        }
+    } else {
+        for (int k = 0; k + n <= s->n; k += n) add_run_at(c, op, base, slot_pos(c, s->lay, k), &s->v[k], n);
     }
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, scal);
@@ -399,90 +479,6 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     if (turn < 0) c->target->bulk_add->wait_reads(c);
 }
 
-/* PHOBOS_ADD_EXCHANGE=1 (off until timed on the GPU): an MMA layout's
- * pairs of columns added four floats at a time. Each thread holds, in a
- * row, the pair at columns 2q, 2q+1 (q = lane % 4) of every 8-column
- * piece; neighbouring lanes (lane ^ 1) trade one pair of two pieces side
- * by side, so the even lane holds columns 2q..2q+3 of the first piece and
- * the odd one 2(q-1)..2q+1 of the second: one red.v4 for two red.v2 (on
- * the H200 a 64 x D f32 tile from 256 threads adds at 3.3 TB/s so against
- * 2.4, docs/performance.md "sixteenth"). partner[k] is the slot of the
- * pair 8 columns right of pair k (k starting a 16-column block), -1 where
- * k is such a right pair; false where a pair has none, or a slot may be
- * invalid or held twice. */
-static bool exchange_on(void) { return cg_switch("PHOBOS_ADD_EXCHANGE", false); }
-
-static bool exchange_partners(Cg *c, const Layout *l, int n, int *partner)
-{
-    if (l->kind != LAY_MMA || n % 4) return false;
-    int min_col = 0;
-    for (int k = 0; k < n; k++) {
-        LayoutSlot o = layout_slot_offset(l, k);
-        if (o.row_check || o.col_check) return false;
-        if (!k || o.col < min_col) min_col = o.col;
-        SlotPos p = slot_pos(c, l, k);
-        if (p.valid || p.owner) return false;
-    }
-    for (int k = 0; k < n; k += 2) partner[k] = -2;
-    for (int k = 0; k < n; k += 2) {
-        LayoutSlot a = layout_slot_offset(l, k), a1 = layout_slot_offset(l, k + 1);
-        if (a1.row != a.row || a1.col != a.col + 1) return false;
-        if ((a.col - min_col) % 16) continue;
-        for (int k2 = 0; k2 < n; k2 += 2) {
-            LayoutSlot b = layout_slot_offset(l, k2);
-            if (b.row == a.row && b.col == a.col + 8) partner[k] = k2, partner[k2] = -1;
-        }
-        if (partner[k] < 0) return false;
-    }
-    for (int k = 0; k < n; k += 2)
-        if (partner[k] == -2) return false;
-    return true;
-}
-
-/* The adds of s four floats at a time where its slots pair up
- * (exchange_partners); false where they do not, the adds then left to
- * the caller. */
-static bool atomic_add_exchanged(Cg *c, const IrOp *op, const Slots *s)
-{
-    LLVMBuilderRef B = c->b;
-    int *partner = xmalloc(sizeof *partner * (size_t)(s->n + 1));
-    if (!exchange_partners(c, s->lay, s->n, partner)) {
-        free(partner);
-        return false;
-    }
-    LLVMBasicBlockRef vec = new_bb(c, "adx"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
-    LLVMBuildCondBr(B, window_chunks_aligned(c, op, 4), vec, scal);
-    LLVMPositionBuilderAtEnd(B, vec);
-    LLVMValueRef base = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, c->lane, i32c(c, 1), ""), i32c(c, 0), "");
-    for (int k = 0; k < s->n; k += 2) {
-        int k2 = partner[k];
-        if (k2 < 0) continue;
-        LLVMValueRef give[2], got[2], v[4];
-        for (int i = 0; i < 2; i++) {   /* the even lane gives its right pair, the odd its left */
-            give[i] = LLVMBuildSelect(B, odd, s->v[k + i], s->v[k2 + i], "");
-            got[i] = c->target->isa->shuffle_xor(c, give[i], 1, false);
-            v[i] = LLVMBuildSelect(B, odd, got[i], s->v[k + i], "");
-            v[2 + i] = LLVMBuildSelect(B, odd, s->v[k2 + i], got[i], "");
-        }
-        SlotPos p = slot_pos(c, s->lay, k), right = slot_pos(c, s->lay, k2);
-        p.col = LLVMBuildSelect(B, odd, LLVMBuildSub(B, right.col, i32c(c, 2), ""), p.col, "");
-        LLVMValueRef off, inb;
-        window_elem(c, op, p, &off, &inb);
-        Guard g = guard_begin(c, inb);
-        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
-        c->target->atomic_add_f32xn(c, addr, v, 4);
-        guard_end(c, g);
-    }
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, scal);
-    store_elements(c, op, s, NULL, true);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, done);
-    free(partner);
-    return true;
-}
-
 static void write_window(Cg *c, const IrOp *op, bool atomic)
 {
     ValueId val = op->args[op->nargs - 1];
@@ -498,10 +494,10 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     int width = atomic && !mask ? atomic_width(c, l, dt) : 0;
     if (atomic && !mask && bulk_add_pays(c, op, l, dt)) {
         atomic_add_bulk(c, op, &s);
-    } else if (width == 2 && exchange_on() && !add_inside_on() && atomic_add_exchanged(c, op, &s)) {
-        /* added four floats at a time */
     } else if (width) {
-        atomic_add_runs(c, op, &s, width);
+        int *partner = width == 2 && exchange_on() && !add_inside_on() ? exchange_partners(c, &s) : NULL;
+        atomic_add_runs(c, op, &s, partner ? 4 : width, partner);
+        free(partner);
     } else if (atomic || mask) {
         Slots m = mask ? cg_get(c, mask, l) : (Slots){0};
         store_elements(c, op, &s, mask ? &m : NULL, atomic);
