@@ -272,16 +272,17 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
     /* sm_80 adds element by element; sm_90 and sm_90a add runs of two
      * and four floats at once where a window's chunks are aligned
      * (PHOBOS_ADD_INSIDE=1: from one address a thread where the window is
-     * wholly inside the tensor; PHOBOS_ADD_EXCHANGE=1: a dot result's pairs
-     * traded between neighbouring lanes and added four at a time); sm_90a
-     * with PHOBOS_BULK_ADD=1 a large dot result's rows by bulk adds from
-     * shared memory */
-    static const struct { const char *arch, *env; } runs[] = {
-        {"sm_80", NULL}, {"sm_90", NULL}, {"sm_90a", NULL}, {"sm_90a", "PHOBOS_BULK_ADD"}, {"sm_90", "PHOBOS_ADD_INSIDE"},
-        {"sm_90a", "PHOBOS_ADD_INSIDE"}, {"sm_90", "PHOBOS_ADD_EXCHANGE"}, {"sm_90a", "PHOBOS_ADD_EXCHANGE"}};
+     * wholly inside the tensor; by default a dot result's pairs traded
+     * between neighbouring lanes and added four at a time, with
+     * PHOBOS_ADD_EXCHANGE=0 two at a time); sm_90a with PHOBOS_BULK_ADD=1 a
+     * large dot result by bulk adds from shared memory */
+    static const struct { const char *arch, *env, *val; } runs[] = {
+        {"sm_80", NULL, NULL}, {"sm_90", NULL, NULL}, {"sm_90a", NULL, NULL}, {"sm_90a", "PHOBOS_BULK_ADD", "1"},
+        {"sm_90", "PHOBOS_ADD_INSIDE", "1"}, {"sm_90a", "PHOBOS_ADD_INSIDE", "1"}, {"sm_90", "PHOBOS_ADD_EXCHANGE", "0"},
+        {"sm_90a", "PHOBOS_ADD_EXCHANGE", "0"}};
     for (int a = 0; a < 8; a++) {
         const char *arch = runs[a].arch, *env = runs[a].env;
-        if (env) setenv(env, "1", 1);
+        if (env) setenv(env, runs[a].val, 1);
         cpusim *s = load_arch(m, arch);
         if (env) unsetenv(env);
         int failed = 0;
@@ -328,18 +329,18 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
     unsetenv("PHOBOS_BULK_ADD");
 }
 
-/* PHOBOS_ADD_EXCHANGE=1: the fused backward's dQ share traded between
- * neighbouring lanes and added four floats at a time, on the tests' and
- * the bench's fused files (the bench's pick 15: 128 rows of Q). */
+/* The fused backward's dQ share traded between neighbouring lanes and
+ * added four floats at a time (the default; the bench's fused file runs so
+ * in test_cpusim_wgmma.c), and with PHOBOS_ADD_EXCHANGE=0 two at a time. */
 Test(cpusim, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 900)
 {
-    setenv("PHOBOS_ADD_EXCHANGE", "1", 1);
     static const int picks[] = {1, 5, 7};
     for (int i = 0; i < 3; i++) {
         attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);
         attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 128);
     }
-    attention_matches_the_interpreter("bench/attention_fused.ph", "sm_90a", 15);
+    setenv("PHOBOS_ADD_EXCHANGE", "0", 1);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 64);
     unsetenv("PHOBOS_ADD_EXCHANGE");
 }
 

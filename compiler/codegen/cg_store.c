@@ -199,15 +199,15 @@ static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
     }
 }
 
-/* PHOBOS_ADD_EXCHANGE=1 (off until run through the whole GPU check): an
- * MMA layout's pairs of columns added four floats at a time. Each thread
- * holds, in a row, the pair at columns 2q, 2q+1 (q = lane % 4) of every
- * 8-column piece; neighbouring lanes (lane ^ 1) trade one pair of two
- * pieces side by side, so the even lane holds columns 2q..2q+3 of the
- * first piece and the odd one 2(q-1)..2q+1 of the second: one red.v4 for
- * two red.v2 (on the H200 a 64 x D f32 tile from 256 threads adds at 3.3
- * TB/s so against 2.4, docs/performance.md "sixteenth"). */
-static bool exchange_on(void) { return cg_switch("PHOBOS_ADD_EXCHANGE", false); }
+/* PHOBOS_ADD_EXCHANGE (on by default; =0 turns it off): an MMA layout's
+ * pairs of columns added four floats at a time. Each thread holds, in a
+ * row, the pair at columns 2q, 2q+1 (q = lane % 4) of every 8-column
+ * piece; neighbouring lanes (lane ^ 1) trade one pair of two pieces side
+ * by side, so the even lane holds columns 2q..2q+3 of the first piece and
+ * the odd one 2(q-1)..2q+1 of the second: one red.v4 for two red.v2 (on
+ * the H200 a 64 x D f32 tile from 256 threads adds at 3.3 TB/s against
+ * 2.4; the fused backward 6% faster, docs/performance.md "sixteenth"). */
+static bool exchange_on(void) { return cg_switch("PHOBOS_ADD_EXCHANGE", true); }
 
 /* For each pair k of s's slots that starts a 16-column block, the slot of
  * the pair 8 columns right of it (-1 at such a right pair), malloc'd;
