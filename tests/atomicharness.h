@@ -185,8 +185,13 @@ static void at_atomicdot(const IrFunc *f, AtomicRun *r)
 }
 
 /* atomicdot_wide(P [M, K] f16, V [K, N] f16, X [M, N], m_len), M 100, K 43
- * and N 68: 64 x 64 windows 32 rows apart from column C0. */
-static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r) { at_dot_adds(r, 100, 43, 68, 64, 64, 32, at_meta(f, "C0")); }
+ * and N 68 (64 at C0 0: windows of whole rows): 64 x 64 windows 32 rows
+ * apart from column C0. */
+static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r)
+{
+    int64_t c0 = at_meta(f, "C0");
+    at_dot_adds(r, 100, 43, c0 ? 68 : 64, 64, 64, 32, c0);
+}
 
 /* atomicread(P, V, X, Y), [16, 16] each, one block. */
 static void at_atomicread(AtomicRun *r)

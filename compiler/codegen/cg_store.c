@@ -362,10 +362,14 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
     LLVMPositionBuilderAtEnd(B, out);
 }
 
-/* A bulk add's scratch rows: C floats padded by 16 bytes (a warp's eight
- * rows of pairs then fall in every bank twice: two wavefronts, as few as
- * its 256 bytes take). */
-static int64_t bulk_pitch(int C) { return (int64_t)C * 4 + 16; }
+/* A bulk add's scratch: the tile's C floats a row, rows unpadded, so a
+ * window of whole rows of the tensor is one contiguous range in both and
+ * goes in one bulk add (on the H200 4.0 TB/s for a 64 x D tile against
+ * 1.8-2.8 for a row each, docs/performance.md "sixteenth"). The price is
+ * bank conflicts on the writes: a warp's eight rows fall in the same
+ * banks, so where the pairs trade (exchange_partners) each lane writes
+ * four floats, two wavefronts where one would do, else pairs, four. */
+static int64_t bulk_pitch(int C) { return (int64_t)C * 4; }
 
 /* Whether op is an atomic add that goes through the bulk adds. */
 static bool adds_in_bulk(Cg *c, const IrOp *op)
@@ -410,10 +414,33 @@ void bulk_adds_leave_loop(Cg *c, int mark)
     c->nloop_adds = mark;
 }
 
+/* s (an MMA layout) written to the bulk add's scratch at base, rows
+ * pitch bytes apart. */
+static void write_bulk_scratch(Cg *c, const Slots *s, LLVMValueRef base, int64_t pitch)
+{
+    LLVMBuilderRef B = c->b;
+    int *partner = exchange_on() ? exchange_partners(c, s) : NULL;
+    LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, c->lane, i32c(c, 1), ""), i32c(c, 0), "");
+    for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
+        if (partner && partner[k] < 0) continue;
+        LLVMValueRef v[4] = {s->v[k], s->v[k + 1]};
+        SlotPos p = partner ? exchanged_run(c, s, k, partner[k], odd, v) : slot_pos(c, s->lay, k);
+        int n = partner ? 4 : 2;
+        LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(c->tf32, (unsigned)n));
+        for (int i = 0; i < n; i++) vec = LLVMBuildInsertElement(B, vec, v[i], i32c(c, i), "");
+        Guard g = guard_begin(c, p.valid);
+        LLVMValueRef at = add(c, base, add(c, mul(c, p.row, pitch), mul(c, p.col, 4)));
+        LLVMSetAlignment(LLVMBuildStore(B, vec, smem_byte_ptr(c, at)), (unsigned)n * 4);
+        guard_end(c, g);
+    }
+    free(partner);
+}
+
 /* The bulk add: s (an MMA layout) written to a scratch buffer (rows
  * bulk_pitch apart; in a loop, the slot of this iteration), made visible
- * to the copy engine (fence, the plan's barrier), and each row inside the
- * tensor added by one thread in one bulk add. In a loop each thread waits
+ * to the copy engine (fence, the plan's barrier), and added by the copy
+ * engine: a window of whole rows of the tensor in one bulk add, any other
+ * a row each (each row inside the tensor by one thread). In a loop each thread waits
  * for its previous iteration's adds to read the other slot before that
  * barrier, so the next iteration may write it; elsewhere for these adds,
  * right after them. Where the window's rows are not whole aligned 16-byte
@@ -437,17 +464,8 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
         base = add(c, base, mul(c, slot, R * pitch));
         LLVMBuildStore(B, LLVMBuildXor(B, slot, i32c(c, 1), ""), c->loop_adds[turn].slot);
     }
-    LLVMTypeRef pair = LLVMVectorType(c->tf32, 2);
     smem_access(c, buf, true);
-    for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
-        SlotPos p = slot_pos(c, l, k);
-        Guard g = guard_begin(c, p.valid);
-        LLVMValueRef v = LLVMBuildInsertElement(B, LLVMGetUndef(pair), s->v[k], i32c(c, 0), "");
-        v = LLVMBuildInsertElement(B, v, s->v[k + 1], i32c(c, 1), "");
-        LLVMValueRef at = add(c, base, add(c, mul(c, p.row, pitch), mul(c, p.col, 4)));
-        LLVMSetAlignment(LLVMBuildStore(B, v, smem_byte_ptr(c, at)), 8);
-        guard_end(c, g);
-    }
+    write_bulk_scratch(c, s, base, pitch);
     c->target->bulk_add->fence(c);
     if (turn >= 0) c->target->bulk_add->wait_reads(c);
     smem_access(c, buf, false);
@@ -460,6 +478,20 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     LLVMBuildCondBr(B, whole, bulk, regs);
     LLVMPositionBuilderAtEnd(B, bulk);
     LLVMValueRef tensor = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    /* whole rows of the tensor, all inside: one add from thread 0 (the
+     * same thread each turn, so its waits cover its earlier adds) */
+    LLVMValueRef rows_whole = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, c0, LLVMConstInt(c->ti64, 0, 0), ""),
+                                           LLVMBuildICmp(B, LLVMIntEQ, d1, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), "");
+    rows_whole = LLVMBuildAnd(B, rows_whole, window_axis_inside(c, op, 0, R), "");
+    LLVMBasicBlockRef one = new_bb(c, "addo"), each = new_bb(c, "addp");
+    LLVMBuildCondBr(B, rows_whole, one, each);
+    LLVMPositionBuilderAtEnd(B, one);
+    Guard g0 = guard_begin(c, LLVMBuildICmp(B, LLVMIntEQ, c->tid, i32c(c, 0), ""));
+    LLVMValueRef first = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, LLVMBuildMul(B, r0, d1, ""), LLVMConstInt(c->ti64, 2, 0), ""), "");
+    c->target->bulk_add->add_f32(c, first, base, R * C * 4);
+    guard_end(c, g0);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, each);
     for (int i0 = 0; i0 < R; i0 += c->T) {   /* thread t adds row i0 + t */
         LLVMValueRef row = add(c, c->tid, i32c(c, i0));
         LLVMValueRef grow = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");

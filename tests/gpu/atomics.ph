@@ -59,14 +59,16 @@ def atomicdot(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, 16], X: ph.ten
 
 
 # The same from 64 x 64 tiles, 16 KB each: sm_90a adds them by its copy
-# engine's bulk adds, a row each, rows before and past the tensor left out,
-# where a window's rows are whole aligned 16-byte chunks inside the tensor
-# (C0 0, N 68); element by element from shared memory where they are not
-# (C0 2: not aligned; C0 8: past the last column). One or two warpgroups.
+# engine's bulk adds: a window of whole rows inside the tensor in one add
+# (C0 0, N 64); a row each, rows before and past the tensor left out, where
+# a window's rows are whole aligned 16-byte chunks inside the tensor (C0 0
+# at the first and last windows; C0 4, N 68); element by element from
+# shared memory where they are not (C0 2: not aligned; C0 8: past the last
+# column). One or two warpgroups.
 @ph.kernel
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(NT=[128, 256], C0=[0, 2, 8])
+@ph.autotune(NT=[128, 256], C0=[0, 4, 2, 8])
 def atomicdot_wide(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, N], X: ph.tensor[ph.f32][M, N], m_len: ph.i32):
     k0: ph.let = ph.ctx.block.x * 16
     v: ph.let = V[k0:+16, 0:+64]
