@@ -37,6 +37,7 @@
 #include "nvidia/mma_layout.h"
 #include "cpusim.h"
 #include "difftest.h"
+#include "driver/targets.h"
 #include "opsharness.h"
 #include "simharness.h"
 #include "testutil.h"
@@ -331,9 +332,26 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
 
 /* The fused backward's dQ share traded between neighbouring lanes and
  * added four floats at a time (the default; the bench's fused file runs so
- * in test_cpusim_wgmma.c), and with PHOBOS_ADD_EXCHANGE=0 two at a time. */
+ * in test_cpusim_wgmma.c), and with PHOBOS_ADD_EXCHANGE=0 two at a time.
+ * The share is issued before dK and waited for at once, and its adds run
+ * while dK does (wgmma_issue.c): the last wait before the first add waits
+ * for every dot, and a wgmma issues between it and that add. */
 Test(cpusim, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 900)
 {
+    IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ptx = NULL, err[2048];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    const char *dkdv = strstr(ptx, ".entry attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1(");
+    const char *add = dkdv ? strstr(dkdv, "red.global.add.v4.f32") : NULL, *wait = NULL;
+    cr_assert_not_null(add, "no four-float adds in the dK/dV kernel");
+    for (const char *p = dkdv; (p = strstr(p, "wgmma.wait_group.sync.aligned")) && p < add; p++) wait = p;
+    cr_assert_not_null(wait);
+    cr_expect(!strncmp(wait, "wgmma.wait_group.sync.aligned 0;", 32), "the dQ share read while an older dot runs");
+    cr_expect_gt(tu_count_between(wait, add, "wgmma.mma_async"), 0, "the dQ share's adds wait for every dot");
+    free(ptx);
+    ir_module_free(m);
     static const int picks[] = {1, 5, 7};
     for (int i = 0; i < 3; i++) {
         attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", picks[i], 64);

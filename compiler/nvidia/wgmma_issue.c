@@ -15,7 +15,9 @@
  * Guarantees: the dots keep their operands and become DOT_ISSUED, each
  * moved up to just after the last op its operands come from (hoist says
  * how they order); a wait_dots before the first op that reads each result
- * (pending: the dots issued after it by then), and ones of pending 0 for
+ * (pending: the dots issued after it by then), or, for a dot whose result
+ * is only stored or atomically added, before the next dot issues (its
+ * stores then run beside that dot), and ones of pending 0 for
  * the rest before the yield, so nothing of a dot is in flight at the
  * iteration's end (ptxas sees no group cross the back edge) and
  * the body's refills at the next iteration's start (after its wait's
@@ -69,6 +71,23 @@ static bool qualifies(const IrFunc *f, const IrBlock *body, int *dots, int *n)
     return *n >= 2;
 }
 
+/* Whether every op of body that reads v writes it to memory as the value
+ * of a store or an atomic add (the fused backward's dQ share): nothing
+ * else in the iteration waits for it. */
+static bool written_out_only(const IrBlock *body, ValueId v)
+{
+    int n = 0;
+    for (int i = 0; i < body->nops; i++) {
+        const IrOp *op = body->ops[i];
+        if (!uses(op, v)) continue;
+        if ((op->kind != OP_STORE && op->kind != OP_ATOMIC_ADD) || op->args[op->nargs - 1] != v) return false;
+        for (int j = 0; j + 1 < op->nargs; j++)
+            if (op->args[j] == v) return false;
+        n++;
+    }
+    return n > 0;
+}
+
 /* How many ops of body read v. */
 static int readers(const IrBlock *body, ValueId v)
 {
@@ -87,11 +106,15 @@ typedef struct {
 } Order;
 
 /* The dots anchored at op at (-1: the body's start) in program order, each
- * after the ops it brings and followed by the dots anchored at it. */
+ * after the ops it brings and followed by the dots anchored at it; a dot
+ * only written out goes first (issue_loop waits for it before the next
+ * issues, so its stores run beside the others). */
 static void place_dots(Order *o, int at)
 {
     for (;;) {
         int best = -1;
+        for (int k = 0; k < o->n && best < 0; k++)
+            if (!o->placed[k] && o->anchor[k] == at && written_out_only(o->body, o->body->ops[o->dots[k]]->res[0])) best = k;
         for (int k = 0; k < o->n && best < 0; k++)
             if (!o->placed[k] && o->anchor[k] == at) best = k;
         if (best < 0) return;
@@ -107,9 +130,9 @@ static void place_dots(Order *o, int at)
  * the transposes and converts that only its operand reads (the layout pass
  * folds them into the operand's write to shared memory: dS for dQ = dS K),
  * so a dot passes another that still waits for its operands (dP^T past dV
- * in dK/dV). Dots ready at one point keep the program's order: the dQ
- * share issued before dK and read while dK ran made ptxas serialize the
- * loop's wgmmas (C7514). The other ops keep their order; dots[] follows. */
+ * in dK/dV). Dots ready at one point keep the program's order, except that
+ * one only written out goes first. The other ops keep their order; dots[]
+ * follows. */
 static void hoist(IrBlock *body, const bool *inside, int *dots, int n)
 {
     int nops = body->nops, anchor[MAX_DOTS];
@@ -210,15 +233,19 @@ static void issue_loop(IrFunc *f, IrBlock *body)
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_DOT) issued[m++] = body->ops[i];
     bool waited[MAX_DOTS] = {false};
+    bool out_only[MAX_DOTS];
+    for (int k = 0; k < m; k++) out_only[k] = written_out_only(body, issued[k]->res[0]);
     for (int i = 0; i < body->nops; i++) {
         IrOp *op = body->ops[i];
-        if (op->kind == OP_DOT && (op->flags & DOT_ISSUED)) {
-            nissued++;
-            continue;
-        }
+        bool issue = op->kind == OP_DOT && (op->flags & DOT_ISSUED);
         bool end = op->kind == OP_YIELD;
+        /* a dot only written out is waited for before the next dot issues
+         * (pending 0), so its stores run while that one does: the dQ
+         * share's adds beside dK. Read after a wait that leaves a younger
+         * dot running instead (wait_group 1), ptxas serializes the loop's
+         * wgmmas (C7514). */
         for (int k = 0; k < nissued; k++) {
-            if (waited[k] || (!end && !uses(op, issued[k]->res[0]))) continue;
+            if (waited[k] || (!end && !(issue && out_only[k]) && !uses(op, issued[k]->res[0]))) continue;
             IrType t = ir_vtype(f, issued[k]->res[0]);
             IrOp *w = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issued[k]->res[0], 1, &t);
             w->ival = end ? 0 : nissued - 1 - k;   /* the back edge sees no group in flight (ptxas: C7517) */
@@ -228,6 +255,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
             waited[k] = true;
             i++;
         }
+        nissued += issue;
     }
 }
 
