@@ -201,7 +201,9 @@ Test(cpusim, attention_over_views_matches_the_interpreter, .timeout = 600)
 }
 
 /* tests/gpu/loops.ph: while loops (counts read from tensors, nested, an
- * early return, a tensor-core dot, a chase through links); each GPU path. */
+ * early return, a tensor-core dot, a chase through links), a for loop of
+ * two dots, one written out at every step (on sm_90a issued first, its
+ * store beside the other); each GPU path. */
 Test(cpusim, every_loops_config_matches_the_interpreter, .timeout = 600)
 {
     every_config_matches(LOOP_OPS, 6, "sm_90");

@@ -1,8 +1,8 @@
 """while loops, for tests/test_gpu_ops.c (on the GPU) and tests/test_cpusim.c
 (the code generator on the CPU executor): trip counts read from tensors (zero
 included), scalar and tile vars carried, loops nested both ways with ifs and
-an early return inside, a dot on the tensor cores in a while, and a chase
-through a tensor of links, on random inputs whose windows run past the
+an early return inside, a dot on the tensor cores in a while, two in a for
+loop (one written out at every step), and a chase through a tensor of links, on random inputs whose windows run past the
 tensors' edges; ph.device_assert with conditions that hold and one
 ph.device_print, which leave the results alone."""
 
@@ -89,3 +89,23 @@ def chase(L: ph.tensor[ph.i32][M], H: ph.tensor[ph.i32][M, 2]):
         ph.device_print("chase", b, j, hops)
     H[b, 0] = j
     H[b, 1] = hops
+
+
+# Two tensor-core dots a step of a for loop: one summed over the steps, one
+# written out at every step, into rows of its own (sm_90a issues the written
+# one first and waits for it before the other issues, so its store runs
+# while the other dot does: wgmma_issue.c).
+@ph.kernel
+@ph.tensorcore
+@ph.launch(128)
+@ph.autotune(BM=[64], BN=[64], BK=[16, 32])
+def wdot_out(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], B2: ph.tensor[ph.f16][K, N],
+             Cm: ph.tensor[ph.f32][M, N], Y: ph.tensor[ph.f32][R, N]):
+    r0: ph.let = ph.ctx.block.x * BM
+    c0: ph.let = ph.ctx.block.y * BN
+    acc: ph.var[ph.tile[ph.f32][BM, BN]] = 0.0
+    for k in range(0, K, BK):
+        a: ph.let = A[r0:+BM, k:+BK]
+        acc += ph.dot(a, B[k:+BK, c0:+BN])
+        Y[k // BK * M + r0:+BM, c0:+BN] = ph.dot(a, B2[k:+BK, c0:+BN])
+    Cm[r0:+BM, c0:+BN] = acc
