@@ -9,9 +9,9 @@ row blocks of Q are 64 or 128 rows (128: the H200's pick at head dim 64,
 so every dot of its loop runs on wgmma on sm_90a (dQ's share split by
 columns between two warpgroups), with or without a producer warp (W). bench/run.sh times it beside
 bench/attention_tuned.ph (impl phc-fused) and bench/benchtable.py puts the
-two backwards side by side: on the H200 this one is 1.01-1.08x faster at
-head dim 64 from N_CTX 4096 and 0.84-0.94x at 128 (docs/performance.md,
-"fifteenth"). tests/gpucheck.sh checks every config of this file."""
+two backwards side by side: on the H200 this one is 1.07-1.21x as fast at
+head dim 64 and 0.88-1.01x at 128 (level from N_CTX 8192; docs/performance.md,
+"seventeenth"). tests/gpucheck.sh checks every config of this file."""
 
 
 from __future__ import annotations

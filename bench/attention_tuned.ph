@@ -14,8 +14,8 @@ computes S and P again, with or without a producer warpgroup (W 1, the
 H200's pick at head dim 128: 128 rows on two warpgroups). Adding each K/V
 block's share of dQ into an f32 buffer with ph.atomic_add from the dK/dV
 kernel instead is FlashAttention-2's way, bench/attention_fused.ph (on the
-H200 1.01-1.08x this backward at head dim 64 from N_CTX 4096, 0.84-0.94x at
-128: docs/performance.md); bench/run.sh times both files and
+H200 1.07-1.21x this backward at head dim 64, 0.88-1.01x at 128:
+docs/performance.md, "seventeenth"); bench/run.sh times both files and
 tests/gpucheck.sh checks every config of each. At head
 dim 128 some configs spill (phc --stats shows which): they stay, for the
 autotuner to time and pass over, since the product cannot leave them out."""
