@@ -99,6 +99,7 @@ static int readers(const IrBlock *body, ValueId v)
 typedef struct {
     IrBlock *body;
     const int *dots, *owner, *anchor;
+    const bool *out_only;   /* dot k's result only written out (written_out_only) */
     int n;
     bool *placed;
     IrOp **out;
@@ -114,7 +115,7 @@ static void place_dots(Order *o, int at)
     for (;;) {
         int best = -1;
         for (int k = 0; k < o->n && best < 0; k++)
-            if (!o->placed[k] && o->anchor[k] == at && written_out_only(o->body, o->body->ops[o->dots[k]]->res[0])) best = k;
+            if (!o->placed[k] && o->anchor[k] == at && o->out_only[k]) best = k;
         for (int k = 0; k < o->n && best < 0; k++)
             if (!o->placed[k] && o->anchor[k] == at) best = k;
         if (best < 0) return;
@@ -154,8 +155,9 @@ static void hoist(IrBlock *body, const bool *inside, int *dots, int n)
             if (at > anchor[k]) anchor[k] = at;
         }
     }
-    bool placed[MAX_DOTS] = {false};
-    Order o = {body, dots, owner, anchor, n, placed, xmalloc(sizeof *o.out * (size_t)nops), 0};
+    bool placed[MAX_DOTS] = {false}, out_only[MAX_DOTS];
+    for (int k = 0; k < n; k++) out_only[k] = written_out_only(body, body->ops[dots[k]]->res[0]);
+    Order o = {body, dots, owner, anchor, out_only, n, placed, xmalloc(sizeof *o.out * (size_t)nops), 0};
     place_dots(&o, -1);
     for (int i = 0; i < nops; i++) {
         if (owner[i] >= 0) continue;
