@@ -137,6 +137,41 @@ Test(masks, decides_compares_without_scalars)
     ir_module_free(m);
 }
 
+/* A masked store on a row mask with scalars: an if, the store without its
+ * mask in the then and with it in the else, Y the same as before the pass
+ * for a and b swept past the i32 range's ends (the then taken only where
+ * every row is kept); masks without scalars decided: the mask or the store
+ * gone. */
+Test(masks, splits_or_decides_a_masked_store)
+{
+    IrModule *m = load_masks(), *orig = load_masks();
+    IrFunc *f = func_named(m, "split_store"), *g = func_named(orig, "split_store");
+    run_masks(f);
+    IrOp *if_op = find_kind(f->body, OP_IF);
+    cr_assert_not_null(if_op, "%s", tu_func_text(f));
+    IrOp *whole = find_kind(if_op->body, OP_STORE), *masked = find_kind(if_op->els, OP_STORE);
+    cr_assert(whole && masked, "%s", tu_func_text(f));
+    cr_expect(!ir_store_mask(whole) && ir_store_mask(masked), "%s", tu_func_text(f));
+    cr_expect_null(find_kind(f->body, OP_STORE), "a store left outside the if");
+    static const int32_t v[] = {INT32_MIN, INT32_MIN + 2, -5, -1, 0, 1, 3, 4, 5, INT32_MAX - 3, INT32_MAX};
+    enum { NV = sizeof v / sizeof *v };
+    for (int i = 0; i < NV; i++)
+        for (int j = 0; j < NV; j++) {
+            float want[N], got[N];
+            run(g, v[i], v[j], want);
+            run(f, v[i], v[j], got);
+            for (int e = 0; e < N; e++) cr_assert_eq(got[e], want[e], "a %d b %d: Y[%d] %g, want %g", v[i], v[j], e, got[e], want[e]);
+        }
+    IrFunc *all = func_named(m, "decide_store_all"), *none = func_named(m, "decide_store_none");
+    run_masks(all);
+    run_masks(none);
+    IrOp *st = find_kind(all->body, OP_STORE);
+    cr_assert(st && !ir_store_mask(st), "%s", tu_func_text(all));
+    cr_expect_eq(count_kind(none->body, OP_STORE), 0, "%s", tu_func_text(none));
+    ir_module_free(m);
+    ir_module_free(orig);
+}
+
 /* What the original computes: every element X, every element -1, or mixed. */
 typedef enum { ALL_X, ALL_MINUS_1, MIXED } Outcome;
 

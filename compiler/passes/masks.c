@@ -30,6 +30,15 @@
  * integers' compare, which decides the whole tile. When a side may leave
  * the range the test is false and the select runs as before.
  *
+ * A masked store whose mask is such a compare (or a broadcast of one: a
+ * row mask over the window) is split the same way, into
+ *     if %t { store, no mask } else { store, masked }
+ * so a window the mask keeps whole takes the code generator's whole-window
+ * paths (vector stores, the epilogue through shared memory): attention's
+ * last row block cut at N_CTX costs the other blocks nothing. Without
+ * scalars the mask is dropped (true everywhere), the store is (false
+ * everywhere), or both stay.
+ *
  * A compare of forms without scalars is decided here: the select is
  * replaced by %a when it holds everywhere, by %b when it fails everywhere,
  * and stays when the tile is mixed. At run time only "holds everywhere"
@@ -375,6 +384,19 @@ static void end_branch_yielding(IrFunc *f, IrBlock *blk, ValueId v, Loc loc)
     y->loc = loc;
 }
 
+/* Emits at b's position the bool scalar that says the compare (forms with
+ * scalars) holds at every element. */
+static ValueId emit_holds_everywhere(Builder *b, Split *sp)
+{
+    sp->lhs.s = emit_scalar_part(b, &sp->lhs.a);
+    sp->rhs.s = emit_scalar_part(b, &sp->rhs.a);
+    emit_range(b, &sp->lhs, sp->rows, sp->cols);
+    emit_range(b, &sp->rhs, sp->rows, sp->cols);
+    ValueId x = emit_corner(b, &sp->lhs, sp->hard_r, sp->hard_c), y = emit_corner(b, &sp->rhs, sp->hard_r, sp->hard_c);
+    ValueId hard = emit(b, OP_CMP, sp->cmp, DT_BOOL, x, y);
+    return emit_and(b, emit_and(b, sp->lhs.in_range, sp->rhs.in_range), hard);
+}
+
 /* Replaces the select at blk->ops[i] (forms with scalars) by the test and
  * the if; returns the index of the if. */
 static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
@@ -382,13 +404,7 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
     IrOp *sel = blk->ops[i];
     ir_block_remove(blk, i);
     Builder b = {f, blk, i, sel->loc};
-    sp->lhs.s = emit_scalar_part(&b, &sp->lhs.a);
-    sp->rhs.s = emit_scalar_part(&b, &sp->rhs.a);
-    emit_range(&b, &sp->lhs, sp->rows, sp->cols);
-    emit_range(&b, &sp->rhs, sp->rows, sp->cols);
-    ValueId x = emit_corner(&b, &sp->lhs, sp->hard_r, sp->hard_c), y = emit_corner(&b, &sp->rhs, sp->hard_r, sp->hard_c);
-    ValueId hard = emit(&b, OP_CMP, sp->cmp, DT_BOOL, x, y);
-    ValueId all = emit_and(&b, emit_and(&b, sp->lhs.in_range, sp->rhs.in_range), hard);
+    ValueId all = emit_holds_everywhere(&b, sp);
 
     IrOp *if_op = new_if(f, all, ir_vtype(f, sel->res[0]), sel->loc);
     ir_block_insert(f, blk, b.pos, if_op);
@@ -420,6 +436,53 @@ static int visit_select(IrFunc *f, IrBlock *blk, int i, int depth)
     return split(f, blk, i, &sp);
 }
 
+/* The masked store st without its mask: the value takes the mask's place. */
+static void drop_mask(IrOp *st)
+{
+    st->args[st->nargs - 2] = st->args[st->nargs - 1];
+    st->nargs--;
+    st->flags &= ~STORE_MASKED;
+}
+
+/* A masked store whose mask is such a compare: decided here when the forms
+ * have no scalars (the mask dropped, the store dropped, or both kept), else
+ * split into `if %t { store } else { store, masked; yield }`, so a window
+ * the mask keeps whole goes the code generator's whole-window ways (vector
+ * stores, the epilogue through shared memory) instead of element by
+ * element: attention's last row block masked past N_CTX costs the others
+ * nothing. Returns the index of the last op now standing for it. */
+static int visit_store(IrFunc *f, IrBlock *blk, int i, int depth)
+{
+    IrOp *st = blk->ops[i];
+    ValueId mask = ir_store_mask(st);
+    /* a broadcast holds where its operand does: a row mask stretched over the window */
+    for (const IrOp *d; (d = f->values[mask].def) && d->kind == OP_BROADCAST;) mask = d->args[0];
+    Split sp;
+    if (!match_compare(f, mask, &sp)) return i;
+    if (!sp.lhs.a.nterms && !sp.rhs.a.nterms) {
+        if (holds(sp.cmp, at(&sp.lhs.a, sp.hard_r, sp.hard_c), at(&sp.rhs.a, sp.hard_r, sp.hard_c))) drop_mask(st);
+        else if (!holds(sp.cmp, at(&sp.lhs.a, sp.easy_r, sp.easy_c), at(&sp.rhs.a, sp.easy_r, sp.easy_c)))
+            ir_block_remove(blk, i--);
+        return i;
+    }
+    if (depth > MAX_DEPTH) return i;
+    ir_block_remove(blk, i);
+    Builder b = {f, blk, i, st->loc};
+    ValueId all = emit_holds_everywhere(&b, &sp);
+    IrOp *if_op = ir_emit(f, NULL, OP_IF, 1, &all, 0, NULL);
+    if_op->body = ir_block_new(f);
+    if_op->els = ir_block_new(f);
+    if_op->loc = st->loc;
+    ir_block_insert(f, blk, b.pos, if_op);
+    IrOp *whole = ir_clone_op(f, st, st->args);
+    drop_mask(whole);
+    ir_block_insert(f, if_op->body, 0, whole);
+    ir_emit(f, if_op->body, OP_YIELD, 0, NULL, 0, NULL)->loc = st->loc;
+    ir_block_insert(f, if_op->els, 0, st);
+    ir_emit(f, if_op->els, OP_YIELD, 0, NULL, 0, NULL)->loc = st->loc;
+    return b.pos;
+}
+
 static void masks_block(IrFunc *f, IrBlock *blk, int depth)
 {
     if (depth > MAX_DEPTH) return;
@@ -428,6 +491,7 @@ static void masks_block(IrFunc *f, IrBlock *blk, int depth)
         if (op->body) masks_block(f, op->body, depth + 1);
         if (op->els) masks_block(f, op->els, depth + 1);
         if (op->kind == OP_SELECT) i = visit_select(f, blk, i, depth);
+        else if (ir_store_mask(op)) i = visit_store(f, blk, i, depth);
     }
 }
 
