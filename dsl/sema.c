@@ -200,14 +200,77 @@ static int64_t count_stmts(Stmt *const *body, int n)
     return total;
 }
 
+/* Whether config is an element of product p. */
+static bool in_product(const Kernel *k, int p, const int64_t *config)
+{
+    for (int i = 0; i < k->nmeta; i++) {
+        bool found = false;
+        for (int j = 0; j < k->nvalues[p][i] && !found; j++) found = k->values[p][i][j] == config[i];
+        if (!found) return false;
+    }
+    return true;
+}
+
+/* Calls visit(config) for each config of the kernel's products in order
+ * (the last name varying fastest within each); a config already in an
+ * earlier product is reported once, by its config, and stops the walk. */
+typedef bool (*ConfigVisit)(const int64_t *config, void *ctx);
+
+static bool each_config(Diag *d, const char *alias, const Kernel *k, ConfigVisit visit, void *ctx)
+{
+    int nproducts = k->nproducts ? k->nproducts : 1;
+    for (int p = 0; p < nproducts; p++) {
+        int idx[MAX_META] = {0};
+        int64_t config[MAX_META + 1] = {0};
+        for (bool more = true; more;) {
+            for (int i = 0; i < k->nmeta; i++) config[i] = k->values[p][i][idx[i]];
+            for (int q = 0; q < p; q++)
+                if (in_product(k, q, config)) {
+                    diag_error(d, k->def->loc, "kernel '%s': a config is in two @%s.autotune products (%s = %lld, ...)",
+                               k->def->name, alias, k->meta_name[0], (long long)config[0]);
+                    return false;
+                }
+            if (!visit(config, ctx)) return false;
+            more = false;
+            for (int i = k->nmeta - 1; i >= 0 && !more; i--) {
+                more = ++idx[i] < k->nvalues[p][i];
+                if (!more) idx[i] = 0;
+            }
+        }
+    }
+    return true;
+}
+
+typedef struct {
+    const Kernel *k;
+    const SemaOptions *opt;
+    Diag *d;
+    const char *alias;
+    int64_t selected;
+    IrModule *out;      /* NULL: count only */
+} Lowering;
+
+static bool count_or_lower(const int64_t *config, void *ctx)
+{
+    Lowering *l = ctx;
+    if (!config_selected(l->k, config, l->opt)) return true;
+    l->selected++;
+    if (l->out) ir_module_add(l->out, lower_config(l->d, l->alias, l->k, config));
+    return true;
+}
+
 static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const SemaOptions *opt, IrModule *out)
 {
-    /* The whole product is counted first (saturating), so the message
-     * says how far over the limit it is; nothing is lowered then. */
-    int64_t total = 1;
+    /* The configs are counted first (saturating), so the message says how
+     * far over the limit they are; nothing is lowered then. */
+    int64_t total = 0;
     bool huge = false;
-    for (int i = 0; i < k->nmeta; i++)
-        if (__builtin_mul_overflow(total, (int64_t)k->nvalues[i], &total)) huge = true, total = INT64_MAX;
+    for (int p = 0; p < (k->nproducts ? k->nproducts : 1); p++) {
+        int64_t size = 1;
+        for (int i = 0; i < k->nmeta; i++)
+            if (__builtin_mul_overflow(size, (int64_t)k->nvalues[p][i], &size)) huge = true, size = INT64_MAX;
+        if (__builtin_add_overflow(total, size, &total)) huge = true, total = INT64_MAX;
+    }
     if (huge || total > MAX_CONFIGS) {
         char count[32];
         if (huge) snprintf(count, sizeof count, "more than %lld", (long long)INT64_MAX);
@@ -216,42 +279,23 @@ static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const Sema
                    "give @%s.autotune fewer values", k->def->name, count, MAX_CONFIGS, alias);
         return;
     }
-    int idx[MAX_META] = {0};
-    int64_t config[MAX_META + 1] = {0};
-    int nselected = 0;
     /* Lowering costs configs x statements: bound it before starting. */
-    int64_t selected = 0;
-    for (int64_t c = 0; c < total; c++) {
-        for (int i = 0; i < k->nmeta; i++) config[i] = k->values[i][idx[i]];
-        selected += config_selected(k, config, opt);
-        for (int i = k->nmeta - 1; i >= 0; i--) {
-            if (++idx[i] < k->nvalues[i]) break;
-            idx[i] = 0;
-        }
-    }
+    Lowering l = {k, opt, d, alias, 0, NULL};
+    if (!each_config(d, alias, k, count_or_lower, &l)) return;
     int64_t stmts = count_stmts(k->def->body, k->def->nbody);
-    if (selected * stmts > MAX_LOWERED) {
+    if (l.selected * stmts > MAX_LOWERED) {
         diag_error(d, k->def->loc, "kernel '%s' has %lld configs of %lld statements: %lld statements to lower, more than the %d "
                    "phc lowers for one kernel; select fewer configs with -D or give @%s.autotune fewer values",
-                   k->def->name, (long long)selected, (long long)stmts, (long long)(selected * stmts), MAX_LOWERED, alias);
+                   k->def->name, (long long)l.selected, (long long)stmts, (long long)(l.selected * stmts), MAX_LOWERED, alias);
         return;
     }
-    for (int64_t c = 0; c < total; c++) {
-        for (int i = 0; i < k->nmeta; i++) config[i] = k->values[i][idx[i]];
-        if (config_selected(k, config, opt)) {
-            nselected++;
-            IrFunc *f = lower_config(d, alias, k, config);
-            ir_module_add(out, f);
-        }
-        for (int i = k->nmeta - 1; i >= 0; i--) {   /* the last name varies fastest */
-            if (++idx[i] < k->nvalues[i]) break;
-            idx[i] = 0;
-        }
-    }
-    if (!nselected) {
+    if (!l.selected) {
         diag_error(d, k->def->loc, "the -D values select no config of kernel '%s'", k->def->name);
         d->noption_errors++;
+        return;
     }
+    l.out = out;
+    each_config(d, alias, k, count_or_lower, &l);
 }
 
 /* ---- the module ---- */

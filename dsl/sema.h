@@ -17,7 +17,8 @@
 
 enum {
     MAX_META = 16,          /* meta-parameters of one kernel */
-    MAX_CONFIGS = 4096,     /* elements of one kernel's autotune product */
+    MAX_CONFIGS = 4096,     /* configs of one kernel: the elements of its autotune products */
+    MAX_PRODUCTS = 16,      /* @ph.autotune decorators of one kernel */
     MAX_LOWERED = 4000000,  /* statements lowered for one kernel: selected configs x statements */
     MAX_DIM = 65536,        /* largest tile extent */
     MAX_NUMEL = 1 << 22,    /* largest tile */
@@ -73,8 +74,9 @@ typedef struct {
     int nmeta;
     const char *meta_name[MAX_META];
     Loc meta_loc[MAX_META];
-    int nvalues[MAX_META];
-    int64_t *values[MAX_META];
+    int nproducts;               /* @ph.autotune decorators: the configs are the union of their products */
+    int nvalues[MAX_PRODUCTS][MAX_META];
+    int64_t *values[MAX_PRODUCTS][MAX_META];
     int naligned; IrAligned *aligned;
     Loc *aligned_loc;
     int nhelpers; const FuncDef **helpers;   /* the module's @ph.func helpers */

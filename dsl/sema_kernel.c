@@ -147,46 +147,91 @@ static bool int_literal(const Expr *e, int64_t *out)
     return true;
 }
 
+/* The values of one meta-parameter: a non-empty list of distinct i32
+ * literals, or NULL after an error. */
+static int64_t *autotune_values(Diag *d, const Expr *kw, int *n)
+{
+    const Expr *list = kw->lhs;
+    if (!list || list->kind != EX_LIST || list->nitems == 0) {
+        diag_error(d, list ? list->loc : kw->loc, "meta-parameter '%s' needs a non-empty list of integers", kw->name);
+        return NULL;
+    }
+    int64_t *vals = xcalloc((size_t)list->nitems, sizeof *vals);
+    for (int j = 0; j < list->nitems; j++) {
+        if (!int_literal(list->items[j], &vals[j])) {
+            diag_error(d, list->items[j]->loc, "expected an i32 integer literal in the values of '%s'", kw->name);
+            free(vals);
+            return NULL;
+        }
+        for (int q = 0; q < j; q++)
+            if (vals[q] == vals[j]) {
+                diag_error(d, list->items[j]->loc, "value %lld of '%s' is listed twice", (long long)vals[j], kw->name);
+                free(vals);
+                return NULL;
+            }
+    }
+    *n = list->nitems;
+    return vals;
+}
+
+/* The first @ph.autotune names the meta-parameters and gives the first
+ * product of their values; each later one (Triton's list of configs) gives
+ * another product over the same names in the same order. */
 static void check_autotune(Diag *d, const char *alias, const Expr *e, Kernel *k)
 {
     if (e->kind != EX_CALL) {
         diag_error(d, e->loc, "@%s.autotune takes NAME=[values, ...] arguments", alias);
         return;
     }
+    if (k->nproducts == MAX_PRODUCTS) {
+        diag_error(d, e->loc, "at most %d @%s.autotune decorators are supported", MAX_PRODUCTS, alias);
+        return;
+    }
+    int p = k->nproducts, named = 0;
+    bool first = p == 0, ok = true;
     for (int i = 0; i < e->nitems; i++) {
         const Expr *kw = e->items[i];
         if (kw->kind != EX_KEYWORD) {
             diag_error(d, kw->loc, "@%s.autotune takes NAME=[values, ...] arguments", alias);
+            ok = false;
+            continue;
+        }
+        if (!first) {
+            if (named == k->nmeta || strcmp(kw->name, k->meta_name[named])) {
+                if (named == k->nmeta)
+                    diag_error(d, kw->loc, "'%s' is not a meta-parameter of the first @%s.autotune: every @%s.autotune "
+                               "names the same ones, in the same order", kw->name, alias, alias);
+                else
+                    diag_error(d, kw->loc, "expected '%s' here: every @%s.autotune names the first one's meta-parameters, "
+                               "in its order", k->meta_name[named], alias);
+                ok = false;
+                break;
+            }
+            int64_t *vals = autotune_values(d, kw, &k->nvalues[p][named]);
+            ok &= vals != NULL;
+            k->values[p][named++] = vals;
             continue;
         }
         if (sema_meta_index(k, kw->name) >= 0) { diag_error(d, kw->loc, "meta-parameter '%s' is given twice", kw->name); continue; }
         if (param_index(k, kw->name) >= 0) { diag_error(d, kw->loc, "meta-parameter '%s' shadows a parameter", kw->name); continue; }
         if (!strcmp(kw->name, alias)) { diag_error(d, kw->loc, "meta-parameter '%s' shadows the namespace alias", kw->name); continue; }
-        const Expr *list = kw->lhs;
-        if (!list || list->kind != EX_LIST || list->nitems == 0) {
-            diag_error(d, list ? list->loc : kw->loc, "meta-parameter '%s' needs a non-empty list of integers", kw->name);
-            continue;
-        }
         if (k->nmeta == MAX_META) { diag_error(d, kw->loc, "at most %d meta-parameters are supported", MAX_META); return; }
-        int64_t *vals = xcalloc((size_t)list->nitems, sizeof *vals);
-        bool ok = true;
-        for (int j = 0; j < list->nitems && ok; j++) {
-            if (!int_literal(list->items[j], &vals[j])) {
-                diag_error(d, list->items[j]->loc, "expected an i32 integer literal in the values of '%s'", kw->name);
-                ok = false;
-            }
-            for (int q = 0; q < j && ok; q++)
-                if (vals[q] == vals[j]) {
-                    diag_error(d, list->items[j]->loc, "value %lld of '%s' is listed twice", (long long)vals[j], kw->name);
-                    ok = false;
-                }
-        }
-        if (!ok) { free(vals); continue; }
+        int n = 0;
+        int64_t *vals = autotune_values(d, kw, &n);
+        if (!vals) continue;
         k->meta_name[k->nmeta] = kw->name;
         k->meta_loc[k->nmeta] = kw->loc;
-        k->nvalues[k->nmeta] = list->nitems;
-        k->values[k->nmeta++] = vals;
+        k->nvalues[0][k->nmeta] = n;
+        k->values[0][k->nmeta++] = vals;
     }
+    if (!first && ok && named < k->nmeta) {
+        diag_error(d, e->loc, "this @%s.autotune lacks meta-parameter '%s' (every one names the first one's)", alias,
+                   k->meta_name[named]);
+        ok = false;
+    }
+    if (ok || first) k->nproducts++;
+    else
+        for (int i = 0; i < named; i++) free(k->values[p][i]);
 }
 
 static void check_aligned(Diag *d, const char *alias, const Expr *e, Kernel *k)
@@ -275,7 +320,7 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
             continue;
         }
         if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
-        if (seen[which]) {
+        if (seen[which] && which != 3) {   /* @ph.autotune may repeat: one product each */
             diag_error(d, e->loc, "@%s.%s is given twice", alias, names[which]);
             continue;
         }
@@ -327,7 +372,8 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
 void sema_kernel_free(Kernel *k)
 {
     free(k->params);
-    for (int i = 0; i < k->nmeta; i++) free(k->values[i]);
+    for (int p = 0; p < k->nproducts; p++)
+        for (int i = 0; i < k->nmeta; i++) free(k->values[p][i]);
     free(k->aligned);
     free(k->aligned_loc);
 }

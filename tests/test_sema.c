@@ -307,11 +307,30 @@ Test(header, decorators)
           "t.ph:7:20: error: value 1 of 'B' is listed twice\n"
           "t.ph:7:24: error: meta-parameter 'X' shadows a parameter\n"
           "t.ph:7:33: error: meta-parameter 'C' needs a non-empty list of integers\n"
-          "t.ph:9:2: error: @ph.autotune is given twice\n"
+          "t.ph:9:14: error: 'D' is not a meta-parameter of the first @ph.autotune: every @ph.autotune names the same ones, "
+          "in the same order\n"
           "t.ph:10:2: error: @ph.tensorcore is given twice\n"
           "t.ph:8:13: error: 'M' is not a dimension name of a tensor parameter\n"
           "t.ph:8:22: error: 'Q' is not a meta-parameter of this kernel\n"
           "t.ph:4:12: error: @ph.launch needs a multiple of 32 from 32 to 1024, got 100\n");
+}
+
+/* Several @ph.autotune: the configs are their products one after the
+ * other, each over the first one's names in its order, no config twice. */
+Test(header, autotune_products)
+{
+    IrModule *m = ok(HEAD "@ph.kernel\n@ph.launch(T)\n@ph.autotune(B=[16, 32], T=[128])\n@ph.autotune(B=[48], T=[96, 192])\n"
+                     "def k(X: ph.tensor[ph.f32][N]):\n    pass\n");
+    static const char *const want[] = {"k__B_16__T_128", "k__B_32__T_128", "k__B_48__T_96", "k__B_48__T_192"};
+    cr_assert_eq(m->nfuncs, 4);
+    for (int i = 0; i < 4; i++) cr_expect_str_eq(m->funcs[i]->name, want[i]);
+    cr_expect_eq(m->funcs[3]->threads, 192);
+    ir_module_free(m);
+    fails(HEAD "@ph.kernel\n@ph.autotune(B=[16], T=[128])\n@ph.autotune(T=[96], B=[48])\n@ph.autotune(B=[48])\n"
+               "@ph.autotune(B=[8, 16], T=[128])\ndef k(X: ph.tensor[ph.f32][N]):\n    pass\n",
+          "t.ph:5:14: error: expected 'B' here: every @ph.autotune names the first one's meta-parameters, in its order\n"
+          "t.ph:6:2: error: this @ph.autotune lacks meta-parameter 'T' (every one names the first one's)\n"
+          "t.ph:8:5: error: kernel 'k': a config is in two @ph.autotune products (B = 16, ...)\n");
 }
 
 /* @ph.autotune_restore and @ph.autotune_zero mark tensor parameters in
