@@ -49,7 +49,7 @@ static void grid_rows(const ph_meta *meta, void *user, unsigned g[3])
 {
     GridCtx *c = user;
     int64_t b = ph_meta_get(meta, c->block, 1);
-    g[0] = (unsigned)(c->s.n / b);
+    g[0] = (unsigned)((c->s.n + b - 1) / b);   /* a MASKED kernel's last block is partial */
     g[1] = (unsigned)(c->s.z * c->s.h);
 }
 

@@ -36,15 +36,25 @@ static const char *const attn_sig_dq_fused = "f32:2 f16:2 f32";
 /* ---- choosing configs ---- */
 
 /* A config fits when its D is the head dim and its blocks tile N_CTX (the
- * grids divide by them, and attn_fwd promises R is a multiple of BR). */
+ * grids divide by them, and attn_fwd promises R is a multiple of BR), or,
+ * for BR, when the kernel says it masks a last, partial block of rows
+ * (meta-parameter MASKED = 1: it writes no row at or past N_CTX, and its
+ * grid is N_CTX / BR rounded up). */
 static bool attn_fits(const IrFunc *f, const void *ctx)
 {
     const AttnSize *s = ctx;
     int64_t d = host_meta(f, "D"), br = host_meta(f, "BR"), bc = host_meta(f, "BC");
     if (d != -1 && d != s->d) return false;
-    if (br > 0 && s->n % br) return false;
+    if (br > 0 && s->n % br && host_meta(f, "MASKED") != 1) return false;
     if (bc > 0 && s->n % bc) return false;
     return true;
+}
+
+/* Blocks of `block` rows over n rows: the last one partial where a
+ * MASKED kernel allows it (attn_fits). */
+static int64_t attn_row_blocks(int64_t n, int64_t block)
+{
+    return (n + block - 1) / block;
 }
 
 /* attn_bwd_delta walks all Z H N_CTX rows. */
@@ -111,7 +121,7 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
     IrArg n = host_i32(s->n), scale = host_f32((float)s->scale), c = host_i32(causal);
 
     IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
-    if (host_launch(l, k->fwd, fwd_args, 8, s->n / host_meta(k->fwd, "BR"), heads, 1)) return 1;
+    if (host_launch(l, k->fwd, fwd_args, 8, attn_row_blocks(s->n, host_meta(k->fwd, "BR")), heads, 1)) return 1;
     if (k->fused) {
         IrArg all[] = {q, kk, v, dout, o, lse, delta, dq, dk, dv, n, scale, c};
         return attn_run_fused_backward(l, k, s, all);
@@ -121,7 +131,7 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
     IrArg dkdv_args[] = {q, kk, v, dout, lse, delta, dk, dv, n, scale, c};
     if (host_launch(l, k->dkdv, dkdv_args, 11, s->n / host_meta(k->dkdv, "BC"), heads, 1)) return 1;
     IrArg dq_args[] = {q, kk, v, dout, lse, delta, dq, n, scale, c};
-    if (host_launch(l, k->dq, dq_args, 10, s->n / host_meta(k->dq, "BR"), heads, 1)) return 1;
+    if (host_launch(l, k->dq, dq_args, 10, attn_row_blocks(s->n, host_meta(k->dq, "BR")), heads, 1)) return 1;
     return 0;
 }
 
