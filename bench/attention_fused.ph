@@ -27,8 +27,8 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2])
-@ph.aligned(R="BR")
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
+@ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
@@ -37,7 +37,7 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
     acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
     m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
     l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
-    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    end: ph.let = ph.where(causal == 1, ph.min(q0 + BR, n_ctx), n_ctx)
     for kt in range(0, end, BC):
         k: ph.let = K[base + kt:+BC, :]
         v: ph.let = V[base + kt:+BC, :]
@@ -46,9 +46,9 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
         if causal == 1:
             s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
         ph.online_softmax2(acc, m, l, s, v)
-    acc = acc / l
-    O[base + q0:+BR, :] = acc
-    L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453
+    rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
+    ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
+    ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
 
 
 

@@ -1,7 +1,10 @@
 """The attention tutorial's four kernels with more configs for the
 autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
 the forward pass 2 or 3 stages of K and V in flight, row blocks of 128 and
-256 on two warpgroups, with or without a producer warpgroup issuing the
+256 on two warpgroups and, at head dim 64, of 192 on three (FlashAttention-3's
+tile; a second @ph.autotune product, since it needs 384 threads), the last
+row block cut at N_CTX by masked stores (MASKED=1 tells the hosts that the
+grid may round up: examples/attention/attention_host.h), with or without a producer warpgroup issuing the
 copies (W 1), whose consumers may take turns at the tensor cores (W 2:
 FlashAttention-3's ping-pong, with each P V issued beside the next Q K^T),
 its softmax in base 2 (log2(e) folded into the scale: one multiply a score
@@ -34,8 +37,8 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2])
-@ph.aligned(R="BR")
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
+@ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
@@ -44,7 +47,7 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
     acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
     m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
     l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
-    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    end: ph.let = ph.where(causal == 1, ph.min(q0 + BR, n_ctx), n_ctx)
     for kt in range(0, end, BC):
         k: ph.let = K[base + kt:+BC, :]
         v: ph.let = V[base + kt:+BC, :]
@@ -53,9 +56,9 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
         if causal == 1:
             s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
         ph.online_softmax2(acc, m, l, s, v)
-    acc = acc / l
-    O[base + q0:+BR, :] = acc
-    L[base + q0:+BR, 0:+1] = (m + ph.log2(l)) * 0.6931471805599453
+    rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
+    ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
+    ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
 
 
 
@@ -114,7 +117,7 @@ def attn_bwd_dq(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.te
     q: ph.let = Q[base + q0:+BR, :]
     do: ph.let = DO[base + q0:+BR, :]
     dq: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
-    end: ph.let = ph.where(causal == 1, q0 + BR, n_ctx)
+    end: ph.let = ph.where(causal == 1, ph.min(q0 + BR, n_ctx), n_ctx)
     for kt in range(0, end, BC):
         k: ph.let = K[base + kt:+BC, :]
         v: ph.let = V[base + kt:+BC, :]
