@@ -47,7 +47,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"perm", "B", 2}, {"perm", "H", 3}, {"perm", "D", 20}, {"edges", "B", 2}, {"edges", "H", 3}, {"edges", "D", 6},
         {"tdot", "B", 2}, {"tdot", "H", 3},
         {"wide", "n", 5000000011}, {"wideidx", "V", 50},
-        {"wdot_out", "R", 300},   /* M rows for each of K / BK steps */
+        {"wdot_out", "R", 384},   /* 2 blocks of BM 64 rows for each of K / BK steps */
     };
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (!strcmp(table[i].kernel, kernel) && !strcmp(table[i].name, name)) return table[i].v;

@@ -94,7 +94,8 @@ def chase(L: ph.tensor[ph.i32][M], H: ph.tensor[ph.i32][M, 2]):
 # Two tensor-core dots a step of a for loop: one summed over the steps, one
 # written out at every step, into rows of its own (sm_90a issues the written
 # one first and waits for it before the other issues, so its store runs
-# while the other dot does: wgmma_issue.c).
+# while the other dot does: wgmma_issue.c). Each step's rows are a whole
+# grid of blocks apart: no two blocks' windows overlap, past M either.
 @ph.kernel
 @ph.tensorcore
 @ph.launch(128)
@@ -107,5 +108,5 @@ def wdot_out(A: ph.tensor[ph.f16][M, K], B: ph.tensor[ph.f16][K, N], B2: ph.tens
     for k in range(0, K, BK):
         a: ph.let = A[r0:+BM, k:+BK]
         acc += ph.dot(a, B[k:+BK, c0:+BN])
-        Y[k // BK * M + r0:+BM, c0:+BN] = ph.dot(a, B2[k:+BK, c0:+BN])
+        Y[k // BK * (ph.ctx.grid.x * BM) + r0:+BM, c0:+BN] = ph.dot(a, B2[k:+BK, c0:+BN])
     Cm[r0:+BM, c0:+BN] = acc
