@@ -699,7 +699,7 @@ static void expect_no_exchange_where_bc_is_not_d(const FwdCode *fc)
     int pairs = 0;
     for (int i = 0; i < fc->m->nfuncs; i++) {
         const IrFunc *f = fc->m->funcs[i];
-        if (!strstr(f->name, "__BC_128__")) continue;
+        if (!strstr(f->name, "__BC_128__") || strstr(f->name, "__BR_192__")) continue;   /* 192 rows: BC 128 alone */
         char *other = replace_all(f->name, "__BC_128__", "__BC_64__");
         char *text = entry_text(fc->ptx, f->name), *other_text = entry_text(fc->ptx, other);
         cr_assert(text && other_text, "no entry %s", other);
