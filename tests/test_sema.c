@@ -331,6 +331,10 @@ Test(header, autotune_products)
           "t.ph:5:14: error: expected 'B' here: every @ph.autotune names the first one's meta-parameters, in its order\n"
           "t.ph:6:2: error: this @ph.autotune lacks meta-parameter 'T' (every one names the first one's)\n"
           "t.ph:8:5: error: kernel 'k': a config is in two @ph.autotune products (B = 16, ...)\n");
+    char src[2048] = HEAD "@ph.kernel\n";   /* the 17th decorator is over the limit */
+    for (int i = 0; i < 17; i++) snprintf(src + strlen(src), sizeof src - strlen(src), "@ph.autotune(B=[%d])\n", i);
+    strcat(src, "def k(X: ph.tensor[ph.f32][N]):\n    pass\n");
+    fails(src, "t.ph:20:2: error: at most 16 @ph.autotune decorators are supported\n");
 }
 
 /* @ph.autotune_restore and @ph.autotune_zero mark tensor parameters in
