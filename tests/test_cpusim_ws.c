@@ -534,7 +534,7 @@ Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .time
     IrModule *m = compile_specialized("bench/attention_tuned.ph", path, 2);
     int at = -1;
     for (int i = 0; i < m->nfuncs && at < 0; i++)
-        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2__W_2")) at = i;
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_2__W_2__MASKED_1")) at = i;
     cr_assert_geq(at, 0);
     IrModule one = *m;
     one.funcs = &m->funcs[at], one.nfuncs = 1;

@@ -434,10 +434,10 @@ Test(phc, stats_without_ptxas_give_the_shared_memory)
     free(out); free(err);
     cr_assert_eq(phc_env(env, "--stats --kernel attn_fwd -D D=64 -D BR=128 -D BC=64 -D S=3 -D W=0 bench/attention_tuned.ph", &out, &err),
                  0, "%s", err);
-    const char *constant = strstr(out, ".u32 attn_fwd__D_64__BR_128__BC_64__NT_256__S_3__W_0_dynamic_shared_bytes = ");
+    const char *constant = strstr(out, ".u32 attn_fwd__D_64__BR_128__BC_64__NT_256__S_3__W_0__MASKED_1_dynamic_shared_bytes = ");
     cr_assert_not_null(constant, "this config's shared memory is dynamic");
     char want[300];
-    snprintf(want, sizeof want, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_3__W_0: 0 bytes static shared, %lld bytes dynamic shared\n",
+    snprintf(want, sizeof want, "attn_fwd__D_64__BR_128__BC_64__NT_256__S_3__W_0__MASKED_1: 0 bytes static shared, %lld bytes dynamic shared\n",
              atoll(strchr(constant, '=') + 2));
     cr_expect_str_eq(err + strlen(note), want);
     free(out); free(err);

@@ -226,7 +226,7 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
     int all = m->nfuncs, kept = 0;
     for (int i = 0; i < all; i++) {
         IrFunc *f = m->funcs[i];
-        if (strcmp(f->name, "attn_fwd__D_128__BR_256__BC_64__NT_256__S_2__W_0")) continue;
+        if (strcmp(f->name, "attn_fwd__D_128__BR_256__BC_64__NT_256__S_2__W_0__MASKED_1")) continue;
         m->funcs[i] = m->funcs[kept];
         m->funcs[kept++] = f;
     }
@@ -271,7 +271,7 @@ static char *one_tuned_ptx(const char *name)
 Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
 {
     setenv("PHOBOS_DOT_OVERLAP", "1", 1);
-    char *ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0");
+    char *ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0__MASKED_1");
     const char *one = strstr(ptx, "wgmma.wait_group.sync.aligned 1;");
     cr_assert_not_null(one, "no wait leaves a group in flight");
     const char *all = strstr(one, "wgmma.wait_group.sync.aligned 0;");
@@ -286,15 +286,15 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     cr_expect_geq(tu_count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0");
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0__MASKED_1");
     cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "without PHOBOS_DOT_OVERLAP=1 the loop overlaps");
     free(ptx);
     /* by default where the warpgroups take turns (W 2) */
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2");
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
     cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "taking turns, the loop does not overlap");
     free(ptx);
     setenv("PHOBOS_DOT_OVERLAP", "0", 1);
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2");
+    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
     cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the loop overlaps");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
