@@ -153,9 +153,10 @@ def load_dir(path):
 
 # ---- formatting ----
 
-def compact_config(entries, drop=("D",)):
+def compact_config(entries, drop=("D", "MASKED")):
     """Entry names as the autotuner reports them, short: attn_fwd__D_64__BR_128__NT_128
-    -> "fwd BR128 NT128" (the kernel's last word; D, given by the row, left out)."""
+    -> "fwd BR128 NT128" (the kernel's last word; D, given by the row, and MASKED, the
+    hosts' flag for a kernel that cuts its last row block, left out)."""
     out = []
     for entry in entries.split():
         kernel, *metas = entry.split("__")

@@ -206,6 +206,8 @@ class TableTest(unittest.TestCase):
 
     def test_compact_config(self):
         self.assertEqual(bt.compact_config("attn_fwd__D_128__BR_64__BC_32__NT_256__S_3"), "fwd BR64 BC32 NT256 S3")
+        self.assertEqual(bt.compact_config("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_2__MASKED_1"),
+                         "fwd BR192 BC128 NT384 S3 W2")
         self.assertEqual(bt.compact_config(""), "")
         self.assertEqual(bt.compact_config("plain"), "plain")
 
