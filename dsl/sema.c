@@ -213,8 +213,9 @@ static bool in_product(const Kernel *k, int p, const int64_t *config)
 
 /* Calls visit(config) for each config of the kernel's products in order
  * (the last name varying fastest within each); a config already in an
- * earlier product is reported once, by its config, and stops the walk. */
-typedef bool (*ConfigVisit)(const int64_t *config, void *ctx);
+ * earlier product is reported once, by its config, and stops the walk
+ * (false). */
+typedef void (*ConfigVisit)(const int64_t *config, void *ctx);
 
 static bool each_config(Diag *d, const char *alias, const Kernel *k, ConfigVisit visit, void *ctx)
 {
@@ -230,7 +231,7 @@ static bool each_config(Diag *d, const char *alias, const Kernel *k, ConfigVisit
                                k->def->name, alias, k->meta_name[0], (long long)config[0]);
                     return false;
                 }
-            if (!visit(config, ctx)) return false;
+            visit(config, ctx);
             more = false;
             for (int i = k->nmeta - 1; i >= 0 && !more; i--) {
                 more = ++idx[i] < k->nvalues[p][i];
@@ -250,13 +251,12 @@ typedef struct {
     IrModule *out;      /* NULL: count only */
 } Lowering;
 
-static bool count_or_lower(const int64_t *config, void *ctx)
+static void count_or_lower(const int64_t *config, void *ctx)
 {
     Lowering *l = ctx;
-    if (!config_selected(l->k, config, l->opt)) return true;
+    if (!config_selected(l->k, config, l->opt)) return;
     l->selected++;
     if (l->out) ir_module_add(l->out, lower_config(l->d, l->alias, l->k, config));
-    return true;
 }
 
 static void lower_kernel(Diag *d, const char *alias, const Kernel *k, const SemaOptions *opt, IrModule *out)

@@ -352,25 +352,33 @@ static bool built_where_used(const IrFunc *f, ValueId v, int *budget)
     return true;
 }
 
-/* A compare of forms without scalars, decided here: every later use of the
- * select at blk->ops[i] reads %a or %b instead, and the select goes.
- * Returns false when the tile is mixed. */
-static bool decide_now(IrBlock *blk, int i, const Split *sp)
+/* A compare of forms without scalars over the whole tile: 1 when it holds
+ * at every element, -1 when at none, 0 when the tile is mixed. */
+static int decided(const Split *sp)
 {
     const Affine *l = &sp->lhs.a, *r = &sp->rhs.a;
+    if (holds(sp->cmp, at(l, sp->hard_r, sp->hard_c), at(r, sp->hard_r, sp->hard_c))) return 1;
+    if (!holds(sp->cmp, at(l, sp->easy_r, sp->easy_c), at(r, sp->easy_r, sp->easy_c))) return -1;
+    return 0;
+}
+
+/* Such a compare decided here: every later use of the select at
+ * blk->ops[i] reads %a or %b instead, and the select goes. Returns false
+ * when the tile is mixed. */
+static bool decide_now(IrBlock *blk, int i, const Split *sp)
+{
     IrOp *sel = blk->ops[i];
-    ValueId to;
-    if (holds(sp->cmp, at(l, sp->hard_r, sp->hard_c), at(r, sp->hard_r, sp->hard_c))) to = sel->args[1];
-    else if (!holds(sp->cmp, at(l, sp->easy_r, sp->easy_c), at(r, sp->easy_r, sp->easy_c))) to = sel->args[2];
-    else return false;
+    int d = decided(sp);
+    if (!d) return false;
     ir_block_remove(blk, i);
-    ir_replace_uses(blk, sel->res[0], to);
+    ir_replace_uses(blk, sel->res[0], d > 0 ? sel->args[1] : sel->args[2]);
     return true;
 }
 
-static IrOp *new_if(IrFunc *f, ValueId cond, IrType t, Loc loc)
+/* An if on cond with nres (0 or 1) results of type *t. */
+static IrOp *new_if(IrFunc *f, ValueId cond, int nres, const IrType *t, Loc loc)
 {
-    IrOp *op = ir_emit(f, NULL, OP_IF, 1, &cond, 1, &t);
+    IrOp *op = ir_emit(f, NULL, OP_IF, 1, &cond, nres, t);
     op->body = ir_block_new(f);
     op->els = ir_block_new(f);
     op->loc = loc;
@@ -406,7 +414,8 @@ static int split(IrFunc *f, IrBlock *blk, int i, Split *sp)
     Builder b = {f, blk, i, sel->loc};
     ValueId all = emit_holds_everywhere(&b, sp);
 
-    IrOp *if_op = new_if(f, all, ir_vtype(f, sel->res[0]), sel->loc);
+    IrType t = ir_vtype(f, sel->res[0]);
+    IrOp *if_op = new_if(f, all, 1, &t, sel->loc);
     ir_block_insert(f, blk, b.pos, if_op);
     end_branch_yielding(f, if_op->body, sel->args[1], sel->loc);
     /* the if takes the select's value, so its uses stay as they are; the
@@ -460,19 +469,16 @@ static int visit_store(IrFunc *f, IrBlock *blk, int i, int depth)
     Split sp;
     if (!match_compare(f, mask, &sp)) return i;
     if (!sp.lhs.a.nterms && !sp.rhs.a.nterms) {
-        if (holds(sp.cmp, at(&sp.lhs.a, sp.hard_r, sp.hard_c), at(&sp.rhs.a, sp.hard_r, sp.hard_c))) drop_mask(st);
-        else if (!holds(sp.cmp, at(&sp.lhs.a, sp.easy_r, sp.easy_c), at(&sp.rhs.a, sp.easy_r, sp.easy_c)))
-            ir_block_remove(blk, i--);
+        int d = decided(&sp);
+        if (d > 0) drop_mask(st);
+        else if (d < 0) ir_block_remove(blk, i--);
         return i;
     }
     if (depth > MAX_DEPTH) return i;
     ir_block_remove(blk, i);
     Builder b = {f, blk, i, st->loc};
     ValueId all = emit_holds_everywhere(&b, &sp);
-    IrOp *if_op = ir_emit(f, NULL, OP_IF, 1, &all, 0, NULL);
-    if_op->body = ir_block_new(f);
-    if_op->els = ir_block_new(f);
-    if_op->loc = st->loc;
+    IrOp *if_op = new_if(f, all, 0, NULL, st->loc);
     ir_block_insert(f, blk, b.pos, if_op);
     IrOp *whole = ir_clone_op(f, st, st->args);
     drop_mask(whole);

@@ -50,13 +50,6 @@ static bool attn_fits(const IrFunc *f, const void *ctx)
     return true;
 }
 
-/* Blocks of `block` rows over n rows: the last one partial where a
- * MASKED kernel allows it (attn_fits). */
-static int64_t attn_row_blocks(int64_t n, int64_t block)
-{
-    return (n + block - 1) / block;
-}
-
 /* attn_bwd_delta walks all Z H N_CTX rows. */
 static bool delta_fits(const IrFunc *f, const void *ctx)
 {
@@ -121,7 +114,7 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
     IrArg n = host_i32(s->n), scale = host_f32((float)s->scale), c = host_i32(causal);
 
     IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
-    if (host_launch(l, k->fwd, fwd_args, 8, attn_row_blocks(s->n, host_meta(k->fwd, "BR")), heads, 1)) return 1;
+    if (host_launch(l, k->fwd, fwd_args, 8, host_cdiv(s->n, host_meta(k->fwd, "BR")), heads, 1)) return 1;
     if (k->fused) {
         IrArg all[] = {q, kk, v, dout, o, lse, delta, dq, dk, dv, n, scale, c};
         return attn_run_fused_backward(l, k, s, all);
@@ -131,7 +124,7 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
     IrArg dkdv_args[] = {q, kk, v, dout, lse, delta, dk, dv, n, scale, c};
     if (host_launch(l, k->dkdv, dkdv_args, 11, s->n / host_meta(k->dkdv, "BC"), heads, 1)) return 1;
     IrArg dq_args[] = {q, kk, v, dout, lse, delta, dq, n, scale, c};
-    if (host_launch(l, k->dq, dq_args, 10, attn_row_blocks(s->n, host_meta(k->dq, "BR")), heads, 1)) return 1;
+    if (host_launch(l, k->dq, dq_args, 10, host_cdiv(s->n, host_meta(k->dq, "BR")), heads, 1)) return 1;
     return 0;
 }
 

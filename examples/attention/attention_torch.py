@@ -26,6 +26,7 @@ def kernels(path):
 
 
 def make_function(torch, path):
+    import phobos
     fwd, delta_k, dkdv_k, dq_k = kernels(path)
 
     class PhobosAttention(torch.autograd.Function):
@@ -41,7 +42,7 @@ def make_function(torch, path):
             o = torch.empty_like(q2)
             lse = torch.empty((rows, 1), dtype=torch.float32, device=q.device)
             c = int(bool(causal))
-            fwd[lambda meta: ((n + meta["BR"] - 1) // meta["BR"], z * h)](q2, k2, v2, o, lse, n, scale, c)
+            fwd[lambda meta: (phobos.cdiv(n, meta["BR"]), z * h)](q2, k2, v2, o, lse, n, scale, c)
             ctx.save_for_backward(q2, k2, v2, o, lse)
             ctx.shape, ctx.causal, ctx.scale = q.shape, c, scale
             return o.view(z, h, n, d)
@@ -56,7 +57,7 @@ def make_function(torch, path):
             dq, dk, dv = torch.empty_like(q2), torch.empty_like(k2), torch.empty_like(v2)
             delta_k[lambda meta: (rows // meta["BR"],)](o, do2, delta)
             dkdv_k[lambda meta: (n // meta["BC"], z * h)](q2, k2, v2, do2, lse, delta, dk, dv, n, ctx.scale, ctx.causal)
-            dq_k[lambda meta: ((n + meta["BR"] - 1) // meta["BR"], z * h)](q2, k2, v2, do2, lse, delta, dq, n, ctx.scale, ctx.causal)
+            dq_k[lambda meta: (phobos.cdiv(n, meta["BR"]), z * h)](q2, k2, v2, do2, lse, delta, dq, n, ctx.scale, ctx.causal)
             shape = (z, h, n, d)
             return dq.view(shape), dk.view(shape), dv.view(shape), None, None
 
