@@ -87,7 +87,7 @@ static void run(const IrFunc *f, int32_t a, int32_t b, float *y)
     cr_assert_eq(ir_interp(f, args, 5, grid, err, sizeof err), 0, "%s", err);
 }
 
-static const char *const split_names[] = {"split_le", "split_gt", "split_lt", "split_ge"};
+static const char *const split_names[] = {"split_le", "split_gt", "split_lt", "split_ge", "split_col_mask"};
 enum { NSPLIT = sizeof split_names / sizeof *split_names };
 
 Test(masks, splits_a_select_on_affine_forms_with_scalars)

@@ -339,6 +339,14 @@ static bool match_compare(const IrFunc *f, ValueId cond, Split *sp)
     return true;
 }
 
+/* The compare a mask stretches: a broadcast holds where its operand does
+ * (a row or column mask stretched over the tile). */
+static ValueId through_broadcasts(const IrFunc *f, ValueId mask)
+{
+    for (const IrOp *d; (d = f->values[mask].def) && d->kind == OP_BROADCAST;) mask = d->args[0];
+    return mask;
+}
+
 /* Whether the code generator builds v where it is used (layout.c's rule). */
 static bool built_where_used(const IrFunc *f, ValueId v, int *budget)
 {
@@ -437,7 +445,7 @@ static int visit_select(IrFunc *f, IrBlock *blk, int i, int depth)
 {
     IrOp *sel = blk->ops[i];
     Split sp;
-    if (ir_vtype(f, sel->res[0]).rank == 0 || !match_compare(f, sel->args[0], &sp)) return i;
+    if (ir_vtype(f, sel->res[0]).rank == 0 || !match_compare(f, through_broadcasts(f, sel->args[0]), &sp)) return i;
     if (!sp.lhs.a.nterms && !sp.rhs.a.nterms) return decide_now(blk, i, &sp) ? i - 1 : i;
     int budget = VISIT_BUDGET;
     if (depth > MAX_DEPTH || (built_where_used(f, sel->args[1], &budget) && built_where_used(f, sel->args[2], &budget)))
@@ -463,11 +471,8 @@ static void drop_mask(IrOp *st)
 static int visit_store(IrFunc *f, IrBlock *blk, int i, int depth)
 {
     IrOp *st = blk->ops[i];
-    ValueId mask = ir_store_mask(st);
-    /* a broadcast holds where its operand does: a row mask stretched over the window */
-    for (const IrOp *d; (d = f->values[mask].def) && d->kind == OP_BROADCAST;) mask = d->args[0];
     Split sp;
-    if (!match_compare(f, mask, &sp)) return i;
+    if (!match_compare(f, through_broadcasts(f, ir_store_mask(st)), &sp)) return i;
     if (!sp.lhs.a.nterms && !sp.rhs.a.nterms) {
         int d = decided(&sp);
         if (d > 0) drop_mask(st);
