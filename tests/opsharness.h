@@ -40,6 +40,7 @@ static int64_t value_for(const char *kernel, const char *name)
         {"masks", "n", 300},
         {"argred", "G", 24}, {"argred", "L", 200}, {"vecshape", "L", 800},
         {"idot", "K", 80}, {"tcidot", "K", 80},
+        {"pdot", "K", 400},   /* 400 = 2 x 176 + 48: a last K tile past K at each BK */
         {"rope", "P", 1000},
         /* bench/gemm_tuned.ph is persistent: more tiles than the 4 x 3 grid's
          * blocks (15 of 128 x 256), so blocks loop, and edges in M and N */

@@ -187,6 +187,31 @@ Test(target, sm90a_rings_of_rows_its_swizzle_cannot_hold_keep_the_ldmatrix_layou
     ir_module_free(m);
 }
 
+/* tests/gpu/ops.ph's pdot: A computed (from registers), B [K, N] read
+ * MN-major, K tiles of 48, 80 and 176 columns, no swizzle width: wgmma
+ * still takes every dot, 3 + 5 + 11 instructions of k16. */
+Test(target, sm90a_register_a_dots_take_wgmma_at_any_k_of_16s, .timeout = 300)
+{
+    IrModule *m = driver_compile_file("tests/gpu/ops.ph", NULL, stderr);
+    cr_assert_not_null(m, "run from the repository root");
+    int all = m->nfuncs, kept = 0;
+    for (int i = 0; i < all; i++) {
+        IrFunc *f = m->funcs[i];
+        if (strcmp(f->kernel, "pdot")) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    cr_assert_eq(kept, 3);
+    m->nfuncs = kept;
+    char *ptx = emit_for(m, "sm_90a");
+    cr_expect_null(strstr(ptx, "mma.sync"), "an mma.sync is left");
+    cr_expect_eq(tu_count_between(ptx, ptx + strlen(ptx), "m64n64k16.f32.f16.f16 {"), 19);
+    cr_expect_eq(tu_count_between(ptx, ptx + strlen(ptx), "}, {%r"), 19, "A not from registers");
+    free(ptx);
+    m->nfuncs = all;
+    ir_module_free(m);
+}
+
 /* On sm_90a the tuned attention forward whose row block is one m64 a
  * warpgroup (BR 16 x warps) runs both dots on wgmma: Q K^T from shared
  * memory, P V with P from registers (the MMA accumulator of Q K^T,

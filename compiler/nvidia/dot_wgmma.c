@@ -57,6 +57,16 @@ static bool read_from_memory(const IrFunc *f, ValueId v) { return read_from_memo
  * from shared memory. */
 static bool split_columns(const IrFunc *f, const IrOp *dot) { return ir_vtype(f, dot->args[0]).shape[0] == 64 && f->threads >= 256; }
 
+/* Whether A is computed (not read from memory) and not through a
+ * transpose, on one warpgroup's rows: the dot reads it from registers
+ * (a_in_registers), whatever the plan. */
+static bool a_computed_whole(const IrFunc *f, const IrOp *dot)
+{
+    const IrOp *d = f->values[dot->args[0]].def;
+    while (d && d->kind == OP_CONVERT) d = f->values[d->args[0]].def;
+    return !split_columns(f, dot) && !read_from_memory_as(f, dot->args[0], true, 0) && (!d || d->kind != OP_TRANSPOSE);
+}
+
 static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
 {
     if (!layout_dot_on_tensorcores(f, dot) || f->threads % 128) return false;
@@ -71,7 +81,11 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
         if (N % (8 * groups)) return false;
         r = 1, n = N / groups;
     } else if (M % per) return false;
-    if (r > 2 || r * n > 256 || !swizzle_holds(K)) return false;
+    /* a K-major operand in shared memory has rows of K elements, which the
+     * swizzle must fit; A in registers and B read MN-major have none (P V
+     * with 176 keys, FlashAttention-3's tile at head dim 128) */
+    bool k_major = tb || !a_computed_whole(f, dot);
+    if (r > 2 || r * n > 256 || K % 16 || (k_major && !swizzle_holds(K))) return false;
     /* B [K, N] is read MN-major, in atoms of 64 columns; a warpgroup's share
      * of them may be part of an atom, its descriptor starting inside the
      * atom's row (the swizzle is of the address, as for K-major steps) */

@@ -58,6 +58,24 @@ def bdot(A: ph.tensor[ph.bf16][M, K], B: ph.tensor[ph.bf16][K, N], C: ph.tensor[
     C[r0:+BM, c0:+BN] = acc
 
 
+# A dot whose A is computed (attention's P, from registers on sm_90a) and
+# whose K, the tile of keys, is no swizzle width (48, 80 and 176 columns of
+# f16): B [K, N] is read MN-major, its rows N wide whatever K is, so wgmma
+# takes it; the last K tile runs past K (zeros read, exp(0) weighed by 0).
+@ph.kernel
+@ph.tensorcore
+@ph.launch(128)
+@ph.autotune(BK=[48, 80, 176])
+def pdot(S: ph.tensor[ph.f32][M, K], V: ph.tensor[ph.f16][K, N], C: ph.tensor[ph.f32][M, N]):
+    r0: ph.let = ph.ctx.block.x * 64
+    c0: ph.let = ph.ctx.block.y * 64
+    acc: ph.var[ph.tile[ph.f32][64, 64]] = 0.0
+    for k in range(0, K, BK):
+        p: ph.let = ph.f16(ph.exp(S[r0:+64, k:+BK] * 0.5))
+        acc += ph.dot(p, V[k:+BK, c0:+64])
+    C[r0:+64, c0:+64] = acc
+
+
 # Copies into shared-memory rings, each way the code generator has: a
 # window inside the tensor (no test a chunk), one past an edge or before
 # the start (zero-filled chunks), one whose start is no whole chunk
