@@ -29,6 +29,7 @@ import phobos.lang as ph
 @ph.stages(S)
 @ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
 @ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
+@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
@@ -43,6 +44,7 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
         v: ph.let = V[base + kt:+BC, :]
         s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
         s = s * (scale * 1.4426950408889634)
+        s = ph.where(kt + ph.iota(1) < n_ctx, s, -1.0e30)
         if causal == 1:
             s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
         ph.online_softmax2(acc, m, l, s, v)

@@ -2,9 +2,11 @@
 autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
 the forward pass 2 or 3 stages of K and V in flight, row blocks of 128 and
 256 on two warpgroups and, at head dim 64, of 192 on three (FlashAttention-3's
-tile; a second @ph.autotune product, since it needs 384 threads), the last
-row block cut at N_CTX by masked stores (MASKED=1 tells the hosts that the
-grid may round up: examples/attention/attention_host.h), with or without a producer warpgroup issuing the
+tile; a second @ph.autotune product, since it needs 384 threads), at head
+dim 128 blocks of 176 keys (FlashAttention-3's 128 x 176, a third product),
+the last row block cut at N_CTX by masked stores and the keys at or past
+N_CTX masked out of the scores (MASKED=1 tells the hosts that neither
+block need divide N_CTX: examples/attention/attention_host.h), with or without a producer warpgroup issuing the
 copies (W 1), whose consumers may take turns at the tensor cores (W 2:
 FlashAttention-3's ping-pong, with each P V issued beside the next Q K^T),
 its softmax in base 2 (log2(e) folded into the scale: one multiply a score
@@ -39,6 +41,7 @@ import phobos.lang as ph
 @ph.stages(S)
 @ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
 @ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
+@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
@@ -53,6 +56,7 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
         v: ph.let = V[base + kt:+BC, :]
         s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
         s = s * (scale * 1.4426950408889634)
+        s = ph.where(kt + ph.iota(1) < n_ctx, s, -1.0e30)
         if causal == 1:
             s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
         ph.online_softmax2(acc, m, l, s, v)

@@ -364,13 +364,16 @@ Test(cpusim, fused_attention_with_exchanged_adds_matches_on_sm90a, .timeout = 90
     unsetenv("PHOBOS_ADD_EXCHANGE");
 }
 
-/* The bench forward's row blocks cut at N_CTX (MASKED=1): at N_CTX 128 each
+/* The bench forward's blocks cut at N_CTX (MASKED=1): at N_CTX 128 each
  * head's one block of 192 rows (three consumer warpgroups) or 256 is
- * partial, and its masked stores must leave the next head's rows alone. */
-Test(cpusim, attention_forward_partial_row_blocks_match_on_sm90a, .timeout = 900)
+ * partial, and its masked stores must leave the next head's rows alone;
+ * with 176 key columns its one K/V block is partial too, and the next
+ * head's keys (or the zeros past the tensor) must weigh nothing. */
+Test(cpusim, attention_forward_partial_blocks_match_on_sm90a, .timeout = 1200)
 {
     static const int picks[] = {13, 24, 27};   /* BR 256 BC 64 S 2 W 1; BR 192 S 2 W 1 and S 3 W 2 */
     for (int i = 0; i < 3; i++) attention_matches_at("bench/attention_fused.ph", "sm_90a", picks[i], 64);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 25, 128);   /* BR 128 BC 176 S 2 W 2 */
 }
 
 /* ---- bad launches: a status and a message, never a crash ---- */

@@ -36,17 +36,17 @@ static const char *const attn_sig_dq_fused = "f32:2 f16:2 f32";
 /* ---- choosing configs ---- */
 
 /* A config fits when its D is the head dim and its blocks tile N_CTX (the
- * grids divide by them, and attn_fwd promises R is a multiple of BR), or,
- * for BR, when the kernel says it masks a last, partial block of rows
- * (meta-parameter MASKED = 1: it writes no row at or past N_CTX, and its
- * grid is N_CTX / BR rounded up). */
+ * grids divide by them), or when the kernel says it masks partial blocks
+ * (meta-parameter MASKED = 1: it writes no row at or past N_CTX, so its
+ * grid is N_CTX / BR rounded up, and its scores of key columns at or past
+ * N_CTX are -inf, so its last K/V block may be partial). */
 static bool attn_fits(const IrFunc *f, const void *ctx)
 {
     const AttnSize *s = ctx;
     int64_t d = host_meta(f, "D"), br = host_meta(f, "BR"), bc = host_meta(f, "BC");
     if (d != -1 && d != s->d) return false;
     if (br > 0 && s->n % br && host_meta(f, "MASKED") != 1) return false;
-    if (bc > 0 && s->n % bc) return false;
+    if (bc > 0 && s->n % bc && host_meta(f, "MASKED") != 1) return false;
     return true;
 }
 
