@@ -28,7 +28,7 @@ import phobos.lang as ph
 @ph.launch(NT)
 @ph.stages(S)
 @ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
-@ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
+@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
 @ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):

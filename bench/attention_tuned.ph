@@ -2,8 +2,8 @@
 autotuner: head dim 128 beside 64, larger tiles, 256-thread blocks, and for
 the forward pass 2 or 3 stages of K and V in flight, row blocks of 128 and
 256 on two warpgroups and, at head dim 64, of 192 on three (FlashAttention-3's
-tile; a second @ph.autotune product, since it needs 384 threads), at head
-dim 128 blocks of 176 keys (FlashAttention-3's 128 x 176, a third product),
+tile with blocks of 128 or 192 keys; a second @ph.autotune product, since
+it needs 384 threads), at head dim 128 blocks of 176 keys (FlashAttention-3's 128 x 176, a third product),
 the last row block cut at N_CTX by masked stores and the keys at or past
 N_CTX masked out of the scores (MASKED=1 tells the hosts that neither
 block need divide N_CTX: examples/attention/attention_host.h), with or without a producer warpgroup issuing the
@@ -40,7 +40,7 @@ import phobos.lang as ph
 @ph.launch(NT)
 @ph.stages(S)
 @ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
-@ph.autotune(D=[64], BR=[192], BC=[128], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
+@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
 @ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
