@@ -65,7 +65,7 @@ report() {
         runs=$((runs + 1))
         summary=$(printf '%s\n' "$out" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1 | sed 's/^========= //')
         why=$(printf '%s\n' "$out" | grep ' (gpu): ' | grep -o "$REFUSAL" | head -1)
-        if [ "$rc" = 1 ] && [ -n "$why" ] && printf '%s\n' "$summary" | grep -q '^ERROR SUMMARY: 0 errors' &&
+        if [ "$rc" = 1 ] && [ -n "$why" ] && printf '%s\n' "$summary" | grep -qE '^(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors)' &&
            printf '%s\n' "$out" | grep -q '^attention: FAIL (a launch failed)$' &&
            [ "$(printf '%s\n' "$out" | grep -c ' (gpu): ')" = 1 ] && ! printf '%s\n' "$out" | grep -q 'max diff.* FAIL'; then
             echo "  $label: refused ($why)"
