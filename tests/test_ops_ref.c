@@ -19,6 +19,7 @@
  * ~1 against bounds of at most 3e-4 (dots of 32 to 48 terms, columns of
  * 48) and 6e-2 (rows of 1000); the errors seen are 1% to 10% of the
  * bounds for sums, up to 98% where the only rounding is the store's. */
+#include "base/half.h"
 #include "refharness.h"
 
 #define OPS "tests/gpu/ops.ph"
@@ -133,6 +134,23 @@ static void ref_ringdot(Ref *r, int bx, int by)
                         mag += fabs(t);
                     }
             out2(r, "C", i, j, sum, sum_tol(terms + 1, mag));
+        }
+}
+
+/* P = f16(S / 2) (exact in f32, rounded once to f16) times V, over the K
+ * tiles of BK from 0 (the last reads zeros past K: no terms). */
+static void ref_pdot(Ref *r, int bx, int by)
+{
+    int64_t K = r->args[param(r, "S")].dims[1], r0 = bx * 64, c0 = by * 64;
+    for (int64_t i = r0; i < r0 + 64; i++)
+        for (int64_t j = c0; j < c0 + 64; j++) {
+            double sum = 0, mag = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double t = ph_round_f16((float)in2(r, "S", i, k) * 0.5f) * in2(r, "V", k, j);
+                sum += t;
+                mag += fabs(t);
+            }
+            out2(r, "C", i, j, sum, sum_tol(K + 1, mag));
         }
 }
 
@@ -508,6 +526,7 @@ static const KernelRef refs[] = {
     {"transp", {"Y"}, ref_transp},
     {"masks", {"Y", "I"}, ref_masks},
     {"bdot", {"C"}, ref_bdot},
+    {"pdot", {"C"}, ref_pdot},
     {"ringdot", {"C"}, ref_ringdot},
     {"fdot", {"C"}, ref_fdot},
     {"vec1", {"Z"}, ref_vec1},
