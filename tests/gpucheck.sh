@@ -15,15 +15,11 @@
 # GPUCHECK_ATTENTION (below) narrows it to every config of some attention files.
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
+. tests/gpurefusal.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 status=0
 START=$(date +%s)
-
-# The one refusal that is no failure: a config needing more shared memory
-# than a block of this device may have leaves before the driver sees it
-# (docs/runtime.md, "Loading configs").
-REFUSAL='[A-Za-z0-9_]* is refused: it needs [0-9]* bytes of shared memory, more than the [0-9]* a block of this device may have'
 
 # GPUCHECK_JOBS runs at once in the config sweeps below (default: half
 # the CPUs): each run compiles its configs on one or a few threads and the
@@ -46,8 +42,9 @@ attention_run() {
 # attention_configs FILE HEAD_DIM: attention_run for each config index
 # until every config of the kernel with the most has run (index 0 first:
 # it says how many), GPUCHECK_JOBS at once; a line per run, its configs
-# and the check's verdict. A run whose launch the runtime refused as above
-# is "refused (reason)", its other kernels unchecked; anything else that
+# and the check's verdict. A run whose launch the runtime refused for
+# shared memory (gpurefusal.sh) is "refused (reason)", its other kernels
+# unchecked; anything else that
 # is not "N of N ok" is a failure, shown whole. Every config named in
 # $ran (a line each); the counts in $passed, $refused.
 attention_configs() {
@@ -69,12 +66,10 @@ attention_configs() {
         configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
         ran=$(printf '%s\n%s\n' "$ran" "$configs" | tr -d ' ' | tr ',' '\n' | grep . | sort -u)
         verdict=$(printf '%s\n' "$out" | tail -1)
-        why=$(printf '%s\n' "$out" | grep ' (gpu): ' | grep -o "$REFUSAL" | head -1)
         if [ "$rc" = 0 ]; then
             echo "  index $i: $configs: ${verdict##*: }"
             passed=$((passed + 1))
-        elif [ -n "$why" ] && [ "$verdict" = "attention: FAIL (a launch failed)" ] &&
-             [ "$(printf '%s\n' "$out" | grep -c ' (gpu): ')" = 1 ] && ! printf '%s\n' "$out" | grep -q 'max diff.* FAIL'; then
+        elif why=$(refusal "$out"); then
             echo "  index $i: $configs: refused ($why)"
             refused=$((refused + 1))
         else

@@ -22,6 +22,7 @@
 # other files not).
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
+. tests/gpurefusal.sh
 export LD_LIBRARY_PATH="$BUILD/gpulibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PHOBOS_TARGET=gpu PHOBOS_REQUIRE_GPU=1
 SAN=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
@@ -48,10 +49,6 @@ sanitize() {
     [ $((queued % JOBS)) != 0 ] || wait
 }
 
-# The one refusal that is no failure (as in gpucheck.sh): a config needing
-# more shared memory than a block of this device may have, refused before
-# the driver sees it; its other kernels go unchecked.
-REFUSAL='[A-Za-z0-9_]* is refused: it needs [0-9]* bytes of shared memory, more than the [0-9]* a block of this device may have'
 refused=0
 
 # report: once the runs started are done, each one's summary line, and the
@@ -64,10 +61,9 @@ report() {
         label=$(cat "$Q/$n.label") rc=$(cat "$Q/$n.rc") out=$(cat "$Q/$n.out")
         runs=$((runs + 1))
         summary=$(printf '%s\n' "$out" | grep -E '(ERROR|RACECHECK) SUMMARY' | tail -1 | sed 's/^========= //')
-        why=$(printf '%s\n' "$out" | grep ' (gpu): ' | grep -o "$REFUSAL" | head -1)
-        if [ "$rc" = 1 ] && [ -n "$why" ] && printf '%s\n' "$summary" | grep -qE '^(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors)' &&
-           printf '%s\n' "$out" | grep -q '^attention: FAIL (a launch failed)$' &&
-           [ "$(printf '%s\n' "$out" | grep -c ' (gpu): ')" = 1 ] && ! printf '%s\n' "$out" | grep -q 'max diff.* FAIL'; then
+        # a refused run (gpurefusal.sh) that the tool found clean
+        if [ "$rc" = 1 ] && printf '%s\n' "$summary" | grep -qE '^(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed \(0 errors)' &&
+           why=$(refusal "$out"); then
             echo "  $label: refused ($why)"
             refused=$((refused + 1))
             n=$((n + 1))

@@ -187,6 +187,32 @@ Test(target, sm90a_rings_of_rows_its_swizzle_cannot_hold_keep_the_ldmatrix_layou
     ir_module_free(m);
 }
 
+/* Narrows m to its configs that keep(f, arg) takes, moved to the front;
+ * returns how many. Restore m->nfuncs (kept in *all) before freeing m. */
+static int keep_configs(IrModule *m, bool (*keep)(const IrFunc *f, const char *arg), const char *arg, int *all)
+{
+    int kept = 0;
+    *all = m->nfuncs;
+    for (int i = 0; i < *all; i++) {
+        IrFunc *f = m->funcs[i];
+        if (!keep(f, arg)) continue;
+        m->funcs[i] = m->funcs[kept];
+        m->funcs[kept++] = f;
+    }
+    m->nfuncs = kept;
+    return kept;
+}
+
+static bool of_kernel(const IrFunc *f, const char *kernel) { return !strcmp(f->kernel, kernel); }
+static bool named(const IrFunc *f, const char *name) { return !strcmp(f->name, name); }
+
+/* attn_fwd's configs whose row block is one m64 a warpgroup */
+static bool forward_of_one_m64(const IrFunc *f, const char *unused)
+{
+    (void)unused;
+    return of_kernel(f, "attn_fwd") && strstr(f->name, f->threads == 256 ? "__BR_128__" : "__BR_64__");
+}
+
 /* tests/gpu/ops.ph's pdot: A computed (from registers), B [K, N] read
  * MN-major, K tiles of 48, 80 and 176 columns, no swizzle width: wgmma
  * still takes every dot, 3 + 5 + 11 instructions of k16. */
@@ -194,15 +220,8 @@ Test(target, sm90a_register_a_dots_take_wgmma_at_any_k_of_16s, .timeout = 300)
 {
     IrModule *m = driver_compile_file("tests/gpu/ops.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
-    int all = m->nfuncs, kept = 0;
-    for (int i = 0; i < all; i++) {
-        IrFunc *f = m->funcs[i];
-        if (strcmp(f->kernel, "pdot")) continue;
-        m->funcs[i] = m->funcs[kept];
-        m->funcs[kept++] = f;
-    }
-    cr_assert_eq(kept, 3);
-    m->nfuncs = kept;
+    int all;
+    cr_assert_eq(keep_configs(m, of_kernel, "pdot", &all), 3);
     char *ptx = emit_for(m, "sm_90a");
     cr_expect_null(strstr(ptx, "mma.sync"), "an mma.sync is left");
     cr_expect_eq(tu_count_between(ptx, ptx + strlen(ptx), "m64n64k16.f32.f16.f16 {"), 19);
@@ -220,15 +239,8 @@ Test(target, sm90a_attention_forward_runs_both_dots_on_wgmma_with_p_from_registe
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
-    int all = m->nfuncs, kept = 0;
-    for (int i = 0; i < all; i++) {
-        IrFunc *f = m->funcs[i];
-        if (strcmp(f->kernel, "attn_fwd") || !strstr(f->name, f->threads == 256 ? "__BR_128__" : "__BR_64__")) continue;
-        m->funcs[i] = m->funcs[kept];
-        m->funcs[kept++] = f;
-    }
-    cr_assert_geq(kept, 8);
-    m->nfuncs = kept;
+    int all;
+    cr_assert_geq(keep_configs(m, forward_of_one_m64, NULL, &all), 8);
     char *ptx = emit_for(m, "sm_90a");
     cr_expect_null(strstr(ptx, "mma.sync"), "an mma.sync is left");
     cr_expect_not_null(strstr(ptx, "k16.f32.f16.f16 {"), "no wgmma");
@@ -248,15 +260,8 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
-    int all = m->nfuncs, kept = 0;
-    for (int i = 0; i < all; i++) {
-        IrFunc *f = m->funcs[i];
-        if (strcmp(f->name, "attn_fwd__D_128__BR_256__BC_64__NT_256__S_2__W_0__MASKED_1")) continue;
-        m->funcs[i] = m->funcs[kept];
-        m->funcs[kept++] = f;
-    }
-    cr_assert_eq(kept, 1);
-    m->nfuncs = kept;
+    int all;
+    cr_assert_eq(keep_configs(m, named, "attn_fwd__D_128__BR_256__BC_64__NT_256__S_2__W_0__MASKED_1", &all), 1);
     CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
     char *ir = NULL, err[2048];
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_LLVM, &ir, err, sizeof err), 0, "%s", err);
@@ -278,15 +283,8 @@ static char *one_tuned_ptx(const char *name)
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
-    int all = m->nfuncs, kept = 0;
-    for (int i = 0; i < all; i++) {
-        IrFunc *f = m->funcs[i];
-        if (strcmp(f->name, name)) continue;
-        m->funcs[i] = m->funcs[kept];
-        m->funcs[kept++] = f;
-    }
-    cr_assert_eq(kept, 1);
-    m->nfuncs = kept;
+    int all;
+    cr_assert_eq(keep_configs(m, named, name, &all), 1);
     char *ptx = emit_for(m, "sm_90a");
     m->nfuncs = all;
     ir_module_free(m);

@@ -57,14 +57,21 @@ static bool read_from_memory(const IrFunc *f, ValueId v) { return read_from_memo
  * from shared memory. */
 static bool split_columns(const IrFunc *f, const IrOp *dot) { return ir_vtype(f, dot->args[0]).shape[0] == 64 && f->threads >= 256; }
 
-/* Whether A is computed (not read from memory) and not through a
- * transpose, on one warpgroup's rows: the dot reads it from registers
- * (a_in_registers), whatever the plan. */
+/* Whether A is computed (not read from memory) on one warpgroup's rows:
+ * then the dot reads it from registers unless the layout pass folded a
+ * transpose into it (a_in_registers). */
+static bool a_computed(const IrFunc *f, const IrOp *dot)
+{
+    return !split_columns(f, dot) && !read_from_memory_as(f, dot->args[0], true, 0);
+}
+
+/* a_computed, and not a transpose (or a convert of one), which the plan may
+ * fold: from registers whatever the plan says. */
 static bool a_computed_whole(const IrFunc *f, const IrOp *dot)
 {
     const IrOp *d = f->values[dot->args[0]].def;
     while (d && d->kind == OP_CONVERT) d = f->values[d->args[0]].def;
-    return !split_columns(f, dot) && !read_from_memory_as(f, dot->args[0], true, 0) && (!d || d->kind != OP_TRANSPOSE);
+    return a_computed(f, dot) && (!d || d->kind != OP_TRANSPOSE);
 }
 
 static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
@@ -98,7 +105,7 @@ static bool wgmma_accepts(const IrFunc *f, const IrOp *dot)
  * transposed). */
 static bool a_in_registers(Cg *c, const IrOp *dot)
 {
-    return !split_columns(c->f, dot) && !read_from_memory_as(c->f, dot->args[0], true, 0) && !c->plan.absorbed[dot->args[0]];
+    return a_computed(c->f, dot) && !c->plan.absorbed[dot->args[0]];
 }
 
 /* The four registers of A's fragment for row piece im and columns

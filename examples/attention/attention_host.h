@@ -44,10 +44,9 @@ static bool attn_fits(const IrFunc *f, const void *ctx)
 {
     const AttnSize *s = ctx;
     int64_t d = host_meta(f, "D"), br = host_meta(f, "BR"), bc = host_meta(f, "BC");
+    bool masked = host_meta(f, "MASKED") == 1;
     if (d != -1 && d != s->d) return false;
-    if (br > 0 && s->n % br && host_meta(f, "MASKED") != 1) return false;
-    if (bc > 0 && s->n % bc && host_meta(f, "MASKED") != 1) return false;
-    return true;
+    return masked || ((br <= 0 || s->n % br == 0) && (bc <= 0 || s->n % bc == 0));
 }
 
 /* attn_bwd_delta walks all Z H N_CTX rows. */
