@@ -264,6 +264,16 @@ static const Rejected rejected[] = {
     {"", C ISSUED "  %9 = add %8, %4 : f32[64, 64]\n  return\n", NULL,
      "f: op 'add' (%9): operand %8 is an issued dot's result, which only a wait_dots reads"},
     {"", C ISSUED "  %9 = wait_dots %4 pending 0 : f32[64, 64]\n  return\n", NULL, "f: op 'wait_dots' (%9): operand 1 is no issued dot's result"},
+    /* a for loop may carry one in flight (PHOBOS_WAIT_NEXT): its argument and result are issued too */
+    {"", C ISSUED "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n    %12 = add %11, %4 : f32[64, 64]\n"
+                  "    %13 = dot %5, %7, %12 issued : f32[64, 64]\n    yield %13\n  }\n  return\n", NULL,
+     "f: op 'add' (%12): operand %11 is an issued dot's result, which only a wait_dots reads"},
+    {"", C ISSUED "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n    %12 = wait_dots %11 pending 0 : f32[64, 64]\n"
+                  "    %13 = dot %5, %7, %12 issued : f32[64, 64]\n    yield %13\n  }\n  %14 = add %9, %4 : f32[64, 64]\n  return\n", NULL,
+     "f: op 'add' (%14): operand %9 is an issued dot's result, which only a wait_dots reads"},
+    /* an if may not */
+    {"", C ISSUED "  %9 = eq %1, %1 : bool\n  %10 = if %9 : f32[64, 64] {\n    yield %8\n  } else {\n    yield %4\n  }\n  return\n", NULL,
+     "f: op 'if' (%10): then branch yields an issued dot's result (only a for loop carries one)"},
 #undef ISSUED
 #undef COPY
     /* ---- for ---- */
@@ -350,6 +360,24 @@ Test(ir_verify, every_rule_refuses_its_program)
         const char *got = message_of(i);
         cr_expect_str_eq(got, rejected[i].message, "case %d:\n  got  %s\n  want %s", i, got, rejected[i].message);
     }
+}
+
+/* The loop of the wait at the next iteration's top (wgmma_overlap.c,
+ * PHOBOS_WAIT_NEXT): a dot carried in flight, waited for at the body's top
+ * and after the loop, is accepted. */
+Test(ir_verify, a_for_loop_carrying_an_issued_dot_to_its_waits_is_accepted)
+{
+    const char *text = "func f kernel f threads 128\n    params() {\n" C
+                       "  %3 = splat %2 : f32[64, 16]\n  %4 = splat %2 : f32[64, 64]\n  %5 = convert %3 : f16[64, 16]\n"
+                       "  %6 = splat %2 : f32[16, 64]\n  %7 = convert %6 : f16[16, 64]\n"
+                       "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n"
+                       "    %12 = wait_dots %11 pending 0 : f32[64, 64]\n    %13 = dot %5, %7, %12 issued : f32[64, 64]\n"
+                       "    yield %13\n  }\n  %14 = wait_dots %9 pending 0 : f32[64, 64]\n  return\n}\n";
+    char perr[512], err[512] = "";
+    IrModule *m = ir_parse(text, perr, sizeof perr);
+    cr_assert_not_null(m, "%s", perr);
+    cr_expect_eq(ir_verify(m->funcs[0], err, sizeof err), 0, "%s", err);
+    ir_module_free(m);
 }
 
 /* Builds `if c { if c { ... yield } yield }` depth deep, then return. */

@@ -347,7 +347,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_RELEASE_ASYNC: emit_release_async(c); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_WAIT_DOTS: {
-        const IrOp *d = op->nargs ? c->f->values[op->args[0]].def : NULL;
+        const IrOp *d = op->nargs ? ir_issued_dot(c->f, op->args[0]) : NULL;
         const DotEngine *e = d ? dot_engine_for(c->target, c->f, d) : NULL;
         if (e && e->wait) e->wait(c, op);
         else cg_fail(c, op, "internal error: a wait_dots of dots no engine issues");

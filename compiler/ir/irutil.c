@@ -86,6 +86,31 @@ static ValueId carried_init_in(const IrBlock *b, ValueId v, int depth)
 
 ValueId ir_carried_init(const IrFunc *f, ValueId v) { return carried_init_in(f->body, v, 0); }
 
+/* The value the body of the for loop carrying v yields for it, or 0. */
+static ValueId carried_next_in(const IrBlock *b, ValueId v, int depth)
+{
+    for (int i = 0; i < b->nops && depth < IR_MAX_DEPTH; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_FOR)
+            for (int j = 0; j + 2 < op->nargs; j++)
+                if (op->res[j] == v || op->body->args[1 + j] == v) return op->body->ops[op->body->nops - 1]->args[j];
+        ValueId r = op->body ? carried_next_in(op->body, v, depth + 1) : 0;
+        if (!r && op->els) r = carried_next_in(op->els, v, depth + 1);
+        if (r) return r;
+    }
+    return 0;
+}
+
+const IrOp *ir_issued_dot(const IrFunc *f, ValueId v)
+{
+    const IrOp *d = f->values[v].def;
+    if (!d || d->kind == OP_FOR) {
+        ValueId next = carried_next_in(f->body, v, 0);
+        d = next ? f->values[next].def : NULL;
+    }
+    return d && d->kind == OP_DOT && (d->flags & DOT_ISSUED) ? d : NULL;
+}
+
 static IrBlock *clone_block(IrFunc *to, const IrBlock *b);
 
 static IrOp *clone_op_deep(IrFunc *to, const IrOp *op)

@@ -18,6 +18,10 @@ IrOp *ir_clone_deep(IrFunc *f, const IrOp *op, ValueId *map, int nmap);
 /* The value a for loop starts v with, v being one of its carried values
  * (a body argument past the counter, or a result); 0 for any other value. */
 ValueId ir_carried_init(const IrFunc *f, ValueId v);
+/* The issued dot (DOT_ISSUED) whose result v is, or whose result a for
+ * loop carries as v (a body argument or a result: the dot in flight across
+ * the back edge, wgmma_overlap.c), else NULL. */
+const IrOp *ir_issued_dot(const IrFunc *f, ValueId v);
 /* A copy of f whose blocks and ops are its own, with the same value
  * numbers, for passes that change it while f stays as it is (a target's
  * passes, run by the code generator). It borrows f's names, parameters

@@ -18,7 +18,15 @@ typedef struct {
     char *err; size_t errlen;
     bool failed;
     const IrOp *ring_first[IR_MAX_RINGS];   /* by ring: its first copy, which the others must match */
+    unsigned char *pending; /* per value: a for loop carries an issued dot's result in it */
 } Verifier;
+
+/* v is an issued dot's result, or a loop's carried value of one: only a wait_dots reads it (or a for body's yield). */
+static bool in_flight(const Verifier *v, ValueId a)
+{
+    const IrOp *d = v->f->values[a].def;
+    return (d && d->kind == OP_DOT && (d->flags & DOT_ISSUED)) || v->pending[a];
+}
 
 static bool bad(Verifier *v, const IrOp *op, const char *fmt, ...)
 {
@@ -97,8 +105,7 @@ static bool check_operands(Verifier *v, const IrOp *op)
         if (a <= 0 || a >= v->f->nvalues) return bad(v, op, "operand %d is not a value", i + 1);
         if (v->state[a] == 0) return bad(v, op, "operand %%%d is used before it is defined", a);
         if (v->state[a] == 2) return bad(v, op, "operand %%%d is used outside the region that defines it", a);
-        const IrOp *d = v->f->values[a].def;
-        if (d && d->kind == OP_DOT && (d->flags & DOT_ISSUED) && op->kind != OP_WAIT_DOTS)
+        if (in_flight(v, a) && op->kind != OP_WAIT_DOTS && op->kind != OP_YIELD)
             return bad(v, op, "operand %%%d is an issued dot's result, which only a wait_dots reads", a);
     }
     return true;
@@ -349,10 +356,8 @@ static bool check_wait(Verifier *v, const IrOp *op)
 static bool check_wait_dots(Verifier *v, const IrOp *op)
 {
     if (!check_wait(v, op)) return false;
-    for (int i = 0; i < op->nargs; i++) {
-        const IrOp *d = v->f->values[op->args[i]].def;
-        if (!d || d->kind != OP_DOT || !(d->flags & DOT_ISSUED)) return bad(v, op, "operand %d is no issued dot's result", i + 1);
-    }
+    for (int i = 0; i < op->nargs; i++)
+        if (!in_flight(v, op->args[i])) return bad(v, op, "operand %d is no issued dot's result", i + 1);
     return true;
 }
 
@@ -371,6 +376,8 @@ static bool check_yield(Verifier *v, const IrOp *owner, const IrOp *y, const cha
     if (y->nargs != owner->nres) return bad(v, owner, "%s yields %d values, the op has %d results", region, y->nargs, owner->nres);
     for (int i = 0; i < y->nargs; i++) {
         char b1[32], b2[32];
+        if (owner->kind != OP_FOR && in_flight(v, y->args[i]))
+            return bad(v, owner, "%s yields an issued dot's result (only a for loop carries one)", region);
         IrType t = ty(v, y->args[i]), r = ty(v, owner->res[i]);
         if (!ir_type_eq(t, r)) return bad(v, owner, "%s yields %s for result %d of type %s", region, tstr(t, b1), i + 1, tstr(r, b2));
     }
@@ -396,6 +403,11 @@ static bool check_for(Verifier *v, const IrOp *op, int depth)
         if (!ir_type_eq(init, arg) || !ir_type_eq(init, res))
             return bad(v, op, "carried value %d: initial %s, argument and result must agree (%s)", i + 1, tstr(init, b1), tstr(arg, b2));
     }
+    /* a dot left in flight across the back edge: the argument and the result carrying it */
+    const IrOp *y = body->nops ? body->ops[body->nops - 1] : NULL;
+    for (int i = 0; y && y->kind == OP_YIELD && i < ncarried && i < y->nargs; i++)
+        if (y->args[i] > 0 && y->args[i] < v->f->nvalues && in_flight(v, y->args[i]) && op->res[i] > 0 && op->res[i] < v->f->nvalues)
+            v->pending[body->args[i + 1]] = v->pending[op->res[i]] = 1;
     if (!check_block(v, body, depth + 1, op)) return false;
     return check_yield(v, op, body->ops[body->nops - 1], "body");
 }
@@ -589,10 +601,12 @@ static bool check_block(Verifier *v, const IrBlock *b, int depth, const IrOp *ow
 
 int ir_verify(const IrFunc *f, char *err, size_t errlen)
 {
-    Verifier v = {f, xcalloc((size_t)(f->nvalues > 0 ? f->nvalues : 1), 1), err, errlen, false, {0}};
+    size_t n = (size_t)(f->nvalues > 0 ? f->nvalues : 1);
+    Verifier v = {f, xcalloc(n, 1), err, errlen, false, {0}, xcalloc(n, 1)};
     if (!f->body) bad(&v, NULL, "has no body");
     else if (f->body->nargs) bad(&v, NULL, "the function body takes no arguments");
     else check_block(&v, f->body, 0, NULL);
     free(v.state);
+    free(v.pending);
     return v.failed;
 }

@@ -356,7 +356,7 @@ static void wait_wgmma(Cg *c, const IrOp *w)
 {
     int total = 0;
     for (int i = 0; i < w->nargs; i++) {
-        const IrOp *dot = c->f->values[w->args[i]].def;
+        const IrOp *dot = ir_issued_dot(c->f, w->args[i]);
         IrType at = vtype(c, dot->args[0]);
         total += c->vals[w->args[i]].n + at.shape[0] * at.shape[1] / c->T / 2 + 4;
     }
@@ -370,8 +370,10 @@ static void wait_wgmma(Cg *c, const IrOp *w)
     }
     int nacc = n;
     for (int i = 0; i < w->nargs; i++) {
-        const IrOp *dot = c->f->values[w->args[i]].def;
-        issued_a_registers(c, dot, regs, &n);
+        const IrOp *dot = ir_issued_dot(c->f, w->args[i]);
+        /* a dot carried in flight from the iteration before read an A no longer at hand; its
+         * registers are written again only after this wait (wgmma_overlap.c) */
+        if (dot == c->f->values[w->args[i]].def) issued_a_registers(c, dot, regs, &n);
         reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
     }
     ptx_wgmma_wait_regs(c, (int)w->ival, regs, n);
