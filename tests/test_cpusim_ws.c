@@ -14,6 +14,8 @@
 #include "simharness.h"
 #include "codegen/codegen.h"
 #include "driver/targets.h"
+#include "ir/irutil.h"
+#include "nvidia/targets.h"
 #include "testutil.h"
 
 #include <unistd.h>
@@ -552,4 +554,98 @@ Test(cpusim_ws, warpgroups_that_never_get_their_first_turn_are_a_deadlock, .time
     free(ir);
     ir_module_free(m);
     unlink(path);
+}
+
+/* ---- the wait for P V at the next iteration's top (PHOBOS_WAIT_NEXT=1, wgmma_overlap.c) ---- */
+
+/* Attention's forward loop taking turns over n_kv keys: none (the guard
+ * yields the inits), one tile (the loop never runs: the wait after it reads
+ * acc_0), a tile and a piece, several (the top of each iteration waits for
+ * the P V the one before left in flight); with ph.online_softmax, and
+ * spelled out with a mask (the rescale's broadcast built again at the top,
+ * its factor carried). */
+static const char *WAIT_NEXT =
+    "import phobos.lang as ph\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(256)\n"
+    "@ph.stages(S)\n"
+    "@ph.warp_specialize(2)\n"
+    "@ph.autotune(S=[2, 3])\n"
+    "def flash(Q: ph.tensor[ph.f16][M, 64], K: ph.tensor[ph.f16][N, 64], V: ph.tensor[ph.f16][N, 64],\n"
+    "          O: ph.tensor[ph.f32][M, 64], n_kv: ph.i32):\n"
+    "    q0: ph.let = ph.ctx.block.x * 128\n"
+    "    q: ph.let = Q[q0:+128, :]\n"
+    "    acc: ph.var[ph.tile[ph.f32][128, 64]] = 0.0\n"
+    "    m: ph.var[ph.tile[ph.f32][128, 1]] = -1.0e30\n"
+    "    l: ph.var[ph.tile[ph.f32][128, 1]] = 0.0\n"
+    "    for kt in range(0, n_kv, 64):\n"
+    "        s: ph.let = ph.dot_t(q, K[kt:+64, :]) * 0.125\n"
+    "        ph.online_softmax(acc, m, l, s, V[kt:+64, :])\n"
+    "    O[q0:+128, :] = acc + l\n"
+    "\n"
+    "\n"
+    "@ph.kernel\n"
+    "@ph.tensorcore\n"
+    "@ph.launch(256)\n"
+    "@ph.stages(S)\n"
+    "@ph.warp_specialize(2)\n"
+    "@ph.autotune(S=[2, 3])\n"
+    "def spelled(Q: ph.tensor[ph.f16][M, 64], K: ph.tensor[ph.f16][N, 64], V: ph.tensor[ph.f16][N, 64],\n"
+    "            O: ph.tensor[ph.f32][M, 64], n_kv: ph.i32):\n"
+    "    q0: ph.let = ph.ctx.block.x * 128\n"
+    "    acc: ph.var[ph.tile[ph.f32][128, 64]] = 0.0\n"
+    "    m: ph.var[ph.tile[ph.f32][128, 1]] = -1.0e30\n"
+    "    l: ph.var[ph.tile[ph.f32][128, 1]] = 0.0\n"
+    "    for kt in range(0, n_kv, 64):\n"
+    "        s: ph.let = ph.dot_t(Q[q0:+128, :], K[kt:+64, :])\n"
+    "        s2: ph.let = ph.where(kt + ph.iota(1, 64) <= q0 + ph.iota(0, 128) + 40, s * 0.125, -1.0e30)\n"
+    "        mn: ph.let = ph.max(m, ph.rowmax(s2))\n"
+    "        a: ph.let = ph.exp(m - mn)\n"
+    "        p: ph.let = ph.exp(s2 - mn)\n"
+    "        l = l * a + ph.rowsum(p)\n"
+    "        acc = acc * a + ph.dot(ph.f16(p), V[kt:+64, :])\n"
+    "        m = mn\n"
+    "    O[q0:+128, :] = acc / ph.max(l, 1.0e-30)\n";
+
+/* A for loop in b whose body starts with a wait for the dot it carries in flight from the iteration before. */
+static bool top_wait_in(const IrFunc *f, const IrBlock *b, int depth)
+{
+    for (int i = 0; b && i < b->nops && depth < 8; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_FOR && op->body->nops && op->body->ops[0]->kind == OP_WAIT_DOTS) {
+            ValueId v = op->body->ops[0]->args[0];
+            for (int a = 1; a < op->body->nargs; a++)
+                if (op->body->args[a] == v && ir_issued_dot(f, v)) return true;
+        }
+        if (top_wait_in(f, op->body, depth + 1) || top_wait_in(f, op->els, depth + 1)) return true;
+    }
+    return false;
+}
+
+/* Whether f's forward loop waits at its top, after sm_90a's passes up to the rotation. */
+static bool waits_at_the_top(const IrFunc *f)
+{
+    IrFunc *c = ir_func_clone(f);
+    wgmma_async(c);
+    wgmma_overlap(c);
+    bool top = top_wait_in(c, c->body, 0);
+    ir_func_free(c);
+    return top;
+}
+
+Test(cpusim_ws, the_wait_for_p_v_at_the_next_iterations_top_matches_at_every_trip_count, .timeout = 900)
+{
+    setenv("PHOBOS_WAIT_NEXT", "1", 1);
+    IrModule *m = driver_compile_string("waitnext.ph", WAIT_NEXT, NULL, stderr);
+    cr_assert_not_null(m);
+    cr_assert_eq(m->nfuncs, 4);
+    for (int i = 0; i < m->nfuncs; i++) cr_expect(waits_at_the_top(m->funcs[i]), "%s: no wait at its loop's top", m->funcs[i]->name);
+    cpusim *s = load_arch(m, "sm_90a");
+    static const int trips[] = {0, 64, 72, 200, 320};
+    for (int i = 0; i < m->nfuncs; i++)
+        for (int t = 0; t < 5; t++) cr_expect_eq(run_config_with(s, m->funcs[i], "n_kv", trips[t]), 0, "%s, n_kv %d", m->funcs[i]->name, trips[t]);
+    cpusim_free(s);
+    ir_module_free(m);
+    unsetenv("PHOBOS_WAIT_NEXT");
 }

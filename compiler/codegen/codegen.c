@@ -242,6 +242,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_ADD_INSIDE",    /* cg_store.c */
     "PHOBOS_VECTOR_TRANSPOSE", /* cg_control.c */
     "PHOBOS_ADD_EXCHANGE",  /* cg_store.c */
+    "PHOBOS_WAIT_NEXT",     /* wgmma_overlap.c */
     NULL,
 };
 
