@@ -23,6 +23,8 @@
  *   wait_dots' lowering) before the body's refills, which overwrite
  *   V_{j-1}'s slot; X_j = R(that result); P_j, V_j carried on;
  *   after the loop the last dot of the last iteration.
+ * With PHOBOS_WAIT_NEXT=1 the wait for the last dot and the rescale go to
+ * the next iteration's top instead (rotate_wait_next, below).
  * Each dot computes what it computed before, on the same operand values:
  * only when it runs moves. A trip count of zero yields the inits as the
  * loop did. By default only kernels whose warpgroups take turns
