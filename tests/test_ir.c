@@ -475,13 +475,14 @@ Test(ir_passes, table_and_driver)
     cr_assert_str_eq(ir_passes[2].name, "masks");
     cr_assert_str_eq(ir_passes[3].name, "async");
     cr_assert_str_eq(ir_passes[4].name, "pipeline");
-    cr_assert_str_eq(ir_passes[5].name, "dce");
-    cr_assert_null(ir_passes[6].name);
+    cr_assert_str_eq(ir_passes[5].name, "masksplit");
+    cr_assert_str_eq(ir_passes[6].name, "dce");
+    cr_assert_null(ir_passes[7].name);
     char *text = tu_read_file("tests/ir/fold.ir");
     IrModule *m = parse_ok(text);
     char err[512] = "";
     cr_assert_eq(ir_run_passes(m->funcs[0], true, "layout", NULL, err, sizeof err), 1);
-    cr_assert_str_eq(err, "unknown pass 'layout' for dump-after; the passes are: fold licm masks async pipeline dce");
+    cr_assert_str_eq(err, "unknown pass 'layout' for dump-after; the passes are: fold licm masks async pipeline masksplit dce");
     size_t len = 0;
     char *dump = NULL;
     FILE *out = open_memstream(&dump, &len);

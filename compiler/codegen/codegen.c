@@ -243,6 +243,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_VECTOR_TRANSPOSE", /* cg_control.c */
     "PHOBOS_ADD_EXCHANGE",  /* cg_store.c */
     "PHOBOS_WAIT_NEXT",     /* wgmma_overlap.c */
+    "PHOBOS_MASK_SPLIT",    /* passes.c, masks.c */
     NULL,
 };
 

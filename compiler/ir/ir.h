@@ -262,6 +262,7 @@ void ir_fold(IrFunc *f);             /* constant folding of scalar ops */
 void ir_dce(IrFunc *f);              /* removes ops whose results are unused and that write nothing */
 void ir_licm(IrFunc *f);             /* moves loop-invariant ops out of loops (licm.c) */
 void ir_masks(IrFunc *f);            /* a select on an affine i32 compare decided once per tile when it can be (masks.c) */
+void ir_mask_split(IrFunc *f);        /* a loop run as two where its masks hold on its first iterations (masks.c) */
 void ir_async(IrFunc *f);            /* copies loop loads feeding tensor-core dots through shared-memory rings (async.c) */
 void ir_pipeline(IrFunc *f);         /* issues loop loads one iteration ahead (pipeline.c) */
 /* Runs every pass (verifying after each when verify is set); prints the IR

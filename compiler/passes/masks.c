@@ -54,6 +54,7 @@
  * it some. */
 #include "ir/irutil.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -507,3 +508,278 @@ static void masks_block(IrFunc *f, IrBlock *blk, int depth)
 }
 
 void ir_masks(IrFunc *f) { masks_block(f, f->body, 0); }
+
+/* ---- loops split where the masks hold (pass `masksplit`, after pipeline) ----
+ *
+ * A for loop whose body holds ifs this pass made for selects (`if %t {
+ * yield %a } else { select %c, %a, %b; yield }`) on compares whose scalars
+ * are the loop's variable iv or values from outside the loop runs, where
+ * every such compare holds at every element for the first iterations and
+ * not after (attention's key-column and causal masks: the last K/V
+ * blocks), as two loops: a copy running those first iterations with each
+ * such if replaced by %a, then the loop itself from where the copy
+ * stopped, carrying on from the copy's results (ring slots included: one
+ * ring across both). The split point is found in i64 from the compares'
+ * forms: the iterations where each side's S is the exact integer inside
+ * its range and the corner's compare holds, the conditions under which
+ * the if's own test holds; each is linear in iv, so it holds on a prefix
+ * of the iterations, on a suffix (then it must hold at the first), or
+ * everywhere or nowhere. A mask under ifs on conditions from outside the
+ * loop limits the split only where those conditions reach it. */
+
+enum { SPLIT_COEF = 1 << 20 };   /* |coefficients| kept small, so the i64 sums cannot wrap */
+
+typedef struct {
+    ValueId if_res;       /* the mask if's result in the original loop */
+    ValueId then_value;   /* %a */
+} MaskIf;
+
+typedef struct {
+    IrFunc *f;
+    const bool *inside;
+    ValueId iv;
+    MaskIf *ifs;
+    int nifs, cap;
+} LoopScan;
+
+static bool invariant_terms(const LoopScan *ls, const Affine *a, int64_t *c_iv)
+{
+    *c_iv = 0;
+    for (int i = 0; i < a->nterms; i++) {
+        if (a->sc[i] > SPLIT_COEF || a->sc[i] < -SPLIT_COEF) return false;
+        if (a->sv[i] == ls->iv) *c_iv += a->sc[i];
+        else if (ls->inside[a->sv[i]]) return false;
+    }
+    return true;
+}
+
+/* Whether op is a mask if of this pass whose compare can limit a split;
+ * its split in *sp. */
+static bool mask_if(const LoopScan *ls, const IrOp *op, Split *sp, MaskIf *mi)
+{
+    if (op->kind != OP_IF || op->nres != 1 || op->body->nops != 1 || !op->els || op->els->nops < 2) return false;
+    const IrOp *ty = op->body->ops[0], *ey = op->els->ops[op->els->nops - 1];
+    if (ty->kind != OP_YIELD || ey->kind != OP_YIELD || ty->nargs != 1 || ey->nargs != 1) return false;
+    const IrOp *sel = ls->f->values[ey->args[0]].def;
+    if (!sel || sel->kind != OP_SELECT || sel->args[1] != ty->args[0]) return false;
+    if (!match_compare(ls->f, through_broadcasts(ls->f, sel->args[0]), sp)) return false;
+    int64_t cl, cr;
+    if (!invariant_terms(ls, &sp->lhs.a, &cl) || !invariant_terms(ls, &sp->rhs.a, &cr) || (!cl && !cr)) return false;
+    mi->if_res = op->res[0];
+    mi->then_value = ty->args[0];
+    return true;
+}
+
+static ValueId emit3(Builder *b, IrOpKind kind, DType dt, ValueId x, ValueId y, ValueId z)
+{
+    ValueId args[3] = {x, y, z};
+    IrType t = ir_scalar(dt);
+    IrOp *op = ir_emit(b->f, NULL, kind, 3, args, 1, &t);
+    op->loc = b->loc;
+    ir_block_insert(b->f, b->blk, b->pos++, op);
+    return op->res[0];
+}
+
+static ValueId to64(Builder *b, ValueId v) { return emit(b, OP_CONVERT, 0, DT_I64, v, 0); }
+static ValueId add64(Builder *b, ValueId x, ValueId y) { return emit(b, OP_BINARY, BIN_ADD, DT_I64, x, y); }
+static ValueId k64(Builder *b, int64_t v) { return emit_const(b, DT_I64, v); }
+
+/* The side's S without its iv term, exact in i64 (the terms' values are
+ * i32, their coefficients at most SPLIT_COEF). */
+static ValueId exact_rest(Builder *b, const Affine *a, ValueId iv)
+{
+    ValueId s = k64(b, 0);
+    for (int i = 0; i < a->nterms; i++) {
+        if (a->sv[i] == iv) continue;
+        ValueId t = emit(b, OP_BINARY, BIN_MUL, DT_I64, to64(b, a->sv[i]), k64(b, a->sc[i]));
+        s = add64(b, s, t);
+    }
+    return s;
+}
+
+static int64_t iv_coef(const Affine *a, ValueId iv)
+{
+    int64_t c = 0;
+    for (int i = 0; i < a->nterms; i++) c += a->sv[i] == iv ? a->sc[i] : 0;
+    return c;
+}
+
+/* How many of the iterations start, start + step, ... (at most trip)
+ * satisfy P iv + Q <= 0 (Q an i64 value), as an i64 value. */
+static ValueId count_where(Builder *b, int64_t P, ValueId Q, ValueId start, ValueId trip, int64_t step)
+{
+    if (P > 0) {
+        /* iv <= floor(-Q / P) = B; count = max(0, (B - start) // step + 1) */
+        ValueId negq = emit(b, OP_BINARY, BIN_SUB, DT_I64, k64(b, 0), Q);
+        ValueId B = emit(b, OP_BINARY, BIN_FLOORDIV, DT_I64, negq, k64(b, P));
+        ValueId d = emit(b, OP_BINARY, BIN_SUB, DT_I64, B, start);
+        ValueId n = add64(b, emit(b, OP_BINARY, BIN_FLOORDIV, DT_I64, d, k64(b, step)), k64(b, 1));
+        n = emit(b, OP_BINARY, BIN_MAX, DT_I64, n, k64(b, 0));
+        return emit(b, OP_BINARY, BIN_MIN, DT_I64, n, trip);
+    }
+    /* P <= 0: holds from some iteration on (or never, or always): all of them when it holds at the first */
+    ValueId at0 = add64(b, emit(b, OP_BINARY, BIN_MUL, DT_I64, start, k64(b, P)), Q);
+    ValueId ok = emit(b, OP_CMP, CMP_LE, DT_BOOL, at0, k64(b, 0));
+    return emit3(b, OP_SELECT, DT_I64, ok, trip, k64(b, 0));
+}
+
+/* The iterations (from the first, at most trip) where the mask if's compare
+ * holds at every element by the conditions its test checks: each side's S
+ * exact and in its range, the corner's compare. */
+static ValueId count_holding(Builder *b, const Split *sp, ValueId iv, ValueId start, ValueId trip, int64_t step)
+{
+    const Side *side[2] = {&sp->lhs, &sp->rhs};
+    ValueId rest[2], n = trip;
+    for (int s = 0; s < 2; s++) {
+        const Affine *a = &side[s]->a;
+        rest[s] = exact_rest(b, a, iv);
+        if (!a->nterms) continue;
+        int64_t lo, hi, c = iv_coef(a, iv);
+        side_bounds(a, sp->rows, sp->cols, &lo, &hi);
+        if (lo < I32_MIN) lo = I32_MIN;
+        if (hi > I32_MAX) hi = I32_MAX;
+        /* lo - S <= 0 and S - hi <= 0 */
+        ValueId qlo = emit(b, OP_BINARY, BIN_SUB, DT_I64, k64(b, lo), rest[s]);
+        ValueId qhi = emit(b, OP_BINARY, BIN_SUB, DT_I64, rest[s], k64(b, hi));
+        n = emit(b, OP_BINARY, BIN_MIN, DT_I64, n, count_where(b, -c, qlo, start, trip, step));
+        n = emit(b, OP_BINARY, BIN_MIN, DT_I64, n, count_where(b, c, qhi, start, trip, step));
+    }
+    /* D = x - y at the hard corner: lt D + 1 <= 0, le D <= 0, gt 1 - D <= 0, ge -D <= 0 */
+    int64_t P = iv_coef(&sp->lhs.a, iv) - iv_coef(&sp->rhs.a, iv);
+    int64_t k = at(&sp->lhs.a, sp->hard_r, sp->hard_c) - at(&sp->rhs.a, sp->hard_r, sp->hard_c);
+    ValueId D = add64(b, emit(b, OP_BINARY, BIN_SUB, DT_I64, rest[0], rest[1]), k64(b, k));
+    bool less = sp->cmp == CMP_LT || sp->cmp == CMP_LE;
+    int64_t bump = sp->cmp == CMP_LT || sp->cmp == CMP_GT;
+    ValueId Q = less ? D : emit(b, OP_BINARY, BIN_SUB, DT_I64, k64(b, 0), D);
+    if (bump) Q = add64(b, Q, k64(b, 1));
+    return emit(b, OP_BINARY, BIN_MIN, DT_I64, n, count_where(b, less ? P : -P, Q, start, trip, step));
+}
+
+enum { MAX_REACH = 8 };
+
+typedef struct {
+    MaskIf mi;
+    Split sp;
+    int nreach;           /* -1: reached whatever the ifs around it say */
+    ValueId reach[MAX_REACH];
+    bool in_then[MAX_REACH];
+} Found;
+
+static void scan_mask_ifs(LoopScan *ls, IrBlock *blk, Found **out, int *n, int *cap, const ValueId *reach,
+                          const bool *in_then, int nreach, int depth)
+{
+    for (int i = 0; i < blk->nops && depth < MAX_DEPTH; i++) {
+        IrOp *op = blk->ops[i];
+        Found fd = {0};
+        if (mask_if(ls, op, &fd.sp, &fd.mi)) {
+            fd.nreach = nreach;
+            for (int k = 0; k < nreach && k < MAX_REACH; k++) fd.reach[k] = reach[k], fd.in_then[k] = in_then[k];
+            if (*n == *cap) *out = xrealloc(*out, sizeof **out * (size_t)(*cap = *cap ? 2 * *cap : 4));
+            (*out)[(*n)++] = fd;
+            continue;
+        }
+        if (op->kind != OP_IF) continue;
+        /* beneath an if on a condition from outside the loop, a mask limits the split only where it reaches */
+        ValueId r[MAX_REACH];
+        bool t[MAX_REACH];
+        int m = nreach;
+        for (int k = 0; k < nreach; k++) r[k] = reach[k], t[k] = in_then[k];
+        bool known = m >= 0 && m < MAX_REACH && !ls->inside[op->args[0]];
+        if (known) r[m] = op->args[0];
+        t[known ? m : 0] = true;
+        scan_mask_ifs(ls, op->body, out, n, cap, r, t, known ? m + 1 : -1, depth + 1);
+        t[known ? m : 0] = false;
+        if (op->els) scan_mask_ifs(ls, op->els, out, n, cap, r, t, known ? m + 1 : -1, depth + 1);
+    }
+}
+
+/* The op in blk (or an if's branches within it) whose result is v, removed;
+ * the branch it was in is returned. */
+static IrBlock *remove_def(IrBlock *blk, ValueId v, int depth)
+{
+    for (int i = 0; i < blk->nops && depth < MAX_DEPTH; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->nres == 1 && op->res[0] == v) {
+            ir_block_remove(blk, i);
+            return blk;
+        }
+        if (op->kind != OP_IF) continue;
+        IrBlock *in = remove_def(op->body, v, depth + 1);
+        if (!in && op->els) in = remove_def(op->els, v, depth + 1);
+        if (in) return in;
+    }
+    return NULL;
+}
+
+/* Splits the loop at blk->ops[i] when it qualifies; returns the index of the loop. */
+static int split_loop(IrFunc *f, IrBlock *blk, int i)
+{
+    IrOp *loop = blk->ops[i];
+    int nmap = f->nvalues + 1;
+    bool *inside = xcalloc((size_t)nmap, sizeof *inside);
+    ir_mark_defined(loop->body, inside);
+    LoopScan ls = {f, inside, loop->body->args[0], NULL, 0, 0};
+    Found *found = NULL;
+    int nfound = 0, cap = 0;
+    scan_mask_ifs(&ls, loop->body, &found, &nfound, &cap, NULL, NULL, 0, 0);
+    if (!nfound) {
+        free(inside);
+        return i;
+    }
+    Builder b = {f, blk, i, loop->loc};
+    int64_t step = loop->ival;
+    ValueId start = to64(&b, loop->args[0]), end = to64(&b, loop->args[1]);
+    ValueId span = add64(&b, emit(&b, OP_BINARY, BIN_SUB, DT_I64, end, start), k64(&b, step - 1));
+    ValueId trip = emit(&b, OP_BINARY, BIN_MAX, DT_I64, emit(&b, OP_BINARY, BIN_FLOORDIV, DT_I64, span, k64(&b, step)), k64(&b, 0));
+    ValueId n = trip;
+    for (int k = 0; k < nfound; k++) {
+        ValueId c = count_holding(&b, &found[k].sp, ls.iv, start, trip, step), reach = 0;
+        for (int r = 0; r < found[k].nreach; r++) {
+            ValueId cond = found[k].reach[r];
+            if (!found[k].in_then[r]) cond = emit(&b, OP_UNARY, UN_NOT, DT_BOOL, cond, 0);
+            reach = emit_and(&b, reach, cond);
+        }
+        if (reach) c = emit3(&b, OP_SELECT, DT_I64, reach, c, trip);
+        n = emit(&b, OP_BINARY, BIN_MIN, DT_I64, n, c);
+    }
+    ValueId mid = add64(&b, start, emit(&b, OP_BINARY, BIN_MUL, DT_I64, n, k64(&b, step)));
+    mid = emit(&b, OP_CONVERT, 0, DT_I32, emit(&b, OP_BINARY, BIN_MIN, DT_I64, mid, end), 0);
+
+    ValueId *map = xcalloc((size_t)nmap, sizeof *map);
+    IrOp *first = ir_clone_deep(f, loop, map, nmap);
+    first->args[1] = mid;
+    /* in the copy each mask if gives way to its %a, which may be an earlier
+     * mask's result (the causal mask's input is the key mask's) */
+    ValueId *clone_if = xcalloc((size_t)nfound + 1, sizeof *clone_if), *value = xcalloc((size_t)nfound + 1, sizeof *value);
+    for (int k = 0; k < nfound; k++) {
+        ValueId a = found[k].mi.then_value;
+        if (a < nmap && map[a]) a = map[a];
+        for (int j = 0; j < k; j++)
+            if (a == clone_if[j]) a = value[j];
+        clone_if[k] = map[found[k].mi.if_res];
+        value[k] = a;
+        if (remove_def(first->body, clone_if[k], 0)) ir_replace_uses(first->body, clone_if[k], a);
+    }
+    free(clone_if);
+    free(value);
+    ir_block_insert(f, blk, b.pos, first);
+    loop->args[0] = mid;
+    for (int k = 0; k < first->nres; k++) loop->args[2 + k] = first->res[k];
+    free(map);
+    free(found);
+    free(inside);
+    return b.pos + 1;
+}
+
+static void split_block(IrFunc *f, IrBlock *blk, int depth)
+{
+    if (depth > MAX_DEPTH) return;
+    for (int i = 0; i < blk->nops; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) split_block(f, op->body, depth + 1);
+        if (op->els) split_block(f, op->els, depth + 1);
+        if (op->kind == OP_FOR) i = split_loop(f, blk, i);
+    }
+}
+
+void ir_mask_split(IrFunc *f) { split_block(f, f->body, 0); }

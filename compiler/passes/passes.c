@@ -3,7 +3,15 @@
  * printing it after a named pass (phc --dump-after=NAME). */
 #include "ir/ir.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* PHOBOS_MASK_SPLIT=1 runs masksplit (off until timed on the GPU: docs/performance.md, "nineteenth"). */
+static void mask_split_if_on(IrFunc *f)
+{
+    const char *v = getenv("PHOBOS_MASK_SPLIT");
+    if (v && !strcmp(v, "1")) ir_mask_split(f);
+}
 
 const IrPass ir_passes[] = {
     {"fold", ir_fold, "constant folding, exact identities, constant ifs and empty loops"},
@@ -11,6 +19,7 @@ const IrPass ir_passes[] = {
     {"masks", ir_masks, "a select on a compare of affine i32 tiles is skipped on tiles where the compare holds everywhere"},
     {"async", ir_async, "copies loop loads that feed tensor-core dots through S-stage shared-memory rings"},
     {"pipeline", ir_pipeline, "issues loads that depend only on a loop's counter one iteration ahead"},
+    {"masksplit", mask_split_if_on, "with PHOBOS_MASK_SPLIT=1, a loop whose masks hold on its first iterations runs those as a loop without them"},
     {"dce", ir_dce, "removes ops whose results are unused and that store nothing"},
     {NULL, NULL, NULL},
 };
