@@ -361,3 +361,39 @@ Test(masks, generated_programs_compute_what_they_did, .timeout = 300)
     cr_log_info("%d programs with %d split selects", programs, splits);
     cr_assert_gt(programs, 10, "the generator's masks reach the pass");
 }
+
+/* masksplit on split_loop: two loops, the first without the mask's if,
+ * and Y as before over the sweep of a and b, i32 limits included (where
+ * the exact forms leave the range the first loop runs no iteration). */
+Test(masks, a_loop_splits_where_its_mask_holds_and_computes_what_it_did)
+{
+    IrModule *orig = load_masks(), *split = load_masks();
+    IrFunc *fo = func_named(orig, "split_loop"), *fs = func_named(split, "split_loop");
+    run_masks(fs);
+    ir_mask_split(fs);
+    char err[512];
+    cr_assert_eq(ir_verify(fs, err, sizeof err), 0, "%s\n%s", err, tu_func_text(fs));
+    cr_assert_eq(count_kind(fs->body, OP_FOR), 2, "%s", tu_func_text(fs));
+    const IrOp *first = find_kind(fs->body, OP_FOR);
+    cr_expect_eq(count_kind(first->body, OP_IF) + count_kind(first->body, OP_SELECT), 0, "%s", tu_func_text(fs));
+    int whole = 0;
+    for (int i = 0; i < NSWEEP; i++)
+        for (int j = 0; j < NSWEEP; j++) {
+            float yo[N], ys[N];
+            run(fo, sweep[i], sweep[j], yo);
+            run(fs, sweep[i], sweep[j], ys);
+            for (int e = 0; e < N; e++)
+                cr_assert_eq(ys[e], yo[e], "a %d b %d: Y[%d] is %g, was %g", sweep[i], sweep[j], e, ys[e], yo[e]);
+        }
+    /* between the limits, every count of whole blocks 0..4 */
+    for (int b = -20; b < 100; b += 7) {
+        float yo[N], ys[N];
+        run(fo, 3, b, yo);
+        run(fs, 3, b, ys);
+        for (int e = 0; e < N; e++) cr_assert_eq(ys[e], yo[e], "a 3 b %d: Y[%d] is %g, was %g", b, e, ys[e], yo[e]);
+        whole++;
+    }
+    cr_assert_gt(whole, 0);
+    ir_module_free(orig);
+    ir_module_free(split);
+}
