@@ -711,6 +711,35 @@ static IrBlock *remove_def(IrBlock *blk, ValueId v, int depth)
     return NULL;
 }
 
+/* Whether blk is pure ops without regions, then a yield. */
+static bool pure_then_yield(const IrBlock *blk)
+{
+    if (!blk->nops || blk->ops[blk->nops - 1]->kind != OP_YIELD) return false;
+    for (int i = 0; i + 1 < blk->nops; i++)
+        if (!ir_op_is(blk->ops[i]->kind, IR_OP_PURE) || blk->ops[i]->body || blk->ops[i]->els) return false;
+    return true;
+}
+
+/* Ifs in blk whose branches compute nothing that stays and yield the same
+ * values (a causal mask's if, once its inner mask gave way in the split's
+ * copy: the mask's compare is left, read by nothing) give way to those
+ * values, inner ones first. */
+static void drop_plain_ifs(IrBlock *blk, int depth)
+{
+    for (int i = 0; i < blk->nops && depth < MAX_DEPTH; i++) {
+        IrOp *op = blk->ops[i];
+        if (op->body) drop_plain_ifs(op->body, depth + 1);
+        if (op->els) drop_plain_ifs(op->els, depth + 1);
+        if (op->kind != OP_IF || !op->els || !pure_then_yield(op->body) || !pure_then_yield(op->els)) continue;
+        const IrOp *t = op->body->ops[op->body->nops - 1], *e = op->els->ops[op->els->nops - 1];
+        bool same = t->kind == OP_YIELD && e->kind == OP_YIELD && t->nargs == op->nres && e->nargs == op->nres;
+        for (int k = 0; same && k < op->nres; k++) same = t->args[k] == e->args[k];
+        if (!same) continue;
+        for (int k = 0; k < op->nres; k++) ir_replace_uses(blk, op->res[k], t->args[k]);
+        ir_block_remove(blk, i--);
+    }
+}
+
 /* Splits the loop at blk->ops[i] when it qualifies; returns the index of the loop. */
 static int split_loop(IrFunc *f, IrBlock *blk, int i)
 {
@@ -762,6 +791,7 @@ static int split_loop(IrFunc *f, IrBlock *blk, int i)
     }
     free(clone_if);
     free(value);
+    drop_plain_ifs(first->body, 0);
     ir_block_insert(f, blk, b.pos, first);
     loop->args[0] = mid;
     for (int k = 0; k < first->nres; k++) loop->args[2 + k] = first->res[k];
