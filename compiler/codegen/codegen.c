@@ -244,6 +244,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_ADD_EXCHANGE",  /* cg_store.c */
     "PHOBOS_WAIT_NEXT",     /* wgmma_overlap.c */
     "PHOBOS_MASK_SPLIT",    /* passes.c, masks.c */
+    "PHOBOS_OVERLAP_WIDE",  /* wgmma_overlap.c */
     NULL,
 };
 
