@@ -257,15 +257,15 @@ static inline int sim_launch(const HostLauncher *l, const IrFunc *f, const IrArg
 }
 
 /* The forward and backward passes of path's kernels at Z 1, H 2, N_CTX
- * 128, HEAD_DIM head_dim, causal and not, on the executor (arch's code)
+ * n_ctx, HEAD_DIM head_dim, causal and not, on the executor (arch's code)
  * and in the interpreter from the same inputs: every output and gradient
  * must agree. Each kernel's config is the pick-th of those that fit
  * (host_pick's PHOBOS_CONFIG_INDEX, modulo their number). */
-static inline void attention_matches_at(const char *path, const char *arch, int pick, int head_dim)
+static inline void attention_matches_sized(const char *path, const char *arch, int pick, int head_dim, int n_ctx)
 {
     IrModule *m = driver_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
-    AttnSize size = {1, 2, 128, head_dim, 0.5};
+    AttnSize size = {1, 2, n_ctx, head_dim, 0.5};
     AttnKernels k;
     char index[16];
     snprintf(index, sizeof index, "%d", pick);
@@ -319,6 +319,11 @@ static inline void attention_matches_at(const char *path, const char *arch, int 
     cr_expect_eq(failed, 0, "%d of 12 outputs differ from the interpreter", failed);
     cpusim_free(s);
     ir_module_free(m);
+}
+
+static inline void attention_matches_at(const char *path, const char *arch, int pick, int head_dim)
+{
+    attention_matches_sized(path, arch, pick, head_dim, 128);
 }
 
 static inline void attention_matches_the_interpreter(const char *path, const char *arch, int pick)
