@@ -39,15 +39,16 @@
 enum { OVERLAP_REGS = 192, OVERLAP_REGS_WIDE = 240 };
 
 /* PHOBOS_OVERLAP_WIDE=1 (off until timed on the GPU): a loop whose body
- * has no if (no mask's test: the masksplit pass's first loop) rotates up
- * to OVERLAP_REGS_WIDE, FlashAttention-3's 128 x 176 at head dim 128 (S 88,
- * twice, and O 64: ptxas fits it without spills once the masks are out of
- * the loop; with them, 1108 bytes of spills, docs/performance.md,
- * "twentieth"). */
-static int overlap_bound(const IrBlock *body)
+ * has no if (no mask's test: the masksplit pass's first loop) in a kernel
+ * of at most two warpgroups (240 registers a consumer thread, isa.c; three
+ * get 160) rotates up to OVERLAP_REGS_WIDE, FlashAttention-3's 128 x 176 at
+ * head dim 128 (S 88, twice, and O 64: ptxas fits its loop without spills
+ * once the masks are out of it; with them, 1108 bytes of spills,
+ * docs/performance.md, "twentieth"). */
+static int overlap_bound(const IrFunc *f, const IrBlock *body)
 {
     const char *v = getenv("PHOBOS_OVERLAP_WIDE");
-    if (!v || strcmp(v, "1")) return OVERLAP_REGS;
+    if (!v || strcmp(v, "1") || f->threads > 256) return OVERLAP_REGS;
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_IF) return OVERLAP_REGS;
     return OVERLAP_REGS_WIDE;
@@ -126,7 +127,7 @@ static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
      * left as it is (ptxas -v on the tuned forward's configs: every one under it fits 255
      * registers without spills, every one over it spills) */
     int64_t sregs = ir_numel(ir_vtype(f, s->res[0])) / f->threads, oregs = ir_numel(ir_vtype(f, pv->res[0])) / f->threads;
-    if (2 * sregs + oregs > overlap_bound(body)) return false;
+    if (2 * sregs + oregs > overlap_bound(f, body)) return false;
     o->loop = loop;
     o->first = dots[0];
     o->last = dots[1];
