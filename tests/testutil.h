@@ -4,6 +4,7 @@
 #define PHC_TESTUTIL_H
 
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dsl.h"
@@ -23,15 +24,18 @@ static inline IrModule *tu_compile(const char *name, const char *text, const Sem
     return m;
 }
 
-/* Reads a whole file into a NUL-terminated heap string (NULL if missing). */
+/* Reads a whole file into a NUL-terminated heap string (NULL if missing,
+ * or no file that has a size: a directory, say). */
 static inline char *tu_read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
+    long n = fseek(f, 0, SEEK_END) ? -1 : ftell(f);
+    char *buf = n >= 0 && n < LONG_MAX && !fseek(f, 0, SEEK_SET) ? malloc((size_t)n + 1) : NULL;
+    if (!buf) {
+        fclose(f);
+        return NULL;
+    }
     size_t got = fread(buf, 1, (size_t)n, f);
     buf[got] = 0;
     fclose(f);

@@ -336,9 +336,10 @@ static bool fuzz_one(Fuzz *fz, uint64_t seed)
 
 static void regress(Fuzz *fz, const char *path)
 {
+    errno = 0;
     char *src = tu_read_file(path);
     if (!src) {
-        printf("gpufuzz: %s: %s\n", path, strerror(errno));
+        printf("gpufuzz: %s: %s\n", path, errno ? strerror(errno) : "not a file that can be read");
         fz->generator_errors++;
         return;
     }
