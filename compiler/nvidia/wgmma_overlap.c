@@ -170,6 +170,22 @@ static void flag_releases(IrFunc *f, IrBlock *body, IrBlock *then)
         if (then->ops[i]->kind == OP_WAIT_ASYNC && then->ops[i]->nargs) then->ops[i]->flags |= WAIT_SLOTS_RELEASED;
 }
 
+/* After the loop (the then-block's last op), the last iteration's last dot
+ * onto acc, P and V the loop carried out (its carried values ncar and ncar
+ * + 1); the then-block yields the loop's values with it. */
+static void last_dot_after(IrFunc *f, IrBlock *then, const Overlap *o, const IrOp *pv, int ncar, ValueId acc)
+{
+    IrOp *loop = o->loop;
+    ValueId last_args[3] = {loop->res[ncar], loop->res[ncar + 1], acc};
+    IrOp *final = ir_clone_op(f, pv, last_args);
+    final->flags &= ~(DOT_ISSUED | DOT_IN_TURN);
+    ir_block_insert(f, then, then->nops, final);
+    ValueId *out = xmalloc(sizeof *out * (size_t)(ncar + 1));
+    for (int i = 0; i < ncar; i++) out[i] = i == o->acc ? final->res[0] : loop->res[i];
+    ir_emit(f, then, OP_YIELD, ncar, out, 0, NULL);
+    free(out);
+}
+
 /* S's wait (the other group stays in flight) after S and the issue of P V
  * put after S; S's uses read it. */
 static void wait_for_s(IrFunc *f, IrBlock *body, IrOp *s, IrOp *issue)
@@ -281,14 +297,7 @@ static void rotate_wait_next(IrFunc *f, IrBlock *then, Overlap *o, IrOp *pv, con
     }
     free(r_from);
     free(r_bcast);
-    ValueId last_args[3] = {loop->res[ncar], loop->res[ncar + 1], xl};
-    IrOp *final = ir_clone_op(f, pv, last_args);
-    final->flags &= ~(DOT_ISSUED | DOT_IN_TURN);
-    ir_block_insert(f, then, then->nops, final);
-    ValueId *out = xmalloc(sizeof *out * (size_t)(ncar + 1));
-    for (int i = 0; i < ncar; i++) out[i] = i == o->acc ? final->res[0] : loop->res[i];
-    ir_emit(f, then, OP_YIELD, ncar, out, 0, NULL);
-    free(out);
+    last_dot_after(f, then, o, pv, ncar, xl);
 }
 
 static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o, bool wait_next)
@@ -380,16 +389,8 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o, bool wait_next
     yield->args[o->acc] = next_acc;
     flag_releases(f, body, then);
 
-    /* the last iteration's last dot after the loop; the then-block yields the loop's values with it */
     ir_block_insert(f, then, then->nops, loop);
-    ValueId last_args[3] = {loop->res[ncar], loop->res[ncar + 1], loop->res[o->acc]};
-    IrOp *final = ir_clone_op(f, pv, last_args);
-    final->flags &= ~(DOT_ISSUED | DOT_IN_TURN);
-    ir_block_insert(f, then, then->nops, final);
-    ValueId *out = xmalloc(sizeof *out * (size_t)(ncar + 1));
-    for (int i = 0; i < ncar; i++) out[i] = i == o->acc ? final->res[0] : loop->res[i];
-    ir_emit(f, then, OP_YIELD, ncar, out, 0, NULL);
-    free(out);
+    last_dot_after(f, then, o, pv, ncar, loop->res[o->acc]);
     free(map);
 }
 
