@@ -47,8 +47,7 @@ enum { OVERLAP_REGS = 192, OVERLAP_REGS_WIDE = 240 };
  * docs/performance.md, "twentieth"). */
 static int overlap_bound(const IrFunc *f, const IrBlock *body)
 {
-    const char *v = getenv("PHOBOS_OVERLAP_WIDE");
-    if (!v || strcmp(v, "1") || f->threads > 256) return OVERLAP_REGS;
+    if (f->threads > 256 || !cg_switch("PHOBOS_OVERLAP_WIDE", false)) return OVERLAP_REGS;
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_IF) return OVERLAP_REGS;
     return OVERLAP_REGS_WIDE;
@@ -215,8 +214,7 @@ static void wait_for_s(IrFunc *f, IrBlock *body, IrOp *s, IrOp *issue)
  * consumers' releases (the waits' lowering). */
 static bool wait_next_on(const IrFunc *f)
 {
-    const char *v = getenv("PHOBOS_WAIT_NEXT");
-    return f->producer_threads && v && !strcmp(v, "1");
+    return f->producer_threads && cg_switch("PHOBOS_WAIT_NEXT", false);
 }
 
 static void rotate_wait_next(IrFunc *f, IrBlock *then, Overlap *o, IrOp *pv, const ValueId *map, int nmap,
