@@ -275,8 +275,9 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
     /* sm_80 adds element by element; sm_90 and sm_90a add runs of two
      * and four floats at once where a window's chunks are aligned
      * (PHOBOS_ADD_INSIDE=1: from one address a thread where the window is
-     * wholly inside the tensor; by default a dot result's pairs traded
-     * between neighbouring lanes and added four at a time, with
+     * wholly inside the tensor, a dot result's pairs still traded); by
+     * default a dot result's pairs traded between neighbouring lanes and
+     * added four at a time, with
      * PHOBOS_ADD_EXCHANGE=0 two at a time); sm_90a with PHOBOS_BULK_ADD=1 a
      * large dot result by bulk adds from shared memory */
     static const struct { const char *arch, *env, *val; } runs[] = {

@@ -165,40 +165,6 @@ static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
     return LLVMBuildAnd(c->b, window_axis_inside(c, op, 0, R), window_axis_inside(c, op, 1, C), "");
 }
 
-/* PHOBOS_ADD_INSIDE=1 (off until timed on the GPU): where the window lies
- * wholly inside the tensor, the runs go without bounds tests from one
- * address a thread: its first element's, plus each slot's constant row
- * and column offsets (a row's times the row length once per distinct row,
- * the column's an immediate), where each run otherwise computes its own
- * 64-bit address and tests it. */
-static bool add_inside_on(void) { return cg_switch("PHOBOS_ADD_INSIDE", false); }
-
-static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n)
-{
-    LLVMBuilderRef B = c->b;
-    const Layout *l = s->lay;
-    LLVMValueRef d1 = c->tensor_dim1[op->param];
-    SlotPos p0 = slot_pos(c, l, 0);
-    LayoutSlot o0 = layout_slot_offset(l, 0);
-    /* a position is the thread's base plus the slot's constant offset (cg_values.c axis_pos) */
-    LLVMValueRef trow = LLVMBuildSub(B, p0.row, i32c(c, o0.row), ""), tcol = LLVMBuildSub(B, p0.col, i32c(c, o0.col), "");
-    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, trow, c->ti64, ""), "");
-    LLVMValueRef col = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, tcol, c->ti64, ""), "");
-    LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), col, "");
-    LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, ""),
-                                     LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
-    for (int k = 0; k + n <= s->n; k += n) {
-        LayoutSlot o = layout_slot_offset(l, k);
-        SlotPos p = slot_pos(c, l, k);
-        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
-        LLVMValueRef rows = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(o.row - o0.row), 0), "");
-        LLVMValueRef off = LLVMBuildAdd(B, rows, LLVMConstInt(c->ti64, (unsigned long long)(int64_t)(o.col - o0.col), 0), "");
-        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
-        c->target->atomic_add_f32xn(c, addr, &s->v[k], n);
-        guard_end(c, g);
-    }
-}
-
 /* PHOBOS_ADD_EXCHANGE (on by default; =0 turns it off): an MMA layout's
  * pairs of columns added four floats at a time. Each thread holds, in a
  * row, the pair at columns 2q, 2q+1 (q = lane % 4) of every 8-column
@@ -262,6 +228,55 @@ static SlotPos exchanged_run(Cg *c, const Slots *s, int k, int k2, LLVMValueRef 
     return p;
 }
 
+/* PHOBOS_ADD_INSIDE=1 (off until timed on the GPU): where the window lies
+ * wholly inside the tensor, the runs go without bounds tests from one
+ * address a thread: its first element's, plus each slot's constant row
+ * and column offsets (a row's times the row length once per distinct row,
+ * the column's an immediate), where each run otherwise computes its own
+ * 64-bit address and tests it. */
+static bool add_inside_on(void) { return cg_switch("PHOBOS_ADD_INSIDE", false); }
+
+/* The runs of n floats (with partner, exchange_partners' pairs traded,
+ * n 4) of a window wholly inside the tensor. */
+static void atomic_add_runs_inside(Cg *c, const IrOp *op, const Slots *s, int n, const int *partner)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *l = s->lay;
+    LLVMValueRef d1 = c->tensor_dim1[op->param];
+    SlotPos p0 = slot_pos(c, l, 0);
+    LayoutSlot o0 = layout_slot_offset(l, 0);
+    /* a position is the thread's base plus the slot's constant offset (cg_values.c axis_pos) */
+    LLVMValueRef trow = LLVMBuildSub(B, p0.row, i32c(c, o0.row), ""), tcol = LLVMBuildSub(B, p0.col, i32c(c, o0.col), "");
+    LLVMValueRef odd = NULL;
+    if (partner) {
+        /* an odd lane adds at its right pair's column less 2: its left pair's plus 6 */
+        odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, c->lane, i32c(c, 1), ""), i32c(c, 0), "");
+        tcol = LLVMBuildAdd(B, tcol, LLVMBuildSelect(B, odd, i32c(c, 6), i32c(c, 0), ""), "");
+    }
+    LLVMValueRef r = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, ""), LLVMBuildZExt(B, trow, c->ti64, ""), "");
+    LLVMValueRef col = LLVMBuildAdd(B, LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, ""), LLVMBuildZExt(B, tcol, c->ti64, ""), "");
+    LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, r, d1, ""), col, "");
+    LLVMValueRef base = LLVMBuildAdd(B, LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, ""),
+                                     LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
+    int step = partner ? 2 : n;   /* a pair and its partner make a run of 4 */
+    for (int k = 0; k + step <= s->n; k += step) {
+        LLVMValueRef traded[4], *v = &s->v[k];
+        if (partner) {
+            if (partner[k] < 0) continue;
+            exchanged_run(c, s, k, partner[k], odd, traded);
+            v = traded;
+        }
+        LayoutSlot o = layout_slot_offset(l, k);
+        SlotPos p = slot_pos(c, l, k);
+        Guard g = guard_begin(c, and1(c, p.valid, p.owner));
+        LLVMValueRef rows = LLVMBuildMul(B, d1, LLVMConstInt(c->ti64, (unsigned long long)(o.row - o0.row), 0), "");
+        LLVMValueRef off = LLVMBuildAdd(B, rows, LLVMConstInt(c->ti64, (unsigned long long)(int64_t)(o.col - o0.col), 0), "");
+        LLVMValueRef addr = LLVMBuildAdd(B, base, LLVMBuildShl(B, off, LLVMConstInt(c->ti64, 2, 0), ""), "");
+        c->target->atomic_add_f32xn(c, addr, v, n);
+        guard_end(c, g);
+    }
+}
+
 /* One atomic add of the n floats v at position p of op's window (tensor:
  * its base address), where p lies inside the tensor and holds the copy
  * that writes. */
@@ -286,14 +301,14 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n, const 
     LLVMBuilderRef B = c->b;
     LLVMBasicBlockRef vec = new_bb(c, "adv"), scal = new_bb(c, "ads"), done = new_bb(c, "add");
     LLVMValueRef aligned = window_chunks_aligned(c, op, n);
-    if (!partner && add_inside_on() && c->f->params[op->param].rank == 2) {
+    if (add_inside_on() && c->f->params[op->param].rank == 2) {
         /* a window across the tensor's edge goes element by element: fewer
          * paths, fewer registers (ptxas at the fused backward's D 128: 92
          * bytes of spills, 156 without the switch, 180 with the vector
          * edge path kept beside) */
         LLVMBuildCondBr(B, LLVMBuildAnd(B, aligned, window_inside(c, op, s->lay->rows, s->lay->cols), ""), vec, scal);
         LLVMPositionBuilderAtEnd(B, vec);
-        atomic_add_runs_inside(c, op, s, n);
+        atomic_add_runs_inside(c, op, s, n, partner);
         LLVMBuildBr(B, done);
         LLVMPositionBuilderAtEnd(B, scal);
         store_elements(c, op, s, NULL, true);
@@ -527,7 +542,7 @@ static void write_window(Cg *c, const IrOp *op, bool atomic)
     if (atomic && !mask && bulk_add_pays(c, op, l, dt)) {
         atomic_add_bulk(c, op, &s);
     } else if (width) {
-        int *partner = width == 2 && exchange_on() && !add_inside_on() ? exchange_partners(c, &s) : NULL;
+        int *partner = width == 2 && exchange_on() ? exchange_partners(c, &s) : NULL;
         atomic_add_runs(c, op, &s, partner ? 4 : width, partner);
         free(partner);
     } else if (atomic || mask) {
