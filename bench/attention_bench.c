@@ -51,6 +51,9 @@ static void grid_rows(const ph_meta *meta, void *user, unsigned g[3])
     int64_t b = ph_meta_get(meta, c->block, 1);
     g[0] = (unsigned)((c->s.n + b - 1) / b);   /* a MASKED kernel's last block is partial */
     g[1] = (unsigned)(c->s.z * c->s.h);
+    /* a persistent config's blocks loop over the tiles (attention_host.h attn_fwd_grid) */
+    int64_t blocks = ph_meta_get(meta, "PERSISTENT", 0) * ph_device_multiprocessors();
+    if (blocks > 0 && blocks < (int64_t)g[0] * g[1]) g[0] = (unsigned)blocks, g[1] = 1;
 }
 
 static void grid_flat(const ph_meta *meta, void *user, unsigned g[3])

@@ -27,30 +27,38 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
-@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
-@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1], PERSISTENT=[0])
+@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1], PERSISTENT=[0])
+@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1], PERSISTENT=[0])
+@ph.autotune(D=[64], BR=[256], BC=[128], NT=[256], S=[2], W=[1], MASKED=[1], PERSISTENT=[1])
+@ph.autotune(D=[128], BR=[128], BC=[128], NT=[256], S=[3], W=[2], MASKED=[1], PERSISTENT=[1])
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
-    base: ph.let = ph.ctx.block.y * n_ctx
-    q0: ph.let = ph.ctx.block.x * BR
-    q: ph.let = Q[base + q0:+BR, :]
-    acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
-    m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
-    l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
-    end: ph.let = ph.where(causal == 1, ph.min(q0 + BR, n_ctx), n_ctx)
-    for kt in range(0, end, BC):
-        k: ph.let = K[base + kt:+BC, :]
-        v: ph.let = V[base + kt:+BC, :]
-        s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
-        s = s * (scale * 1.4426950408889634)
-        s = ph.where(kt + ph.iota(1) < n_ctx, s, -1.0e30)
-        if causal == 1:
-            s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
-        ph.online_softmax2(acc, m, l, s, v)
-    rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
-    ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
-    ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
+    q_blocks: ph.let = (n_ctx + BR - 1) // BR
+    heads: ph.let = R // n_ctx
+    blocks: ph.let = ph.ctx.grid.x * ph.ctx.grid.y
+    first: ph.let = ph.ctx.block.x + ph.ctx.block.y * ph.ctx.grid.x
+    for t in range(0, ph.where(PERSISTENT == 1, (q_blocks * heads - first + blocks - 1) // blocks, 1)):
+        tile: ph.let = first + t * blocks
+        base: ph.let = ph.where(PERSISTENT == 1, tile % heads, ph.ctx.block.y) * n_ctx
+        q0: ph.let = ph.where(PERSISTENT == 1, q_blocks - 1 - tile // heads, ph.ctx.block.x) * BR
+        q: ph.let = Q[base + q0:+BR, :]
+        acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
+        m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30
+        l: ph.var[ph.tile[ph.f32][BR, 1]] = 0.0
+        end: ph.let = ph.where(causal == 1, ph.min(q0 + BR, n_ctx), n_ctx)
+        for kt in range(0, end, BC):
+            k: ph.let = K[base + kt:+BC, :]
+            v: ph.let = V[base + kt:+BC, :]
+            s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
+            s = s * (scale * 1.4426950408889634)
+            s = ph.where(kt + ph.iota(1) < n_ctx, s, -1.0e30)
+            if causal == 1:
+                s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
+            ph.online_softmax2(acc, m, l, s, v)
+        rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
+        ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
+        ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
 
 
 

@@ -313,12 +313,17 @@ static inline int64_t host_cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; 
 /* ---- launching ---- */
 
 /* Runs f over grid with args in host memory. The interpreter is one
- * launcher; a GPU launcher copies the tensors to the device and back. */
+ * launcher; a GPU launcher copies the tensors to the device and back.
+ * processors: the blocks a persistent config (meta-parameter PERSISTENT =
+ * p, a kernel that covers its tiles from a grid of any size) launches for
+ * each unit of p: the GPU's multiprocessors, 1 on the interpreter (which
+ * runs one block at a time); 0 launches a block a tile. */
 typedef struct HostLauncher {
     const char *name;
     int (*launch)(const struct HostLauncher *l, const IrFunc *f, const IrArg *args, int nargs,
                   const int grid[3], char *err, size_t errlen);
     void *ctx;
+    int processors;
 } HostLauncher;
 
 static inline int host_interp_launch(const HostLauncher *l, const IrFunc *f, const IrArg *args,
@@ -328,7 +333,7 @@ static inline int host_interp_launch(const HostLauncher *l, const IrFunc *f, con
     return ir_interp(f, args, nargs, grid, err, errlen);
 }
 
-static const HostLauncher host_interpreter = {"interpreter", host_interp_launch, NULL};
+static const HostLauncher host_interpreter = {"interpreter", host_interp_launch, NULL, 1};
 
 /* The GPU launcher: copies every tensor (inputs and poisoned outputs) to
  * the device, launches f's config through the runtime, copies every tensor
@@ -391,7 +396,7 @@ static inline int host_gpu_launch(const HostLauncher *l, const IrFunc *f, const 
  * else the interpreter, saying why). */
 static inline const HostLauncher *host_launcher(const char *path)
 {
-    static HostLauncher gpu = {"gpu", host_gpu_launch, NULL};
+    static HostLauncher gpu = {"gpu", host_gpu_launch, NULL, 0};
     const char *target = getenv("PHOBOS_TARGET");
     if (!target || !*target) target = "auto";
     if (!strcmp(target, "interp")) return &host_interpreter;
@@ -409,6 +414,7 @@ static inline const HostLauncher *host_launcher(const char *path)
         return NULL;
     }
     gpu.ctx = m;
+    gpu.processors = ph_device_multiprocessors();
     printf("(running on the GPU: %s)\n", ph_device_name());
     return &gpu;
 }

@@ -146,7 +146,7 @@ static int attention_views_differ(const char *arch)
     IrModule *m = driver_compile_file("examples/attention_bhnd/attention_bhnd.ph", NULL, stderr);
     cr_assert_not_null(m);
     cpusim *s = load_arch(m, arch);
-    HostLauncher sim = {"cpusim", sim_launch, s};
+    HostLauncher sim = {"cpusim", sim_launch, s, 0};
     HostRng r;
     host_rng_seed(&r, 12);
     uint16_t *in[3];
@@ -393,6 +393,17 @@ Test(cpusim, attention_forward_split_and_overlapped_matches_on_sm90a, .timeout =
     unsetenv("PHOBOS_MASK_SPLIT");
     unsetenv("PHOBOS_OVERLAP_WIDE");
     unsetenv("PHOBOS_WAIT_NEXT");
+}
+
+/* The bench forward's persistent configs (PERSISTENT 1, the last that fit
+ * each head dim) on 3 blocks: each block loops over 2 of the 6 (row
+ * block, head) tiles, heaviest first, its producer's copies for the next
+ * tile issued while its consumers finish this one; the last row block
+ * partial at head dim 64. */
+Test(cpusim, attention_forward_persistent_matches_on_sm90a, .timeout = 2400)
+{
+    attention_matches_sized("bench/attention_fused.ph", "sm_90a", 26, 128, 384);   /* BR 128 BC 128 S 3 W 2 */
+    attention_matches_sized("bench/attention_fused.ph", "sm_90a", 32, 64, 640);    /* BR 256 BC 128 S 2 W 1 */
 }
 
 /* ---- bad launches: a status and a message, never a crash ---- */

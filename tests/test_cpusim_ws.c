@@ -415,7 +415,7 @@ static ph_status run_forward_ir(const IrModule *m, const IrFunc *fwd, const char
     }
     IrArg args[] = {host_tensor2(t[0], rows, d), host_tensor2(t[1], rows, d), host_tensor2(t[2], rows, d),
                     host_tensor2(t[3], rows, d), host_tensor2(t[4], rows, 1), host_i32(128), host_f32(0.5f), host_i32(0)};
-    HostLauncher sim = {"cpusim", sim_launch, s};
+    HostLauncher sim = {"cpusim", sim_launch, s, 0};
     const int grid[3] = {blocks, 2, 1};
     ph_status st = sim_launch(&sim, fwd, args, 8, grid, err, errlen);
     for (int i = 0; i < 5; i++) free(t[i]);

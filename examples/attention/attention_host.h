@@ -81,6 +81,17 @@ static int attn_pick(const IrModule *m, const AttnSize *s, AttnKernels *k)
 
 /* ---- the run: four launches ---- */
 
+/* The forward's grid: a block a (row block, head), or for a persistent
+ * config (PERSISTENT = p > 0) p blocks a processor, where there are fewer
+ * than tiles; its kernel covers every tile from any grid. */
+static void attn_fwd_grid(const HostLauncher *l, const IrFunc *f, const AttnSize *s, int grid[2])
+{
+    int64_t tiles = host_cdiv(s->n, host_meta(f, "BR")), heads = (int64_t)s->z * s->h;
+    int64_t p = host_meta(f, "PERSISTENT"), blocks = p > 0 ? p * l->processors : 0;
+    grid[0] = (int)tiles, grid[1] = (int)heads;
+    if (blocks > 0 && blocks < tiles * heads) grid[0] = (int)blocks, grid[1] = 1;
+}
+
 /* The fused backward (see AttnKernels), DQacc poisoned before the delta
  * kernel zeroes it. */
 static int attn_run_fused_backward(const HostLauncher *l, const AttnKernels *k, const AttnSize *s, IrArg *a)
@@ -113,7 +124,9 @@ static int attn_run(const HostLauncher *l, const AttnKernels *k, const AttnSize 
     IrArg n = host_i32(s->n), scale = host_f32((float)s->scale), c = host_i32(causal);
 
     IrArg fwd_args[] = {q, kk, v, o, lse, n, scale, c};
-    if (host_launch(l, k->fwd, fwd_args, 8, host_cdiv(s->n, host_meta(k->fwd, "BR")), heads, 1)) return 1;
+    int fg[2];
+    attn_fwd_grid(l, k->fwd, s, fg);
+    if (host_launch(l, k->fwd, fwd_args, 8, fg[0], fg[1], 1)) return 1;
     if (k->fused) {
         IrArg all[] = {q, kk, v, dout, o, lse, delta, dq, dk, dv, n, scale, c};
         return attn_run_fused_backward(l, k, s, all);

@@ -145,7 +145,7 @@ static bool prog_load(Prog *p, const char *dir, const char *rel)
             fprintf(stderr, "%s: %s\n", p->path, ph_last_error());
             return false;
         }
-        p->l = (HostLauncher){"gpu", host_gpu_launch, mod};
+        p->l = (HostLauncher){"gpu", host_gpu_launch, mod, ph_device_multiprocessors()};
     }
     return true;
 }

@@ -273,7 +273,7 @@ static inline void attention_matches_sized(const char *path, const char *arch, i
     cr_assert_eq(attn_pick(m, &size, &k), 0);
     unsetenv("PHOBOS_CONFIG_INDEX");
     cpusim *s = load_arch(m, arch);
-    HostLauncher sim = {"cpusim", sim_launch, s};
+    HostLauncher sim = {"cpusim", sim_launch, s, 3};   /* a persistent config: 3 blocks a unit */
     size_t rows = (size_t)(size.z * size.h * size.n), elems = rows * (size_t)size.d;
     /* AttnBufs' order: q k v dout, then what the kernels write: o dq dk dv lse delta */
     const char *names[10] = {"Q", "K", "V", "dO", "O", "dQ", "dK", "dV", "L", "Delta"};
