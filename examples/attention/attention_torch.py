@@ -29,6 +29,13 @@ def make_function(torch, path):
     import phobos
     fwd, delta_k, dkdv_k, dq_k = kernels(path)
 
+    def fwd_grid(meta, n, heads):
+        """A block a (row block, head); a persistent config (PERSISTENT p)
+        p blocks a multiprocessor, its kernel covering every tile."""
+        tiles = phobos.cdiv(n, meta["BR"])
+        blocks = meta.get("PERSISTENT", 0) * phobos.device_multiprocessors()
+        return (blocks, 1) if 0 < blocks < tiles * heads else (tiles, heads)
+
     class PhobosAttention(torch.autograd.Function):
         """q, k, v: [Z, H, N_CTX, HEAD_DIM] f16 CUDA tensors. The kernels
         see the batch and heads flattened into the rows, [Z H N_CTX, D],
@@ -42,7 +49,7 @@ def make_function(torch, path):
             o = torch.empty_like(q2)
             lse = torch.empty((rows, 1), dtype=torch.float32, device=q.device)
             c = int(bool(causal))
-            fwd[lambda meta: (phobos.cdiv(n, meta["BR"]), z * h)](q2, k2, v2, o, lse, n, scale, c)
+            fwd[lambda meta: fwd_grid(meta, n, z * h)](q2, k2, v2, o, lse, n, scale, c)
             ctx.save_for_backward(q2, k2, v2, o, lse)
             ctx.shape, ctx.causal, ctx.scale = q.shape, c, scale
             return o.view(z, h, n, d)
