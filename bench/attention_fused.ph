@@ -40,8 +40,8 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
     first: ph.let = ph.ctx.block.x + ph.ctx.block.y * ph.ctx.grid.x
     for t in range(0, ph.where(PERSISTENT == 1, (q_blocks * heads - first + blocks - 1) // blocks, 1)):
         tile: ph.let = first + t * blocks
-        base: ph.let = ph.where(PERSISTENT == 1, tile % heads, ph.ctx.block.y) * n_ctx
-        q0: ph.let = ph.where(PERSISTENT == 1, q_blocks - 1 - tile // heads, ph.ctx.block.x) * BR
+        base: ph.let = ph.where(PERSISTENT == 1, tile // q_blocks, ph.ctx.block.y) * n_ctx
+        q0: ph.let = ph.where(PERSISTENT == 1, q_blocks - 1 - tile % q_blocks, ph.ctx.block.x) * BR
         q: ph.let = Q[base + q0:+BR, :]
         acc: ph.var[ph.tile[ph.f32][BR, D]] = 0.0
         m: ph.var[ph.tile[ph.f32][BR, 1]] = -1.0e30

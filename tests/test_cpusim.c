@@ -397,7 +397,7 @@ Test(cpusim, attention_forward_split_and_overlapped_matches_on_sm90a, .timeout =
 
 /* The bench forward's persistent configs (PERSISTENT 1, the last that fit
  * each head dim) on 3 blocks: each block loops over 2 of the 6 (row
- * block, head) tiles, heaviest first, its producer's copies for the next
+ * block, head) tiles, head by head, its producer's copies for the next
  * tile issued while its consumers finish this one; the last row block
  * partial at head dim 64. */
 Test(cpusim, attention_forward_persistent_matches_on_sm90a, .timeout = 2400)
