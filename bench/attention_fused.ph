@@ -1,6 +1,10 @@
 """The attention tutorial's kernels with FlashAttention-2's own backward:
-the forward is bench/attention_tuned.ph's (its configs and base-2 softmax),
-and the dK/dV kernel adds each K/V block's share of dQ = dS K into an f32
+the forward is bench/attention_tuned.ph's (its configs, its softmax in
+base 2) with the softmax spelled out, so the scale goes into the
+exponential's multiply-add (exp2(s c - m), the maximum taken of the raw
+scores, which needs c > 0: 73 instructions fewer an iteration at head dim
+128), and persistent in its PERSISTENT=1 configs (docs/runtime.md); the
+dK/dV kernel adds each K/V block's share of dQ = dS K into an f32
 buffer DQacc (ph.atomic_add) instead of a dQ kernel computing S and P
 again: attn_bwd_delta zeroes DQacc beside Delta, attn_bwd_dq scales it into
 f16 (examples/attention/attention_host.h runs either protocol). dK/dV's
@@ -51,11 +55,17 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
             k: ph.let = K[base + kt:+BC, :]
             v: ph.let = V[base + kt:+BC, :]
             s: ph.var[ph.tile[ph.f32][BR, BC]] = ph.dot_t(q, k)
-            s = s * (scale * 1.4426950408889634)
             s = ph.where(kt + ph.iota(1) < n_ctx, s, -1.0e30)
             if causal == 1:
                 s = ph.where(kt + ph.iota(1) <= q0 + ph.iota(0), s, -1.0e30)
-            ph.online_softmax2(acc, m, l, s, v)
+            # base 2, the scale in the exponential's multiply-add (it needs c > 0)
+            c: ph.let = scale * 1.4426950408889634
+            mn: ph.let = ph.max(m, ph.rowmax(s) * c)
+            a: ph.let = ph.exp2(m - mn)
+            p: ph.let = ph.exp2(s * c - mn)
+            l = l * a + ph.rowsum(p)
+            acc = acc * a + ph.dot(ph.f16(p), v)
+            m = mn
         rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
         ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
         ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
