@@ -11,7 +11,9 @@
 # kernel, and with @ph.warp_specialize(2)), the GPU
 # suites, the Python examples on torch (when python3 has it: attention_torch.py,
 # distributed/attention_heads.py), and 100 generated programs (seed 1) and every regression of
-# tests/difftest against the interpreter. Builds nothing.
+# tests/difftest against the interpreter. Builds nothing. A persistent
+# attention config (PERSISTENT_1) runs again at Z 1 H 34 N_CTX 1024, more
+# tiles than an H200 has multiprocessors, so its blocks loop over tiles.
 # GPUCHECK_ATTENTION (below) narrows it to every config of some attention files.
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
@@ -69,6 +71,7 @@ attention_configs() {
         if [ "$rc" = 0 ]; then
             echo "  index $i: $configs: ${verdict##*: }"
             passed=$((passed + 1))
+            case $configs in *PERSISTENT_1*) persistent="$persistent $i:$2" ;; esac
         elif why=$(refusal "$out"); then
             echo "  index $i: $configs: refused ($why)"
             refused=$((refused + 1))
@@ -86,7 +89,7 @@ attention_configs() {
 # took is a failure.
 attention_file() {
     echo "== every config of $1"
-    ran="" passed=0 refused=0
+    ran="" passed=0 refused=0 persistent=""
     dims=$("$BUILD/bin/phc" --list "$1" | grep -o ' D=[0-9]*' | cut -d= -f2 | sort -nu)
     [ -n "$dims" ] || { echo "  phc --list $1 names no head dim D"; status=1; return; }
     for d in $dims; do
@@ -97,6 +100,18 @@ attention_file() {
         printf '%s\n' "$ran" | grep -qxF "$c" || echo "$c"
     done)
     [ -z "$missed" ] || { echo "  never run:"; printf '%s\n' "$missed" | sed 's/^/    /'; status=1; }
+    # a persistent forward's run again with more (row block, head) tiles
+    # than an H200 has multiprocessors (132), so its blocks loop over tiles
+    for p in $persistent; do
+        i=${p%:*} d=${p#*:}
+        if out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 34 1024 "$d" 2>&1); then
+            echo "  index $i, HEAD_DIM $d at Z 1 H 34 N_CTX 1024 (persistent): $(printf '%s\n' "$out" | tail -1 | sed 's/.*: //')"
+        else
+            echo "  index $i, HEAD_DIM $d at Z 1 H 34 N_CTX 1024 (persistent): FAILED"
+            printf '%s\n' "$out" | sed 's/^/    /'
+            status=1
+        fi
+    done
     echo "  $1: $passed runs passed, $refused refused; $(printf '%s\n' "$ran" | grep -c .) configs run"
 }
 
