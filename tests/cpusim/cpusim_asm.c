@@ -182,13 +182,22 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         ok = sscanf(text, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;%n",
                     &a->n, &used) == 1 && used == (int)strlen(text) && a->n > 0;
         a->op = IN_BULK_ADD_F32;
+    } else if (!strncmp(text, "cp.async.bulk.shared::cluster.global.", 37)) {
+        int used = 0;
+        ok = sscanf(text, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], %d, [$2];%n", &a->n,
+                    &used) == 1 && used == (int)strlen(text) && a->n > 0;
+        a->op = IN_BULK_LOAD;
     } else if (sscanf(text, "red.global.add.v%d.f32", &a->n) == 1) {
         ok = a->n == 2 || a->n == 4;
         a->op = IN_RED_ADD_F32;
     } else {
         ok = read_tma(text, a);
     }
-    if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN || a->op == IN_BULK_WAIT_READ) {   /* the global and shared addresses, or nothing; nothing out */
+    if (a->op == IN_BULK_LOAD) {   /* the shared and global addresses, the mbarrier; nothing out */
+        for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
+        ok = ok && nout == 0 && nin == 3;
+        a->acc = xmalloc(sizeof *a->acc);
+    } else if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN || a->op == IN_BULK_WAIT_READ) {   /* the global and shared addresses, or nothing; nothing out */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
         ok = ok && nout == 0 && nin == (a->op == IN_BULK_ADD_F32 ? 2 : 0);
         a->acc = xmalloc(sizeof *a->acc);
@@ -285,6 +294,7 @@ static const char *asm_what(int op)
     case IN_BULK_ADD_F32: return ", cp.reduce.async.bulk";
     case IN_BULK_DRAIN: return ", cp.async.bulk.wait_group";
     case IN_BULK_WAIT_READ: return ", cp.async.bulk.wait_group.read";
+    case IN_BULK_LOAD: return ", cp.async.bulk (global to shared)";
     default: return ", wgmma";
     }
 }

@@ -208,6 +208,23 @@ static unsigned char *read_box(Launch *L, const AsmCall *a, const SimTensorMap *
     return data;
 }
 
+/* A bulk copy's bytes (data, read at issue) in flight to area + off,
+ * landing when the scheduler lands the copies in flight (land_bulk_copies). */
+static void queue_bulk(Launch *L, const AsmCall *a, int b, SharedArea *area, size_t off, unsigned bytes, unsigned char *data)
+{
+    MBarrier *mb = &L->mbar[b];
+    if (L->nbulk == L->bulk_cap) {
+        L->bulk_cap = L->bulk_cap ? 2 * L->bulk_cap : 16;
+        L->bulk = realloc(L->bulk, sizeof *L->bulk * (size_t)L->bulk_cap);
+    }
+    L->bulk[L->nbulk++] = (BulkCopy){b, mb->phases, area, off, bytes, data};
+    for (unsigned j = 0; j < bytes; j++) {
+        ByteShadow *s = &area->shadow[off + j];
+        s->tma = TMA_IN_FLIGHT, s->tma_bar = (uint8_t)b, s->tma_phase = mb->phases, s->c_site = a->site;
+    }
+    L->s->bulk_copies++;
+}
+
 static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
 {
     int t = L->cur;
@@ -232,17 +249,39 @@ static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
     if (!check_shared_access(L, t, (uintptr_t)area->addr + off, bytes, ACCESS_BULK, a->site)) setcontext(&L->sched);
     unsigned char *data = read_box(L, a, m, x, (int32_t)lo32(in[3]), off);
     if (!data) setcontext(&L->sched);
-    MBarrier *mb = &L->mbar[b];
-    if (L->nbulk == L->bulk_cap) {
-        L->bulk_cap = L->bulk_cap ? 2 * L->bulk_cap : 16;
-        L->bulk = realloc(L->bulk, sizeof *L->bulk * (size_t)L->bulk_cap);
+    queue_bulk(L, a, b, area, off, bytes, data);
+}
+
+/* A bulk copy of contiguous bytes (cp.async.bulk, global to shared):
+ * both addresses and the size in 16-byte units, the global bytes inside
+ * one tensor argument; read at issue and landed as the tensor copies are,
+ * completing on its mbarrier. */
+static void bulk_load(Launch *L, const AsmCall *a, const uint64_t *in)
+{
+    unsigned bytes = (unsigned)a->n;
+    uint64_t from = in[1];
+    int b = mbarrier_at(L, lo32(in[2]), "a bulk copy's complete_tx");
+    if (b < 0) setcontext(&L->sched);
+    size_t off;
+    SharedArea *area = area_of_shared32(L, lo32(in[0]), bytes, &off);
+    if (!area || off % 16 || from % 16 || bytes % 16) {
+        block_fail(L, "a bulk copy (in %s) of %u bytes from %p to shared address 0x%x: %s", site_name(L->s, a->site), bytes,
+                   (void *)(uintptr_t)from, lo32(in[0]), area ? "not 16-byte aligned (address or size)" : "outside shared memory");
+        setcontext(&L->sched);
     }
-    L->bulk[L->nbulk++] = (BulkCopy){b, mb->phases, area, off, bytes, data};
-    for (unsigned j = 0; j < bytes; j++) {
-        ByteShadow *s = &area->shadow[off + j];
-        s->tma = TMA_IN_FLIGHT, s->tma_bar = (uint8_t)b, s->tma_phase = mb->phases, s->c_site = a->site;
+    if (!tensor_holds(L, from, bytes)) {
+        block_fail(L, "a bulk copy (in %s) of %u bytes from %p, outside every tensor argument", site_name(L->s, a->site), bytes,
+                   (void *)(uintptr_t)from);
+        setcontext(&L->sched);
     }
-    L->s->bulk_copies++;
+    if (!check_shared_access(L, L->cur, (uintptr_t)area->addr + off, bytes, ACCESS_BULK, a->site)) setcontext(&L->sched);
+    unsigned char *data = malloc(bytes);
+    if (!data) {
+        block_fail(L, "%s", "out of memory");
+        setcontext(&L->sched);
+    }
+    memcpy(data, (const void *)(uintptr_t)from, bytes);
+    queue_bulk(L, a, b, area, off, bytes, data);
 }
 
 bool land_bulk_copies(Launch *L)
@@ -355,6 +394,7 @@ void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out)
         try_wait(L, b, lo32(in[1]) & 1, out);
         return;
     case IN_BULK_TENSOR: bulk_copy(L, a, in); return;
+    case IN_BULK_LOAD: bulk_load(L, a, in); return;
     }
 }
 
