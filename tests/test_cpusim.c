@@ -333,6 +333,22 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
     unsetenv("PHOBOS_BULK_ADD");
 }
 
+/* PHOBOS_VECTOR_RING=1: the fused backward's L and Delta columns through
+ * rings of their own (async.c), each thread reading its columns of S^T
+ * straight from the slot; with a producer warp (bench picks 7 at head dim
+ * 128, 15 at 64) the producer copies them, and the consumers release a
+ * slot only after the last op built from it (warp_specialize.c). The
+ * mma.sync path's copies go by the threads. */
+Test(cpusim, fused_attention_with_vector_rings_matches, .timeout = 1800)
+{
+    setenv("PHOBOS_VECTOR_RING", "1", 1);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90", 5, 64);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 128);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    unsetenv("PHOBOS_VECTOR_RING");
+}
+
 /* The fused backward's dQ share traded between neighbouring lanes and
  * added four floats at a time (the default; the bench's fused file runs so
  * in test_cpusim_wgmma.c), and with PHOBOS_ADD_EXCHANGE=0 two at a time.

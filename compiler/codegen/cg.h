@@ -222,7 +222,7 @@ int ring_buffer_of(Cg *c, ValueId v);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
 void emit_release_async(Cg *c);
-Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l);
+Slots read_shared_at(Cg *c, ValueId v, const Slots *s, const Layout *l, bool transposed);
 
 /* cg_debug.c: ph.device_print (vprintf) and ph.device_assert (__assertfail) */
 void emit_device_print(Cg *c, const IrOp *op);

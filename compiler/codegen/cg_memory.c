@@ -9,7 +9,7 @@
  * (stores, masked ones too, are cg_store.c's); every
  * shared-memory tile is addressed by its SHARED layout's map
  * (shared_offset, layout_shared_offset emitted); copies land in their
- * ring slot, a buffer of the shared area, and read_shared reads a ring
+ * ring slot, a buffer of the shared area, and read_shared_at reads a ring
  * slot in any register layout. */
 #include "target.h"
 
@@ -408,8 +408,9 @@ void emit_wait_async(Cg *c, const IrOp *op)
     }
 }
 
-/* A tile in a ring slot (s holds its byte offset), read into layout l. */
-Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
+/* A tile in a ring slot (s holds its byte offset), read into layout l;
+ * transposed, each slot (row, col) of l reads the tile's (col, row). */
+Slots read_shared_at(Cg *c, ValueId v, const Slots *s, const Layout *l, bool transposed)
 {
     const Layout *sl = s->lay;
     LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
@@ -417,7 +418,7 @@ Slots read_shared(Cg *c, ValueId v, const Slots *s, const Layout *l)
     smem_access(c, ring_buffer_of(c, v), false);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
-        LLVMValueRef off = shared_offset(c, sl, p.row, p.col);
+        LLVMValueRef off = transposed ? shared_offset(c, sl, p.col, p.row) : shared_offset(c, sl, p.row, p.col);
         if (p.valid) off = LLVMBuildSelect(c->b, p.valid, off, i32c(c, 0), "");
         LLVMValueRef ptr = smem_byte_ptr(c, add(c, s->v[0], off));
         out.v[k] = LLVMBuildLoad2(c->b, et, ptr, "");

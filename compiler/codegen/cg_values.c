@@ -312,6 +312,10 @@ static LLVMValueRef transposed_index(Cg *c, LLVMValueRef row, LLVMValueRef col, 
  * through shared memory. */
 Slots transposed_into(Cg *c, ValueId src, const Layout *l)
 {
+    /* a column in a ring slot (async.c's vector rings): each slot of l
+     * reads its element where it lies, no exchange */
+    const Slots *own = &c->vals[src];
+    if (own->v && own->lay && own->lay->kind == LAY_SHARED) return read_shared_at(c, src, own, l, true);
     Slots home = cg_get(c, src, reg_layout(c, src));
     int scols = ir_cols(vtype(c, src));
     return exchange(c, &home, vtype(c, src).dt, l, transposed_index, &scols);
@@ -354,7 +358,7 @@ const Layout *reg_layout(Cg *c, ValueId v)
 static Slots convert_layout(Cg *c, ValueId v, const Slots *s, const Layout *l)
 {
     const IrOp *def = c->f->values[v].def;
-    if (s->lay && s->lay->kind == LAY_SHARED) return read_shared(c, v, s, l);
+    if (s->lay && s->lay->kind == LAY_SHARED) return read_shared_at(c, v, s, l, false);
     if (l->kind == LAY_SHARED) {
         cg_fail(c, def, "internal error: a register tile where a shared-memory ring slot is wanted");
         return new_slots(1, l);

@@ -245,6 +245,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_WAIT_NEXT",     /* wgmma_overlap.c */
     "PHOBOS_MASK_SPLIT",    /* passes.c, masks.c */
     "PHOBOS_OVERLAP_WIDE",  /* wgmma_overlap.c */
+    "PHOBOS_VECTOR_RING",   /* async.c */
     NULL,
 };
 

@@ -143,6 +143,38 @@ static void load_boxes(Cg *c, const Layout *l, LLVMValueRef at, int j, LLVMValue
     }
 }
 
+/* A vector ring's slot (async.c: a column of f32 as the tensor holds it,
+ * a one-column tensor's rows one after another) goes in one 1-D bulk copy
+ * where the window lies inside the tensor and starts on a 16-byte
+ * boundary; else element by element, as a slot the tensor copy cannot
+ * write. */
+static bool column_slot(const Layout *l) { return l->kind == LAY_SHARED && l->cols == 1 && l->stride == 1; }
+
+static LLVMValueRef column_from(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef r0)
+{
+    LLVMValueRef tensor = LLVMBuildPtrToInt(c->b, c->tensor_ptr[op->param], c->ti64, "");
+    return LLVMBuildAdd(c->b, tensor, LLVMBuildMul(c->b, r0, LLVMConstInt(c->ti64, (unsigned long long)l->elem, 0), ""), "");
+}
+
+static LLVMValueRef column_bulk_allowed(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef r0, LLVMValueRef c0)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef zero = LLVMConstInt(c->ti64, 0, 0), one = LLVMConstInt(c->ti64, 1, 0);
+    LLVMValueRef end = LLVMBuildAdd(B, r0, LLVMConstInt(c->ti64, (unsigned long long)l->rows, 0), "");
+    LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntSGE, r0, zero, ""), LLVMBuildICmp(B, LLVMIntSLE, end, c->tensor_dim0[op->param], ""), "");
+    ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, c->tensor_dim1[op->param], one, ""), "");
+    ok = LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, c0, zero, ""), "");
+    LLVMValueRef low = LLVMBuildAnd(B, column_from(c, op, l, r0), LLVMConstInt(c->ti64, 15, 0), "");
+    return LLVMBuildAnd(B, ok, LLVMBuildICmp(B, LLVMIntEQ, low, zero, ""), "");
+}
+
+static void load_column(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef bar)
+{
+    int bytes = l->rows * l->elem;
+    ptx_mbarrier_expect_tx(c, bar, i32c(c, bytes));
+    ptx_bulk_load(c, ptx_shared_address(c, smem_byte_ptr(c, at)), column_from(c, op, l, r0), bytes, bar);
+}
+
 static LLVMValueRef ws_load(Cg *c, int state) { return LLVMBuildLoad2(c->b, c->ti32, c->copy_state[state], ""); }
 static void ws_store(Cg *c, int state, LLVMValueRef v) { LLVMBuildStore(c->b, v, c->copy_state[state]); }
 
@@ -217,14 +249,24 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
     LLVMPositionBuilderAtEnd(B, go);
     LLVMValueRef bar = ptx_shared_address(c, slot_barrier_ptr(c, 0, s));
     LLVMBasicBlockRef bulk = new_bb(c, "wstma"), slow = new_bb(c, "wsslow"), done = new_bb(c, "wscopied");
-    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : LLVMConstInt(c->ti1, 0, 0), bulk, slow);
+    bool column = j < 0 && column_slot(l);
+    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : column ? column_bulk_allowed(c, op, l, r0, c0) : LLVMConstInt(c->ti1, 0, 0),
+                    bulk, slow);
     LLVMPositionBuilderAtEnd(B, bulk);
-    if (j >= 0) {
-        ptx_fence_proxy_async(c);
-        load_boxes(c, l, at, j, r0, c0, bar);
-    }
+    if (j >= 0 || column) ptx_fence_proxy_async(c);
+    if (j >= 0) load_boxes(c, l, at, j, r0, c0, bar);
+    else if (column) load_column(c, op, l, at, r0, bar);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, slow);
+    /* a column's slot, whose last filling was the 1-D bulk copy's (the
+     * async proxy's) but for a window past the tensor's end, seen complete
+     * by this thread too before its own stores: the phase the consumers
+     * saw before releasing the slot, so the wait passes at once (its
+     * parity is the empty wait's above) */
+    if (column) {
+        LLVMValueRef seen = LLVMBuildAnd(B, LLVMBuildLShr(B, ws_load(c, EMPTY_PHASES), s, ""), i32c(c, 1), "");
+        wait_phase(c, "wsfullseen", slot_barrier_ptr(c, 0, s), seen);
+    }
     ws_copy_elements(c, op, l, at, r0, c0);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
@@ -309,19 +351,20 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
         return;
     }
     int j = descriptor_of(c, op, false);
-    if (j < 0) {
+    if (j < 0 && !column_slot(l)) {
         copy_by_threads(c, op, l, at, r0, c0);
         return;
     }
     LLVMBuilderRef B = c->b;
     smem_access(c, c->copy_buf, false);
     LLVMBasicBlockRef bulk = new_bb(c, "tma"), fallback = new_bb(c, "tmafb"), done = new_bb(c, "tmad");
-    LLVMBuildCondBr(B, bulk_allowed(c, l, j, c0), bulk, fallback);
+    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : column_bulk_allowed(c, op, l, r0, c0), bulk, fallback);
     LLVMPositionBuilderAtEnd(B, bulk);
     Guard g = guard_begin(c, is_thread0(c));
     ptx_fence_proxy_async(c);   /* the slot's last readers read it through the generic proxy */
     LLVMValueRef bar = group_barrier(c, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""));
-    load_boxes(c, l, at, j, r0, c0, bar);
+    if (j >= 0) load_boxes(c, l, at, j, r0, c0, bar);
+    else load_column(c, op, l, at, r0, bar);
     guard_end(c, g);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, fallback);

@@ -191,6 +191,14 @@ void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRe
              "r,l,r,r,r,~{memory}", c->tvoid, args, 5);
 }
 
+void ptx_bulk_load(Cg *c, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef bar)
+{
+    char text[160];
+    snprintf(text, sizeof text, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], %d, [$2];", bytes);
+    LLVMValueRef args[3] = {dst, src, bar};
+    asm_call(c, text, "r,l,r,~{memory}", c->tvoid, args, 3);
+}
+
 void ptx_mma_f8(Cg *c, bool a_e5m2, bool b_e5m2, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef *acc)
 {
     char text[200], cons[200];

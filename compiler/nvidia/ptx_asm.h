@@ -94,6 +94,10 @@ LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity)
  * parameter's generic address) at column x, row y (i32) to shared dst,
  * its bytes completing on mbarrier bar. */
 void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef bar);
+/* cp.async.bulk of `bytes` contiguous bytes (a multiple of 16, both
+ * addresses 16-byte aligned) from global src to shared dst, completing on
+ * mbarrier bar (shared addresses: 32-bit). */
+void ptx_bulk_load(Cg *c, LLVMValueRef dst, LLVMValueRef src, int bytes, LLVMValueRef bar);
 
 #pragma GCC visibility pop
 

@@ -111,37 +111,91 @@ static bool is_result_of(const IrOp *wait, ValueId v)
     return false;
 }
 
+/* What reads a wait's slots: the wait, and the values built from its
+ * slots where they are used (a vector ring's column turned and
+ * broadcast: cg_values.c reads the slot where a user asks for the
+ * value, so every op over such a value, and each if that yields one,
+ * may be where the slot is read). */
+typedef struct {
+    const IrFunc *f;
+    const IrOp *wait;
+    bool *derived;   /* by value */
+} SlotReads;
+
+static bool from_slots(const SlotReads *r, ValueId v) { return is_result_of(r->wait, v) || r->derived[v]; }
+
+static bool builds_where_used(IrOpKind k)
+{
+    switch (k) {
+    case OP_TRANSPOSE: case OP_BROADCAST: case OP_RESHAPE:
+    case OP_UNARY: case OP_BINARY: case OP_CMP: case OP_SELECT: case OP_FMA: case OP_CONVERT:
+        return true;
+    default: return false;
+    }
+}
+
+static void mark_derived(SlotReads *r, const IrBlock *b, int from)
+{
+    for (int i = from; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        bool any = false;
+        for (int j = 0; j < op->nargs; j++) any |= from_slots(r, op->args[j]);
+        if (op->body) {
+            if (any && op->kind == OP_FOR)
+                for (int j = 0; j < op->body->nargs; j++) r->derived[op->body->args[j]] = true;
+            mark_derived(r, op->body, 0);
+        }
+        if (op->els) mark_derived(r, op->els, 0);
+        bool yields = false;
+        for (int side = 0; side < 2 && op->kind == OP_IF; side++) {
+            const IrBlock *br = side ? op->els : op->body;
+            const IrOp *y = br && br->nops ? br->ops[br->nops - 1] : NULL;
+            for (int j = 0; y && y->kind == OP_YIELD && j < y->nargs; j++) yields |= from_slots(r, y->args[j]);
+        }
+        if ((any && (builds_where_used(op->kind) || op->kind == OP_FOR)) || yields)
+            for (int j = 0; j < op->nres; j++) r->derived[op->res[j]] = true;
+    }
+}
+
 /* op, or an op of its regions, uses a slot wait gives; a wait_dots reads
  * what the issued dots it waits for read (their reads end there). */
-static bool reads_slots(const IrFunc *f, const IrOp *op, const IrOp *wait)
+static bool reads_slots(const SlotReads *r, const IrOp *op)
 {
     for (int j = 0; j < op->nargs; j++) {
-        if (is_result_of(wait, op->args[j])) return true;
-        const IrOp *dot = op->kind == OP_WAIT_DOTS ? f->values[op->args[j]].def : NULL;
-        if (dot && (is_result_of(wait, dot->args[0]) || is_result_of(wait, dot->args[1]))) return true;
+        if (from_slots(r, op->args[j])) return true;
+        const IrOp *dot = op->kind == OP_WAIT_DOTS ? r->f->values[op->args[j]].def : NULL;
+        if (dot && (from_slots(r, dot->args[0]) || from_slots(r, dot->args[1]))) return true;
     }
     for (int side = 0; side < 2; side++) {
         const IrBlock *b = side ? op->els : op->body;
         for (int i = 0; b && i < b->nops; i++)
-            if (reads_slots(f, b->ops[i], wait)) return true;
+            if (reads_slots(r, b->ops[i])) return true;
     }
     return false;
 }
 
-/* Every use of wait's slots in op and its regions is an operand of a dot
- * that sm_90a lowers with a warp-wide engine. */
-static bool read_by_warp_dots(const IrFunc *f, const IrOp *op, const IrOp *wait)
+/* Every read of wait's slots in op and its regions ends in its warp once
+ * any lane goes on past a bar.warp.sync: an operand of a dot that sm_90a
+ * lowers with a warp-wide engine, or a vector ring's column read by each
+ * thread (cg_values.c: a transpose of the slot, and what is built from
+ * it), whose loads are the thread's own. A loop carrying such a value
+ * on, or a slot read any other way, is not. */
+static bool reads_end_in_warp(const SlotReads *r, const IrOp *op, bool in_loop_body)
 {
-    bool direct = false;
-    for (int j = 0; j < op->nargs; j++) direct |= is_result_of(wait, op->args[j]);
-    if (direct) {
-        const DotEngine *e = op->kind == OP_DOT ? dot_engine_for(&nvidia_sm90a, f, op) : NULL;
-        if (is_result_of(wait, op->args[2]) || (e != &dot_wgmma && e != &dot_mma_sync)) return false;
+    bool direct = false, built = false;
+    for (int j = 0; j < op->nargs; j++) direct |= is_result_of(r->wait, op->args[j]), built |= r->derived[op->args[j]];
+    if (op->kind == OP_DOT && (direct || built)) {
+        const DotEngine *e = dot_engine_for(&nvidia_sm90a, r->f, op);
+        if (from_slots(r, op->args[2]) || (e != &dot_wgmma && e != &dot_mma_sync)) return false;
+    } else if (direct && (op->kind != OP_TRANSPOSE || ir_cols(ir_vtype(r->f, op->args[0])) != 1)) {
+        return false;   /* only a column is read by threads (a vector ring's) */
+    } else if ((direct || built) && op->kind == OP_YIELD && in_loop_body) {
+        return false;
     }
     for (int side = 0; side < 2; side++) {
         const IrBlock *b = side ? op->els : op->body;
         for (int i = 0; b && i < b->nops; i++)
-            if (!read_by_warp_dots(f, b->ops[i], wait)) return false;
+            if (!reads_end_in_warp(r, b->ops[i], op->kind == OP_FOR || op->kind == OP_WHILE)) return false;
     }
     return true;
 }
@@ -153,13 +207,16 @@ static void place_releases(IrFunc *f, IrBlock *b, Releases *r)
         if (wait->body) place_releases(f, wait->body, r);
         if (wait->els) place_releases(f, wait->els, r);
         if (wait->kind != OP_WAIT_ASYNC || !wait->nargs || (wait->flags & WAIT_SLOTS_RELEASED) || r->n == MAX_PLACED) continue;
+        SlotReads sr = {f, wait, xcalloc((size_t)f->nvalues + 1, sizeof(bool))};
+        mark_derived(&sr, b, i + 1);
         int last = i;
         bool ok = true;
         for (int j = i + 1; j < b->nops && ok; j++)
-            if (reads_slots(f, b->ops[j], wait)) {
-                ok = b->ops[j]->kind != OP_YIELD && read_by_warp_dots(f, b->ops[j], wait);
+            if (reads_slots(&sr, b->ops[j])) {
+                ok = b->ops[j]->kind != OP_YIELD && reads_end_in_warp(&sr, b->ops[j], false);
                 last = j;
             }
+        free(sr.derived);
         if (!ok) continue;
         IrOp *release = ir_emit(f, NULL, OP_RELEASE_ASYNC, wait->nres, wait->res, 0, NULL);
         release->loc = b->ops[last]->loc;

@@ -31,6 +31,7 @@
 #include "layout/layout.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 enum { ASYNC_BUDGET = 192 * 1024, ASYNC_DEFAULT_STAGES = 2 };
 
@@ -39,11 +40,12 @@ typedef struct {
     int stages;
     bool *stored;
     int *uses, *tc_uses;   /* by value: all uses, uses as a tensor-core dot's A or B */
+    int *bcast_uses;       /* by value: uses by broadcasts */
     int64_t ring_bytes;
     int nrings;
 } Async;
 
-static void count_uses(const IrFunc *f, const IrBlock *b, int *uses, int *tc_uses)
+static void count_uses(const IrFunc *f, const IrBlock *b, int *uses, int *tc_uses, int *bcast_uses)
 {
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
@@ -51,9 +53,10 @@ static void count_uses(const IrFunc *f, const IrBlock *b, int *uses, int *tc_use
         for (int j = 0; j < op->nargs; j++) {
             uses[op->args[j]]++;
             if (tc && j < 2) tc_uses[op->args[j]]++;
+            if (op->kind == OP_BROADCAST) bcast_uses[op->args[j]]++;
         }
-        if (op->body) count_uses(f, op->body, uses, tc_uses);
-        if (op->els) count_uses(f, op->els, uses, tc_uses);
+        if (op->body) count_uses(f, op->body, uses, tc_uses, bcast_uses);
+        if (op->els) count_uses(f, op->els, uses, tc_uses, bcast_uses);
     }
 }
 
@@ -65,14 +68,52 @@ static bool has_return(const IrBlock *b)
 }
 
 /* Shared-memory bytes of one slot, laid out as the code generator lays rings out. */
-static int64_t slot_bytes(IrType t) { return layout_shared_bytes(ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt)); }
+static int64_t slot_bytes(IrType t)
+{
+    if (ir_cols(t) == 1) return (int64_t)ir_rows(t) * ir_dtype_bytes(t.dt);   /* a column: plain (layout.c) */
+    return layout_shared_bytes(ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
+}
+
+/* Whether every use of v in b and below is a transpose that only
+ * broadcasts read (the backward's L and Delta: a column of the scores'
+ * rows, turned and stretched over S^T). */
+static bool only_transposed_broadcasts(const Async *a, const IrBlock *b, ValueId v)
+{
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int j = 0; j < op->nargs; j++)
+            if (op->args[j] == v && (op->kind != OP_TRANSPOSE || a->uses[op->res[0]] == 0 ||
+                                     a->uses[op->res[0]] != a->bcast_uses[op->res[0]]))
+                return false;
+        if ((op->body && !only_transposed_broadcasts(a, op->body, v)) || (op->els && !only_transposed_broadcasts(a, op->els, v)))
+            return false;
+    }
+    return true;
+}
+
+/* PHOBOS_VECTOR_RING=1 (off until timed on the GPU): a column of f32
+ * (a [BR, 1] window of a one-column tensor, so BR contiguous floats)
+ * read only through transposes that broadcasts read goes through a ring
+ * as well, read by each thread straight from its slot in the layout the
+ * broadcast wants: no exchange through scratch and no barrier for it, and
+ * with a producer warp its copy is the producer's (FlashAttention-3 loads
+ * its log-sum-exp and dO.O rows so). */
+static bool vector_wanted(Async *a, const IrOp *load, IrType t)
+{
+    const char *v = getenv("PHOBOS_VECTOR_RING");
+    const IrParam *p = &a->f->params[load->param];
+    if (!v || strcmp(v, "1") || t.dt != DT_F32 || t.shape[1] != 1 || p->dim_name[1] || p->dim_value[1] != 1) return false;
+    return t.shape[0] % 4 == 0 && a->uses[load->res[0]] > 0 && only_transposed_broadcasts(a, a->f->body, load->res[0]);
+}
 
 static bool wanted(Async *a, const IrOp *load)
 {
     if (load->kind != OP_LOAD || a->stored[load->param]) return false;
     ValueId r = load->res[0];
     IrType t = ir_vtype(a->f, r);
-    if (a->f->params[load->param].rank != 2 || t.rank != 2 || ((int64_t)t.shape[1] * ir_dtype_bytes(t.dt)) % 16) return false;
+    if (a->f->params[load->param].rank != 2 || t.rank != 2) return false;
+    if (vector_wanted(a, load, t)) return true;
+    if (((int64_t)t.shape[1] * ir_dtype_bytes(t.dt)) % 16) return false;
     if (ir_is_storage(t.dt)) return false;   /* the copy engines move 16- and 32-bit elements */
     return a->uses[r] > 0 && a->uses[r] == a->tc_uses[r];
 }
@@ -224,7 +265,7 @@ static void async_block(Async *a, IrBlock *blk)
 
 void ir_async(IrFunc *f)
 {
-    Async a = {f, f->stages ? f->stages : ASYNC_DEFAULT_STAGES, NULL, NULL, NULL, 0, 0};
+    Async a = {f, f->stages ? f->stages : ASYNC_DEFAULT_STAGES, NULL, NULL, NULL, NULL, 0, 0};
     if (a.stages < 2 || !f->tensorcore) return;
     /* waits and commits are effects dce keeps: dead loads must go first */
     ir_dce(f);
@@ -232,9 +273,11 @@ void ir_async(IrFunc *f)
     a.stored = ir_stored_params(f);
     a.uses = xcalloc(n, sizeof *a.uses);
     a.tc_uses = xcalloc(n, sizeof *a.tc_uses);
-    count_uses(f, f->body, a.uses, a.tc_uses);
+    a.bcast_uses = xcalloc(n, sizeof *a.bcast_uses);
+    count_uses(f, f->body, a.uses, a.tc_uses, a.bcast_uses);
     async_block(&a, f->body);
     free(a.stored);
     free(a.uses);
     free(a.tc_uses);
+    free(a.bcast_uses);
 }
