@@ -408,10 +408,53 @@ void emit_wait_async(Cg *c, const IrOp *op)
     }
 }
 
+/* A ring slot's column (plain, one column: async.c's vector rings) read
+ * transposed into l, whose slots all lie in its one row and inside the
+ * tile: slot k holds the column's element p.col, 4 bytes each, so its
+ * address is the thread's first slot's plus a constant (layout_slot_offset),
+ * and two slots of neighbouring columns from an even one (an MMA layout's
+ * pairs), where every thread's columns start even, are one 8-byte load.
+ * false where l is not such a layout. */
+static bool read_column_transposed(Cg *c, ValueId v, const Slots *s, const Layout *l, Slots *out)
+{
+    const Layout *sl = s->lay;
+    LayoutThreadMap m = layout_thread_map(l);
+    int n = layout_nslots(l);
+    if (sl->cols != 1 || sl->stride != 1 || m.lane[0].scale || m.warp[0].scale) return false;
+    for (int k = 0; k < n; k++) {
+        LayoutSlot o = layout_slot_offset(l, k);
+        if (o.row || o.row_check || o.col_check) return false;
+    }
+    LLVMBuilderRef B = c->b;
+    LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt), pair = LLVMVectorType(et, 2);
+    int first = layout_slot_offset(l, 0).col;
+    bool even = m.lane[1].scale % 2 == 0 && m.warp[1].scale % 2 == 0 && first % 2 == 0 && sl->elem == 4;
+    LLVMValueRef at = add(c, s->v[0], mul(c, slot_pos(c, l, 0).col, sl->elem));
+    *out = new_slots(n, l);
+    for (int k = 0; k < n; k++) {
+        int col = layout_slot_offset(l, k).col;
+        LLVMValueRef ptr = smem_byte_ptr(c, add(c, at, i32c(c, (int64_t)(col - first) * sl->elem)));
+        if (even && col % 2 == 0 && k + 1 < n && layout_slot_offset(l, k + 1).col == col + 1) {
+            LLVMValueRef two = LLVMBuildLoad2(B, pair, ptr, "");
+            LLVMSetAlignment(two, 8);
+            out->v[k] = LLVMBuildExtractElement(B, two, i32c(c, 0), "");
+            out->v[++k] = LLVMBuildExtractElement(B, two, i32c(c, 1), "");
+        } else {
+            out->v[k] = LLVMBuildLoad2(B, et, ptr, "");
+        }
+    }
+    return true;
+}
+
 /* A tile in a ring slot (s holds its byte offset), read into layout l;
  * transposed, each slot (row, col) of l reads the tile's (col, row). */
 Slots read_shared_at(Cg *c, ValueId v, const Slots *s, const Layout *l, bool transposed)
 {
+    Slots col;
+    if (transposed && read_column_transposed(c, v, s, l, &col)) {
+        smem_access(c, ring_buffer_of(c, v), false);
+        return col;
+    }
     const Layout *sl = s->lay;
     LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
     Slots out = new_slots(layout_nslots(l), l);
