@@ -426,6 +426,56 @@ Test(passes, async_copies_nothing_for_a_dead_dot)
     ir_module_free(m);
 }
 
+/* Runs vector_ring.ir on fixed non-zero inputs, n = 64 (two
+ * iterations); returns C (32 * 32 floats; caller frees). */
+static float *run_vector_ring(const IrFunc *f)
+{
+    enum { N = 64 };
+    static uint16_t a[(N + 32) * 32];
+    static float l[N + 32], d[N + 32], w[(N + 32) * 2];
+    for (int i = 0; i < (N + 32) * 32; i++) a[i] = ph_f32_to_f16((float)((i * 7) % 11 - 5) * 0.125f);
+    for (int i = 0; i < N + 32; i++) l[i] = (float)(i % 5) - 2.0f, d[i] = (float)(i % 3) * 0.5f;
+    for (int i = 0; i < (N + 32) * 2; i++) w[i] = (float)(i % 7) * 0.25f - 0.5f;
+    float *out = malloc(32 * 32 * sizeof *out);
+    for (int i = 0; i < 32 * 32; i++) out[i] = -7.0f;   /* poison */
+    IrArg args[6] = {{.data = a, .dims = {N + 32, 32}}, {.data = l, .dims = {N + 32, 1}}, {.data = d, .dims = {N + 32, 1}},
+                     {.data = w, .dims = {N + 32, 2}}, {.data = out, .dims = {32, 32}}, {.i = N}};
+    char err[512];
+    int grid[3] = {1, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 6, grid, err, sizeof err), 0, "%s", err);
+    return out;
+}
+
+/* PHOBOS_VECTOR_RING=1: a column of a one-column f32 tensor that only
+ * transposed broadcasts read (L) goes through a ring beside the dot's
+ * operand; one broadcast straight (D) or a column of a wider tensor (W)
+ * stays a load, as does everything without the switch; the interpreter
+ * gives the same C either way. */
+Test(passes, async_puts_a_transposed_column_in_a_ring_of_its_own)
+{
+    for (int on = 0; on < 2; on++) {
+        if (on) setenv("PHOBOS_VECTOR_RING", "1", 1);
+        IrModule *ref = load_ir("tests/ir/vector_ring.ir"), *m = load_ir("tests/ir/vector_ring.ir");
+        IrFunc *f = m->funcs[0];
+        ir_async(f);
+        unsetenv("PHOBOS_VECTOR_RING");
+        char err[512];
+        cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s\n%s", err, tu_func_text(f));
+        const IrBlock *body = find_loop(f->body)->body;
+        cr_expect_eq(count_kind(body, OP_COPY_ASYNC, 0), 1, "%s", tu_func_text(f));
+        cr_expect_eq(count_kind(body, OP_COPY_ASYNC, 1), on, "L copied only with the switch:\n%s", tu_func_text(f));
+        cr_expect_eq(count_loads(body, 1), !on);
+        cr_expect_eq(count_loads(body, 2), 1, "D, broadcast straight, stays a load");
+        cr_expect_eq(count_loads(body, 3), 1, "W, two columns, stays a load");
+        cr_expect_eq(body->ops[0]->nargs, 1 + on, "the wait gives A's slot, and L's with the switch");
+        float *want = run_vector_ring(ref->funcs[0]), *got = run_vector_ring(f);
+        for (int i = 0; i < 32 * 32; i++) cr_assert_eq(got[i], want[i], "element %d: %g, want %g", i, got[i], want[i]);
+        free(want); free(got);
+        ir_module_free(ref);
+        ir_module_free(m);
+    }
+}
+
 /* ---- while loops ---- */
 
 /* i counts up to n; s adds n // d and n * 3 and loads X[i]: the product and
