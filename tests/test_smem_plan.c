@@ -291,6 +291,39 @@ Test(smem_plan, a_loop_s_next_iteration_meets_the_accesses_its_last_left)
     }
 }
 
+/* A scratch in two halves taken in turns (SMEM_TURNS): the write needs no
+ * barrier against the last iteration's read (the other half) once every
+ * iteration passes one, the read's; without such a barrier (writes alone),
+ * or for what follows the loop, the last iteration's accesses still count. */
+Test(smem_plan, a_scratch_taken_in_turns_meets_nothing_of_the_last_iteration)
+{
+    SmemPlan p = {0};
+    int t = smem_add_buffer(&p, SMEM_TURNS, 4096, 16), y = smem_add_buffer(&p, SMEM_SCRATCH, 4096, 16);
+    mark(&p, SMEM_LOOP);
+    int w = p.events.len;
+    use(&p, t, true); use(&p, t, false);
+    mark(&p, SMEM_LOOP_END);
+    int after = p.events.len;
+    use(&p, y, true); use(&p, y, false);
+    make(&p);
+    cr_expect_not(p.barrier[w], "the write meets the other half's read");
+    cr_expect(p.barrier[w + 1], "the read meets this iteration's write");
+    cr_expect_eq(buf(&p, t)->first, w - 1, "live over the whole loop");
+    cr_expect(smem_bufs_overlap(&p, t, y), "y takes t's bytes after the loop");
+    cr_expect(p.barrier[after], "y's write meets the last iteration's read of t");
+    smem_plan_free(&p);
+
+    SmemPlan q = {0};
+    t = smem_add_buffer(&q, SMEM_TURNS, 4096, 16);
+    mark(&q, SMEM_LOOP);
+    w = q.events.len;
+    use(&q, t, true);
+    mark(&q, SMEM_LOOP_END);
+    make(&q);
+    cr_expect(q.barrier[w] || q.barrier[w - 1], "writes alone: no barrier in the body, so two iterations apart meet");
+    smem_plan_free(&q);
+}
+
 /* A region written before a loop and read in it: published by the wait's
  * barrier that starts each iteration, or else by one barrier at the loop's
  * entry, never one per iteration. */

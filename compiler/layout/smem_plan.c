@@ -127,6 +127,12 @@ static void live_ranges(SmemPlan *p, const int *match)
             if (e->kind != SMEM_ACCESS) continue;
             SmemBuf *b = &p->bufs.data[e->buf];
             if (b->first < i && b->last < end) b->last = end;
+            /* halves taken in turns: the one the last iteration left is read no more only once
+             * the next has passed its barrier, so no other buffer takes its bytes in the loop */
+            if (b->kind == SMEM_TURNS) {
+                if (b->first > i) b->first = i;
+                if (b->last < end) b->last = end;
+            }
         }
     }
 }
@@ -332,6 +338,38 @@ static void record(const Check *k, uint64_t *pend, const SmemEvent *e)
 /* Runs events lo .. hi-1 from pending set pend (updated); false, with *at
  * the access, when one conflicts with a pending access and no barrier
  * comes between. */
+/* Whether every run of events lo .. hi-1 passes a barrier (a nested loop's
+ * body may run no iteration). */
+static bool always_barrier(const Check *k, int lo, int hi)
+{
+    for (int i = lo; i < hi; i++) {
+        const SmemEvent *e = &k->p->events.data[i];
+        if (k->barrier[i] || e->kind == SMEM_BARRIER) return true;
+        if (e->kind == SMEM_LOOP) i = k->match[i];
+        else if (e->kind == SMEM_IF) {
+            int els = k->match[i], end = k->match[els];
+            if (always_barrier(k, i + 1, els) && always_barrier(k, els + 1, end)) return true;
+            i = end;
+        }
+    }
+    return false;
+}
+
+/* A loop body's turns (SMEM_TURNS accessed in it, not in a nested loop)
+ * taken out of pend at its end when every iteration passes a barrier: the
+ * next iteration uses the other half, and the one after it this half again
+ * only past that iteration's barrier. */
+static void forget_turns(const Check *k, int lo, int hi, uint64_t *pend)
+{
+    if (!always_barrier(k, lo, hi)) return;
+    for (int i = lo; i < hi; i++) {
+        const SmemEvent *e = &k->p->events.data[i];
+        if (e->kind == SMEM_LOOP) i = k->match[i];
+        else if (e->kind == SMEM_ACCESS && k->p->bufs.data[e->buf].kind == SMEM_TURNS)
+            for (int part = 0; part < PENDING_PARTS; part++) pend[part * k->words + e->buf / 64] &= ~((uint64_t)1 << (e->buf % 64));
+    }
+}
+
 static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
 {
     size_t size = sizeof *pend * (size_t)(PENDING_PARTS * k->words);
@@ -348,19 +386,23 @@ static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
             i = last;
         } else if (e->kind == SMEM_LOOP) {
             int end = k->match[i];
-            uint64_t *head = pending_new(k), *next = pending_new(k);
+            uint64_t *head = pending_new(k), *next = pending_new(k), *left = pending_new(k);
             memcpy(head, pend, size);
             bool ok;
             for (;;) {
                 memcpy(next, head, size);
                 if (!(ok = walk(k, i + 1, end, next, at))) break;
+                /* what the last iteration leaves stays pending after the loop, its turns too */
+                for (int w = 0; w < PENDING_PARTS * k->words; w++) left[w] |= next[w];
+                forget_turns(k, i + 1, end, next);
                 for (int w = 0; w < PENDING_PARTS * k->words; w++) next[w] |= pend[w];
                 if (!memcmp(next, head, size)) break;
                 memcpy(head, next, size);
             }
-            memcpy(pend, head, size);
+            for (int w = 0; w < PENDING_PARTS * k->words; w++) pend[w] = head[w] | left[w];
             free(head);
             free(next);
+            free(left);
             if (!ok) return false;
             i = end;
         } else if (e->kind == SMEM_IF) {

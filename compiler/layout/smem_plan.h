@@ -35,6 +35,11 @@ typedef enum {
     SMEM_SCRATCH,   /* one op's: written and read within it (an issued dot's: up to its wait) */
     SMEM_RING,      /* an asynchronous copy ring: its copies and reads are ordered by its waits */
     SMEM_REGION,    /* a loop-invariant dot operand, written once where it is defined */
+    SMEM_TURNS,     /* an op's scratch in two halves, directly in a loop's body, each
+                       iteration's accesses in the half its parity names (all of them,
+                       an issued dot's wait too, in that iteration): live over the loop,
+                       and what one iteration leaves pending meets nothing of the next
+                       where every iteration passes a barrier (smem_plan.c, "barriers") */
 } SmemKind;
 
 typedef enum {
