@@ -349,6 +349,23 @@ Test(cpusim, fused_attention_with_vector_rings_matches, .timeout = 1800)
     unsetenv("PHOBOS_VECTOR_RING");
 }
 
+/* PHOBOS_SCRATCH_TURNS=1 (with the vector rings and without): the dQ
+ * share's A, dS^T, written to the half of a two-half scratch its
+ * iteration's parity names (dot_wgmma.c, SMEM_TURNS), with no barrier
+ * between an iteration's write and the last one's reads: the executor's
+ * race check sees a half written while a warpgroup's wgmma may still read
+ * it. */
+Test(cpusim, fused_attention_with_scratch_in_turns_matches, .timeout = 1800)
+{
+    setenv("PHOBOS_SCRATCH_TURNS", "1", 1);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 128);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    setenv("PHOBOS_VECTOR_RING", "1", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
+    unsetenv("PHOBOS_VECTOR_RING");
+    unsetenv("PHOBOS_SCRATCH_TURNS");
+}
+
 /* The fused backward's dQ share traded between neighbouring lanes and
  * added four floats at a time (the default; the bench's fused file runs so
  * in test_cpusim_wgmma.c), and with PHOBOS_ADD_EXCHANGE=0 two at a time.

@@ -59,6 +59,9 @@ typedef struct { ValueId v; Slots s; } Cached;
  * buffer's); lay: its SHARED layout. */
 typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; } Region;
 
+/* A for being emitted: its body, counter, first value and step. */
+typedef struct { const IrBlock *body; LLVMValueRef iv, lb; int64_t step; } CgLoop;
+
 enum { CG_MAX_RINGS = IR_MAX_RINGS };   /* ir_verify's limit on ring numbers */
 
 typedef struct {
@@ -104,6 +107,10 @@ typedef struct {
      * (cg_store.c bulk_adds_enter_loop) */
     struct { const IrOp *op; int buf; LLVMValueRef slot; } loop_adds[4];
     int nloop_adds;
+    /* the innermost for being emitted: its body, counter, first value and
+     * step (an op directly in the body runs once an iteration: the scratch
+     * taken in turns by the iteration's parity, dot_wgmma.c) */
+    CgLoop loop;
     /* @ph.warp_specialize (IrFunc.producer_threads): which threads the code
      * being emitted runs in: all of the block's (CG_ALL: its entry, or a
      * kernel without the option), the producer's or the tile code's */
@@ -244,8 +251,9 @@ ValueId operand_ring_root(Cg *c, ValueId operand);
 LLVMValueRef operand_ring_at(Cg *c, ValueId operand, DType dt);
 void operand_to_smem(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
 /* The same, v's transpose written (element (r, c) of sl is v's (c, r)),
- * an MMA layout's pairs of columns 4 bytes a store where they lie together. */
-void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl);
+ * an MMA layout's pairs of columns 4 bytes a store where they lie together;
+ * base bytes past area (a shared pointer; NULL: the area's start). */
+void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl);
 const Region *find_region(Cg *c, ValueId operand, DType dt);
 void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth);
 void write_regions(Cg *c, ValueId v);

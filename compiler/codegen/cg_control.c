@@ -73,7 +73,10 @@ static void emit_for(Cg *c, const IrOp *op)
     LLVMPositionBuilderAtEnd(c->b, bodybb);
     Slots *y = xcalloc((size_t)(ncar ? ncar : 1), sizeof *y);
     int mark = c->cache.len;
+    CgLoop outer = c->loop;
+    c->loop.body = body, c->loop.iv = iv, c->loop.lb = lb, c->loop.step = op->ival;
     emit_block(c, body, op, y);
+    c->loop = outer;
     smem_mark(c, SMEM_LOOP_END);
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(c->b);
     LLVMValueRef next = LLVMBuildAdd(c->b, iv, i32c(c, op->ival), "");

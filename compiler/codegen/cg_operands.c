@@ -90,11 +90,11 @@ static void root_to_smem(Cg *c, ValueId root, bool tr, DType dt, LLVMValueRef ar
     }
 }
 
-void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, int buf, int64_t base, const Layout *sl)
+void operand_to_smem_transposed(Cg *c, ValueId v, DType dt, LLVMValueRef area, int buf, int64_t base, const Layout *sl)
 {
     bool tr;
     ValueId root = operand_root(c, v, &tr);
-    root_to_smem(c, root, !tr, dt, c->smem, buf, base, sl, true);
+    root_to_smem(c, root, !tr, dt, area ? area : c->smem, buf, base, sl, true);
 }
 
 const Region *find_region(Cg *c, ValueId operand, DType dt)

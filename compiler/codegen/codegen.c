@@ -246,6 +246,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_MASK_SPLIT",    /* passes.c, masks.c */
     "PHOBOS_OVERLAP_WIDE",  /* wgmma_overlap.c */
     "PHOBOS_VECTOR_RING",   /* async.c */
+    "PHOBOS_SCRATCH_TURNS", /* dot_wgmma.c */
     NULL,
 };
 

@@ -43,7 +43,7 @@ static void emit_dot_mma_k32(Cg *c, const IrOp *op)
     int64_t abase = smem_offset(c, abuf), bbase = smem_offset(c, bbuf);
     operand_to_smem(c, op->args[0], at.dt, abuf, abase, sa);
     if (tb) operand_to_smem(c, op->args[1], bt.dt, bbuf, bbase, sb);
-    else operand_to_smem_transposed(c, op->args[1], bt.dt, bbuf, bbase, sb);
+    else operand_to_smem_transposed(c, op->args[1], bt.dt, NULL, bbuf, bbase, sb);
     Slots acc = cg_get(c, op->args[2], l);
     smem_access(c, abuf, false);
     smem_access_together(c, bbuf, false);

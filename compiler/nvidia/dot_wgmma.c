@@ -162,6 +162,33 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
     return (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
 }
 
+/* PHOBOS_SCRATCH_TURNS=1 (off until timed on the GPU): whether dot's A
+ * scratch is taken in turns, two halves by the iteration's parity
+ * (SMEM_TURNS), so that an iteration's write needs no barrier against the
+ * last one's reads (the fused backward's dS^T for dQ: its barrier after the
+ * dQ share's wait goes): the dot directly in the body of the for being
+ * emitted, and waited for there where it is issued, so that every access
+ * of an iteration is of its own half. */
+static bool in_turns(Cg *c, const IrOp *dot)
+{
+    const IrBlock *b = c->loop.body;
+    if (!b || c->loop.step <= 0 || !cg_switch("PHOBOS_SCRATCH_TURNS", false)) return false;
+    bool here = false, waited = !(dot->flags & DOT_ISSUED);
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op == dot) here = true;
+        for (int j = 0; here && op->kind == OP_WAIT_DOTS && j < op->nargs; j++) waited |= op->args[j] == dot->res[0];
+    }
+    return here && waited;
+}
+
+/* The for's iteration count from its first, modulo 2 (i32). */
+static LLVMValueRef iteration_parity(Cg *c)
+{
+    LLVMValueRef n = LLVMBuildSDiv(c->b, LLVMBuildSub(c->b, c->loop.iv, c->loop.lb, ""), i32c(c, c->loop.step), "");
+    return LLVMBuildAnd(c->b, n, i32c(c, 1), "");
+}
+
 /* Whether A is the transpose of a computed tile (the fused backward's dS
  * for dQ = dS K, from dS^T), with no region or ring of its own: then it
  * is written to scratch as that tile, [K, M], an MMA layout's pairs 4
@@ -229,9 +256,12 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         aval = cg_get(c, op->args[0], al);
     } else if (a_mn) {   /* [K, M]: A's transpose as it is */
         const Layout *sl = layout_shared_atoms(c->layouts, K, M, 2);
-        int buf = smem_operand_buffer(c, SMEM_SCRATCH, layout_shared_size(sl));
-        operand_to_smem_transposed(c, op->args[0], at.dt, buf, smem_offset(c, buf), sl);
-        a = (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
+        int64_t size = layout_shared_size(sl);
+        bool turns = in_turns(c, op);
+        int buf = smem_operand_buffer(c, turns ? SMEM_TURNS : SMEM_SCRATCH, turns ? 2 * size : size);
+        LLVMValueRef half = turns ? mul(c, iteration_parity(c), size) : i32c(c, 0);
+        operand_to_smem_transposed(c, op->args[0], at.dt, turns ? smem_byte_ptr(c, half) : NULL, buf, smem_offset(c, buf), sl);
+        a = (Operand){buf, add(c, i32c(c, smem_offset(c, buf)), half), sl};
     } else a = place_operand(c, op->args[0], at.dt, M, K);
     Operand b = place_operand(c, op->args[1], at.dt, tb ? N : K, tb ? K : N);
     if ((!a_regs && !layout_shared_hw_swizzle(a.sl)) || !layout_shared_hw_swizzle(b.sl) || (!tb && b.sl->atom && b.sl->atom != 64) ||
