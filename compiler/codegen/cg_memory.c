@@ -450,15 +450,12 @@ static bool read_column_transposed(Cg *c, ValueId v, const Slots *s, const Layou
  * transposed, each slot (row, col) of l reads the tile's (col, row). */
 Slots read_shared_at(Cg *c, ValueId v, const Slots *s, const Layout *l, bool transposed)
 {
-    Slots col;
-    if (transposed && read_column_transposed(c, v, s, l, &col)) {
-        smem_access(c, ring_buffer_of(c, v), false);
-        return col;
-    }
+    smem_access(c, ring_buffer_of(c, v), false);
+    Slots out;
+    if (transposed && read_column_transposed(c, v, s, l, &out)) return out;
     const Layout *sl = s->lay;
     LLVMTypeRef et = dtype_ty(c, vtype(c, v).dt);
-    Slots out = new_slots(layout_nslots(l), l);
-    smem_access(c, ring_buffer_of(c, v), false);
+    out = new_slots(layout_nslots(l), l);
     for (int k = 0; k < out.n; k++) {
         SlotPos p = slot_pos(c, l, k);
         LLVMValueRef off = transposed ? shared_offset(c, sl, p.col, p.row) : shared_offset(c, sl, p.row, p.col);

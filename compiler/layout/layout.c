@@ -633,9 +633,9 @@ static void plan_op(Pass *ps, const IrOp *op)
     case OP_COPY_ASYNC: {
         IrType t = ir_vtype(f, r);
         /* a policy's slot layout may not take the tile (f32, rows its swizzle cannot hold) */
-        of[r] = ps->dots && ps->dots->slot ? ps->dots->slot(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt)) : NULL;
         /* a column (async.c's vector rings): contiguous, as the tensor holds it, for the 1-D bulk copy */
         if (ir_cols(t) == 1) of[r] = layout_shared_plain(ps->t, ir_rows(t), 1, ir_dtype_bytes(t.dt));
+        else of[r] = ps->dots && ps->dots->slot ? ps->dots->slot(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt)) : NULL;
         if (!of[r]) of[r] = layout_shared(ps->t, ir_rows(t), ir_cols(t), ir_dtype_bytes(t.dt));
         break;
     }

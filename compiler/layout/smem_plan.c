@@ -335,9 +335,6 @@ static void record(const Check *k, uint64_t *pend, const SmemEvent *e)
     if (e->write && !e->unordered && k->p->bufs.data[e->buf].kind == SMEM_RING) put(pend + 2 * k->words, e->buf);
 }
 
-/* Runs events lo .. hi-1 from pending set pend (updated); false, with *at
- * the access, when one conflicts with a pending access and no barrier
- * comes between. */
 /* Whether every run of events lo .. hi-1 passes a barrier (a nested loop's
  * body may run no iteration). */
 static bool always_barrier(const Check *k, int lo, int hi)
@@ -370,6 +367,9 @@ static void forget_turns(const Check *k, int lo, int hi, uint64_t *pend)
     }
 }
 
+/* Runs events lo .. hi-1 from pending set pend (updated); false, with *at
+ * the access, when one conflicts with a pending access and no barrier
+ * comes between. */
 static bool walk(const Check *k, int lo, int hi, uint64_t *pend, int *at)
 {
     size_t size = sizeof *pend * (size_t)(PENDING_PARTS * k->words);

@@ -175,6 +175,21 @@ static void load_column(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at,
     ptx_bulk_load(c, ptx_shared_address(c, smem_byte_ptr(c, at)), column_from(c, op, l, r0), bytes, bar);
 }
 
+/* Whether the window may go by a bulk copy: descriptor j's tensor copy, or
+ * a column's 1-D copy (j < 0); and that copy, its bytes on mbarrier bar. */
+static LLVMValueRef by_bulk(Cg *c, const IrOp *op, const Layout *l, int j, LLVMValueRef r0, LLVMValueRef c0)
+{
+    if (j >= 0) return bulk_allowed(c, l, j, c0);
+    return column_slot(l) ? column_bulk_allowed(c, op, l, r0, c0) : LLVMConstInt(c->ti1, 0, 0);
+}
+
+static void load_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, int j, LLVMValueRef r0, LLVMValueRef c0,
+                      LLVMValueRef bar)
+{
+    if (j >= 0) load_boxes(c, l, at, j, r0, c0, bar);
+    else load_column(c, op, l, at, r0, bar);
+}
+
 static LLVMValueRef ws_load(Cg *c, int state) { return LLVMBuildLoad2(c->b, c->ti32, c->copy_state[state], ""); }
 static void ws_store(Cg *c, int state, LLVMValueRef v) { LLVMBuildStore(c->b, v, c->copy_state[state]); }
 
@@ -250,12 +265,12 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
     LLVMValueRef bar = ptx_shared_address(c, slot_barrier_ptr(c, 0, s));
     LLVMBasicBlockRef bulk = new_bb(c, "wstma"), slow = new_bb(c, "wsslow"), done = new_bb(c, "wscopied");
     bool column = j < 0 && column_slot(l);
-    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : column ? column_bulk_allowed(c, op, l, r0, c0) : LLVMConstInt(c->ti1, 0, 0),
-                    bulk, slow);
+    LLVMBuildCondBr(B, by_bulk(c, op, l, j, r0, c0), bulk, slow);
     LLVMPositionBuilderAtEnd(B, bulk);
-    if (j >= 0 || column) ptx_fence_proxy_async(c);
-    if (j >= 0) load_boxes(c, l, at, j, r0, c0, bar);
-    else if (column) load_column(c, op, l, at, r0, bar);
+    if (j >= 0 || column) {
+        ptx_fence_proxy_async(c);
+        load_bulk(c, op, l, at, j, r0, c0, bar);
+    }
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, slow);
     /* a column's slot, whose last filling was the 1-D bulk copy's (the
@@ -358,13 +373,12 @@ static void copy_bulk(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, L
     LLVMBuilderRef B = c->b;
     smem_access(c, c->copy_buf, false);
     LLVMBasicBlockRef bulk = new_bb(c, "tma"), fallback = new_bb(c, "tmafb"), done = new_bb(c, "tmad");
-    LLVMBuildCondBr(B, j >= 0 ? bulk_allowed(c, l, j, c0) : column_bulk_allowed(c, op, l, r0, c0), bulk, fallback);
+    LLVMBuildCondBr(B, by_bulk(c, op, l, j, r0, c0), bulk, fallback);
     LLVMPositionBuilderAtEnd(B, bulk);
     Guard g = guard_begin(c, is_thread0(c));
     ptx_fence_proxy_async(c);   /* the slot's last readers read it through the generic proxy */
     LLVMValueRef bar = group_barrier(c, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""));
-    if (j >= 0) load_boxes(c, l, at, j, r0, c0, bar);
-    else load_column(c, op, l, at, r0, bar);
+    load_bulk(c, op, l, at, j, r0, c0, bar);
     guard_end(c, g);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, fallback);
