@@ -4,7 +4,7 @@
 # another in one run on one GPU, each setting with a PTX cache of its own
 # (so no setting's PTX or autotuning winners serve another): the
 # before/after tables of docs/performance.md.
-#   BUILD=build/gpu sh bench/switches.sh PROGRAM.ph "--d 128" - "PHOBOS_WAIT_NEXT=1" ...
+#   BUILD=build/gpu sh bench/switches.sh PROGRAM.ph "--d 128" - "PHOBOS_MASK_SPLIT=1" ...
 # The second argument goes to attention_bench as it is; each setting after
 # it is a list of NAME=VALUE, or - for the defaults.
 BUILD=${BUILD:-build}

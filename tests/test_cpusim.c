@@ -412,20 +412,17 @@ Test(cpusim, attention_forward_partial_blocks_match_on_sm90a, .timeout = 1200)
 
 /* The same forward with its whole key blocks in a loop of their own
  * (PHOBOS_MASK_SPLIT), that loop's softmax beside its P V at 176 keys
- * (PHOBOS_OVERLAP_WIDE) and the wait for P V at the next iteration's top
- * (PHOBOS_WAIT_NEXT): at N_CTX 640 the unmasked loop runs 2 or 3 blocks
+ * (PHOBOS_OVERLAP_WIDE): at N_CTX 640 the unmasked loop runs 2 or 3 blocks
  * of 176 keys, the masked one the partial block (and, causal, the
  * diagonal's). */
 Test(cpusim, attention_forward_split_and_overlapped_matches_on_sm90a, .timeout = 2400)
 {
     setenv("PHOBOS_MASK_SPLIT", "1", 1);
     setenv("PHOBOS_OVERLAP_WIDE", "1", 1);
-    setenv("PHOBOS_WAIT_NEXT", "1", 1);
     attention_matches_sized("bench/attention_fused.ph", "sm_90a", 25, 128, 640);   /* BR 128 BC 176 S 2 W 2 */
     attention_matches_sized("bench/attention_fused.ph", "sm_90a", 27, 64, 640);    /* BR 192 BC 192 S 3 W 2 */
     unsetenv("PHOBOS_MASK_SPLIT");
     unsetenv("PHOBOS_OVERLAP_WIDE");
-    unsetenv("PHOBOS_WAIT_NEXT");
 }
 
 /* The bench forward's persistent configs (PERSISTENT 1, the last that fit

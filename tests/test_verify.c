@@ -264,13 +264,21 @@ static const Rejected rejected[] = {
     {"", C ISSUED "  %9 = add %8, %4 : f32[64, 64]\n  return\n", NULL,
      "f: op 'add' (%9): operand %8 is an issued dot's result, which only a wait_dots reads"},
     {"", C ISSUED "  %9 = wait_dots %4 pending 0 : f32[64, 64]\n  return\n", NULL, "f: op 'wait_dots' (%9): operand 1 is no issued dot's result"},
-    /* a for loop may carry one in flight (PHOBOS_WAIT_NEXT): its argument and result are issued too */
+    /* a for loop may carry one in flight: its argument and result are issued too */
     {"", C ISSUED "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n    %12 = add %11, %4 : f32[64, 64]\n"
                   "    %13 = dot %5, %7, %12 issued : f32[64, 64]\n    yield %13\n  }\n  return\n", NULL,
      "f: op 'add' (%12): operand %11 is an issued dot's result, which only a wait_dots reads"},
     {"", C ISSUED "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n    %12 = wait_dots %11 pending 0 : f32[64, 64]\n"
                   "    %13 = dot %5, %7, %12 issued : f32[64, 64]\n    yield %13\n  }\n  %14 = add %9, %4 : f32[64, 64]\n  return\n", NULL,
      "f: op 'add' (%14): operand %9 is an issued dot's result, which only a wait_dots reads"},
+    /* but not one whose A the loop writes again before the wait: carried (P_{j-1}), or computed in the body */
+    {"", C ISSUED "  %9, %10 = for %11 = %1 to %1 step 1 iter(%12 = %4, %13 = %5) : f32[64, 64], f16[64, 16] {\n"
+                  "    %14 = wait_dots %12 pending 0 : f32[64, 64]\n    %15 = dot %13, %7, %14 issued : f32[64, 64]\n"
+                  "    %16 = convert %3 : f16[64, 16]\n    yield %15, %16\n  }\n  return\n", NULL,
+     "f: op 'for' (%9): carries a dot in flight (%15) whose A (%13) the loop writes again before the dot's wait"},
+    {"", C ISSUED "  %9 = for %10 = %1 to %1 step 1 iter(%11 = %4) : f32[64, 64] {\n    %12 = wait_dots %11 pending 0 : f32[64, 64]\n"
+                  "    %13 = convert %3 : f16[64, 16]\n    %14 = dot %13, %7, %12 issued : f32[64, 64]\n    yield %14\n  }\n  return\n", NULL,
+     "f: op 'for' (%9): carries a dot in flight (%14) whose A (%13) the loop writes again before the dot's wait"},
     /* an if may not */
     {"", C ISSUED "  %9 = eq %1, %1 : bool\n  %10 = if %9 : f32[64, 64] {\n    yield %8\n  } else {\n    yield %4\n  }\n  return\n", NULL,
      "f: op 'if' (%10): then branch yields an issued dot's result (only a for loop carries one)"},
@@ -362,8 +370,7 @@ Test(ir_verify, every_rule_refuses_its_program)
     }
 }
 
-/* The loop of the wait at the next iteration's top (wgmma_overlap.c,
- * PHOBOS_WAIT_NEXT): a dot carried in flight, waited for at the body's top
+/* A dot carried in flight, its A from outside the loop, waited for at the body's top
  * and after the loop, is accepted. */
 Test(ir_verify, a_for_loop_carrying_an_issued_dot_to_its_waits_is_accepted)
 {

@@ -242,7 +242,6 @@ const char *const codegen_switches[] = {
     "PHOBOS_ADD_INSIDE",    /* cg_store.c */
     "PHOBOS_VECTOR_TRANSPOSE", /* cg_control.c */
     "PHOBOS_ADD_EXCHANGE",  /* cg_store.c */
-    "PHOBOS_WAIT_NEXT",     /* wgmma_overlap.c */
     "PHOBOS_MASK_SPLIT",    /* passes.c, masks.c */
     "PHOBOS_OVERLAP_WIDE",  /* wgmma_overlap.c */
     "PHOBOS_VECTOR_RING",   /* async.c */

@@ -384,6 +384,33 @@ static bool check_yield(Verifier *v, const IrOp *owner, const IrOp *y, const cha
     return true;
 }
 
+/* Whether b (or a region inside it) defines a: an argument or a result. */
+static bool defines(const IrBlock *b, ValueId a, int depth)
+{
+    if (!b || depth > IR_MAX_DEPTH) return false;
+    for (int i = 0; i < b->nargs; i++)
+        if (b->args[i] == a) return true;
+    for (int i = 0; i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int r = 0; r < op->nres; r++)
+            if (op->res[r] == a) return true;
+        if (defines(op->body, a, depth + 1) || defines(op->els, a, depth + 1)) return true;
+    }
+    return false;
+}
+
+/* A dot in flight over a loop's back edge reads its A from outside the
+ * loop: a wgmma reads a computed A from registers until its wait, and the
+ * loop writes the registers of what it carries at the back edge and of
+ * what its body computes in the next iteration (a carried P_{j-1} under
+ * P_j: the PTX leaves it undefined, and the GPU computed with P_j). */
+static bool reads_from_outside(Verifier *v, const IrOp *loop, ValueId flight)
+{
+    const IrOp *dot = v->f->values[flight].def;
+    if (!dot || dot->kind != OP_DOT || !dot->nargs || !defines(loop->body, dot->args[0], 0)) return true;
+    return bad(v, loop, "carries a dot in flight (%%%d) whose A (%%%d) the loop writes again before the dot's wait", flight, dot->args[0]);
+}
+
 static bool check_for(Verifier *v, const IrOp *op, int depth)
 {
     char b1[32], b2[32];
@@ -406,8 +433,10 @@ static bool check_for(Verifier *v, const IrOp *op, int depth)
     /* a dot left in flight across the back edge: the argument and the result carrying it */
     const IrOp *y = body->nops ? body->ops[body->nops - 1] : NULL;
     for (int i = 0; y && y->kind == OP_YIELD && i < ncarried && i < y->nargs; i++)
-        if (y->args[i] > 0 && y->args[i] < v->f->nvalues && in_flight(v, y->args[i]) && op->res[i] > 0 && op->res[i] < v->f->nvalues)
+        if (y->args[i] > 0 && y->args[i] < v->f->nvalues && in_flight(v, y->args[i]) && op->res[i] > 0 && op->res[i] < v->f->nvalues) {
+            if (!reads_from_outside(v, op, y->args[i])) return false;
             v->pending[body->args[i + 1]] = v->pending[op->res[i]] = 1;
+        }
     if (!check_block(v, body, depth + 1, op)) return false;
     return check_yield(v, op, body->ops[body->nops - 1], "body");
 }

@@ -401,8 +401,8 @@ static void wait_wgmma(Cg *c, const IrOp *w)
     int nacc = n;
     for (int i = 0; i < w->nargs; i++) {
         const IrOp *dot = ir_issued_dot(c->f, w->args[i]);
-        /* a dot carried in flight from the iteration before read an A no longer at hand; its
-         * registers are written again only after this wait (wgmma_overlap.c) */
+        /* a dot carried in flight from the iteration before read an A no longer at hand: one
+         * computed outside the loop (ir/verify.c refuses a carried one) */
         if (dot == c->f->values[w->args[i]].def) issued_a_registers(c, dot, regs, &n);
         reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
     }

@@ -23,8 +23,12 @@
  *   wait_dots' lowering) before the body's refills, which overwrite
  *   V_{j-1}'s slot; X_j = R(that result); P_j, V_j carried on;
  *   after the loop the last dot of the last iteration.
- * With PHOBOS_WAIT_NEXT=1 the wait for the last dot and the rescale go to
- * the next iteration's top instead (rotate_wait_next, below).
+ * The wait for the last dot stays in its iteration: P_{j-1} is a value the
+ * loop carries, its registers written again at the back edge (P_j), so a
+ * wgmma still reading them there computes with P_j's bytes (the wait at
+ * the next iteration's top, tried as PHOBOS_WAIT_NEXT, gave wrong outputs
+ * on the GPU; docs/performance.md, "twenty-third"; ir/verify.c refuses
+ * such a loop).
  * Each dot computes what it computed before, on the same operand values:
  * only when it runs moves. A trip count of zero yields the inits as the
  * loop did. By default only kernels whose warpgroups take turns
@@ -199,106 +203,7 @@ static void wait_for_s(IrFunc *f, IrBlock *body, IrOp *s, IrOp *issue)
     ir_block_insert(f, body, si + 2, wait_s);
 }
 
-/* PHOBOS_WAIT_NEXT=1 (with a producer; off until timed on the GPU): the
- * wait for P V_{j-1} at the top of iteration j+1 instead of after the
- * softmax of iteration j. ptxas schedules a wgmma.wait_group as early as
- * its basic block allows: after the softmax in the PTX, it lands before the
- * row max in the SASS (the D 128 forward: WARPGROUP.DEPBAR.LE gsb0, 0x0
- * among the first FMNMX), so the softmax waits for P V instead of running
- * beside it; the loop's header is a block boundary it stays behind. The
- * loop carries P V's result in flight (only the wait at the top reads it:
- * ir_issued_dot) and the rescale's operands from the body (the iteration
- * before's); it starts from acc_0, and after it the last P V in flight is
- * waited for and rescaled before the last iteration's. The ring's copies
- * stay in place: the producer takes them, its slot waits ordered by the
- * consumers' releases (the waits' lowering). */
-static bool wait_next_on(const IrFunc *f)
-{
-    return f->producer_threads && cg_switch("PHOBOS_WAIT_NEXT", false);
-}
-
-static void rotate_wait_next(IrFunc *f, IrBlock *then, Overlap *o, IrOp *pv, const ValueId *map, int nmap,
-                             ValueId p_prev, ValueId v_prev, int ncar)
-{
-    IrOp *loop = o->loop, *r = o->rescale;
-    IrBlock *body = loop->body;
-    IrOp *s = body->ops[o->first], *yield = body->ops[body->nops - 1];
-    ValueId acc = body->args[1 + o->acc];
-    bool *inside = xcalloc((size_t)f->nvalues + 1, sizeof *inside);
-    ir_mark_defined(body, inside);
-    int nmarked = f->nvalues;
-    IrOp *wait_pv = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &acc, 1, (IrType[]){ir_vtype(f, acc)});
-    wait_pv->loc = pv->loc;
-    ir_block_insert(f, body, 0, wait_pv);
-    ValueId x = wait_pv->res[0];
-    /* the rescale's operands from the body: the iteration before's, carried (r_from[j]: the
-     * loop's result index of operand j's carried value, or -1); of a broadcast (built where
-     * used: carried, it would take shared memory) its operand, the broadcast built again
-     * (r_bcast[j]) */
-    int *r_from = r ? xmalloc(sizeof *r_from * (size_t)(r->nargs + 1)) : NULL;
-    IrOp **r_bcast = r ? xcalloc((size_t)r->nargs + 1, sizeof *r_bcast) : NULL;
-    if (r) {
-        ir_block_remove(body, index_of(body, r));
-        int top = 1;
-        for (int j = 0; j < r->nargs; j++) {
-            ValueId a = r->args[j];
-            r_from[j] = -1;
-            if (a == acc) {
-                r->args[j] = x;
-                continue;
-            }
-            if (a > nmarked || !inside[a]) continue;
-            const IrOp *d = f->values[a].def;
-            bool bcast = d && d->kind == OP_BROADCAST && d->args[0] <= nmarked && inside[d->args[0]];
-            ValueId src = bcast ? d->args[0] : a;
-            ValueId carried = ir_for_add_carried(f, loop, src < nmap && map[src] ? map[src] : src, src);
-            r_from[j] = loop->nres - 1;
-            if (bcast) {
-                r_bcast[j] = ir_clone_op(f, d, &carried);
-                ir_block_insert(f, body, top++, r_bcast[j]);
-                carried = r_bcast[j]->res[0];
-            }
-            r->args[j] = carried;
-        }
-        ir_block_insert(f, body, top, r);
-        x = r->res[0];
-    }
-    free(inside);
-    ValueId pv_args[3] = {p_prev, v_prev, x};
-    IrOp *issue = ir_clone_op(f, pv, pv_args);
-    issue->flags |= DOT_ISSUED | DOT_IN_TURN;
-    s->flags |= DOT_ISSUED | DOT_TURN_KEPT;
-    wait_for_s(f, body, s, issue);
-    yield->args[o->acc] = issue->res[0];
-    flag_releases(f, body, then);
-
-    /* after the loop: the last P V in flight, its rescale, the last iteration's P V */
-    ir_block_insert(f, then, then->nops, loop);
-    ValueId pend = loop->res[o->acc];
-    IrOp *w = ir_emit(f, then, OP_WAIT_DOTS, 1, &pend, 1, (IrType[]){ir_vtype(f, pend)});
-    w->loc = pv->loc;
-    ValueId xl = w->res[0];
-    if (r) {
-        ValueId *args = xmalloc(sizeof *args * (size_t)(r->nargs + 1));
-        for (int j = 0; j < r->nargs; j++) {
-            args[j] = r->args[j] == wait_pv->res[0] ? xl : r_from[j] >= 0 ? loop->res[r_from[j]] : r->args[j];
-            if (r_bcast[j]) {
-                IrOp *b = ir_clone_op(f, r_bcast[j], &args[j]);
-                ir_block_insert(f, then, then->nops, b);
-                args[j] = b->res[0];
-            }
-        }
-        IrOp *rl = ir_clone_op(f, r, args);
-        free(args);
-        ir_block_insert(f, then, then->nops, rl);
-        xl = rl->res[0];
-    }
-    free(r_from);
-    free(r_bcast);
-    last_dot_after(f, then, o, pv, ncar, xl);
-}
-
-static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o, bool wait_next)
+static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
 {
     IrOp *loop = o->loop;
     IrBlock *body = loop->body;
@@ -330,8 +235,7 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o, bool wait_next
     ValueId *first_yield = xmalloc(sizeof *first_yield * (size_t)(ncar + 1));
     for (int i = 0; i < ncar; i++) first_yield[i] = yield->args[i] < nvals + 1 && map[yield->args[i]] ? map[yield->args[i]] : yield->args[i];
     ValueId x0 = map[pv->args[2]] ? map[pv->args[2]] : pv->args[2];
-    /* waiting at the next iteration's top, the loop rescales what it waited for: it starts from acc_0 */
-    first_yield[o->acc] = wait_next ? map[body->args[1 + o->acc]] : x0;
+    first_yield[o->acc] = x0;
     ValueId p0 = map[pv->args[0]], v0 = map[pv->args[1]];
 
     /* the loop from the second iteration on: S issued, then the last dot of the iteration before */
@@ -346,11 +250,6 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o, bool wait_next
     ValueId acc = body->args[1 + o->acc];
 
     ir_block_remove(body, o->last);
-    if (wait_next) {
-        rotate_wait_next(f, then, o, pv, map, nvals + 1, p_prev, v_prev, ncar);
-        free(map);
-        return;
-    }
     ValueId pv_args[3] = {p_prev, v_prev, acc};
     IrOp *issue = ir_clone_op(f, pv, pv_args);
     issue->flags |= DOT_ISSUED | DOT_IN_TURN;
@@ -420,7 +319,7 @@ static void overlap_block(IrFunc *f, IrBlock *b, int depth)
         ir_mark_defined(op->body, inside);
         Overlap o;
         if (matches(f, op, inside, &o)) {
-            rotate(f, b, i, &o, wait_next_on(f));
+            rotate(f, b, i, &o);
             i++;   /* the test, then the guard holding the loop */
         }
         free(inside);
