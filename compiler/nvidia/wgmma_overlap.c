@@ -173,16 +173,33 @@ static void flag_releases(IrFunc *f, IrBlock *body, IrBlock *then)
         if (then->ops[i]->kind == OP_WAIT_ASYNC && then->ops[i]->nargs) then->ops[i]->flags |= WAIT_SLOTS_RELEASED;
 }
 
+/* Whether an op of b from index `from` on waits for ring slots (in a region of its own too). */
+static bool waits_for_slots(const IrBlock *b, int from, int depth)
+{
+    for (int i = from; b && i < b->nops && depth < IR_MAX_DEPTH; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_WAIT_ASYNC && op->nargs) return true;
+        if (waits_for_slots(op->body, 0, depth + 1) || waits_for_slots(op->els, 0, depth + 1)) return true;
+    }
+    return false;
+}
+
 /* After the loop (the then-block's last op), the last iteration's last dot
  * onto acc, P and V the loop carried out (its carried values ncar and ncar
- * + 1); the then-block yields the loop's values with it. */
-static void last_dot_after(IrFunc *f, IrBlock *then, const Overlap *o, const IrOp *pv, int ncar, ValueId acc)
+ * + 1); the then-block yields the loop's values with it. With hand_back,
+ * the slots every wait so far gave are released after that dot, their last
+ * reader: a later loop over the same ring (masksplit's second) waits for
+ * slots the producer refills only once released, and the last iteration's
+ * slots and the next loop's first would otherwise be held together, one
+ * more than the ring's stages where the second loop is short (a deadlock). */
+static void last_dot_after(IrFunc *f, IrBlock *then, const Overlap *o, const IrOp *pv, int ncar, ValueId acc, bool hand_back)
 {
     IrOp *loop = o->loop;
     ValueId last_args[3] = {loop->res[ncar], loop->res[ncar + 1], acc};
     IrOp *final = ir_clone_op(f, pv, last_args);
     final->flags &= ~(DOT_ISSUED | DOT_IN_TURN);
     ir_block_insert(f, then, then->nops, final);
+    if (hand_back) ir_emit(f, then, OP_RELEASE_ASYNC, 0, NULL, 0, NULL)->loc = pv->loc;
     ValueId *out = xmalloc(sizeof *out * (size_t)(ncar + 1));
     for (int i = 0; i < ncar; i++) out[i] = i == o->acc ? final->res[0] : loop->res[i];
     ir_emit(f, then, OP_YIELD, ncar, out, 0, NULL);
@@ -287,7 +304,7 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     flag_releases(f, body, then);
 
     ir_block_insert(f, then, then->nops, loop);
-    last_dot_after(f, then, o, pv, ncar, loop->res[o->acc]);
+    last_dot_after(f, then, o, pv, ncar, loop->res[o->acc], f->producer_threads && waits_for_slots(outer, at + 2, 0));
     free(map);
 }
 
