@@ -8,6 +8,7 @@
 #   make tutorial-check docs/tutorial.md's commands, run as written, their output compared
 #   make ptx-identical  phc's output for every .ph file and 300 generated programs, against recorded hashes
 #   make layers-check   the folders keep their layers (tests/layers.py, docs/architecture.md)
+#   make wgmma-hazards  no register a wgmma may still use is touched in phc's sm_90a PTX
 #   make gpu-bundle     build/gpu: what make gpucheck and make bench need on a GPU machine without LLVM
 #   make install    phc, libphobos.so.N, phobos.h and phobos.pc under PREFIX (default /usr/local;
 #                   DESTDIR honoured); make uninstall removes them
@@ -386,6 +387,7 @@ check: deps
 	$(MAKE) sanitize
 	$(MAKE) fuzz-regress
 	$(MAKE) ptx-identical
+	$(MAKE) wgmma-hazards
 	$(MAKE) layers-check
 	@# every Criterion suite, plain and sanitized, in one closing line
 	@cat $(BUILD)/tests/*.log build/san/tests/*.log | awk '/Synthesis/ { p += $$7; f += $$10 + $$13 } /^\[SKIP\]/ { s++ } \
@@ -398,6 +400,12 @@ check: deps
 .PHONY: ptx-identical
 ptx-identical: $(PHC) $(BUILD)/tests/phgen_dump
 	BUILD=$(BUILD) sh tests/ptx/identical.sh
+
+# A wgmma's A registers and accumulators untouched until its wait, in the
+# sm_90a PTX of the attention and GEMM files (tests/ptx/wgmma_hazards.py).
+.PHONY: wgmma-hazards
+wgmma-hazards: $(PHC)
+	BUILD=$(BUILD) sh tests/ptx/wgmma_hazards.sh
 
 # The layers of docs/architecture.md, from includes and the objects'
 # symbols; no circle across folders; no source file over 900 lines.
