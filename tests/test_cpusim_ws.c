@@ -656,6 +656,23 @@ Test(cpusim_ws, the_rotated_loop_waits_for_p_v_in_its_iteration_and_matches_at_e
         cr_expect_eq(carried, 0, "%s: a loop carries a dot in flight over its back edge", c->name);
         ir_func_free(c);
     }
+    /* the wait for P V is held after the softmax by a fence (ptxas moves an unfenced one up to
+     * the top of its block); PHOBOS_HOLD_WAIT=0 leaves the fence out */
+    for (int hold = 0; hold < 2; hold++) {
+        setenv("PHOBOS_HOLD_WAIT", hold ? "1" : "0", 1);
+        CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+        for (int i = 0; i < m->nfuncs; i++) {
+            IrModule one = *m;
+            one.funcs = &m->funcs[i], one.nfuncs = 1;
+            char *ptx = NULL, err[1024];
+            cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+            const char *fence = strstr(ptx, "fence.acq_rel.cta;"), *wait = fence ? strstr(fence, "wgmma.wait_group") : NULL;
+            cr_expect_eq(fence != NULL, hold, "%s: the fence is %s", m->funcs[i]->name, hold ? "missing" : "there");
+            if (hold) cr_expect(wait && !strncmp(wait, "wgmma.wait_group.sync.aligned 0;", 32) && wait - fence < 80, "%s: no wait for P V after the fence", m->funcs[i]->name);
+            free(ptx);
+        }
+    }
+    unsetenv("PHOBOS_HOLD_WAIT");
     cpusim *s = load_arch(m, "sm_90a");
     static const int trips[] = {0, 64, 72, 200, 320};
     for (int i = 0; i < m->nfuncs; i++)

@@ -376,7 +376,12 @@ static void issued_a_registers(Cg *c, const IrOp *dot, LLVMValueRef *regs, int *
 }
 
 /* wait_dots: the issued dots' groups but the last ival complete, their
- * accumulators and A registers tied through the wait. Once all are done,
+ * accumulators and A registers tied through the wait. ptxas moves a
+ * WARPGROUP.DEPBAR up to the first instruction of its basic block that
+ * needs nothing it waits for, so a wait put after the softmax ran before
+ * it (docs/performance.md, "twentieth"); a fence.acq_rel.cta, which it does
+ * not move a wait above, holds a WAIT_AFTER_WORK one where it is
+ * (PHOBOS_HOLD_WAIT=0: no fence). Once all are done,
  * the ring slots they read are read no more in this warpgroup: a block
  * barrier, since the copies that follow (wgmma_overlap.c puts them there)
  * refill those slots for the whole block; with a producer, the release of
@@ -406,6 +411,7 @@ static void wait_wgmma(Cg *c, const IrOp *w)
         if (dot == c->f->values[w->args[i]].def) issued_a_registers(c, dot, regs, &n);
         reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
     }
+    if ((w->flags & WAIT_AFTER_WORK) && cg_switch("PHOBOS_HOLD_WAIT", true)) ptx_fence_cta(c);
     ptx_wgmma_wait_regs(c, (int)w->ival, regs, n);
     /* the scratch an issued dot reads is read until here: nothing takes its bytes before */
     for (int i = 0; i < w->nargs; i++)

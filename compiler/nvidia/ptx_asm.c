@@ -141,6 +141,8 @@ void ptx_wgmma_wait_regs(Cg *c, int pending, LLVMValueRef *regs, int n)
 
 LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3) { return LLVMBuildPtrToInt(c->b, ptr3, c->ti32, ""); }
 
+void ptx_fence_cta(Cg *c) { asm_plain(c, "fence.acq_rel.cta;"); }
+
 void ptx_fence_mbarrier_init(Cg *c) { asm_plain(c, "fence.mbarrier_init.release.cluster;"); }
 
 void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes)

@@ -84,6 +84,8 @@ void nvidia_turn_pass(Cg *c);
 /* Shared-memory addresses below are i32 offsets in the shared window
  * (ptx_shared_address). */
 LLVMValueRef ptx_shared_address(Cg *c, LLVMValueRef ptr3);
+/* fence.acq_rel.cta: also a point ptxas moves no wgmma wait above. */
+void ptx_fence_cta(Cg *c);
 /* fence.mbarrier_init.release.cluster: initialised mbarriers visible to the async proxy. */
 void ptx_fence_mbarrier_init(Cg *c);
 /* mbarrier.expect_tx: bytes more to arrive at bar before its phase completes. */

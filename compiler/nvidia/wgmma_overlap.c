@@ -275,6 +275,7 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
     /* the last dot's wait where the dot was, then the refills, then the rescale of its result */
     IrOp *wait_pv = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issue->res[0], 1, (IrType[]){ir_vtype(f, issue->res[0])});
     wait_pv->ival = 0;
+    wait_pv->flags |= WAIT_AFTER_WORK;
     wait_pv->loc = pv->loc;
     int wi = o->last + 2;   /* past the issue and the first wait put before it */
     ir_block_insert(f, body, wi++, wait_pv);

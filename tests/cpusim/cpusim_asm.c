@@ -1,5 +1,6 @@
 /* cpusim_asm.c: sm_90a's inline PTX (compiler/nvidia/ptx_asm.c: wgmma's
  * fence, mma_async, commit_group and wait_group, fence.proxy.async,
+ * fence.acq_rel.cta,
  * setmaxnreg; the mbarrier init fence, expect_tx and try_wait.parity, the
  * bulk tensor copy; sm_90's vector atomic add, red.global.add.v2/v4.f32) made
  * calls into the executor. Each asm call is recognised by its text and
@@ -157,6 +158,8 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
     if (!ok) {
     } else if (!strcmp(text, "fence.proxy.async.shared::cta;")) {
         a->op = IN_FENCE_PROXY_ASYNC;
+    } else if (!strcmp(text, "fence.acq_rel.cta;")) {
+        a->op = IN_FENCE_CTA;
     } else if (!strcmp(text, "wgmma.fence.sync.aligned;")) {
         a->op = IN_WGMMA_FENCE;
     } else if (!strcmp(text, "wgmma.commit_group.sync.aligned;")) {

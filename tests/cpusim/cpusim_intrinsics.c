@@ -28,7 +28,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "llvm.nvvm.mbarrier.init.shared", "llvm.nvvm.mbarrier.arrive.shared", "llvm.nvvm.mma.m16n8k32.row.col.s8",
     "llvm.nvvm.barrier.sync.cnt", "llvm.nvvm.bar.warp.sync",
     /* inline PTX (cpusim_asm.c), named for messages */
-    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8", "setmaxnreg",
+    "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8", "setmaxnreg", "fence.acq_rel.cta",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor", "bar.arrive",
     "red.global.add.v", "cp.reduce.async.bulk", "cp.async.bulk.wait_group", "cp.async.bulk.wait_group.read", "cp.async.bulk",
 };

@@ -44,6 +44,7 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
     const AsmCall *a = &L->s->asm_calls[call];
     switch (a->op) {
     case IN_FENCE_PROXY_ASYNC: me->fenced_at = ++L->fence_tick; return;
+    case IN_FENCE_CTA: return;   /* the threads run one at a time: their accesses are in order already */
     case IN_WGMMA_FENCE:   /* registers passed through it come out unchanged */
         for (int i = 0; i < a->nacc; i++) out[i] = in[a->acc[i]];
         return;
