@@ -246,6 +246,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_OVERLAP_WIDE",  /* wgmma_overlap.c */
     "PHOBOS_VECTOR_RING",   /* async.c */
     "PHOBOS_SCRATCH_TURNS", /* dot_wgmma.c */
+    "PHOBOS_HOLD_WAIT",     /* dot_wgmma.c */
     NULL,
 };
 
