@@ -28,7 +28,9 @@
  * wgmma still reading them there computes with P_j's bytes (the wait at
  * the next iteration's top, tried as PHOBOS_WAIT_NEXT, gave wrong outputs
  * on the GPU; docs/performance.md, "twenty-third"; ir/verify.c refuses
- * such a loop).
+ * such a loop). The wait is flagged WAIT_AFTER_WORK: ptxas would run it
+ * before the elementwise work, at the top of its block, and the engine
+ * holds it after (docs/performance.md, "twenty-fourth").
  * Each dot computes what it computed before, on the same operand values:
  * only when it runs moves. A trip count of zero yields the inits as the
  * loop did. By default only kernels whose warpgroups take turns
