@@ -898,24 +898,3 @@ Test(codegen, lineinfo_changes_no_instruction, .timeout = 300)
     }
     globfree(&g);
 }
-
-/* Every switch the code generator reads by name is in codegen_switches,
- * which the runtime's PTX cache puts in its key: a switch missing there
- * would let one setting's cached PTX serve another. */
-Test(codegen, every_named_switch_is_in_the_cache_key)
-{
-    FILE *p = popen("grep -rhoE 'cg_switch\\(\"PHOBOS_[A-Z0-9_]+\"' compiler", "r");
-    cr_assert_not_null(p);
-    char line[256];
-    int seen = 0;
-    while (fgets(line, sizeof line, p)) {
-        char *name = strchr(line, '"') + 1;
-        *strchr(name, '"') = 0;
-        bool listed = false;
-        for (const char *const *sw = codegen_switches; *sw; sw++) listed |= !strcmp(*sw, name);
-        cr_expect(listed, "%s is read by the code generator but not in codegen_switches", name);
-        seen++;
-    }
-    pclose(p);
-    cr_expect_geq(seen, 5, "grep found %d switches in compiler/", seen);
-}

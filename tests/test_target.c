@@ -405,3 +405,24 @@ Test(target, the_wgmma_accumulator_of_a_column_share_a_warpgroup_is_the_wg_cols_
               "64 rows, several warpgroups and whole 8-column pieces a share only");
     layout_table_free(t);
 }
+
+/* Every switch the code generator reads by name is in codegen_switches,
+ * which the runtime's PTX cache puts in its key: a switch missing there
+ * would let one setting's cached PTX serve another. */
+Test(target, every_named_switch_is_in_the_cache_key)
+{
+    FILE *p = popen("grep -rhoE 'cg_switch\\(\"PHOBOS_[A-Z0-9_]+\"' compiler", "r");
+    cr_assert_not_null(p);
+    char line[256];
+    int seen = 0;
+    while (fgets(line, sizeof line, p)) {
+        char *name = strchr(line, '"') + 1;
+        *strchr(name, '"') = 0;
+        bool listed = false;
+        for (const char *const *sw = codegen_switches; *sw; sw++) listed |= !strcmp(*sw, name);
+        cr_expect(listed, "%s is read by the code generator but not in codegen_switches", name);
+        seen++;
+    }
+    pclose(p);
+    cr_expect_geq(seen, 5, "grep found %d switches in compiler/", seen);
+}
