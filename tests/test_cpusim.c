@@ -670,4 +670,3 @@ Test(cpusim, the_emitted_shared_memory_map_is_layout_shared_offset)
     LLVMDisposeModule(c.mod);
     LLVMContextDispose(c.ctx);
 }
-

@@ -339,6 +339,17 @@ static IrModule *compile_specialized(const char *file, char *path, int w)
     return m;
 }
 
+/* The sm_90a PTX of m's function i alone (the caller frees it). */
+static char *sm90a_ptx_of(IrModule *m, int i)
+{
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    IrModule one = *m;
+    one.funcs = &m->funcs[i], one.nfuncs = 1;
+    char *ptx = NULL, err[1024];
+    cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    return ptx;
+}
+
 /* Each entry of the file's sm_90a PTX whose name starts with one of
  * prefix[] has a producer: its consumers meet at named barrier 1 (which
  * leaves the producer out), and they release slots, after a bar.warp.sync
@@ -348,14 +359,10 @@ static void expect_producers(const char *path, const char *const *prefix, int n)
 {
     IrModule *m = driver_compile_file(path, NULL, stderr);
     cr_assert_not_null(m);
-    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
     for (int i = 0; i < m->nfuncs; i++)
         for (int j = 0; j < n; j++) {
             if (strncmp(m->funcs[i]->name, prefix[j], strlen(prefix[j]))) continue;
-            IrModule one = *m;
-            one.funcs = &m->funcs[i], one.nfuncs = 1;
-            char *ptx = NULL, err[1024];
-            cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+            char *ptx = sm90a_ptx_of(m, i);
             bool releases = strstr(ptx, "bar.warp.sync") || strstr(ptx, "wgmma.wait_group");
             cr_expect(releases && strstr(ptx, "barrier.sync \t1,"), "%s has no producer", m->funcs[i]->name);
             free(ptx);
@@ -477,14 +484,10 @@ Test(cpusim_ws, the_sanitizers_gemm_shape_runs_without_races, .timeout = 600)
  * (S 2, 3; two warpgroups): want in each. */
 static void expect_turn_arrivals(IrModule *m, int want)
 {
-    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
     int turning = 0;
     for (int i = 0; i < m->nfuncs; i++) {
         if (strncmp(m->funcs[i]->name, "attn_fwd__D_64__BR_128__BC_64__NT_", 34)) continue;
-        IrModule one = *m;
-        one.funcs = &m->funcs[i], one.nfuncs = 1;
-        char *ptx = NULL, err[1024];
-        cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        char *ptx = sm90a_ptx_of(m, i);
         bool two = m->funcs[i]->threads == 256;
         int arrivals = 0;
         for (const char *p = ptx; (p = strstr(p, "bar.arrive")); p++) arrivals++;
@@ -660,12 +663,8 @@ Test(cpusim_ws, the_rotated_loop_waits_for_p_v_in_its_iteration_and_matches_at_e
      * the top of its block); PHOBOS_HOLD_WAIT=0 leaves the fence out */
     for (int hold = 0; hold < 2; hold++) {
         setenv("PHOBOS_HOLD_WAIT", hold ? "1" : "0", 1);
-        CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
         for (int i = 0; i < m->nfuncs; i++) {
-            IrModule one = *m;
-            one.funcs = &m->funcs[i], one.nfuncs = 1;
-            char *ptx = NULL, err[1024];
-            cr_assert_eq(codegen_emit(&one, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+            char *ptx = sm90a_ptx_of(m, i);
             const char *fence = strstr(ptx, "fence.acq_rel.cta;"), *wait = fence ? strstr(fence, "wgmma.wait_group") : NULL;
             cr_expect_eq(fence != NULL, hold, "%s: the fence is %s", m->funcs[i]->name, hold ? "missing" : "there");
             if (hold) cr_expect(wait && !strncmp(wait, "wgmma.wait_group.sync.aligned 0;", 32) && wait - fence < 80, "%s: no wait for P V after the fence", m->funcs[i]->name);
