@@ -277,8 +277,9 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
  * the loop, S = Q K^T and the previous tile's P V are both committed
  * before the wait that leaves one group in flight; the softmax follows,
  * then the wait for all, and only then the bulk copy that refills the
- * slot P V read. By default the pass runs only where warpgroups take
- * turns (W 2), and PHOBOS_DOT_OVERLAP=0 turns it off there too. */
+ * slot P V read. By default the pass runs only where a producer feeds
+ * the loop and either warpgroups take turns (W 2) or the ring has three
+ * stages, and PHOBOS_DOT_OVERLAP=0 turns it off there too. */
 static char *one_tuned_ptx(const char *name)
 {
     IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
@@ -316,9 +317,19 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
     cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "taking turns, the loop does not overlap");
     free(ptx);
+    /* and where a producer's ring has three stages, not two */
+    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1");
+    cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "three stages, the loop does not overlap");
+    free(ptx);
+    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_2__W_1__MASKED_1");
+    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "two stages, no turns: the loop overlaps");
+    free(ptx);
     setenv("PHOBOS_DOT_OVERLAP", "0", 1);
     ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
     cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the loop overlaps");
+    free(ptx);
+    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1");
+    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the three-stage loop overlaps");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
 }

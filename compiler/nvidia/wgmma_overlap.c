@@ -33,8 +33,8 @@
  * holds it after (docs/performance.md, "twenty-fourth").
  * Each dot computes what it computed before, on the same operand values:
  * only when it runs moves. A trip count of zero yields the inits as the
- * loop did. By default only kernels whose warpgroups take turns
- * (wgmma_overlap_mode). */
+ * loop did. By default only kernels with a producer whose warpgroups
+ * take turns or whose ring has three stages (rotates_by_default). */
 #include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
@@ -314,12 +314,10 @@ static void rotate(IrFunc *f, IrBlock *outer, int at, Overlap *o)
 /* PHOBOS_DOT_OVERLAP: 0 leaves every dot waited for where it is issued; 1
  * runs both passes on every kernel; unset (or any other value), the
  * default: wgmma_issue everywhere (it measured faster on the backward,
- * docs/performance.md, eleventh) and this pass's rotation only where
- * warpgroups take turns. Alone the rotation measured no faster (tenth):
- * both warpgroups then run their softmax at once and the tensor cores
- * idle; with turns one's softmax runs under the other's P V and Q K^T,
- * FlashAttention-3's schedule, which measured 2-4% faster at head dim 128
- * (eleventh). The runtime's cache keys include the switch. */
+ * docs/performance.md, eleventh) and this pass's rotation where a
+ * producer feeds the loop and either its warpgroups take turns or its
+ * ring has three stages or more (rotates_by_default). The runtime's cache
+ * keys include the switch. */
 DotOverlap wgmma_overlap_mode(void)
 {
     const char *v = getenv("PHOBOS_DOT_OVERLAP");
@@ -346,9 +344,22 @@ static void overlap_block(IrFunc *f, IrBlock *b, int depth)
     }
 }
 
+/* Where the rotation measured faster. With turns one warpgroup's softmax
+ * runs under the other's P V and Q K^T, FlashAttention-3's schedule (2-4%
+ * at head dim 128, eleventh); without them both warpgroups run their
+ * softmax at once and the rotation paid nothing at two stages (tenth,
+ * twenty-fourth) but 6% at three (head dim 64, 192 x 128, twenty-fifth):
+ * a rotated iteration holds two groups of slots, K_j and V_{j-1}, so with
+ * two stages the producer's next copy starts only when the iteration
+ * ends. */
+static bool rotates_by_default(const IrFunc *f)
+{
+    if (!f->producer_threads) return false;
+    return (f->turns && f->threads >= 256) || f->stages >= 3;
+}
+
 void wgmma_overlap(IrFunc *f)
 {
     DotOverlap m = wgmma_overlap_mode();
-    bool taking_turns = f->turns && f->producer_threads && f->threads >= 256;
-    if (m == DOT_OVERLAP_ALL || (m == DOT_OVERLAP_DEFAULT && taking_turns)) overlap_block(f, f->body, 0);
+    if (m == DOT_OVERLAP_ALL || (m == DOT_OVERLAP_DEFAULT && rotates_by_default(f))) overlap_block(f, f->body, 0);
 }
