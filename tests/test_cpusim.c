@@ -333,34 +333,36 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
     unsetenv("PHOBOS_BULK_ADD");
 }
 
-/* PHOBOS_VECTOR_RING=1: the fused backward's L and Delta columns through
- * rings of their own (async.c), each thread reading its columns of S^T
- * straight from the slot; with a producer warp (bench picks 7 at head dim
- * 128, 15 at 64) the producer copies them, and the consumers release a
- * slot only after the last op built from it (warp_specialize.c). The
- * mma.sync path's copies go by the threads. */
-Test(cpusim, fused_attention_with_vector_rings_matches, .timeout = 1800)
+/* The fused backward's L and Delta columns through rings of their own
+ * (async.c, the default), each thread reading its columns of S^T straight
+ * from the slot: with a producer warp (bench picks 7 at head dim 128, 15
+ * at 64, the dS^T scratch in turns as well) the producer copies them, and
+ * the consumers release a slot only after the last op built from it
+ * (warp_specialize.c). With PHOBOS_VECTOR_RING=0 they are loaded and
+ * exchanged through scratch, on the mma.sync path and on sm_90a. */
+Test(cpusim, fused_attention_with_vector_rings_and_without_matches, .timeout = 1800)
 {
-    setenv("PHOBOS_VECTOR_RING", "1", 1);
-    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90", 5, 64);
-    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    setenv("PHOBOS_VECTOR_RING", "0", 1);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90", 5, 64);
+    attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 128);
     unsetenv("PHOBOS_VECTOR_RING");
 }
 
-/* PHOBOS_SCRATCH_TURNS=1 (with the vector rings and without): the dQ
- * share's A, dS^T, written to the half of a two-half scratch its
- * iteration's parity names (dot_wgmma.c, SMEM_TURNS), with no barrier
- * between an iteration's write and the last one's reads: the executor's
- * race check sees a half written while a warpgroup's wgmma may still read
- * it. */
-Test(cpusim, fused_attention_with_scratch_in_turns_matches, .timeout = 1800)
+/* PHOBOS_SCRATCH_TURNS=0 (with the vector rings and without): the dQ
+ * share's A, dS^T, written to one scratch with a barrier after the
+ * share's wait, where by default (dot_wgmma.c, SMEM_TURNS) each
+ * iteration writes the half its parity names with no barrier against the
+ * last one's reads (the default attention tests run that; the executor's
+ * race check sees a half written while a warpgroup's wgmma may still
+ * read it). */
+Test(cpusim, fused_attention_without_scratch_in_turns_matches, .timeout = 1800)
 {
-    setenv("PHOBOS_SCRATCH_TURNS", "1", 1);
+    setenv("PHOBOS_SCRATCH_TURNS", "0", 1);
     attention_matches_at("tests/gpu/attention_fused.ph", "sm_90a", 5, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
-    setenv("PHOBOS_VECTOR_RING", "1", 1);
+    setenv("PHOBOS_VECTOR_RING", "0", 1);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     unsetenv("PHOBOS_VECTOR_RING");
     unsetenv("PHOBOS_SCRATCH_TURNS");

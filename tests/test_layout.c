@@ -229,6 +229,19 @@ static int check_with_slices(LayoutTable *t, const Layout *l, const char *where)
 
 typedef struct { const Layout **seen; int n, cap; int checked; } Checked;
 
+/* async.c's vector rings: a column of a one-column tensor (the backward's L
+ * and Delta) in a slot of its own, its elements in order as the tensor
+ * holds them, whole 16-byte units for the 1-D bulk copy; not a tile of
+ * 16-byte rows. */
+static bool column_slot(const Layout *l) { return l->kind == LAY_SHARED && l->cols == 1 && l->stride == 1; }
+
+static void expect_column_slot(const Layout *l, const char *where)
+{
+    cr_expect_eq((int64_t)l->rows * l->elem % 16, 0, "%s: a column slot of %d bytes", where, l->rows * l->elem);
+    for (int r = 0; r < l->rows; r++)
+        cr_assert_eq(layout_shared_offset(l, r, 0), (int64_t)r * l->elem, "%s: a column slot's element %d out of order", where, r);
+}
+
 static void check_once(Checked *ck, LayoutTable *t, const Layout *l, const char *where)
 {
     for (int i = 0; i < ck->n; i++)
@@ -253,7 +266,9 @@ static void check_module_layouts(Checked *ck, LayoutTable *t, IrModule *m, const
         cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
         LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         for (int v = 1; v < f->nvalues; v++) {
-            if (p.of[v] && p.of[v]->kind == LAY_SHARED)
+            if (p.of[v] && column_slot(p.of[v]))
+                expect_column_slot(p.of[v], where);
+            else if (p.of[v] && p.of[v]->kind == LAY_SHARED)
                 cr_expect_eq(p.of[v]->stride * p.of[v]->elem % 16, 0, "%s: value %d: a ring row of %d bytes", where, v,
                              p.of[v]->stride * p.of[v]->elem);
             else if (p.of[v]) check_once(ck, t, p.of[v], where);
@@ -610,7 +625,7 @@ Test(shared_layout, shifts_are_an_xor_and_an_add_where_they_hold)
  * tensor-core dot writes to shared memory or reads from a region (A as
  * [M, K]; B as [N, K] for dot_t, read by plain ldmatrix, or as [K, N],
  * read by ldmatrix.trans), as dot_mma lays them out. */
-typedef struct { const Layout *seen[512]; int n, rings, a, b_nk, b_kn; } SharedSeen;
+typedef struct { const Layout *seen[512]; int n, rings, columns, a, b_nk, b_kn; } SharedSeen;
 
 static void check_shared_once(SharedSeen *s, const Layout *l, const char *where)
 {
@@ -645,7 +660,10 @@ static void check_program_shared(SharedSeen *s, LayoutTable *t, IrModule *m, con
         cr_assert_eq(ir_run_passes(f, false, NULL, NULL, err, sizeof err), 0, "%s: %s", where, err);
         LayoutPlan p = layout_plan(f, t, &mma_sync_layouts);
         for (int v = 1; v < f->nvalues; v++)
-            if (p.of[v] && p.of[v]->kind == LAY_SHARED) {
+            if (p.of[v] && column_slot(p.of[v])) {
+                expect_column_slot(p.of[v], where);
+                s->columns++;
+            } else if (p.of[v] && p.of[v]->kind == LAY_SHARED) {
                 check_shared_once(s, p.of[v], where);
                 s->rings++;
             }
@@ -678,6 +696,7 @@ Test(shared_layout, every_shape_of_the_programs_maps_without_bank_conflicts, .ti
         free(src);
     }
     cr_assert_gt(s.rings, 0, "ring slots");
+    cr_assert_gt(s.columns, 0, "column slots (the fused backward's L and Delta)");
     cr_assert_gt(s.a, 0, "A operands");
     cr_assert_gt(s.b_nk, 0, "[N, K] B operands (plain ldmatrix)");
     cr_assert_gt(s.b_kn, 0, "[K, N] B operands (ldmatrix.trans)");

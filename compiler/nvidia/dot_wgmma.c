@@ -162,7 +162,7 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
     return (Operand){buf, i32c(c, smem_offset(c, buf)), sl};
 }
 
-/* PHOBOS_SCRATCH_TURNS=1 (off until timed on the GPU): whether dot's A
+/* PHOBOS_SCRATCH_TURNS (on by default; =0 leaves it out): whether dot's A
  * scratch is taken in turns, two halves by the iteration's parity
  * (SMEM_TURNS), so that an iteration's write needs no barrier against the
  * last one's reads (the fused backward's dS^T for dQ: its barrier after the
@@ -172,7 +172,7 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
 static bool in_turns(Cg *c, const IrOp *dot)
 {
     const IrBlock *b = c->loop.body;
-    if (!b || c->loop.step <= 0 || !cg_switch("PHOBOS_SCRATCH_TURNS", false)) return false;
+    if (!b || c->loop.step <= 0 || !cg_switch("PHOBOS_SCRATCH_TURNS", true)) return false;
     bool here = false, waited = !(dot->flags & DOT_ISSUED);
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];

@@ -91,7 +91,7 @@ static bool only_transposed_broadcasts(const Async *a, const IrBlock *b, ValueId
     return true;
 }
 
-/* PHOBOS_VECTOR_RING=1 (off until timed on the GPU): a column of f32
+/* PHOBOS_VECTOR_RING (on by default; =0 leaves it out): a column of f32
  * (a [BR, 1] window of a one-column tensor, so BR contiguous floats)
  * read only through transposes that broadcasts read goes through a ring
  * as well, read by each thread straight from its slot in the layout the
@@ -102,7 +102,7 @@ static bool vector_wanted(Async *a, const IrOp *load, IrType t)
 {
     const char *v = getenv("PHOBOS_VECTOR_RING");
     const IrParam *p = &a->f->params[load->param];
-    if (!v || strcmp(v, "1") || t.dt != DT_F32 || t.shape[1] != 1 || p->dim_name[1] || p->dim_value[1] != 1) return false;
+    if ((v && !strcmp(v, "0")) || t.dt != DT_F32 || t.shape[1] != 1 || p->dim_name[1] || p->dim_value[1] != 1) return false;
     return t.shape[0] % 4 == 0 && a->uses[load->res[0]] > 0 && only_transposed_broadcasts(a, a->f->body, load->res[0]);
 }
 

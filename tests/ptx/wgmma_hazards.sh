@@ -31,7 +31,7 @@ compile() {
 for f in examples/attention/attention.ph tests/gpu/attention_fused.ph bench/attention_fused.ph bench/attention_tuned.ph bench/gemm_tuned.ph; do
     compile "" "$f"
 done
-for sw in PHOBOS_DOT_OVERLAP=1 "PHOBOS_MASK_SPLIT=1 PHOBOS_OVERLAP_WIDE=1" "PHOBOS_VECTOR_RING=1 PHOBOS_SCRATCH_TURNS=1"; do
+for sw in PHOBOS_DOT_OVERLAP=1 "PHOBOS_MASK_SPLIT=1 PHOBOS_OVERLAP_WIDE=1" "PHOBOS_VECTOR_RING=0 PHOBOS_SCRATCH_TURNS=0"; do
     compile "$sw" bench/attention_fused.ph
 done
 wait
