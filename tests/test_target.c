@@ -292,6 +292,15 @@ static char *one_tuned_ptx(const char *name)
     return ptx;
 }
 
+/* whether the named config's loop leaves a group in flight (the rotation) */
+static bool rotated(const char *name)
+{
+    char *ptx = one_tuned_ptx(name);
+    bool in_flight = strstr(ptx, "wgmma.wait_group.sync.aligned 1;") != NULL;
+    free(ptx);
+    return in_flight;
+}
+
 Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout = 300)
 {
     setenv("PHOBOS_DOT_OVERLAP", "1", 1);
@@ -310,27 +319,14 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     cr_expect_geq(tu_count_between(all, refill, "bar.sync"), 1, "no block barrier between the wait and the refill");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0__MASKED_1");
-    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "without PHOBOS_DOT_OVERLAP=1 the loop overlaps");
-    free(ptx);
-    /* by default where the warpgroups take turns (W 2) */
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
-    cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "taking turns, the loop does not overlap");
-    free(ptx);
-    /* and where a producer's ring has three stages, not two */
-    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1");
-    cr_expect_not_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "three stages, the loop does not overlap");
-    free(ptx);
-    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_2__W_1__MASKED_1");
-    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "two stages, no turns: the loop overlaps");
-    free(ptx);
+    cr_expect_not(rotated("attn_fwd__D_128__BR_128__BC_64__NT_256__S_2__W_0__MASKED_1"), "without PHOBOS_DOT_OVERLAP=1 the loop overlaps");
+    /* by default where the warpgroups take turns (W 2), and where a producer's ring has three stages, not two */
+    cr_expect(rotated("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1"), "taking turns, the loop does not overlap");
+    cr_expect(rotated("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1"), "three stages, the loop does not overlap");
+    cr_expect_not(rotated("attn_fwd__D_64__BR_192__BC_128__NT_384__S_2__W_1__MASKED_1"), "two stages, no turns: the loop overlaps");
     setenv("PHOBOS_DOT_OVERLAP", "0", 1);
-    ptx = one_tuned_ptx("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1");
-    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the loop overlaps");
-    free(ptx);
-    ptx = one_tuned_ptx("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1");
-    cr_expect_null(strstr(ptx, "wgmma.wait_group.sync.aligned 1;"), "with PHOBOS_DOT_OVERLAP=0 the three-stage loop overlaps");
-    free(ptx);
+    cr_expect_not(rotated("attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1"), "with PHOBOS_DOT_OVERLAP=0 the loop overlaps");
+    cr_expect_not(rotated("attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1"), "with PHOBOS_DOT_OVERLAP=0 the three-stage loop overlaps");
     unsetenv("PHOBOS_DOT_OVERLAP");
 }
 
