@@ -534,6 +534,7 @@ install-check: all
 	BUILD=$(BUILD) MAKE="$(MAKE)" sh tests/install_check.sh
 
 # Runs what the build made (so it also runs on the GPU machine): make all build-tests first.
+# BENCH_PARTS="fused torch" (bench/run.sh) runs some of the GPU benches.
 bench:
 	BUILD=$(BUILD) sh bench/run.sh
 
