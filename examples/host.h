@@ -243,11 +243,16 @@ static inline int host_count_fits(const IrModule *m, const char *kernel,
 
 /* The first config of kernel that fits, as fits(f, ctx) decides (NULL: any).
  * PHOBOS_CONFIG_INDEX=i picks the i-th fitting config instead (counting
- * modulo how many fit), so a test can walk every config of a file. */
+ * modulo how many fit), so a test can walk every config of a file, and
+ * PHOBOS_CONFIG_INDEX_<kernel>=j picks that kernel's j-th whatever the
+ * other kernels take (a run refused for one kernel's config runs again
+ * with that kernel's pinned, so the others' still get checked). */
 static inline IrFunc *host_pick(const IrModule *m, const char *kernel,
                                 bool (*fits)(const IrFunc *f, const void *ctx), const void *ctx)
 {
-    const char *env = getenv("PHOBOS_CONFIG_INDEX");
+    char own[128];
+    snprintf(own, sizeof own, "PHOBOS_CONFIG_INDEX_%s", kernel);
+    const char *env = getenv(own) ? getenv(own) : getenv("PHOBOS_CONFIG_INDEX");
     int want = env ? atoi(env) : 0, nfit = host_count_fits(m, kernel, fits, ctx);
     if (nfit) want = (want % nfit + nfit) % nfit;
     for (int i = 0; m && i < m->nfuncs; i++) {

@@ -41,16 +41,42 @@ attention_run() {
     echo $? > "$SWEEP/$1.rc"
 }
 
+# verdict I CONFIGS OUT RC [NOTE]: the line for run I, its configs named in
+# $ran when it passed (a persistent forward's run, with $pin, the kernel it
+# pinned, in $persistent); a refusal's config in $refused_configs and
+# $why. True when the run was refused.
+verdict() {
+    if [ "$4" = 0 ]; then
+        echo "  index $1$5: $2: $(printf '%s\n' "$3" | tail -1 | sed 's/.*: //')"
+        passed=$((passed + 1))
+        ran=$(printf '%s\n%s\n' "$ran" "$2" | tr -d ' ' | tr ',' '\n' | grep . | sort -u)
+        case $2 in *PERSISTENT_1*) persistent="$persistent $1:$d:$pin" ;; esac
+        return 1
+    elif why=$(refusal "$3"); then
+        echo "  index $1$5: $2: refused ($why)"
+        refused_configs=$(printf '%s\n%s\n' "$refused_configs" "${why%% *}" | grep . | sort -u)
+        return 0
+    fi
+    echo "  index $1$5: ${2:-no configs}: FAILED"
+    printf '%s\n' "$3" | sed 's/^/    /'
+    status=1
+    return 1
+}
+
 # attention_configs FILE HEAD_DIM: attention_run for each config index
 # until every config of the kernel with the most has run (index 0 first:
 # it says how many), GPUCHECK_JOBS at once; a line per run, its configs
 # and the check's verdict. A run whose launch the runtime refused for
-# shared memory (gpurefusal.sh) is "refused (reason)", its other kernels
-# unchecked; anything else that
-# is not "N of N ok" is a failure, shown whole. Every config named in
-# $ran (a line each); the counts in $passed, $refused.
+# shared memory (gpurefusal.sh) is "refused (reason)", and runs again with
+# the refused kernel pinned to its config of the first run that passed
+# (PHOBOS_CONFIG_INDEX_<kernel>, examples/host.h), so the other kernels'
+# configs are checked; anything
+# else that is not "N of N ok" is a failure, shown whole. The configs of
+# the runs that passed in $ran, the refused ones in $refused_configs (a
+# line each); the counts in $passed, $refused.
 attention_configs() {
     rm -f "$SWEEP"/*
+    d=$2
     attention_run 0 "$1" "$2"
     runs=$(sed -n 's/^configs that fit: //p' "$SWEEP/0.out" | tr ',' '\n' |
            awk '$2 > most { most = $2 } END { print most + 0 }')
@@ -61,24 +87,23 @@ attention_configs() {
         [ $(( (i - 1) % JOBS )) = 0 ] && wait
     done
     wait
+    # a refused kernel is pinned to its config in the first run that passed
+    ok=0
+    while [ $ok -lt "$runs" ] && [ "$(cat "$SWEEP/$ok.rc")" != 0 ]; do ok=$((ok + 1)); done
     i=0
     while [ $i -lt "$runs" ] || [ $i = 0 ]; do
         out=$(cat "$SWEEP/$i.out")
-        rc=$(cat "$SWEEP/$i.rc")
         configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
-        ran=$(printf '%s\n%s\n' "$ran" "$configs" | tr -d ' ' | tr ',' '\n' | grep . | sort -u)
-        verdict=$(printf '%s\n' "$out" | tail -1)
-        if [ "$rc" = 0 ]; then
-            echo "  index $i: $configs: ${verdict##*: }"
-            passed=$((passed + 1))
-            case $configs in *PERSISTENT_1*) persistent="$persistent $i:$2" ;; esac
-        elif why=$(refusal "$out"); then
-            echo "  index $i: $configs: refused ($why)"
+        pin=-
+        if verdict $i "$configs" "$out" "$(cat "$SWEEP/$i.rc")"; then
             refused=$((refused + 1))
-        else
-            echo "  index $i: ${configs:-no configs}: FAILED"
-            printf '%s\n' "$out" | sed 's/^/    /'
-            status=1
+            cfg=${why%% *}
+            kernel=${cfg%%__*}
+            pin=PHOBOS_CONFIG_INDEX_$kernel=$ok
+            out=$(env "$pin" PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 2 1024 "$2" 2>&1)
+            rc=$?
+            configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
+            verdict $i "$configs" "$out" $rc " ($kernel's config of index $ok)" && refused=$((refused + 1))
         fi
         i=$((i + 1))
     done
@@ -89,7 +114,7 @@ attention_configs() {
 # took is a failure.
 attention_file() {
     echo "== every config of $1"
-    ran="" passed=0 refused=0 persistent=""
+    ran="" refused_configs="" passed=0 refused=0 persistent=""
     dims=$("$BUILD/bin/phc" --list "$1" | grep -o ' D=[0-9]*' | cut -d= -f2 | sort -nu)
     [ -n "$dims" ] || { echo "  phc --list $1 names no head dim D"; status=1; return; }
     for d in $dims; do
@@ -97,14 +122,17 @@ attention_file() {
         attention_configs "$1" "$d"
     done
     missed=$("$BUILD/bin/phc" --list "$1" | awk '/^  / { print $1 }' | while read -r c; do
-        printf '%s\n' "$ran" | grep -qxF "$c" || echo "$c"
+        printf '%s\n%s\n' "$ran" "$refused_configs" | grep -qxF "$c" || echo "$c"
     done)
-    [ -z "$missed" ] || { echo "  never run:"; printf '%s\n' "$missed" | sed 's/^/    /'; status=1; }
+    [ -z "$missed" ] || { echo "  never checked:"; printf '%s\n' "$missed" | sed 's/^/    /'; status=1; }
     # a persistent forward's run again with more (row block, head) tiles
     # than an H200 has multiprocessors (132), so its blocks loop over tiles
     for p in $persistent; do
-        i=${p%:*} d=${p#*:}
-        if out=$(PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 34 1024 "$d" 2>&1); then
+        i=${p%%:*} d=${p#*:} pin=${p##*:}
+        d=${d%%:*}
+        [ "$pin" = - ] && pin=
+        # shellcheck disable=SC2086 # $pin is one NAME=VALUE or nothing
+        if out=$(env $pin PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 34 1024 "$d" 2>&1); then
             echo "  index $i, HEAD_DIM $d at Z 1 H 34 N_CTX 1024 (persistent): $(printf '%s\n' "$out" | tail -1 | sed 's/.*: //')"
         else
             echo "  index $i, HEAD_DIM $d at Z 1 H 34 N_CTX 1024 (persistent): FAILED"
@@ -112,7 +140,7 @@ attention_file() {
             status=1
         fi
     done
-    echo "  $1: $passed runs passed, $refused refused; $(printf '%s\n' "$ran" | grep -c .) configs run"
+    echo "  $1: $passed runs passed, $refused refused; $(printf '%s\n' "$ran" | grep -c .) configs checked, $(printf '%s\n' "$refused_configs" | grep -c .) refused"
 }
 
 # GPUCHECK_ATTENTION="FILE ...": every config of these attention files and
