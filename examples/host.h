@@ -252,7 +252,8 @@ static inline IrFunc *host_pick(const IrModule *m, const char *kernel,
 {
     char own[128];
     snprintf(own, sizeof own, "PHOBOS_CONFIG_INDEX_%s", kernel);
-    const char *env = getenv(own) ? getenv(own) : getenv("PHOBOS_CONFIG_INDEX");
+    const char *env = getenv(own);
+    if (!env) env = getenv("PHOBOS_CONFIG_INDEX");
     int want = env ? atoi(env) : 0, nfit = host_count_fits(m, kernel, fits, ctx);
     if (nfit) want = (want % nfit + nfit) % nfit;
     for (int i = 0; m && i < m->nfuncs; i++) {

@@ -94,7 +94,7 @@ attention_configs() {
     while [ $i -lt "$runs" ] || [ $i = 0 ]; do
         out=$(cat "$SWEEP/$i.out")
         configs=$(printf '%s\n' "$out" | sed -n 's/^configs: //p')
-        pin=-
+        pin=
         if verdict $i "$configs" "$out" "$(cat "$SWEEP/$i.rc")"; then
             refused=$((refused + 1))
             cfg=${why%% *}
@@ -128,9 +128,8 @@ attention_file() {
     # a persistent forward's run again with more (row block, head) tiles
     # than an H200 has multiprocessors (132), so its blocks loop over tiles
     for p in $persistent; do
-        i=${p%%:*} d=${p#*:} pin=${p##*:}
+        i=${p%%:*} pin=${p##*:} d=${p#*:}
         d=${d%%:*}
-        [ "$pin" = - ] && pin=
         # shellcheck disable=SC2086 # $pin is one NAME=VALUE or nothing
         if out=$(env $pin PHOBOS_CONFIG_INDEX=$i "$BUILD/examples/attention_check" "$1" --size 1 34 1024 "$d" 2>&1); then
             echo "  index $i, HEAD_DIM $d at Z 1 H 34 N_CTX 1024 (persistent): $(printf '%s\n' "$out" | tail -1 | sed 's/.*: //')"
