@@ -433,3 +433,57 @@ Test(target, every_named_switch_is_in_the_cache_key)
     pclose(p);
     cr_expect_geq(seen, 5, "grep found %d switches in compiler/", seen);
 }
+
+/* The counts a kernel's mbarriers are initialized with, in PTX order
+ * (each init's count register, as its last mov before the init set it). */
+static int barrier_counts(const char *ptx, int *counts, int max)
+{
+    int n = 0;
+    for (const char *p = ptx; (p = strstr(p, "mbarrier.init.shared.b64 [")) && n < max; p++) {
+        const char *reg = strstr(p, "], %r"), *eol = strchr(p, '\n');
+        cr_assert(reg && reg < eol);
+        char name[32], mov[48];
+        int len = (int)strcspn(reg + 3, ";\n");
+        cr_assert_lt(len, (int)sizeof name);
+        snprintf(name, sizeof name, "%.*s", len, reg + 3);
+        snprintf(mov, sizeof mov, "mov.b32 \t%s, ", name);
+        const char *set = NULL;
+        for (const char *q = ptx; (q = strstr(q, mov)) && q < p; q++) set = q;
+        cr_assert_not_null(set, "no mov sets %s", name);
+        counts[n++] = atoi(set + strlen(mov));
+    }
+    return n;
+}
+
+/* copy_tma.c: a slot's empty barrier waits for each consumer warp's lane 0,
+ * but where threads read slots with loads of their own (the fused dK/dV's
+ * L and Delta rings) for every consumer thread, each arriving after its
+ * own loads: compute-sanitizer's racecheck reported the producer's refill
+ * racing the other lanes' loads (ptxas drops the bar.warp.sync before lane
+ * 0's arrival from converged code). The forward's rings are read by wgmma
+ * alone and keep one arrival a warp. */
+Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .timeout = 300)
+{
+    static const struct { const char *name; int full, empty; } cases[] = {
+        {"attn_bwd_dkdv__D_64__BR_64__BC_64__NT_128__W_1", 1, 128},
+        {"attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1", 1, 256},
+        {"attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1__PERSISTENT_0", 1, 12},
+    };
+    for (int i = 0; i < 3; i++) {
+        IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+        cr_assert_not_null(m, "run from the repository root");
+        int all;
+        cr_assert_eq(keep_configs(m, named, cases[i].name, &all), 1, "%s", cases[i].name);
+        char *ptx = emit_for(m, "sm_90a");
+        int counts[64], n = barrier_counts(ptx, counts, 64), full = 0, empty = 0;
+        for (int j = 0; j < n; j++) {
+            full += counts[j] == cases[i].full;
+            empty += counts[j] == cases[i].empty;
+        }
+        cr_expect(n > 0 && full == n / 2 && empty == n / 2, "%s: %d barriers, %d with count %d, %d with %d", cases[i].name, n, full,
+                  cases[i].full, empty, cases[i].empty);
+        free(ptx);
+        m->nfuncs = all;
+        ir_module_free(m);
+    }
+}

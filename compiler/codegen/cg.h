@@ -100,6 +100,7 @@ typedef struct {
     LLVMValueRef desc_map[CODEGEN_MAX_COPY_DESCS], desc_ok[CODEGEN_MAX_COPY_DESCS];
     LLVMValueRef copy_state[12]; /* the copy engine's: what its begin made (counters, a buffer's offset) */
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
+    bool slots_read_by_lanes;    /* a ring's slots are read by each thread (a vector ring's column) */
     LLVMBasicBlockRef exit_bb;
     bool bulk_adds;              /* the target's bulk adds were issued: drained at the exit */
     /* bulk adds of the loops being emitted that alternate between two

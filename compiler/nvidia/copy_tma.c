@@ -46,16 +46,30 @@ static int descriptor_of(Cg *c, const IrOp *op, bool add)
     return c->ndescs++;
 }
 
+/* A vector ring's slot (async.c: a column of f32 as the tensor holds it,
+ * a one-column tensor's rows one after another) goes in one 1-D bulk copy
+ * where the window lies inside the tensor and starts on a 16-byte
+ * boundary; else element by element, as a slot the tensor copy cannot
+ * write. */
+static bool column_slot(const Layout *l) { return l->kind == LAY_SHARED && l->cols == 1 && l->stride == 1; }
+
 static void plan_block(Cg *c, const IrBlock *b)
 {
     for (int i = 0; i < b->nops; i++) {
-        if (b->ops[i]->kind == OP_COPY_ASYNC) descriptor_of(c, b->ops[i], true);
+        if (b->ops[i]->kind == OP_COPY_ASYNC) {
+            descriptor_of(c, b->ops[i], true);
+            c->slots_read_by_lanes |= column_slot(c->plan.of[b->ops[i]->res[0]]);
+        }
         if (b->ops[i]->body) plan_block(c, b->ops[i]->body);
         if (b->ops[i]->els) plan_block(c, b->ops[i]->els);
     }
 }
 
-static void plan_descriptors(Cg *c, const IrFunc *f) { plan_block(c, f->body); }
+static void plan_descriptors(Cg *c, const IrFunc *f)
+{
+    c->slots_read_by_lanes = false;
+    plan_block(c, f->body);
+}
 
 /* copy_state: the groups committed and waited for, and whether a copy
  * went by cp.async (i32 variables; the last the same in every thread:
@@ -96,8 +110,9 @@ static void begin_barriers(Cg *c)
     Guard g = guard_begin(c, is_thread0(c));
     LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
     for (int b = 0; b < TMA_BARRIERS * (ws ? 2 : 1); b++) {
-        /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's */
-        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : c->T / 32)};
+        /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's (ws_release) */
+        int empty = c->slots_read_by_lanes ? c->T : c->T / 32;
+        LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : empty)};
         cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
     }
     ptx_fence_mbarrier_init(c);
@@ -108,8 +123,9 @@ static void begin_barriers(Cg *c)
 /* ---- warp-specialized (IrFunc.producer): the producer's copies ----
  * Slot s of the rings has two mbarriers: full[s] (one arrival: the
  * producer's, with the copies' bytes as transactions) and empty[s] (one
- * arrival from each consumer warp). The producer, before a group's
- * first copy into slot s, waits for empty[s]'s phase of the slot's
+ * arrival from each consumer warp, or from each consumer thread where
+ * threads read slots with loads of their own: ws_release). The producer,
+ * before a group's first copy into slot s, waits for empty[s]'s phase of the slot's
  * previous filling (a fresh barrier's parity-1 wait passes at once),
  * issues the group's copies on full[s] and at the commit arrives on it.
  * A consumer keeps the slots of the groups it committed and has not
@@ -142,13 +158,6 @@ static void load_boxes(Cg *c, const Layout *l, LLVMValueRef at, int j, LLVMValue
         ptx_bulk_tensor_load(c, dst, c->desc_map[j], add(c, x, i32c(c, (int64_t)a * cols)), y, bar);
     }
 }
-
-/* A vector ring's slot (async.c: a column of f32 as the tensor holds it,
- * a one-column tensor's rows one after another) goes in one 1-D bulk copy
- * where the window lies inside the tensor and starts on a 16-byte
- * boundary; else element by element, as a slot the tensor copy cannot
- * write. */
-static bool column_slot(const Layout *l) { return l->kind == LAY_SHARED && l->cols == 1 && l->stride == 1; }
 
 static LLVMValueRef column_from(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef r0)
 {
@@ -327,7 +336,12 @@ static void ws_wait(Cg *c, int pending)
  * (all) or waited for before the last wait, oldest first: its lane 0,
  * once the warp's wgmma.wait_group (warp-wide) saw the wgmma reading the
  * slot complete; no thread reads a slot otherwise (warp_specialize.c's
- * protocol), and the slots of a wait that gives none are read by nobody. */
+ * protocol), and the slots of a wait that gives none are read by nobody.
+ * Where threads read slots with loads of their own (a vector ring's
+ * column), every thread arrives after its loads: lane 0's arrival orders
+ * the other lanes' loads before the producer's refill only through the
+ * bar.warp.sync before it, which ptxas drops from converged code, and
+ * compute-sanitizer's racecheck then sees the refill race the loads. */
 static void ws_release(Cg *c, bool all)
 {
     LLVMBuilderRef B = c->b;
@@ -341,7 +355,8 @@ static void ws_release(Cg *c, bool all)
     LLVMValueRef q = ws_load(c, QUEUE);
     LLVMValueRef bar = slot_barrier_ptr(c, 1, LLVMBuildAnd(B, q, i32c(c, 15), ""));
     LLVMBasicBlockRef arrive = new_bb(c, "wsarrive"), arrived = new_bb(c, "wsarrived");
-    LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntEQ, c->lane, i32c(c, 0), ""), arrive, arrived);
+    LLVMValueRef arrives = c->slots_read_by_lanes ? LLVMConstInt(c->ti1, 1, 0) : LLVMBuildICmp(B, LLVMIntEQ, c->lane, i32c(c, 0), "");
+    LLVMBuildCondBr(B, arrives, arrive, arrived);
     LLVMPositionBuilderAtEnd(B, arrive);
     cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
     LLVMBuildBr(B, arrived);
