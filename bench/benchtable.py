@@ -202,6 +202,15 @@ def case_header(with_bh):
 TORCH_ATTENTION = (("flash", "flash"), ("cudnn", "cuDNN"))
 
 
+def best_phc(per):
+    """The faster of bench/attention_tuned.ph's figure (phc) and
+    bench/attention_fused.ph's (phc-fused), and whether it is the latter's."""
+    tuned, fused = per.get("phc"), per.get("phc-fused")
+    if fused and fused[0] and not (tuned and tuned[0] and tuned[0] <= fused[0]):
+        return fused, True
+    return tuned, False
+
+
 def attention_table(fig):
     keys = sorted((k for k, per in fig.attention.items() if set(per) - {"phc-seed"}), key=attention_order)
     if not keys:
@@ -213,14 +222,17 @@ def attention_table(fig):
     rows = []
     for key in keys:
         per, flops = fig.attention[key], attention_flops(*key)
-        phc_text, phc = cell_tflops(flops, per.get("phc"))
+        best, fused = best_phc(per)
+        phc_text, phc = cell_tflops(flops, best)
         cells = [cell_tflops(flops, per.get(impl)) for impl, _ in others]
-        phc_ms = per.get("phc", (None, ""))
-        configs = compact_config(phc_ms[1]) if phc_ms[0] else ""
+        configs = ("fused: " if fused else "") + compact_config(best[1]) if best and best[0] else ""
         rows.append(case_cells(key, with_bh) + [phc_text] + [t for t, _ in cells] + [ratio(phc, v) for _, v in cells] + [configs])
     b, h = keys[0][2], keys[0][3]
     caption = "Attention, f16" + ("" if with_bh else f", batch {b}, {h} heads") + \
         ": TFLOP/s as Triton's tutorial counts them (4·B·H·N_CTX²·D, half when causal, 2.5 times for the backward pass)."
+    if fig.has(fig.attention, "phc-fused"):
+        caption += (" phc: the faster of bench/attention_tuned.ph and bench/attention_fused.ph"
+                    " (configs marked fused: the latter's).")
     return [caption, ""] + markdown(header, rows)
 
 

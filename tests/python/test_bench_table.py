@@ -169,12 +169,25 @@ class TableTest(unittest.TestCase):
                          "2026-12-04", "abc1234")
         self.assertIn("| pass | causal | D | N_CTX | three kernels TFLOP/s | fused TFLOP/s | fused/three | cuDNN TFLOP/s | "
                       "best/cuDNN | fused configs |", text)
-        # the main table's bwd row, then the two-ways row: the faster of the two against cuDNN
-        self.assertEqual(table_lines(text, "bwd")[1],
-                         "| bwd | no | 64 | 1024 | 150.0 | 180.0 | 1.20 | 200.0 | 0.90 | delta BR64, dkdv BR64 BC128 NT256 W1, dq BR64 |")
-        # its forward figures stay out of the tables
-        self.assertEqual(len(table_lines(text, "fwd")), 4)
+        # the main table's bwd row (the faster file's figure), then the two-ways row: the faster against cuDNN
+        self.assertEqual(table_lines(text, "bwd"), [
+            "| bwd | no | 64 | 1024 | 180.0 | 300.0 | 200.0 | 0.60 | 0.90 | fused: delta BR64, dkdv BR64 BC128 NT256 W1, dq BR64 |",
+            "| bwd | no | 64 | 1024 | 150.0 | 180.0 | 1.20 | 200.0 | 0.90 | delta BR64, dkdv BR64 BC128 NT256 W1, dq BR64 |"])
+        # the forward too: the fused file's where faster, the tuned file's elsewhere
+        self.assertEqual(table_lines(text, "fwd")[:2], [
+            "| fwd | no | 64 | 1024 | 210.0 | 400.0 | 500.0 | 0.53 | 0.42 | fused: fwd BR128 BC64 NT128 S2 |",
+            "| fwd | no | 64 | 2048 | 240.0 | 480.0 | 600.0 | 0.50 | 0.40 | fwd BR128 BC64 NT128 S2 |"])
+        self.assertIn("phc: the faster of bench/attention_tuned.ph and bench/attention_fused.ph", text)
         self.assertNotIn("two ways", self.text)
+        self.assertNotIn("the faster of", self.text)
+
+    def test_fused_file_alone_fills_the_main_table(self):
+        """make bench BENCH_PARTS="fused torch": no figures of the tuned file, the main table the fused file's."""
+        fused = "\n".join([ATTN_HEADER, attn_row("phc-fused", "fwd", 0, 64, 1024, 450.0,
+                                                  "attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1")]) + "\n"
+        text = bt.render(figures(phc_fused_attention=fused, torch_attention=TORCH_ATTENTION), "2026-12-05", "")
+        self.assertEqual(table_lines(text, "fwd")[0],
+                         "| fwd | no | 64 | 1024 | 450.0 | 400.0 | 500.0 | 1.13 | 0.90 | fused: fwd BR192 BC128 NT384 S3 W1 |")
 
     def test_gemm_joined(self):
         self.assertEqual(table_lines(self.text, "M"), ["| M | N | K | phc TFLOP/s | torch.matmul TFLOP/s | phc/torch | phc config |"])
