@@ -7,7 +7,9 @@
 # config of bench/gemm_tuned.ph is launched (and checked by the sanitizer)
 # while it is timed, each block looping over several tiles; the attention check runs each config index of
 # bench/attention_tuned.ph (PHOBOS_CONFIG_INDEX, as gpucheck.sh does) at
-# Z 1 H 1 N_CTX 128, head dims 64 and 128. Every run must end with the
+# Z 1 H 1 N_CTX 128, head dims 64 and 128, and of bench/attention_fused.ph
+# (the benchmarks' fast kernels: the persistent forward, dK/dV adding dQ,
+# L and Delta through rings its threads read). Every run must end with the
 # tool's summary at 0 errors (0 hazards) and the check passing.
 # The GEMM runs again as gemm_ws.ph, bench/gemm_tuned.ph with W=[1] (the
 # warp-specialized configs, out of the tuned set: not faster), and on the
@@ -113,6 +115,7 @@ for arch in $ARCHS; do
         sanitize "gemm_ws.ph (W=[1]) 384x640x192 on 3 blocks, every config" \
             "$BUILD/bench/gemm_bench" --shape 384 640 192 --blocks 3 "$WS/gemm_ws.ph"
         attention_runs bench/attention_tuned.ph attention
+        attention_runs bench/attention_fused.ph attention_fused.ph
         # the producer warp exists on sm_90a only (elsewhere it exits at once)
         [ "$arch" != sm_90a ] || attention_runs "$WS/attention_ws.ph" "attention_ws.ph (@ph.warp_specialize(1))"
         [ "$arch" != sm_90a ] || attention_runs "$WS/attention_turns.ph" "attention_turns.ph (@ph.warp_specialize(2))"
