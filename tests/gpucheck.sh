@@ -219,7 +219,7 @@ done
 # the Python examples on torch's CUDA tensors, when this machine's python3 has torch
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     for py in examples/attention/attention_torch.py "examples/attention/attention_torch.py bench/attention_tuned.ph" \
-              examples/distributed/attention_heads.py; do
+              "examples/attention/attention_torch.py bench/attention_fused.ph" examples/distributed/attention_heads.py; do
         echo "== $py"
         PHOBOS_LIBRARY="$BUILD/gpulibs/libphobos.so.0" PYTHONPATH=python python3 $py || status=1
     done

@@ -4,7 +4,10 @@ scaled_dot_product_attention, forward and gradients, causal and not, at
 the tutorial's size (Z 1, H 2, N_CTX 1024, HEAD_DIM 64, sm_scale 0.5),
 as attention_check.c checks it against double precision. Another program
 with the same four kernels may be named instead, such as the autotuned
-ones of bench/attention_tuned.ph (the fast kernels).
+ones of bench/attention_tuned.ph, or bench/attention_fused.ph (the fast
+kernels), whose dK/dV kernel adds dQ into an f32 buffer that its delta
+kernel zeroes and its dQ kernel scales into f16 (the protocol
+attention_host.h runs, told apart by the dK/dV kernel's 12 parameters).
 
     PYTHONPATH=python python3 examples/attention/attention_torch.py [PROGRAM.ph]
 
@@ -28,6 +31,7 @@ def kernels(path):
 def make_function(torch, path):
     import phobos
     fwd, delta_k, dkdv_k, dq_k = kernels(path)
+    fused = len(dkdv_k.params) == 12   # dK/dV(Q, K, V, dO, L, Delta, dK, dV, DQacc, n_ctx, scale, causal)
 
     def fwd_grid(meta, n, heads):
         """A block a (row block, head); a persistent config (PERSISTENT p)
@@ -62,9 +66,17 @@ def make_function(torch, path):
             do2 = do.contiguous().view(rows, d)
             delta = torch.empty((rows, 1), dtype=torch.float32, device=do.device)
             dq, dk, dv = torch.empty_like(q2), torch.empty_like(k2), torch.empty_like(v2)
-            delta_k[lambda meta: (rows // meta["BR"],)](o, do2, delta)
-            dkdv_k[lambda meta: (n // meta["BC"], z * h)](q2, k2, v2, do2, lse, delta, dk, dv, n, ctx.scale, ctx.causal)
-            dq_k[lambda meta: (phobos.cdiv(n, meta["BR"]), z * h)](q2, k2, v2, do2, lse, delta, dq, n, ctx.scale, ctx.causal)
+            if fused:
+                dqacc = torch.empty((rows, d), dtype=torch.float32, device=do.device)   # zeroed by the delta kernel
+                delta_k[lambda meta: (rows // meta["BR"],)](o, do2, delta, dqacc)
+                dkdv_k[lambda meta: (n // meta["BC"], z * h)](q2, k2, v2, do2, lse, delta, dk, dv, dqacc, n, ctx.scale,
+                                                             ctx.causal)
+                dq_k[lambda meta: (rows // meta["BR"],)](dqacc, dq, ctx.scale)
+            else:
+                delta_k[lambda meta: (rows // meta["BR"],)](o, do2, delta)
+                dkdv_k[lambda meta: (n // meta["BC"], z * h)](q2, k2, v2, do2, lse, delta, dk, dv, n, ctx.scale, ctx.causal)
+                dq_k[lambda meta: (phobos.cdiv(n, meta["BR"]), z * h)](q2, k2, v2, do2, lse, delta, dq, n, ctx.scale,
+                                                                       ctx.causal)
             shape = (z, h, n, d)
             return dq.view(shape), dk.view(shape), dv.view(shape), None, None
 
