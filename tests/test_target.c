@@ -418,7 +418,7 @@ Test(target, the_wgmma_accumulator_of_a_column_share_a_warpgroup_is_the_wg_cols_
  * would let one setting's cached PTX serve another. */
 Test(target, every_named_switch_is_in_the_cache_key)
 {
-    FILE *p = popen("grep -rhoE 'cg_switch\\(\"PHOBOS_[A-Z0-9_]+\"' compiler", "r");
+    FILE *p = popen("grep -rhoE 'env_switch\\(\"PHOBOS_[A-Z0-9_]+\"' compiler", "r");
     cr_assert_not_null(p);
     char line[256];
     int seen = 0;

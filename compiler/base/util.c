@@ -1,6 +1,7 @@
 /* util.c: checked allocation and the arena. Out of memory ends the process
  * with a message: no caller can do better, and none needs to check. And
- * the edit distance that "did you mean" messages pick a name by. */
+ * the edit distance that "did you mean" messages pick a name by, and the
+ * code generation switches read from the environment. */
 #include "util.h"
 
 #include <stdio.h>
@@ -111,4 +112,12 @@ int edit_distance(const char *a, const char *b)
         }
     }
     return row[n];
+}
+
+bool env_switch(const char *name, bool by_default)
+{
+    const char *v = getenv(name);
+    if (v && !strcmp(v, "1")) return true;
+    if (v && !strcmp(v, "0")) return false;
+    return by_default;
 }

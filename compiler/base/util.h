@@ -1,6 +1,6 @@
 /* util.h: the few helpers every layer of phc shares: checked allocation,
  * an arena for IR and AST nodes (freed in one call), growable arrays, the
- * edit distance of two names. */
+ * code generation switches, the edit distance of two names. */
 #ifndef PHC_UTIL_H
 #define PHC_UTIL_H
 
@@ -13,6 +13,10 @@ void *xcalloc(size_t count, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+
+/* Whether the code generation switch name (codegen_switches, codegen.c) is
+ * on: set to 1, or unset (or neither 0 nor 1) and on by default. */
+bool env_switch(const char *name, bool by_default);
 
 /* The edit distance (insertions, deletions, substitutions) of a and b,
  * for "did you mean" in messages; names of 64 bytes or more are as far as

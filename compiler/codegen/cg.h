@@ -131,10 +131,6 @@ LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t);
 int bulk_adds_enter_loop(Cg *c, const IrBlock *body);
 void bulk_adds_leave_loop(Cg *c, int mark);
 
-/* Whether the code generation switch name (codegen_switches) is on: set
- * to 1, or unset (or neither 0 nor 1) and on by default. */
-bool cg_switch(const char *name, bool by_default);
-
 /* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;
 

@@ -284,7 +284,7 @@ static bool only_broadcast(const IrBlock *b, ValueId v)
 static bool transpose_built_where_used(Cg *c, const IrOp *op)
 {
     IrType t = vtype(c, op->args[0]);
-    return cg_switch("PHOBOS_VECTOR_TRANSPOSE", true) && t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1) &&
+    return env_switch("PHOBOS_VECTOR_TRANSPOSE", true) && t.rank == 2 && (t.shape[0] == 1 || t.shape[1] == 1) &&
            only_broadcast(c->f->body, op->res[0]);
 }
 

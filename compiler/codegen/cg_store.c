@@ -173,7 +173,7 @@ static LLVMValueRef window_inside(Cg *c, const IrOp *op, int R, int C)
  * the odd one 2(q-1)..2q+1 of the second: one red.v4 for two red.v2 (on
  * the H200 a 64 x D f32 tile from 256 threads adds at 3.3 TB/s against
  * 2.4; the fused backward 6% faster, docs/performance.md "sixteenth"). */
-static bool exchange_on(void) { return cg_switch("PHOBOS_ADD_EXCHANGE", true); }
+static bool exchange_on(void) { return env_switch("PHOBOS_ADD_EXCHANGE", true); }
 
 /* For each pair k of s's slots that starts a 16-column block, the slot of
  * the pair 8 columns right of it (-1 at such a right pair), malloc'd;
@@ -234,7 +234,7 @@ static SlotPos exchanged_run(Cg *c, const Slots *s, int k, int k2, LLVMValueRef 
  * and column offsets (a row's times the row length once per distinct row,
  * the column's an immediate), where each run otherwise computes its own
  * 64-bit address and tests it. */
-static bool add_inside_on(void) { return cg_switch("PHOBOS_ADD_INSIDE", false); }
+static bool add_inside_on(void) { return env_switch("PHOBOS_ADD_INSIDE", false); }
 
 /* The runs of n floats (with partner, exchange_partners' pairs traded,
  * n 4) of a window wholly inside the tensor. */
@@ -345,7 +345,7 @@ static void atomic_add_runs(Cg *c, const IrOp *op, const Slots *s, int n, const 
  * staging needs. */
 static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
 {
-    return cg_switch("PHOBOS_BULK_ADD", false) && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
+    return env_switch("PHOBOS_BULK_ADD", false) && c->target->bulk_add && dt == DT_F32 && c->f->params[op->param].rank == 2 && staging_pays(l, dt);
 }
 
 /* The fallback of a bulk add: the R x C floats of the scratch at base

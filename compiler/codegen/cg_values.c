@@ -419,7 +419,7 @@ DType operand_dtype(Cg *c, const IrOp *op)
  * the first blocks of a long row, most of them. x * 1 is x, so the values
  * are the same bit for bit; what changes is a compare a row and a branch
  * around the multiplies. Off by default until measured on the GPU. */
-static bool rescale_skip_on(void) { return cg_switch("PHOBOS_RESCALE_SKIP", false); }
+static bool rescale_skip_on(void) { return env_switch("PHOBOS_RESCALE_SKIP", false); }
 
 /* Which operand of op (an f32 multiply of tiles) is a rescale factor to
  * skip, -1 for none. */

@@ -250,13 +250,6 @@ const char *const codegen_switches[] = {
     NULL,
 };
 
-bool cg_switch(const char *name, bool by_default)
-{
-    const char *v = getenv(name);
-    if (v && !strcmp(v, "1")) return true;
-    if (v && !strcmp(v, "0")) return false;
-    return by_default;
-}
 
 /* The body, op by op in program order, after the thread's index. */
 static void emit_body(Cg *c, const IrFunc *f)

@@ -109,9 +109,9 @@ static void begin_barriers(Cg *c)
     }
     Guard g = guard_begin(c, is_thread0(c));
     LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
+    /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's (ws_release) */
+    int empty = c->slots_read_by_lanes ? c->T : c->T / 32;
     for (int b = 0; b < TMA_BARRIERS * (ws ? 2 : 1); b++) {
-        /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's (ws_release) */
-        int empty = c->slots_read_by_lanes ? c->T : c->T / 32;
         LLVMValueRef args[2] = {smem_byte_ptr(c, offset_add(c, barrier_base(c), i32c(c, 8 * b))), i32c(c, b < TMA_BARRIERS ? 1 : empty)};
         cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
     }

@@ -172,7 +172,7 @@ static Operand place_operand(Cg *c, ValueId v, DType dt, int rows, int cols)
 static bool in_turns(Cg *c, const IrOp *dot)
 {
     const IrBlock *b = c->loop.body;
-    if (!b || c->loop.step <= 0 || !cg_switch("PHOBOS_SCRATCH_TURNS", true)) return false;
+    if (!b || c->loop.step <= 0 || !env_switch("PHOBOS_SCRATCH_TURNS", true)) return false;
     bool here = false, waited = !(dot->flags & DOT_ISSUED);
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
@@ -411,7 +411,7 @@ static void wait_wgmma(Cg *c, const IrOp *w)
         if (dot == c->f->values[w->args[i]].def) issued_a_registers(c, dot, regs, &n);
         reads_ring |= operand_ring_root(c, dot->args[1]) != 0 || operand_ring_root(c, dot->args[0]) != 0;
     }
-    if ((w->flags & WAIT_AFTER_WORK) && cg_switch("PHOBOS_HOLD_WAIT", true)) ptx_fence_cta(c);
+    if ((w->flags & WAIT_AFTER_WORK) && env_switch("PHOBOS_HOLD_WAIT", true)) ptx_fence_cta(c);
     ptx_wgmma_wait_regs(c, (int)w->ival, regs, n);
     /* the scratch an issued dot reads is read until here: nothing takes its bytes before */
     for (int i = 0; i < w->nargs; i++)

@@ -53,7 +53,7 @@ enum { OVERLAP_REGS = 192, OVERLAP_REGS_WIDE = 240 };
  * docs/performance.md, "twentieth"). */
 static int overlap_bound(const IrFunc *f, const IrBlock *body)
 {
-    if (f->threads > 256 || !cg_switch("PHOBOS_OVERLAP_WIDE", false)) return OVERLAP_REGS;
+    if (f->threads > 256 || !env_switch("PHOBOS_OVERLAP_WIDE", false)) return OVERLAP_REGS;
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_IF) return OVERLAP_REGS;
     return OVERLAP_REGS_WIDE;

@@ -100,9 +100,8 @@ static bool only_transposed_broadcasts(const Async *a, const IrBlock *b, ValueId
  * its log-sum-exp and dO.O rows so). */
 static bool vector_wanted(Async *a, const IrOp *load, IrType t)
 {
-    const char *v = getenv("PHOBOS_VECTOR_RING");
     const IrParam *p = &a->f->params[load->param];
-    if ((v && !strcmp(v, "0")) || t.dt != DT_F32 || t.shape[1] != 1 || p->dim_name[1] || p->dim_value[1] != 1) return false;
+    if (!env_switch("PHOBOS_VECTOR_RING", true) || t.dt != DT_F32 || t.shape[1] != 1 || p->dim_name[1] || p->dim_value[1] != 1) return false;
     return t.shape[0] % 4 == 0 && a->uses[load->res[0]] > 0 && only_transposed_broadcasts(a, a->f->body, load->res[0]);
 }
 

@@ -9,8 +9,7 @@
 /* PHOBOS_MASK_SPLIT=1 runs masksplit (off until timed on the GPU: docs/performance.md, "nineteenth"). */
 static void mask_split_if_on(IrFunc *f)
 {
-    const char *v = getenv("PHOBOS_MASK_SPLIT");
-    if (v && !strcmp(v, "1")) ir_mask_split(f);
+    if (env_switch("PHOBOS_MASK_SPLIT", false)) ir_mask_split(f);
 }
 
 const IrPass ir_passes[] = {
