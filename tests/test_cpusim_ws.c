@@ -387,6 +387,25 @@ Test(cpusim_ws, warp_specialized_attention_matches_the_interpreter, .timeout = 6
     free(src);
 }
 
+/* With PHOBOS_FEWER_FENCES=1 (dot_wgmma.c) the dots of a warp-specialized
+ * kernel fence none of their region or slot operands: the regions'
+ * writers fence their own stores. The executor checks every wgmma's bytes
+ * for a proxy fence after the threads' stores (it fails the forward's Q
+ * region where the writers do not fence). */
+Test(cpusim_ws, warp_specialized_attention_with_fewer_fences_matches_the_interpreter, .timeout = 1200)
+{
+    static const int picks[] = {0, 5, 12};
+    char *src = tu_read_file("bench/attention_tuned.ph");
+    cr_assert_not_null(src);
+    char path[] = "/tmp/phc_ws_fences_XXXXXX.ph";
+    cr_assert_eq(write_warp_specialized(src, path), 4);
+    setenv("PHOBOS_FEWER_FENCES", "1", 1);
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) attention_matches_the_interpreter(path, "sm_90a", picks[i]);
+    unsetenv("PHOBOS_FEWER_FENCES");
+    unlink(path);
+    free(src);
+}
+
 /* bench/attention_tuned.ph so, at N_CTX 128 D 64: of the configs that
  * fit, each kernel's picks (modulo their number): the forward's BR 128 and
  * 256, BC 64 and 128, 2 and 3 stages on two warpgroups, on wgmma. */

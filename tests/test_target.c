@@ -487,3 +487,37 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
         ir_module_free(m);
     }
 }
+
+/* A fence.proxy.async waits for the thread's memory operations in flight
+ * (MEMBAR.ALL.CTA), the dK/dV loop's dQ adds among them. With
+ * PHOBOS_FEWER_FENCES=1 a wgmma dot fences only where threads may have
+ * stored its operand with no fence after: the dK/dV loop of a
+ * warp-specialized kernel (K and V in regions whose writers fence once, Q
+ * and dO in the producer's slots) keeps one fence, the dQ share's (dS
+ * stored by the threads), of the five before its dots by default.
+ * test_cpusim_ws runs the kernels so (it fails where the regions' writers
+ * do not fence). */
+Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
+{
+    static const char *name = "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1";
+    int in_loop[2];
+    for (int fewer = 0; fewer < 2; fewer++) {
+        setenv("PHOBOS_FEWER_FENCES", fewer ? "1" : "0", 1);
+        IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+        cr_assert_not_null(m, "run from the repository root");
+        int all;
+        cr_assert_eq(keep_configs(m, named, name, &all), 1, "%s", name);
+        char *ptx = emit_for(m, "sm_90a");
+        /* the loop: from the wait for the first dot's slots to the dQ share's adds */
+        const char *first = strstr(ptx, "wgmma.mma_async"), *adds = first ? strstr(first, "red.global.add") : NULL, *top = NULL;
+        cr_assert(first && adds, "%s: no dots or no adds", name);
+        for (const char *p = ptx; (p = strstr(p, "mbarrier.try_wait")) && p < first; p++) top = p;
+        cr_assert_not_null(top, "%s: no wait before the first dot", name);
+        in_loop[fewer] = tu_count_between(top, adds, "fence.proxy.async");
+        free(ptx);
+        m->nfuncs = all;
+        ir_module_free(m);
+    }
+    unsetenv("PHOBOS_FEWER_FENCES");
+    cr_expect(in_loop[0] == 5 && in_loop[1] == 1, "%s: %d proxy fences in the loop by default, %d with fewer", name, in_loop[0], in_loop[1]);
+}

@@ -57,7 +57,9 @@ typedef struct { ValueId v; Slots s; } Cached;
  * shared-memory region once, where it is defined, instead of every
  * iteration (attn_fwd's q). base: its byte offset in the shared area (its
  * buffer's); lay: its SHARED layout. */
-typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; } Region;
+/* A region: a loop-invariant dot operand in shared memory (cg_operands.c);
+ * engine: the engine of a dot that reads it, one with operand_stored where any has */
+typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; const struct DotEngine *engine; } Region;
 
 /* A for being emitted: its body, counter, first value and step. */
 typedef struct { const IrBlock *body; LLVMValueRef iv, lb; int64_t step; } CgLoop;

@@ -7,6 +7,7 @@
  * written once where it is defined (write_regions), instead of every
  * iteration. */
 #include "cg.h"
+#include "dot.h"
 
 /* The value whose elements a dot operand is, and whether it is read
  * transposed: transposes and converts absorbed by the layout pass are
@@ -118,12 +119,15 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
             for (int a = 0; a < 2; a++) {
                 bool tr;
                 ValueId root = operand_root(c, op->args[a], &tr);
-                if (!c->f->values[root].def || def_depth[root] >= depth || find_region(c, op->args[a], dt)) continue;
+                const DotEngine *engine = dot_engine_for(c->target, c->f, op);
+                Region *seen = (Region *)find_region(c, op->args[a], dt);
+                if (seen && engine->operand_stored) seen->engine = engine;
+                if (!c->f->values[root].def || def_depth[root] >= depth || seen) continue;
                 if (c->plan.of[root] && c->plan.of[root]->kind == LAY_SHARED) continue;   /* in a ring already */
                 IrType t = vtype(c, op->args[a]);
                 const Layout *sl = operand_layout(c, t.shape[0], t.shape[1], 2);
                 int buf = smem_operand_buffer(c, SMEM_REGION, layout_shared_size(sl));
-                Region r = {root, tr, dt, smem_offset(c, buf), sl, def_depth[root], buf};
+                Region r = {root, tr, dt, smem_offset(c, buf), sl, def_depth[root], buf, engine};
                 vec_push(&c->regions, r);
             }
         }
@@ -140,5 +144,6 @@ void write_regions(Cg *c, ValueId v)
         const Region *r = &c->regions.data[i];
         if (r->root != v) continue;
         root_to_smem(c, r->root, r->tr, r->dt, c->smem, r->buf, r->base, r->lay, false);
+        if (r->engine->operand_stored) r->engine->operand_stored(c);
     }
 }

@@ -247,6 +247,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_VECTOR_RING",   /* async.c */
     "PHOBOS_SCRATCH_TURNS", /* dot_wgmma.c */
     "PHOBOS_HOLD_WAIT",     /* dot_wgmma.c */
+    "PHOBOS_FEWER_FENCES",  /* dot_wgmma.c */
     NULL,
 };
 

@@ -34,6 +34,11 @@ typedef struct DotEngine {
     /* an engine whose dots may be DOT_ISSUED: emits an OP_WAIT_DOTS of
      * them (its results replacing theirs); NULL: none */
     void (*wait)(Cg *c, const IrOp *wait);
+    /* after a thread's stores of an operand its dots read from shared
+     * memory, made outside them (a region: cg_operands.c), what the
+     * engine's reads need of the storing thread (Hopper's wgmma: a proxy
+     * fence), so the dots in the loop need nothing; NULL: nothing */
+    void (*operand_stored)(Cg *c);
 } DotEngine;
 
 #pragma GCC visibility push(hidden)

@@ -80,4 +80,4 @@ static bool fma_accepts(const IrFunc *f, const IrOp *dot)
     return true;
 }
 
-const DotEngine dot_fma = {"fma", fma_accepts, emit_dot_fma, NULL, NULL, NULL};
+const DotEngine dot_fma = {"fma", fma_accepts, emit_dot_fma, NULL, NULL, NULL, NULL};

@@ -178,4 +178,4 @@ static void emit_dot_mma(Cg *c, const IrOp *op)
     free(d); free(afr); free(bfr);
 }
 
-const DotEngine dot_mma_sync = {"mma.sync", layout_dot_on_tensorcores, emit_dot_mma, mma_sync_result_layout, NULL, NULL};
+const DotEngine dot_mma_sync = {"mma.sync", layout_dot_on_tensorcores, emit_dot_mma, mma_sync_result_layout, NULL, NULL, NULL};

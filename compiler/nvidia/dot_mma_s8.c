@@ -91,5 +91,5 @@ static void emit_dot_mma_k32(Cg *c, const IrOp *op)
     free(d); free(afr); free(bfr);
 }
 
-const DotEngine dot_mma_s8 = {"mma.sync.s8", mma_s8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL, NULL};
-const DotEngine dot_mma_f8 = {"mma.sync.f8", mma_f8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL, NULL};
+const DotEngine dot_mma_s8 = {"mma.sync.s8", mma_s8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL, NULL, NULL};
+const DotEngine dot_mma_f8 = {"mma.sync.f8", mma_f8_accepts, emit_dot_mma_k32, mma_sync_result_layout, NULL, NULL, NULL};

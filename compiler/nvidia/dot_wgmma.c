@@ -231,6 +231,30 @@ static LLVMValueRef desc_plus(Cg *c, LLVMValueRef d, int64_t bytes)
 /* The byte offset of column k0 (a multiple of 16) of a K-major operand's row 0. */
 static int64_t k_major_step(const Layout *sl, int k0) { return k0 / atom_cols(sl) * atom_bytes(sl) + (int64_t)(k0 % atom_cols(sl)) * sl->elem; }
 
+/* With PHOBOS_FEWER_FENCES=1 (off by default: not yet timed on a GPU) a
+ * wgmma dot is fenced for the async proxy only where an operand's bytes may
+ * have been stored by threads (the generic proxy) with no proxy fence after
+ * them; elsewhere before every dot. Not a region (its writers fence their
+ * stores: fence_operand_stores) nor a warp-specialized kernel's ring slots:
+ * the producer fills them by bulk copies (the async proxy's own writes) or,
+ * element by element, fences its stores before its arrival on the full
+ * barrier (copy_tma.c ws_copy_elements). Each fence waits for the thread's
+ * memory operations in flight (MEMBAR.ALL.CTA in the SASS: in the fused
+ * backward the dQ adds of the iteration before, docs/performance.md
+ * "twenty-seventh"). */
+static bool fewer_fences(void) { return env_switch("PHOBOS_FEWER_FENCES", false); }
+
+static bool stored_by_threads(Cg *c, int buf)
+{
+    SmemKind kind = c->smem_plan.bufs.data[buf].kind;
+    return !fewer_fences() || (kind != SMEM_REGION && (kind != SMEM_RING || !c->f->producer));
+}
+
+static void fence_operand_stores(Cg *c)
+{
+    if (fewer_fences()) ptx_fence_proxy_async(c);
+}
+
 static void emit_dot_wgmma(Cg *c, const IrOp *op)
 {
     IrType at = vtype(c, op->args[0]), t = vtype(c, op->res[0]);
@@ -306,7 +330,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
     LLVMValueRef db = tb ? descriptor(c, b_at, b.sl, 16, 8 * b_row) : descriptor(c, b_at, b.sl, atom_bytes(b.sl), 8 * b_row);
     if (!(op->flags & DOT_IN_TURN)) nvidia_turn_wait(c);
-    ptx_fence_proxy_async(c);   /* operands stored by threads (scratch, regions, elementwise copies) */
+    if ((!a_regs && stored_by_threads(c, a.buf)) || stored_by_threads(c, b.buf)) ptx_fence_proxy_async(c);
     /* Register A passes through the fence, and so do the accumulators where
      * other code may write them between the instructions (a rescale of the
      * second row piece's sunk past the first wgmma makes ptxas inject a
@@ -434,4 +458,4 @@ static void drain_wgmma(Cg *c, Slots *acc)
     if (c->f->producer) c->target->copy->release(c, true);
 }
 
-const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma, wait_wgmma};
+const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma, wait_wgmma, fence_operand_stores};
