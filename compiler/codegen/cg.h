@@ -56,9 +56,8 @@ typedef struct { ValueId v; Slots s; } Cached;
 /* A dot operand defined outside the loop that reads it: written to its own
  * shared-memory region once, where it is defined, instead of every
  * iteration (attn_fwd's q). base: its byte offset in the shared area (its
- * buffer's); lay: its SHARED layout. */
-/* A region: a loop-invariant dot operand in shared memory (cg_operands.c);
- * engine: the engine of a dot that reads it, one with operand_stored where any has */
+ * buffer's); lay: its SHARED layout; engine: the engine of a dot that reads
+ * it, one with operand_stored where any has (cg_operands.c). */
 typedef struct { ValueId root; bool tr; DType dt; int64_t base; const Layout *lay; int depth; int buf; const struct DotEngine *engine; } Region;
 
 /* A for being emitted: its body, counter, first value and step. */

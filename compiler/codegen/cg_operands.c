@@ -116,10 +116,10 @@ void plan_regions(Cg *c, const IrBlock *blk, int depth, int *def_depth)
         for (int j = 0; j < op->nres; j++) def_depth[op->res[j]] = depth;
         if (op->kind == OP_DOT && c->plan.mma_dot[op->res[0]] && !ir_is_storage(vtype(c, op->args[0]).dt)) {
             DType dt = vtype(c, op->args[0]).dt;
+            const DotEngine *engine = dot_engine_for(c->target, c->f, op);
             for (int a = 0; a < 2; a++) {
                 bool tr;
                 ValueId root = operand_root(c, op->args[a], &tr);
-                const DotEngine *engine = dot_engine_for(c->target, c->f, op);
                 Region *seen = (Region *)find_region(c, op->args[a], dt);
                 if (seen && engine->operand_stored) seen->engine = engine;
                 if (!c->f->values[root].def || def_depth[root] >= depth || seen) continue;

@@ -251,7 +251,6 @@ const char *const codegen_switches[] = {
     NULL,
 };
 
-
 /* The body, op by op in program order, after the thread's index. */
 static void emit_body(Cg *c, const IrFunc *f)
 {
