@@ -14,7 +14,9 @@
 # tests/difftest against the interpreter. Builds nothing. A persistent
 # attention config (PERSISTENT_1) runs again at Z 1 H 34 N_CTX 1024, more
 # tiles than an H200 has multiprocessors, so its blocks loop over tiles.
-# GPUCHECK_ATTENTION (below) narrows it to every config of some attention files.
+# GPUCHECK_ATTENTION (below) narrows it to every config of some attention files;
+# GPUCHECK_PART=1 runs the examples and the attention files only, =2 the rest
+# (from the GEMMs on), so the sweep fits two device calls.
 BUILD=${BUILD:-build}
 . tests/ws_copies.sh
 . tests/gpurefusal.sh
@@ -151,6 +153,11 @@ if [ -n "$GPUCHECK_ATTENTION" ]; then
     exit $status
 fi
 
+PART=${GPUCHECK_PART:-all}
+in_part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+case $PART in all|1|2) ;; *) echo "gpucheck: GPUCHECK_PART is 1, 2 or unset, not '$PART'" >&2; exit 2 ;; esac
+
+if in_part 1; then
 for e in "$BUILD"/examples/*_check; do
     name=$(basename "$e" _check)
     echo "== $name"
@@ -162,6 +169,7 @@ attention_file bench/attention_tuned.ph
 attention_file tests/gpu/attention_shapes.ph
 attention_file tests/gpu/attention_fused.ph
 attention_file bench/attention_fused.ph
+fi
 # gemm_file FILE: each config of FILE's gemm, not only the autotuner's pick,
 # checked on a shape whose rows TMA copies (384 x 640 x 192, 3 blocks: the
 # persistent loop) and one with ragged edges and 16-byte-unaligned rows
@@ -200,6 +208,7 @@ gemm_file() {
     [ $n -gt 0 ] || { echo "  no gemm config of $1 ran"; status=1; }
     echo "  $1: $n runs right"
 }
+if in_part 2; then
 gemm_file bench/gemm_tuned.ph
 # and their warp-specialized copies (tests/ws_copies.sh): the GEMM's W=[1]
 # configs, out of the tuned set (not faster), and the attention kernels with
@@ -229,6 +238,7 @@ fi
 echo "== gpufuzz: 100 generated programs from seed 1, and tests/difftest/regressions"
 "$BUILD/tests/gpufuzz" --backend gpu --seed 1 --count 100 --out "$BUILD/gpufuzz" \
     --regress tests/difftest/regressions/*.ph || status=1
+fi
 took="in $(( $(date +%s) - START )) s"
-[ $status = 0 ] && echo "gpucheck: all passed $took" || echo "gpucheck: FAILED $took"
+[ $status = 0 ] && echo "gpucheck: all passed (part $PART) $took" || echo "gpucheck: FAILED $took"
 exit $status
