@@ -67,7 +67,8 @@ def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tenso
             acc = acc * a + ph.dot(ph.f16(p), v)
             m = mn
         rows: ph.let = q0 + ph.iota(0, BR) < n_ctx
-        ph.store(O[base + q0:+BR, :], acc / l, mask=rows)
+        # `/` is IEEE: one reciprocal a row, where acc / l divides every element
+        ph.store(O[base + q0:+BR, :], acc * (1.0 / l), mask=rows)
         ph.store(L[base + q0:+BR, 0:+1], (m + ph.log2(l)) * 0.6931471805599453, mask=rows)
 
 
