@@ -10,6 +10,7 @@
  * and sum rounded apart give another value. The edge cases one by one are
  * tests/test_scalarops.c's. */
 #include "simharness.h"
+#include "driver/targets.h"
 #include "testutil.h"
 
 #define B 256
@@ -267,5 +268,83 @@ Test(cpusim_math, inf_and_nan_are_literals)
             cr_expect(isnan(want[i]) ? isnan(got[side][i]) : got[side][i] == want[i] && signbit(got[side][i]) == signbit(want[i]),
                       "%s: Z[%d] is %a, not %a", side ? "generated code" : "interpreter", i, got[side][i], want[i]);
     cpusim_free(sim);
+    ir_module_free(m);
+}
+
+/* PHOBOS_SHARED_DIVISOR=1 (cg_values.c): a tile divided by a row's value
+ * or a scalar, each thread's slots sharing the divisor, takes its
+ * reciprocal once and corrects each quotient (Markstein's step), which must
+ * be the division's own bits: the executor's generated code against the
+ * interpreter and C's x / y, every element exactly, with rows in the range
+ * the fast way takes (both ways of rounding a quotient, significands of all
+ * ones) and rows with a zero, an infinity, a NaN, a subnormal or an
+ * extreme among their operands, which the thread divides one by one. */
+static const char DIVIDE[] =
+    "import phobos.lang as ph\n\n"
+    "@ph.kernel\n"
+    "def divide(X: ph.tensor[ph.f32][R, C], Y: ph.tensor[ph.f32][R, 1], Q: ph.tensor[ph.f32][R, C],\n"
+    "           P: ph.tensor[ph.f32][R, C], s: ph.f32):\n"
+    "    r0: ph.let = ph.ctx.block.x * 16\n"
+    "    x: ph.let = X[r0:+16, 0:+32]\n"
+    "    Q[r0:+16, 0:+32] = x / Y[r0:+16, 0:+1]\n"
+    "    P[r0:+16, 0:+32] = x / s\n";
+
+static float divide_operand(int k)
+{
+    static const float odd[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-140f, 0x1p-61f, 0x1p61f, 0x1.fffffep127f};
+    if (k % 97 == 5) return odd[(k / 97) % 9];
+    float v = (float)ldexp(1 + unit(), (int)(unit() * 100) - 50);
+    if (k % 7 == 3) v = (float)ldexp(0x1.fffffep0, (int)(unit() * 100) - 50);   /* a significand of all ones */
+    return unit() < 0.5 ? -v : v;
+}
+
+Test(cpusim_math, a_shared_divisor_divides_bit_for_bit, .timeout = 240)
+{
+    enum { ROWS = 512, COLS = 32 };
+    char *diags = NULL;
+    IrModule *m = tu_compile("divide.ph", DIVIDE, NULL, &diags);
+    cr_assert_not_null(m, "%s", diags ? diags : "");
+    free(diags);
+    const IrFunc *f = driver_find_kernel(m, "divide");
+    cr_assert_not_null(f);
+    float s = 0x1.8p-3f;
+    float *x = floats(ROWS * COLS), *y = floats(ROWS), *q = floats(ROWS * COLS), *p = floats(ROWS * COLS);
+    float *iq = floats(ROWS * COLS), *ip = floats(ROWS * COLS);
+    for (int i = 0; i < ROWS * COLS; i++) x[i] = divide_operand(i);
+    for (int i = 0; i < ROWS; i++) y[i] = divide_operand(3 * i + 1);
+    setenv("PHOBOS_SHARED_DIVISOR", "1", 1);
+    for (int a = 0; a < 2; a++) {
+        const char *arch = a ? "sm_90a" : "sm_90";
+        cpusim *sim = load_arch(m, arch);
+        memset(q, 0xff, sizeof(float) * ROWS * COLS), memset(p, 0xff, sizeof(float) * ROWS * COLS);
+        ph_arg sargs[5] = {ph_tensor2((uintptr_t)x, ROWS, COLS), ph_tensor2((uintptr_t)y, ROWS, 1),
+                           ph_tensor2((uintptr_t)q, ROWS, COLS), ph_tensor2((uintptr_t)p, ROWS, COLS), ph_f32(s)};
+        char err[512];
+        unsigned grid[3] = {ROWS / 16, 1, 1};
+        cr_assert_eq(cpusim_launch(sim, "divide", grid, sargs, 5, err, sizeof err), PH_OK, "%s", err);
+        IrArg iargs[5] = {{.data = x, .dims = {ROWS, COLS}}, {.data = y, .dims = {ROWS, 1}}, {.data = iq, .dims = {ROWS, COLS}},
+                          {.data = ip, .dims = {ROWS, COLS}}, {.f = s}};
+        int igrid[3] = {ROWS / 16, 1, 1};
+        cr_assert_eq(ir_interp(f, iargs, 5, igrid, err, sizeof err), 0, "%s", err);
+        int bad = 0, fast = 0;
+        for (int i = 0; i < ROWS * COLS; i++) {
+            float wq = x[i] / y[i / COLS], wp = x[i] / s;
+            fast += fabsf(x[i]) >= 0x1p-60f && fabsf(x[i]) <= 0x1p60f && fabsf(y[i / COLS]) >= 0x1p-60f && fabsf(y[i / COLS]) <= 0x1p60f;
+            bool ok = !memcmp(&q[i], &wq, 4) && !memcmp(&iq[i], &wq, 4) && !memcmp(&p[i], &wp, 4) && !memcmp(&ip[i], &wp, 4);
+            if (!ok && bad++ < 10)
+                cr_log_error("%s: %a / %a: generated %a, interpreter %a, C %a; / %a: %a, %a, %a", arch, x[i], y[i / COLS], q[i], iq[i], wq,
+                             s, p[i], ip[i], wp);
+        }
+        cr_expect_eq(bad, 0, "%s: %d quotients differ from C's", arch, bad);
+        cr_expect_gt(fast, ROWS * COLS / 2, "most operands must be in the fast way's range");
+        cpusim_free(sim);
+        CodegenOptions o = {.target = target_find(arch), .opt_level = CODEGEN_OPT_DEFAULT};
+        char *ptx = NULL;
+        cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        cr_expect(strstr(ptx, "rcp.rn.f32") && strstr(ptx, "div.rn.f32"), "%s: no reciprocal, or no division for the odd rows", arch);
+        free(ptx);
+    }
+    unsetenv("PHOBOS_SHARED_DIVISOR");
+    free(x), free(y), free(q), free(p), free(iq), free(ip);
     ir_module_free(m);
 }

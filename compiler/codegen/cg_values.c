@@ -466,6 +466,84 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
     free(prod);
 }
 
+/* PHOBOS_SHARED_DIVISOR=1: an f32 division of a tile by a divisor its
+ * thread's slots share (a row's sum broadcast over its columns, attention's
+ * acc / l; a scalar) takes the divisor's reciprocal once, r = 1 / y
+ * (correctly rounded), and corrects each quotient q = x r by one step of
+ * Markstein's: q + (x - y q) r, with the residual x - y q an exact fma. That
+ * is the correctly rounded x / y wherever 2^-60 <= |x|, |y| <= 2^60 (no
+ * intermediate overflows or underflows); a thread with any operand outside
+ * (zeros, infinities, NaN, subnormals, extremes) divides every slot. Bit for
+ * bit what the division gives, with a multiply and two FMAs a slot where the
+ * IEEE division is a range test, a reciprocal's refinement and a call of its
+ * slow path. Off by default until timed on the GPU. */
+static bool shared_divisor_on(void) { return env_switch("PHOBOS_SHARED_DIVISOR", false); }
+
+static LLVMValueRef slot_of(const Slots *s, int k) { return s->n == 1 && !s->lay ? s->v[0] : s->v[k]; }
+
+/* Whether op divides f32 tiles by a divisor whose slots repeat (at most
+ * half as many distinct values as slots). */
+static bool divides_by_shared(Cg *c, const IrOp *op, const Slots *args, int n)
+{
+    if (op->kind != OP_BINARY || op->sub != BIN_DIV || operand_dtype(c, op) != DT_F32 || n < 2 || !shared_divisor_on()) return false;
+    int distinct = 0;
+    for (int k = 0; k < n && 2 * distinct <= n; k++) {
+        int j = 0;
+        while (j < k && slot_of(&args[1], j) != slot_of(&args[1], k)) j++;
+        distinct += j == k;
+    }
+    return 2 * distinct <= n;
+}
+
+static LLVMValueRef in_markstein_range(Cg *c, LLVMValueRef v)
+{
+    LLVMValueRef a = call1f(c, "llvm.fabs.f32", v);
+    return LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, LLVMRealOGE, a, LLVMConstReal(c->tf32, 0x1p-60), ""),
+                        LLVMBuildFCmp(c->b, LLVMRealOLE, a, LLVMConstReal(c->tf32, 0x1p60), ""), "");
+}
+
+static void divide_by_shared(Cg *c, const Slots *args, Slots *out)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef ok = NULL;
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef y = slot_of(&args[1], k), both = in_markstein_range(c, slot_of(&args[0], k));
+        if (k == 0 || y != slot_of(&args[1], k - 1)) both = LLVMBuildAnd(B, both, in_markstein_range(c, y), "");
+        ok = ok ? LLVMBuildAnd(B, ok, both, "") : both;
+    }
+    LLVMBasicBlockRef fast = new_bb(c, "divide.shared"), slow = new_bb(c, "divide.each"), join = new_bb(c, "divided");
+    LLVMBuildCondBr(B, ok, fast, slow);
+    LLVMValueRef *q[2];
+    LLVMBasicBlockRef ends[2];
+    for (int way = 0; way < 2; way++) {
+        LLVMPositionBuilderAtEnd(B, way ? slow : fast);
+        q[way] = xcalloc((size_t)out->n, sizeof *q[way]);
+        LLVMValueRef r = NULL, last = NULL;
+        for (int k = 0; k < out->n; k++) {
+            LLVMValueRef x = slot_of(&args[0], k), y = slot_of(&args[1], k);
+            if (way) {
+                q[way][k] = LLVMBuildFDiv(B, x, y, "");
+                continue;
+            }
+            if (y != last) r = LLVMBuildFDiv(B, LLVMConstReal(c->tf32, 1.0), y, ""), last = y;
+            LLVMValueRef q0 = LLVMBuildFMul(B, x, r, "");
+            LLVMValueRef e = math_fma(c, LLVMBuildFNeg(B, y, ""), q0, x);
+            q[way][k] = math_fma(c, e, r, q0);
+        }
+        ends[way] = LLVMGetInsertBlock(B);
+        LLVMBuildBr(B, join);
+    }
+    LLVMPositionBuilderAtEnd(B, join);
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef phi = LLVMBuildPhi(B, c->tf32, "");
+        LLVMValueRef vs[2] = {q[0][k], q[1][k]};
+        LLVMAddIncoming(phi, vs, ends, 2);
+        out->v[k] = phi;
+    }
+    free(q[0]);
+    free(q[1]);
+}
+
 /* Builds value v (an op without a layout of its own) in layout l. */
 Slots materialize(Cg *c, ValueId v, const Layout *l)
 {
@@ -529,6 +607,10 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
         int unit = rescale_factor_operand(c, op);
         if (unit >= 0) {
             skip_unit_rescale(c, op, args, unit, &out);
+            break;
+        }
+        if (divides_by_shared(c, op, args, n)) {
+            divide_by_shared(c, args, &out);
             break;
         }
         DType in = operand_dtype(c, op);

@@ -248,6 +248,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_SCRATCH_TURNS", /* dot_wgmma.c */
     "PHOBOS_HOLD_WAIT",     /* dot_wgmma.c */
     "PHOBOS_FEWER_FENCES",  /* dot_wgmma.c */
+    "PHOBOS_SHARED_DIVISOR", /* cg_values.c */
     NULL,
 };
 
