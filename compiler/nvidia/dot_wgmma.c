@@ -231,7 +231,7 @@ static LLVMValueRef desc_plus(Cg *c, LLVMValueRef d, int64_t bytes)
 /* The byte offset of column k0 (a multiple of 16) of a K-major operand's row 0. */
 static int64_t k_major_step(const Layout *sl, int k0) { return k0 / atom_cols(sl) * atom_bytes(sl) + (int64_t)(k0 % atom_cols(sl)) * sl->elem; }
 
-/* With PHOBOS_FEWER_FENCES=1 (off by default: not yet timed on a GPU) a
+/* With PHOBOS_FEWER_FENCES=1 (off by default until gpucheck runs with it) a
  * wgmma dot is fenced for the async proxy only where an operand's bytes may
  * have been stored by threads (the generic proxy) with no proxy fence after
  * them; elsewhere before every dot. Not a region (its writers fence their
