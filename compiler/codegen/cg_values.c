@@ -413,6 +413,9 @@ DType operand_dtype(Cg *c, const IrOp *op)
     return vtype(c, op->args[op->kind == OP_SELECT ? 1 : 0]).dt;
 }
 
+/* Slot k of an elementwise op's operand: a scalar's one value for every slot. */
+static LLVMValueRef slot_of(const Slots *s, int k) { return s->n == 1 && !s->lay ? s->v[0] : s->v[k]; }
+
 /* PHOBOS_RESCALE_SKIP=1: a product with an online softmax's rescale
  * factor (ir_is_max_rescale) is skipped by a thread whose factors are all
  * exactly 1, which they are wherever its rows' maxima did not move: past
@@ -440,8 +443,7 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
     const Slots *f = &args[unit], *x = &args[!unit];
     LLVMValueRef one = LLVMConstReal(c->tf32, 1.0), need = NULL;
     for (int k = 0; k < out->n; k++) {
-        LLVMValueRef fk = f->n == 1 && !f->lay ? f->v[0] : f->v[k];
-        LLVMValueRef ne = LLVMBuildFCmp(B, LLVMRealUNE, fk, one, "");
+        LLVMValueRef ne = LLVMBuildFCmp(B, LLVMRealUNE, slot_of(f, k), one, "");
         need = need ? LLVMBuildOr(B, need, ne, "") : ne;
     }
     LLVMBasicBlockRef from = LLVMGetInsertBlock(B), mul = new_bb(c, "rescale"), join = new_bb(c, "rescaled");
@@ -450,7 +452,7 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
     LLVMValueRef *prod = xcalloc((size_t)out->n, sizeof *prod);
     for (int k = 0; k < out->n; k++) {
         LLVMValueRef a[2];
-        for (int i = 0; i < 2; i++) a[i] = args[i].n == 1 && !args[i].lay ? args[i].v[0] : args[i].v[k];
+        for (int i = 0; i < 2; i++) a[i] = slot_of(&args[i], k);
         prod[k] = elementwise(c, op, DT_F32, DT_F32, a);
     }
     LLVMBasicBlockRef mul_end = LLVMGetInsertBlock(B);
@@ -458,7 +460,7 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
     LLVMPositionBuilderAtEnd(B, join);
     for (int k = 0; k < out->n; k++) {
         LLVMValueRef phi = LLVMBuildPhi(B, c->tf32, "");
-        LLVMValueRef vs[2] = {prod[k], x->n == 1 && !x->lay ? x->v[0] : x->v[k]};
+        LLVMValueRef vs[2] = {prod[k], slot_of(x, k)};
         LLVMBasicBlockRef bs[2] = {mul_end, from};
         LLVMAddIncoming(phi, vs, bs, 2);
         out->v[k] = phi;
@@ -478,8 +480,6 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
  * IEEE division is a range test, a reciprocal's refinement and a call of its
  * slow path. Off by default until timed on the GPU. */
 static bool shared_divisor_on(void) { return env_switch("PHOBOS_SHARED_DIVISOR", false); }
-
-static LLVMValueRef slot_of(const Slots *s, int k) { return s->n == 1 && !s->lay ? s->v[0] : s->v[k]; }
 
 /* Whether op divides f32 tiles by a divisor whose slots repeat (at most
  * half as many distinct values as slots). */
@@ -513,26 +513,22 @@ static void divide_by_shared(Cg *c, const Slots *args, Slots *out)
     }
     LLVMBasicBlockRef fast = new_bb(c, "divide.shared"), slow = new_bb(c, "divide.each"), join = new_bb(c, "divided");
     LLVMBuildCondBr(B, ok, fast, slow);
-    LLVMValueRef *q[2];
+    LLVMValueRef *q[2] = {xcalloc((size_t)out->n, sizeof *q[0]), xcalloc((size_t)out->n, sizeof *q[1])};
     LLVMBasicBlockRef ends[2];
-    for (int way = 0; way < 2; way++) {
-        LLVMPositionBuilderAtEnd(B, way ? slow : fast);
-        q[way] = xcalloc((size_t)out->n, sizeof *q[way]);
-        LLVMValueRef r = NULL, last = NULL;
-        for (int k = 0; k < out->n; k++) {
-            LLVMValueRef x = slot_of(&args[0], k), y = slot_of(&args[1], k);
-            if (way) {
-                q[way][k] = LLVMBuildFDiv(B, x, y, "");
-                continue;
-            }
-            if (y != last) r = LLVMBuildFDiv(B, LLVMConstReal(c->tf32, 1.0), y, ""), last = y;
-            LLVMValueRef q0 = LLVMBuildFMul(B, x, r, "");
-            LLVMValueRef e = math_fma(c, LLVMBuildFNeg(B, y, ""), q0, x);
-            q[way][k] = math_fma(c, e, r, q0);
-        }
-        ends[way] = LLVMGetInsertBlock(B);
-        LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, fast);
+    LLVMValueRef r = NULL;
+    for (int k = 0; k < out->n; k++) {
+        LLVMValueRef x = slot_of(&args[0], k), y = slot_of(&args[1], k);
+        if (k == 0 || y != slot_of(&args[1], k - 1)) r = LLVMBuildFDiv(B, LLVMConstReal(c->tf32, 1.0), y, "");
+        LLVMValueRef q0 = LLVMBuildFMul(B, x, r, "");
+        q[0][k] = math_fma(c, math_fma(c, LLVMBuildFNeg(B, y, ""), q0, x), r, q0);
     }
+    ends[0] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
+    LLVMPositionBuilderAtEnd(B, slow);
+    for (int k = 0; k < out->n; k++) q[1][k] = LLVMBuildFDiv(B, slot_of(&args[0], k), slot_of(&args[1], k), "");
+    ends[1] = LLVMGetInsertBlock(B);
+    LLVMBuildBr(B, join);
     LLVMPositionBuilderAtEnd(B, join);
     for (int k = 0; k < out->n; k++) {
         LLVMValueRef phi = LLVMBuildPhi(B, c->tf32, "");
@@ -616,7 +612,7 @@ Slots materialize(Cg *c, ValueId v, const Layout *l)
         DType in = operand_dtype(c, op);
         for (int k = 0; k < n; k++) {
             LLVMValueRef a[3];
-            for (int i = 0; i < op->nargs && i < 3; i++) a[i] = args[i].n == 1 && !args[i].lay ? args[i].v[0] : args[i].v[k];
+            for (int i = 0; i < op->nargs && i < 3; i++) a[i] = slot_of(&args[i], k);
             out.v[k] = elementwise(c, op, in, t.dt, a);
         }
         break;
