@@ -271,7 +271,7 @@ Test(cpusim_math, inf_and_nan_are_literals)
     ir_module_free(m);
 }
 
-/* PHOBOS_SHARED_DIVISOR=1 (cg_values.c): a tile divided by a row's value
+/* The shared divisor (cg_values.c, on by default): a tile divided by a row's value
  * or a scalar, each thread's slots sharing the divisor, takes its
  * reciprocal once and corrects each quotient (Markstein's step), which must
  * be the division's own bits: the executor's generated code against the
@@ -312,7 +312,7 @@ Test(cpusim_math, a_shared_divisor_divides_bit_for_bit, .timeout = 240)
     float *iq = floats(ROWS * COLS), *ip = floats(ROWS * COLS);
     for (int i = 0; i < ROWS * COLS; i++) x[i] = divide_operand(i);
     for (int i = 0; i < ROWS; i++) y[i] = divide_operand(3 * i + 1);
-    setenv("PHOBOS_SHARED_DIVISOR", "1", 1);
+    unsetenv("PHOBOS_SHARED_DIVISOR");
     for (int a = 0; a < 2; a++) {
         const char *arch = a ? "sm_90a" : "sm_90";
         cpusim *sim = load_arch(m, arch);
@@ -343,8 +343,12 @@ Test(cpusim_math, a_shared_divisor_divides_bit_for_bit, .timeout = 240)
         cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
         cr_expect(strstr(ptx, "rcp.rn.f32") && strstr(ptx, "div.rn.f32"), "%s: no reciprocal, or no division for the odd rows", arch);
         free(ptx);
+        setenv("PHOBOS_SHARED_DIVISOR", "0", 1);   /* off: a division a slot, no reciprocal */
+        cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        cr_expect(!strstr(ptx, "rcp.rn.f32") && strstr(ptx, "div.rn.f32"), "%s: PHOBOS_SHARED_DIVISOR=0 still takes a reciprocal", arch);
+        free(ptx);
+        unsetenv("PHOBOS_SHARED_DIVISOR");
     }
-    unsetenv("PHOBOS_SHARED_DIVISOR");
     free(x), free(y), free(q), free(p), free(iq), free(ip);
     ir_module_free(m);
 }

@@ -489,8 +489,8 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
 }
 
 /* A fence.proxy.async waits for the thread's memory operations in flight
- * (MEMBAR.ALL.CTA), the dK/dV loop's dQ adds among them. With
- * PHOBOS_FEWER_FENCES=1 a wgmma dot fences only where threads may have
+ * (MEMBAR.ALL.CTA), the dK/dV loop's dQ adds among them. By default (and
+ * with PHOBOS_FEWER_FENCES=1) a wgmma dot fences only where threads may have
  * stored its operand with no fence after: the dK/dV loop of a
  * warp-specialized kernel (K and V in regions whose writers fence once, Q
  * and dO in the producer's slots) keeps one fence, the dQ share's (dS
@@ -500,9 +500,13 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
 Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
 {
     static const char *name = "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1";
-    int in_loop[2];
-    for (int fewer = 0; fewer < 2; fewer++) {
-        setenv("PHOBOS_FEWER_FENCES", fewer ? "1" : "0", 1);
+    static const char *setting[] = {"0", "1", NULL};   /* NULL: the default */
+    int in_loop[3];
+    for (int fewer = 0; fewer < 3; fewer++) {
+        if (setting[fewer])
+            setenv("PHOBOS_FEWER_FENCES", setting[fewer], 1);
+        else
+            unsetenv("PHOBOS_FEWER_FENCES");
         IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
         cr_assert_not_null(m, "run from the repository root");
         int all;
@@ -519,5 +523,6 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
         ir_module_free(m);
     }
     unsetenv("PHOBOS_FEWER_FENCES");
-    cr_expect(in_loop[0] == 5 && in_loop[1] == 1, "%s: %d proxy fences in the loop by default, %d with fewer", name, in_loop[0], in_loop[1]);
+    cr_expect(in_loop[0] == 5 && in_loop[1] == 1 && in_loop[2] == 1, "%s: %d proxy fences in the loop with a fence before every dot, %d with fewer, %d by default",
+              name, in_loop[0], in_loop[1], in_loop[2]);
 }

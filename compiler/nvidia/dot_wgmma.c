@@ -231,18 +231,17 @@ static LLVMValueRef desc_plus(Cg *c, LLVMValueRef d, int64_t bytes)
 /* The byte offset of column k0 (a multiple of 16) of a K-major operand's row 0. */
 static int64_t k_major_step(const Layout *sl, int k0) { return k0 / atom_cols(sl) * atom_bytes(sl) + (int64_t)(k0 % atom_cols(sl)) * sl->elem; }
 
-/* With PHOBOS_FEWER_FENCES=1 (off by default until gpucheck runs with it) a
- * wgmma dot is fenced for the async proxy only where an operand's bytes may
- * have been stored by threads (the generic proxy) with no proxy fence after
- * them; elsewhere before every dot. Not a region (its writers fence their
- * stores: fence_operand_stores) nor a warp-specialized kernel's ring slots:
- * the producer fills them by bulk copies (the async proxy's own writes) or,
- * element by element, fences its stores before its arrival on the full
- * barrier (copy_tma.c ws_copy_elements). Each fence waits for the thread's
- * memory operations in flight (MEMBAR.ALL.CTA in the SASS: in the fused
- * backward the dQ adds of the iteration before, docs/performance.md
- * "twenty-seventh"). */
-static bool fewer_fences(void) { return env_switch("PHOBOS_FEWER_FENCES", false); }
+/* A wgmma dot is fenced for the async proxy only where an operand's bytes
+ * may have been stored by threads (the generic proxy) with no proxy fence
+ * after them (PHOBOS_FEWER_FENCES=0: before every dot). Not a region (its
+ * writers fence their stores: fence_operand_stores) nor a warp-specialized
+ * kernel's ring slots: the producer fills them by bulk copies (the async
+ * proxy's own writes) or, element by element, fences its stores before its
+ * arrival on the full barrier (copy_tma.c ws_copy_elements). Each fence
+ * waits for the thread's memory operations in flight (MEMBAR.ALL.CTA in the
+ * SASS: in the fused backward the dQ adds of the iteration before,
+ * docs/performance.md "twenty-seventh"). */
+static bool fewer_fences(void) { return env_switch("PHOBOS_FEWER_FENCES", true); }
 
 static bool stored_by_threads(Cg *c, int buf)
 {
