@@ -300,10 +300,45 @@ static void check_tune_reset(Diag *d, const char *alias, const Expr *e, Kernel *
     }
 }
 
+/* @ph.autotune_key("causal", ...): integer scalar parameters whose values
+ * join the tensors' dims in the autotuner's key, so each value gets a
+ * tuning of its own (a flag that picks another loop, such as attention's
+ * causal mask); other scalars never start a tuning. */
+static void check_tune_key(Diag *d, const char *alias, const Expr *e, Kernel *k)
+{
+    if (e->kind != EX_CALL || e->nitems == 0) {
+        diag_error(d, e->loc, "@%s.autotune_key takes the names of integer scalar parameters, as strings", alias);
+        return;
+    }
+    for (int i = 0; i < e->nitems; i++) {
+        const Expr *a = e->items[i];
+        if (a->kind != EX_STRING) {
+            diag_error(d, a->loc, "@%s.autotune_key takes the names of integer scalar parameters, as strings", alias);
+            continue;
+        }
+        int p = param_index(k, a->name);
+        if (p < 0) {
+            diag_error(d, a->loc, "'%s' is not a parameter of this kernel", a->name);
+            continue;
+        }
+        IrParam *ip = &k->params[p];
+        if (ip->dt == DT_VOID) continue;   /* its type is wrong, and said so */
+        if (ip->is_tensor)
+            diag_error(d, a->loc, "'%s' is a tensor; its dims are always in the key; @%s.autotune_key names integer scalars", a->name, alias);
+        else if (!ir_is_int(ip->dt))
+            diag_error(d, a->loc, "'%s' is of type %s; @%s.autotune_key names integer scalars (each value of a float would tune again)",
+                       a->name, ir_dtype_name(ip->dt), alias);
+        else if (ip->tune_key)
+            diag_error(d, a->loc, "'%s' is named twice in @%s.autotune_key", a->name, alias);
+        else
+            ip->tune_key = true;
+    }
+}
+
 void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
     static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages",
-                                        "autotune_restore", "autotune_zero", "warp_specialize"};
+                                        "autotune_restore", "autotune_zero", "warp_specialize", "autotune_key"};
     enum { NDECORATORS = sizeof names / sizeof *names };
     bool seen[NDECORATORS] = {true};
     const Expr *aligned = NULL;
@@ -316,7 +351,8 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
             if (!strcmp(n, names[j])) which = j;
         if (which < 0) {
             diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune, @%s.aligned, "
-                       "@%s.stages, @%s.autotune_restore or @%s.autotune_zero", alias, alias, alias, alias, alias, alias, alias);
+                       "@%s.stages, @%s.autotune_restore, @%s.autotune_zero, @%s.autotune_key or @%s.warp_specialize",
+                       alias, alias, alias, alias, alias, alias, alias, alias, alias);
             continue;
         }
         if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
@@ -349,6 +385,7 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
                 diag_error(d, e->loc, "@%s.warp_specialize takes one argument: 0, 1, 2 or a meta-parameter name", alias);
             else k->warp_specialize = e->items[0];
             break;
+        case 9: check_tune_key(d, alias, e, k); break;
         }
     }
     if (aligned) check_aligned(d, alias, aligned, k);

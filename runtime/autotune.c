@@ -409,27 +409,49 @@ static ph_status in_order(void *ctx, int *i)
     return PH_OK;
 }
 
-/* ---- winners in memory, by the dims of every tensor argument ---- */
+/* ---- winners in memory, by the dims of every tensor argument and the
+ * values of the key scalars (@ph.autotune_key) ---- */
 
-static bool winner_for(const Winner *w, const ph_arg *args, int nargs)
+static bool is_key_scalar(const IrFunc *f, const ph_arg *args, int i)
+{
+    return args[i].kind != PH_ARG_TENSOR && i < f->nparams && f->params[i].tune_key;
+}
+
+/* What a winner is kept for, into key (when not NULL): each tensor's four
+ * dims, then each key scalar's value; how many. */
+static int key_values(const PhTuner *t, const ph_arg *args, int nargs, int64_t *key)
 {
     int n = 0;
-    for (int i = 0; i < nargs; i++) {
-        if (args[i].kind != PH_ARG_TENSOR) continue;
-        if (n + 4 > w->ndims || memcmp(&w->dims[n], args[i].dims, sizeof args[i].dims)) return false;
-        n += 4;
-    }
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == PH_ARG_TENSOR) {
+            for (int a = 0; a < 4; a++, n++)
+                if (key) key[n] = args[i].dims[a];
+        } else if (is_key_scalar(t->configs[0], args, i)) {
+            if (key) key[n] = args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32;
+            n++;
+        }
+    return n;
+}
+
+static bool winner_for(const PhTuner *t, const Winner *w, const ph_arg *args, int nargs)
+{
+    int n = 0;   /* key_values' order, compared in place: a tuned launch allocates nothing */
+    for (int i = 0; i < nargs; i++)
+        if (args[i].kind == PH_ARG_TENSOR) {
+            for (int a = 0; a < 4; a++, n++)
+                if (n >= w->ndims || w->dims[n] != args[i].dims[a]) return false;
+        } else if (is_key_scalar(t->configs[0], args, i)) {
+            if (n >= w->ndims || w->dims[n] != (args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32)) return false;
+            n++;
+        }
     return n == w->ndims;
 }
 
 static void remember(PhTuner *t, const ph_arg *args, int nargs, int config)
 {
-    int n = 0;
-    for (int i = 0; i < nargs; i++) n += args[i].kind == PH_ARG_TENSOR ? 4 : 0;
+    int n = key_values(t, args, nargs, NULL);
     Winner *w = xcalloc(1, sizeof *w + (size_t)n * sizeof *w->dims);
-    for (int i = 0; i < nargs; i++)
-        if (args[i].kind == PH_ARG_TENSOR)
-            for (int a = 0; a < 4; a++) w->dims[w->ndims++] = args[i].dims[a];
+    w->ndims = key_values(t, args, nargs, w->dims);
     w->config = config;
     w->next = t->winners;
     t->winners = w;
@@ -446,7 +468,7 @@ static bool eligible_index(const int *eligible, int ne, int config, int *pick)
 static bool known_winner(const PhTuner *t, const int *eligible, int ne, const ph_arg *args, int nargs, int *pick)
 {
     for (const Winner *w = t->winners; w; w = w->next)
-        if (winner_for(w, args, nargs)) return eligible_index(eligible, ne, w->config, pick);
+        if (winner_for(t, w, args, nargs)) return eligible_index(eligible, ne, w->config, pick);
     return false;
 }
 
@@ -466,6 +488,13 @@ char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, 
         fprintf(out, " %lld", (long long)args[i].dims[0]);
         for (int a = 1; a < f->params[i].rank; a++) fprintf(out, "x%lld", (long long)args[i].dims[a]);
     }
+    bool keyed = false;   /* the line only where the kernel has key scalars: other keys stay as they were */
+    for (int i = 0; i < nargs && i < f->nparams; i++)
+        if (is_key_scalar(f, args, i)) {
+            fprintf(out, "%s %s=%lld", keyed ? "" : "\nvalues", f->params[i].name,
+                    (long long)(args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32));
+            keyed = true;
+        }
     fprintf(out, "\ndevice %s\nbuild %s\n", device, ph_internal_build_id());
     fclose(out);
     return key;

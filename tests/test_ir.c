@@ -206,11 +206,12 @@ Test(ir_text, the_max_rescale_factor_is_recognised)
 }
 
 /* A tensor the autotuner restores or zeroes carries the word after its
- * dims, through print and parse. */
+ * dims, an integer scalar in the autotuner's key the word key after its
+ * type, through print and parse. */
 Test(ir_text, tune_resets_survive)
 {
     const char *text =
-        "func f kernel f threads 32\n    params(X: f32[N] restore, Y: f16[N, 4] zero, Z: f32[N], n: i32) {\n"
+        "func f kernel f threads 32\n    params(X: f32[N] restore, Y: f16[N, 4] zero, Z: f32[N], n: i32, c: i32 key) {\n"
         "  return\n}\n";
     IrModule *m = parse_ok(text);
     const IrParam *p = m->funcs[0]->params;
@@ -218,11 +219,13 @@ Test(ir_text, tune_resets_survive)
     cr_assert_eq(p[1].tune_reset, IR_TUNE_ZERO);
     cr_assert_eq(p[2].tune_reset, IR_TUNE_KEEP);
     cr_assert_eq(p[3].tune_reset, IR_TUNE_KEEP);
+    cr_assert(!p[3].tune_key && p[4].tune_key);
     char *printed = tu_ir_text(m);
     cr_assert_str_eq(printed, text);
     ir_module_free(m);
     free(printed);
     parse_fails("func f kernel f threads 32\n    params(n: i32 restore) {\n  return\n}\n", "expected ',' or ')'");
+    parse_fails("func f kernel f threads 32\n    params(s: f32 key) {\n  return\n}\n", "only an integer scalar is a key");
 }
 
 Test(ir_text, parse_errors_name_line_and_column)

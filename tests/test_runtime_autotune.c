@@ -509,6 +509,50 @@ Test(autotune, winner_files_and_their_keys)
     remove_dir(dir);
 }
 
+/* @ph.autotune_key("mode"): each value of mode gets a tuning of its own,
+ * in memory and on disk (a "values" line in the key); a scalar not named
+ * there (n) tunes nothing again. */
+Test(autotune, a_key_scalar_tunes_each_of_its_values)
+{
+    static const char *keyed_src =
+        "import phobos.lang as ph\n"
+        "@ph.kernel\n"
+        "@ph.autotune(BLOCK=[128, 256, 512])\n"
+        "@ph.autotune_key(\"mode\")\n"
+        "def vkeyed(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], Z: ph.tensor[ph.f32][N], mode: ph.i32, n: ph.i32):\n"
+        "    i0: ph.let = ph.ctx.block.x * BLOCK\n"
+        "    Z[i0:+BLOCK] = X[i0:+BLOCK] + Y[i0:+BLOCK]\n";
+    use_fake_driver();
+    char *dir = temp_cache_dir();
+    setenv("PHOBOS_CACHE_DIR", dir, 1);
+    ph_module *m;
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("k.ph", keyed_src, &m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(m, "vkeyed", &k), PH_OK);
+    ph_arg args[5] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_i32(0), ph_i32(7)};
+    static const int mode[] = {0, 0, 1, 0, 1};
+    static const int n[] = {7, 8, 7, 9, 10};
+    static const bool tunes[] = {true, false, true, false, false};
+    for (int i = 0; i < 5; i++) {
+        args[3] = ph_i32(mode[i]), args[4] = ph_i32(n[i]);
+        int before = fake.ntimings;
+        cr_assert_eq(ph_launch(k, grid1, NULL, args, 5), PH_OK, "%s", ph_last_error());
+        cr_assert_eq(fake.ntimings > before, tunes[i], "launch %d (mode %d, n %d): %s", i, mode[i], n[i],
+                     tunes[i] ? "not tuned" : "tuned again");
+    }
+    cr_assert_eq(files_ending(dir, ".tune"), 2, "a winner file for each value of mode");
+    IrModule *ir = driver_compile_string("k.ph", keyed_src, NULL, NULL);
+    cr_assert_not_null(ir);
+    char *key = ph_internal_tune_key(ir->funcs[0], 0x1234, args, 5, "Fake GPU");
+    cr_assert(strstr(key, "\ndims 1024 1024 1024\nvalues mode=1\ndevice Fake GPU\n"), "%s", key);
+    free(key);
+    ir_module_free(ir);
+    ph_module_free(m);
+    ph_shutdown();
+    unsetenv("PHOBOS_CACHE_DIR");
+    remove_dir(dir);
+}
+
 /* A winner tuned once is on disk: the same kernel loaded again, after
  * ph_shutdown and ph_init, launches it for the same dims without timing
  * anything, though another config would now win; other dims, an edited

@@ -159,6 +159,7 @@ typedef struct {
     const char *dim_name[4];
     int64_t dim_value[4];
     IrTuneReset tune_reset;     /* tensors only */
+    bool tune_key;              /* integer scalars only: its value is part of the autotuner's key (@ph.autotune_key) */
 } IrParam;
 
 typedef struct { const char *name; int64_t value; } IrMeta;

@@ -742,6 +742,9 @@ static void header_lists(Parser *ps)
             next(ps);
             if (accept_word(ps, "restore")) pa.tune_reset = IR_TUNE_RESTORE;
             else if (accept_word(ps, "zero")) pa.tune_reset = IR_TUNE_ZERO;
+        } else if (accept_word(ps, "key")) {
+            if (!ir_is_int(pa.dt)) fail(ps, "only an integer scalar is a key%s", "");
+            pa.tune_key = true;
         }
         apush(ps, &params, pa);
     }

@@ -369,6 +369,8 @@ static void print_header(Printer *p)
             fputc(']', p->out);
             if (pa->tune_reset == IR_TUNE_RESTORE) fputs(" restore", p->out);
             if (pa->tune_reset == IR_TUNE_ZERO) fputs(" zero", p->out);
+        } else if (pa->tune_key) {
+            fputs(" key", p->out);
         }
     }
     fputs(") {\n", p->out);
