@@ -36,6 +36,7 @@ import phobos.lang as ph
 @ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1], PERSISTENT=[0])
 @ph.autotune(D=[64], BR=[256], BC=[128], NT=[256], S=[2], W=[1], MASKED=[1], PERSISTENT=[1])
 @ph.autotune(D=[128], BR=[128], BC=[128], NT=[256], S=[3], W=[2], MASKED=[1], PERSISTENT=[1])
+@ph.autotune_key("causal")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     q_blocks: ph.let = (n_ctx + BR - 1) // BR
@@ -96,6 +97,7 @@ def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delt
 @ph.launch(NT)
 @ph.autotune(D=[64, 128], BR=[64, 128], BC=[64, 128], NT=[128, 256], W=[0, 1])
 @ph.autotune_restore("DQacc")
+@ph.autotune_key("causal")
 def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                   DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
                   DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], DQacc: ph.tensor[ph.f32][R, D],

@@ -42,6 +42,7 @@ import phobos.lang as ph
 @ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1])
 @ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1])
 @ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1])
+@ph.autotune_key("causal")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
     base: ph.let = ph.ctx.block.y * n_ctx
@@ -82,6 +83,7 @@ def attn_bwd_delta(O: ph.tensor[ph.f16][R, D], DO: ph.tensor[ph.f16][R, D], Delt
 @ph.tensorcore
 @ph.launch(NT)
 @ph.autotune(D=[64, 128], BR=[32, 64], BC=[64, 128], NT=[128, 256])
+@ph.autotune_key("causal")
 def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                   DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
                   DK: ph.tensor[ph.f16][R, D], DV: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
@@ -114,6 +116,7 @@ def attn_bwd_dkdv(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.
 @ph.tensorcore
 @ph.launch(NT)
 @ph.autotune(D=[64, 128], BR=[64, 128], BC=[32, 64], NT=[128, 256], W=[0, 1])
+@ph.autotune_key("causal")
 def attn_bwd_dq(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
                 DO: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], Delta: ph.tensor[ph.f32][R, 1],
                 DQ: ph.tensor[ph.f16][R, D], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
