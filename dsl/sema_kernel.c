@@ -264,30 +264,43 @@ static void check_aligned(Diag *d, const char *alias, const Expr *e, Kernel *k)
     }
 }
 
+/* Argument a of a decorator that takes parameter names as strings (@ph.WHAT,
+ * naming TAKES): the parameter it names; NULL once the error is said (not
+ * a string, not a parameter) or where the parameter's own type was wrong. */
+static IrParam *named_param(Diag *d, const char *alias, const char *what, const char *takes, const Expr *a, Kernel *k)
+{
+    if (a->kind != EX_STRING) {
+        diag_error(d, a->loc, "@%s.%s takes the names of %s, as strings", alias, what, takes);
+        return NULL;
+    }
+    int p = param_index(k, a->name);
+    if (p < 0) {
+        diag_error(d, a->loc, "'%s' is not a parameter of this kernel", a->name);
+        return NULL;
+    }
+    return k->params[p].dt == DT_VOID ? NULL : &k->params[p];   /* its type is wrong, and said so */
+}
+
+/* Whether e is a call with arguments, as such a decorator must be. */
+static bool names_given(Diag *d, const char *alias, const char *what, const char *takes, const Expr *e)
+{
+    if (e->kind == EX_CALL && e->nitems > 0) return true;
+    diag_error(d, e->loc, "@%s.%s takes the names of %s, as strings", alias, what, takes);
+    return false;
+}
+
 /* @ph.autotune_restore("DQ", ...) and @ph.autotune_zero("DK", ...): the
  * tensor parameters the autotuner restores, or zeroes, before each run it
  * times and before the launch it keeps, for kernels that update them in
  * place. A tensor is named once, in one of the two. */
 static void check_tune_reset(Diag *d, const char *alias, const Expr *e, Kernel *k, IrTuneReset how)
 {
-    const char *what = how == IR_TUNE_RESTORE ? "autotune_restore" : "autotune_zero";
-    if (e->kind != EX_CALL || e->nitems == 0) {
-        diag_error(d, e->loc, "@%s.%s takes the names of tensor parameters, as strings", alias, what);
-        return;
-    }
+    const char *what = how == IR_TUNE_RESTORE ? "autotune_restore" : "autotune_zero", *takes = "tensor parameters";
+    if (!names_given(d, alias, what, takes, e)) return;
     for (int i = 0; i < e->nitems; i++) {
         const Expr *a = e->items[i];
-        if (a->kind != EX_STRING) {
-            diag_error(d, a->loc, "@%s.%s takes the names of tensor parameters, as strings", alias, what);
-            continue;
-        }
-        int p = param_index(k, a->name);
-        if (p < 0) {
-            diag_error(d, a->loc, "'%s' is not a parameter of this kernel", a->name);
-            continue;
-        }
-        IrParam *ip = &k->params[p];
-        if (ip->dt == DT_VOID) continue;   /* its type is wrong, and said so */
+        IrParam *ip = named_param(d, alias, what, takes, a, k);
+        if (!ip) continue;
         if (!ip->is_tensor) {
             diag_error(d, a->loc, "'%s' is a scalar; @%s.%s names tensor parameters", a->name, alias, what);
         } else if (ip->tune_reset == how) {
@@ -306,23 +319,12 @@ static void check_tune_reset(Diag *d, const char *alias, const Expr *e, Kernel *
  * causal mask); other scalars never start a tuning. */
 static void check_tune_key(Diag *d, const char *alias, const Expr *e, Kernel *k)
 {
-    if (e->kind != EX_CALL || e->nitems == 0) {
-        diag_error(d, e->loc, "@%s.autotune_key takes the names of integer scalar parameters, as strings", alias);
-        return;
-    }
+    const char *takes = "integer scalar parameters";
+    if (!names_given(d, alias, "autotune_key", takes, e)) return;
     for (int i = 0; i < e->nitems; i++) {
         const Expr *a = e->items[i];
-        if (a->kind != EX_STRING) {
-            diag_error(d, a->loc, "@%s.autotune_key takes the names of integer scalar parameters, as strings", alias);
-            continue;
-        }
-        int p = param_index(k, a->name);
-        if (p < 0) {
-            diag_error(d, a->loc, "'%s' is not a parameter of this kernel", a->name);
-            continue;
-        }
-        IrParam *ip = &k->params[p];
-        if (ip->dt == DT_VOID) continue;   /* its type is wrong, and said so */
+        IrParam *ip = named_param(d, alias, "autotune_key", takes, a, k);
+        if (!ip) continue;
         if (ip->is_tensor)
             diag_error(d, a->loc, "'%s' is a tensor; its dims are always in the key; @%s.autotune_key names integer scalars", a->name, alias);
         else if (!ir_is_int(ip->dt))

@@ -369,34 +369,6 @@ Test(header, autotune_restore_and_zero)
           "t.ph:11:2: error: @ph.autotune_zero takes the names of tensor parameters, as strings\n");
 }
 
-/* @ph.autotune_key marks integer scalar parameters in every config's IR
- * (their values join the autotuner's key); a tensor, a float, a name that
- * is no parameter, one named twice, or arguments that are not strings are
- * errors at the argument. */
-Test(header, autotune_key)
-{
-    IrModule *m = ok(HEAD "@ph.kernel\n@ph.autotune(B=[16, 32])\n@ph.autotune_key(\"causal\", \"n\")\n"
-                     "def k(X: ph.tensor[ph.f32][N], causal: ph.i32, n: ph.i64, s: ph.f32):\n    pass\n");
-    cr_assert_eq(m->nfuncs, 2);
-    static const bool want[4] = {false, true, true, false};
-    for (int i = 0; i < m->nfuncs; i++)
-        for (int p = 0; p < 4; p++) cr_assert_eq(m->funcs[i]->params[p].tune_key, want[p], "%s: parameter %d", m->funcs[i]->name, p);
-    ir_module_free(m);
-    fails(HEAD "@ph.kernel\n"
-               "@ph.autotune_key(\"X\", \"s\", \"Q\", \"c\", \"c\", c)\n"
-               "@ph.autotune_key(\"c\")\n"
-               "def k(X: ph.tensor[ph.f32][N], s: ph.f32, c: ph.i32):\n    pass\n"
-               "@ph.kernel\n@ph.autotune_key()\n"
-               "def k2(X: ph.tensor[ph.f32][N]):\n    pass\n",
-          "t.ph:4:18: error: 'X' is a tensor; its dims are always in the key; @ph.autotune_key names integer scalars\n"
-          "t.ph:4:23: error: 's' is of type f32; @ph.autotune_key names integer scalars (each value of a float would tune again)\n"
-          "t.ph:4:28: error: 'Q' is not a parameter of this kernel\n"
-          "t.ph:4:38: error: 'c' is named twice in @ph.autotune_key\n"
-          "t.ph:4:43: error: @ph.autotune_key takes the names of integer scalar parameters, as strings\n"
-          "t.ph:5:2: error: @ph.autotune_key is given twice\n"
-          "t.ph:9:2: error: @ph.autotune_key takes the names of integer scalar parameters, as strings\n");
-}
-
 Test(header, parameters)
 {
     fails(HEAD "@ph.kernel\ndef k(X: ph.tensor[ph.f32][N, 0], n: ph.f16, b, c: ph.i32 = 3, X: ph.i32, "
