@@ -417,6 +417,9 @@ static bool is_key_scalar(const IrFunc *f, const ph_arg *args, int i)
     return args[i].kind != PH_ARG_TENSOR && i < f->nparams && f->params[i].tune_key;
 }
 
+/* An integer scalar argument's value (an i64 is held in dims[0]: phobos.h). */
+static int64_t scalar_value(const ph_arg *a) { return a->kind == PH_ARG_I64 ? a->dims[0] : a->i32; }
+
 /* What a winner is kept for, into key (when not NULL): each tensor's four
  * dims, then each key scalar's value; how many. */
 static int key_values(const PhTuner *t, const ph_arg *args, int nargs, int64_t *key)
@@ -427,7 +430,7 @@ static int key_values(const PhTuner *t, const ph_arg *args, int nargs, int64_t *
             for (int a = 0; a < 4; a++, n++)
                 if (key) key[n] = args[i].dims[a];
         } else if (is_key_scalar(t->configs[0], args, i)) {
-            if (key) key[n] = args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32;
+            if (key) key[n] = scalar_value(&args[i]);
             n++;
         }
     return n;
@@ -441,7 +444,7 @@ static bool winner_for(const PhTuner *t, const Winner *w, const ph_arg *args, in
             for (int a = 0; a < 4; a++, n++)
                 if (n >= w->ndims || w->dims[n] != args[i].dims[a]) return false;
         } else if (is_key_scalar(t->configs[0], args, i)) {
-            if (n >= w->ndims || w->dims[n] != (args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32)) return false;
+            if (n >= w->ndims || w->dims[n] != scalar_value(&args[i])) return false;
             n++;
         }
     return n == w->ndims;
@@ -492,7 +495,7 @@ char *ph_internal_tune_key(const IrFunc *f, uint64_t space, const ph_arg *args, 
     for (int i = 0; i < nargs && i < f->nparams; i++)
         if (is_key_scalar(f, args, i)) {
             fprintf(out, "%s %s=%lld", keyed ? "" : "\nvalues", f->params[i].name,
-                    (long long)(args[i].kind == PH_ARG_I64 ? args[i].dims[0] : args[i].i32));
+                    (long long)scalar_value(&args[i]));
             keyed = true;
         }
     fprintf(out, "\ndevice %s\nbuild %s\n", device, ph_internal_build_id());
