@@ -479,7 +479,7 @@ static void skip_unit_rescale(Cg *c, const IrOp *op, const Slots *args, int unit
  * subnormals, extremes) divides every slot. Bit for bit what the division
  * gives, with a multiply and two FMAs a slot where the IEEE division is a
  * range test, a reciprocal's refinement and a call of its slow path (the
- * head dim 128 forward at N_CTX 1024 7-11% faster on an H100,
+ * head dim 128 forward at N_CTX 1024 8-11% faster on an H100,
  * docs/performance.md "twenty-ninth"). */
 static bool shared_divisor_on(void) { return env_switch("PHOBOS_SHARED_DIVISOR", true); }
 
