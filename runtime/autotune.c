@@ -7,7 +7,7 @@
  * compiled): warm-up, then the median of PH_TUNE_RUNS runs timed with CUDA
  * events, the L2 cache flushed before each, the tensors a kernel updates
  * in place (@ph.autotune_restore, @ph.autotune_zero) put back before
- * each; then the few closest to the fastest timed again. */
+ * each; then the few closest to the fastest timed again, in turns. */
 #include "autotune.h"
 
 #include <math.h>
@@ -257,6 +257,7 @@ typedef struct {
     const ph_arg *args;
     Bench b;
     bool began, opened;     /* bench_open was called; it succeeded */
+    int median_of;          /* how many runs the winner's time is the median of */
     FILE *out;
     Verbosity v;
 } Tuning;
@@ -287,14 +288,15 @@ static void report(const Tuning *u, int winner, float ms)
     if (u->v == QUIET) return;
     bool tty = isatty(fileno(u->out));
     fprintf(u->out, "%sphobos: tuned %s (%d configs): %s, %.4f ms (median of %d runs)%s\n", tty ? "\r" : "",
-            u->t->configs[0]->kernel, u->ne, config_name(u->t, winner), ms, PH_TUNE_RUNS, tty ? "\033[K" : "");
+            u->t->configs[0]->kernel, u->ne, config_name(u->t, winner), ms, u->median_of, tty ? "\033[K" : "");
     fflush(u->out);
 }
 
 static Tuning tuning(PhTuner *t, const PhTuneTarget *on, const int *eligible, unsigned (*grids)[3], int ne, const ph_arg *args)
 {
     FILE *out = log_stream ? log_stream : stderr;
-    return (Tuning){.t = t, .on = on, .eligible = eligible, .grids = grids, .ne = ne, .args = args, .out = out, .v = verbosity(out)};
+    return (Tuning){.t = t, .on = on, .eligible = eligible, .grids = grids, .ne = ne, .args = args, .out = out, .v = verbosity(out),
+                    .median_of = PH_TUNE_RUNS};
 }
 
 /* Config i (of eligible[]) timed, the device's scratch opened first when
@@ -355,23 +357,36 @@ static int close_to(const Tuning *u, float best, int *close)
 /* The first timing may have run while other threads compiled the configs
  * still to come, LLVM and ptxas on every core: the timing thread can lose
  * its CPU between recording a run's start event and launching the kernel,
- * and the GPU's clock runs on meanwhile, so a config timed while the
- * machine was busy can look slower than it is, and CPU contention alone
- * could pick the winner. So when several configs are close to the
- * fastest, those are timed again once every config is in and nothing else
- * runs, and their second times decide (on a tie, the first in eligible
- * order). One further behind is taken to be slower in earnest. */
+ * and the GPU's clock runs on meanwhile. And a GPU at its power limit
+ * moves its clock by a quarter within a tenth of a second (an H100 under
+ * attention: 1335 to 1980 MHz, nvidia-smi's SW power cap), so seven runs
+ * of one config, tens of milliseconds, see whatever part of that swing
+ * they fall in. So when several configs are close to the fastest, those
+ * are timed again once every config is in and nothing else runs, in
+ * turns: each round runs every one of them once (in the opposite order
+ * the next round), so each sees the same clocks, and the medians of their
+ * PH_TUNE_ROUNDS runs decide (on a tie, the first in eligible order). One
+ * further behind is taken to be slower in earnest. */
 static ph_status second_timing(Tuning *u, int *pick, float *best)
 {
     int close[PH_TUNE_RETIMED], n = close_to(u, *best, close);
     if (n < 2) return PH_OK;   /* no other is close: the first timing stands */
-    *best = INFINITY;
-    for (int j = 0; j < n; j++) {
-        float ms = 0;
-        bool stopped;
+    float runs[PH_TUNE_RETIMED][PH_TUNE_ROUNDS];
+    ph_status s = PH_OK;
+    for (int j = 0; j < n && !s; j++) {
         progress(u, "again ", j + 1, n, close[j], -1, false, 0);
-        ph_status s = time_eligible(u, close[j], INFINITY, &ms, &stopped);
-        if (s) return s;
+        for (int w = 0; w < PH_TUNE_WARMUPS && !s; w++) s = run_config(&u->b, u->t, u->on, u->eligible[close[j]], u->grids[close[j]], u->args, NULL);
+    }
+    for (int r = 0; r < PH_TUNE_ROUNDS && !s; r++)
+        for (int k = 0; k < n && !s; k++) {
+            int j = r % 2 ? n - 1 - k : k;
+            s = run_config(&u->b, u->t, u->on, u->eligible[close[j]], u->grids[close[j]], u->args, &runs[j][r]);
+        }
+    if (s) return s;
+    *best = INFINITY;
+    u->median_of = PH_TUNE_ROUNDS;
+    for (int j = 0; j < n; j++) {
+        float ms = median(runs[j], PH_TUNE_ROUNDS);
         progress(u, "again ", j + 1, n, close[j], ms, false, 0);
         if (ms < *best) { *best = ms; *pick = close[j]; }
     }

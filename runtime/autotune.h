@@ -33,9 +33,17 @@ typedef struct {
  * run takes over PH_TUNE_PRUNE times the best median so far stops there
  * (it cannot win). Once every config is timed, those whose median is
  * within PH_TUNE_CLOSE_PERCENT of the best, the PH_TUNE_RETIMED fastest of
- * them, are timed again when there are two or more, and their second
- * medians decide. */
-enum { PH_TUNE_WARMUPS = 1, PH_TUNE_RUNS = 7, PH_TUNE_PRUNE = 2, PH_TUNE_CLOSE_PERCENT = 15, PH_TUNE_RETIMED = 3 };
+ * them, are timed again when there are two or more: after a warm-up
+ * each, PH_TUNE_ROUNDS rounds that run each of them once, and the medians
+ * of those runs decide. */
+enum {
+    PH_TUNE_WARMUPS = 1,
+    PH_TUNE_RUNS = 7,
+    PH_TUNE_PRUNE = 2,
+    PH_TUNE_CLOSE_PERCENT = 15,
+    PH_TUNE_RETIMED = 6,
+    PH_TUNE_ROUNDS = 11
+};
 
 /* The autotuner of a kernel of count configs (configs[0] its first, the
  * IR's: they outlive it), from a module whose source hashes to source_key
