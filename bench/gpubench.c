@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/half.h"
 
@@ -114,15 +115,25 @@ static ph_status timed_once(GpuBench *b, GpuWork work, void *user, double *ms)
     return PH_OK;
 }
 
+static double wall_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
 ph_status gpubench_time(GpuBench *b, GpuWork work, void *user, int reps, double *ms)
 {
     ph_status s = PH_OK;
-    for (int i = 0; i < GPUBENCH_WARMUPS && !s; i++) s = work(user);
-    if (!s) s = ph_synchronize();
-    double *t = calloc((size_t)reps, sizeof *t);
+    double began = wall_ms();
+    for (int i = 0; !s && (i < GPUBENCH_WARMUPS || wall_ms() - began < GPUBENCH_WARM_MS); i++)
+        if (!(s = work(user))) s = ph_synchronize();
+    double *t = calloc(GPUBENCH_MAX_REPS, sizeof *t), sum = 0;
     if (!t) return PH_ERR_INVALID;
-    for (int i = 0; i < reps && !s; i++) s = timed_once(b, work, user, &t[i]);
-    if (!s) *ms = median(t, reps);
+    int n = 0;
+    while (!s && n < GPUBENCH_MAX_REPS && (n < reps || sum < GPUBENCH_TIMED_MS))
+        if (!(s = timed_once(b, work, user, &t[n]))) sum += t[n++];
+    if (!s) *ms = median(t, n);
     free(t);
     return s;
 }

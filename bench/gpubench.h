@@ -17,7 +17,13 @@
  * L2 cache, so no repetition finds the last one's data there. */
 #define GPUBENCH_FLUSH_BYTES ((size_t)256 << 20)
 
-enum { GPUBENCH_WARMUPS = 3 };
+/* A GPU at its power limit moves its clock by a quarter within a tenth of
+ * a second and settles into swings about a second long (an H100 under
+ * attention: 1335 to 1980 MHz, nvidia-smi's SW power cap), so a figure
+ * timed over a few milliseconds is a sample of wherever the swing was.
+ * Each figure is timed over at least a second, after a quarter second of
+ * warm-up: what the GPU sustains, and the same for every figure. */
+enum { GPUBENCH_WARMUPS = 3, GPUBENCH_WARM_MS = 250, GPUBENCH_TIMED_MS = 1000, GPUBENCH_MAX_REPS = 20000 };
 
 /* Timed repetitions for an attention case at context length n_ctx: 30 up
  * to 4096, 20 (the floor) above, where one backward pass takes tenths of
@@ -35,9 +41,11 @@ void gpubench_close(GpuBench *b);
 /* One timed piece of work: kernel launches on the legacy default stream. */
 typedef ph_status (*GpuWork)(void *user);
 
-/* Runs work GPUBENCH_WARMUPS times untimed, then reps times, each after
- * the flush and between two events recorded on the legacy default stream
- * (the flush outside them); the median in *ms. */
+/* Runs work untimed GPUBENCH_WARMUPS times and for GPUBENCH_WARM_MS, then
+ * timed at least reps times and until the timed runs add up to
+ * GPUBENCH_TIMED_MS (GPUBENCH_MAX_REPS at most), each after the flush and
+ * between two events recorded on the legacy default stream (the flush
+ * outside them); the median in *ms. */
 ph_status gpubench_time(GpuBench *b, GpuWork work, void *user, int reps, double *ms);
 
 /* Fills n f16 elements at dst with values uniform in [-0.5, 0.5) drawn

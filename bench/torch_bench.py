@@ -2,7 +2,8 @@
 bench/gemm_bench.c (benchtable.py holds it), timed as bench/gpubench.h times
 phc: CUDA events around each repetition, a 256 MB write before it outside
 the timed interval (no repetition finds the last one's data in L2), 3
-warm-ups, the median of 20 or more. Attention is
+warm-ups and a quarter second of them, the median of 20 or more runs and of
+a second of them at least. Attention is
 torch.nn.functional.scaled_dot_product_attention with the FlashAttention
 backend forced and with the cuDNN backend forced, forward and backward
 (torch.autograd.grad of the output: dQ, dK and dV); GEMM is torch.matmul,
@@ -17,6 +18,7 @@ writes DIR/torch_attention.tsv and DIR/torch_gemm.tsv for benchtable.py.
 import os
 import statistics
 import sys
+import time
 import warnings
 
 import benchtable as bt
@@ -37,17 +39,21 @@ class Timer:
         self.end = torch.cuda.Event(enable_timing=True)
 
     def median_ms(self, fn, reps):
-        for _ in range(bt.WARMUPS):
+        began = time.perf_counter()
+        warmups = 0
+        while warmups < bt.WARMUPS or (time.perf_counter() - began) * 1e3 < bt.WARM_MS:
             fn()
-        self.torch.cuda.synchronize()
-        times = []
-        for _ in range(reps):
+            self.torch.cuda.synchronize()
+            warmups += 1
+        times, total = [], 0.0
+        while len(times) < bt.MAX_REPS and (len(times) < reps or total < bt.TIMED_MS):
             self.flush.zero_()
             self.start.record()
             fn()
             self.end.record()
             self.end.synchronize()
             times.append(self.start.elapsed_time(self.end))
+            total += times[-1]
         return statistics.median(times)
 
 
