@@ -329,7 +329,8 @@ def header_line(meta, date, commit):
 
 def render(fig, date, commit):
     out = [header_line(fig.meta, date, commit)]
-    method = "CUDA events around each repetition, the L2 cache flushed before it (a 256 MB write), median of 20 or more after 3 warm-ups."
+    method = ("CUDA events around each repetition, the L2 cache flushed before it (a 256 MB write), after a quarter second of"
+              " warm-ups the median of 20 or more and of a second of them at least.")
     out += ["", method]
     for table in (attention_table(fig), fused_table(fig), seed_table(fig), gemm_table(fig)):
         if table:

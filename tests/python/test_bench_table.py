@@ -372,8 +372,9 @@ class TorchBenchTest(unittest.TestCase):
         torch = FakeTorch()
         timer = torch_bench.Timer(torch)
         torch.reset_elapsed()
-        self.assertEqual(timer.median_ms(lambda: None, 20), 10.5)   # the median of 1..20
-        self.assertEqual(timer.median_ms(lambda: None, 3), 22.0)    # of 21, 22, 23
+        # the fake's repetitions take 1, 2, 3, ... ms: at least `reps` of them, and a second's worth
+        self.assertEqual(timer.median_ms(lambda: None, 50), 25.5)   # the median of 1..50 (45 make a second)
+        self.assertEqual(timer.median_ms(lambda: None, 3), 59.0)    # of 51..67, the first 17 to add up to 1000
 
     def test_no_cuda_skips(self):
         torch = FakeTorch()
