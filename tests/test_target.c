@@ -526,3 +526,36 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
     cr_expect(in_loop[0] == 5 && in_loop[1] == 1 && in_loop[2] == 1, "%s: %d proxy fences in the loop with a fence before every dot, %d with fewer, %d by default",
               name, in_loop[0], in_loop[1], in_loop[2]);
 }
+
+/* PHOBOS_SPECIALIZED_DIMS=1: a dim named like a meta-parameter (X's D) or
+ * a literal (Y's 32) is a constant in the kernel (the runtime launches a
+ * config only where they hold), so the kernel never reads those dims'
+ * parameters (2 and 5: each tensor's address, dim 0, dim 1); off, it reads
+ * every one. The cpusim suites pass with it on (docs/performance.md,
+ * "thirtieth"). */
+Test(target, specialized_dims_are_constants)
+{
+    static const char *src = "import phobos.lang as ph\n"
+                             "@ph.kernel\n"
+                             "@ph.autotune(D=[64])\n"
+                             "def scale_rows(X: ph.tensor[ph.f32][R, D], Y: ph.tensor[ph.f32][R, 32]):\n"
+                             "    r0: ph.let = ph.ctx.block.x * 16\n"
+                             "    Y[r0:+16, :] = X[r0:+16, 0:+32] * 2.0\n";
+    for (int on = 0; on < 2; on++) {
+        setenv("PHOBOS_SPECIALIZED_DIMS", on ? "1" : "0", 1);
+        IrModule *m = driver_compile_string("dims.ph", src, NULL, stderr);
+        cr_assert_not_null(m);
+        for (const char *const *arch = (const char *const[]){"sm_80", "sm_90a", NULL}; *arch; arch++) {
+            char *ptx = emit_for(m, *arch);
+            for (int p = 0; p < 6; p++) {
+                char param[64];
+                snprintf(param, sizeof param, "[scale_rows__D_64_param_%d]", p);
+                bool known = on && (p == 2 || p == 5);
+                cr_expect(!strstr(ptx, param) == known, "%s, switch %d: parameter %d %s", *arch, on, p, known ? "read" : "not read");
+            }
+            free(ptx);
+        }
+        ir_module_free(m);
+    }
+    unsetenv("PHOBOS_SPECIALIZED_DIMS");
+}

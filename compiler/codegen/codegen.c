@@ -101,6 +101,24 @@ static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
     }
 }
 
+/* Whether dim `axis` of tensor p is known when f is compiled, and its
+ * value: a literal, or a dim named like one of f's meta-parameters (a
+ * specialized dim, LANGUAGE.md: f is launched only where the dim equals
+ * the meta-parameter's value; runtime/args.c checks both before every
+ * launch). The kernel then multiplies by a constant and drops the bounds
+ * tests that the window's own extent answers (a column window [0, D) of a
+ * D-column tensor); the dim stays a kernel parameter (the ABI does not
+ * move). PHOBOS_SPECIALIZED_DIMS=1 turns it on (off: every dim read from
+ * the parameters). */
+static bool known_dim(const IrFunc *f, const IrParam *p, int axis, int64_t *value)
+{
+    if (!env_switch("PHOBOS_SPECIALIZED_DIMS", false) || axis >= p->rank) return false;
+    if (!p->dim_name[axis]) return *value = p->dim_value[axis], true;
+    for (int m = 0; m < f->nmeta; m++)
+        if (!strcmp(f->meta[m].name, p->dim_name[axis])) return *value = f->meta[m].value, true;
+    return false;
+}
+
 /* The copy descriptors' parameters after the ABI's np (codegen.h): each
  * map passed by value, 128 bytes aligned to 64, then the flags; and the
  * constant that lists them for the launch. */
@@ -167,7 +185,14 @@ static void declare_kernel(Cg *c, const IrFunc *f)
         case IR_ABI_SCALAR: case IR_ABI_SCALAR64: c->scalar[i] = v; break;
         default: break;
         }
-        if (ir_abi_dim_axis(abi[k].slot) >= 0) c->tensor_dims[i][ir_abi_dim_axis(abi[k].slot)] = v;
+        int axis = ir_abi_dim_axis(abi[k].slot);
+        int64_t known;
+        if (axis >= 0 && known_dim(f, &f->params[i], axis, &known)) {
+            v = LLVMConstInt(c->ti64, (unsigned long long)known, 0);
+            if (abi[k].slot == IR_ABI_TENSOR_DIM0) c->tensor_dim0[i] = v;
+            if (abi[k].slot == IR_ABI_TENSOR_DIM1) c->tensor_dim1[i] = v;
+        }
+        if (axis >= 0) c->tensor_dims[i][axis] = v;
         if (ir_abi_stride_axis(abi[k].slot) >= 0) c->tensor_strides[i][ir_abi_stride_axis(abi[k].slot)] = v;
         if (abi[k].slot == IR_ABI_TENSOR_ADDRESS || ir_abi_is_scalar(abi[k].slot))
             LLVMSetValueName2(v, f->params[i].name, strlen(f->params[i].name));
@@ -249,6 +274,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_HOLD_WAIT",     /* dot_wgmma.c */
     "PHOBOS_FEWER_FENCES",  /* dot_wgmma.c */
     "PHOBOS_SHARED_DIVISOR", /* cg_values.c */
+    "PHOBOS_SPECIALIZED_DIMS", /* codegen.c */
     NULL,
 };
 
