@@ -441,6 +441,40 @@ Test(cpusim, attention_forward_persistent_matches_on_sm90a, .timeout = 2400)
     attention_matches_sized("bench/attention_fused.ph", "sm_90a", 32, 64, 640);    /* BR 256 BC 128 S 2 W 1 */
 }
 
+/* Whether b or a block below copies param's tensor into a ring. */
+static bool copies_param(const IrBlock *b, int param)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if ((op->kind == OP_COPY_ASYNC && op->param == param) || copies_param(op->body, param) || copies_param(op->els, param)) return true;
+    }
+    return false;
+}
+
+/* A ring nested around another: with PHOBOS_WINDOW_DIVISIONS=1 a loop
+ * load whose window goes through // and % is pipelined too, so the
+ * persistent forward's Q (its tile's row block and head) goes through a
+ * ring of the producer's, a tile ahead, its slot held through the inner
+ * loop where K and V turn. The copy engine gives the Q ring slot numbers
+ * and counters of its own (a channel, copy_tma.c): with one set for every
+ * ring the inner loop's first release freed Q's slot and the executor
+ * found the block deadlocked. Head dim 64's config has the ring (head dim
+ * 128's rings fill the budget without it). */
+Test(cpusim, attention_forward_persistent_q_in_a_ring_matches_on_sm90a, .timeout = 2400)
+{
+    setenv("PHOBOS_WINDOW_DIVISIONS", "1", 1);
+    IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    const IrFunc *f = NULL;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_256__BC_128__NT_256__S_2__W_1__MASKED_1__PERSISTENT_1")) f = m->funcs[i];
+    cr_assert_not_null(f);
+    cr_expect(copies_param(f->body, 0), "Q is not copied into a ring");
+    ir_module_free(m);
+    attention_matches_sized("bench/attention_fused.ph", "sm_90a", 32, 64, 640);   /* BR 256 BC 128 S 2 W 1 */
+    unsetenv("PHOBOS_WINDOW_DIVISIONS");
+}
+
 /* ---- bad launches: a status and a message, never a crash ---- */
 
 static const char *TINY =

@@ -100,6 +100,13 @@ typedef struct {
     int ndescs;
     LLVMValueRef desc_map[CODEGEN_MAX_COPY_DESCS], desc_ok[CODEGEN_MAX_COPY_DESCS];
     LLVMValueRef copy_state[12]; /* the copy engine's: what its begin made (counters, a buffer's offset) */
+    /* a warp-specialized kernel's ring channels (ir_ring_channels), each
+     * with barriers and consumer counters of its own (copy_tma.c) */
+    int copy_nchan, copy_open_chan;
+    int copy_ring_chan[CG_MAX_RINGS], copy_chan_base[CG_MAX_RINGS];
+    LLVMValueRef copy_chan_state[CG_MAX_RINGS][5];
+    struct { const IrOp *op; unsigned chans; } copy_drains[16];   /* waits that give no slots: the channels they drain */
+    int copy_ndrains;
     int copy_buf;                /* the copy engine's shared buffer, -1 none */
     bool slots_read_by_lanes;    /* a ring's slots are read by each thread (a vector ring's column) */
     LLVMBasicBlockRef exit_bb;
@@ -226,7 +233,7 @@ void plan_rings(Cg *c, const IrFunc *f);
 int ring_buffer_of(Cg *c, ValueId v);
 void emit_copy_async(Cg *c, const IrOp *op);
 void emit_wait_async(Cg *c, const IrOp *op);
-void emit_release_async(Cg *c);
+void emit_release_async(Cg *c, const IrOp *op);
 Slots read_shared_at(Cg *c, ValueId v, const Slots *s, const Layout *l, bool transposed);
 
 /* cg_debug.c: ph.device_print (vprintf) and ph.device_assert (__assertfail) */

@@ -32,7 +32,7 @@ static void drain_async_dots(Cg *c, const IrOp *op)
         const IrOp *d = c->f->values[yield->args[i]].def;
         if (!d || d->kind != OP_DOT || !(d->flags & DOT_ASYNC)) continue;
         const DotEngine *e = dot_engine_for(c->target, c->f, d);
-        if (e && e->drain) e->drain(c, &c->vals[op->res[i]]);
+        if (e && e->drain) e->drain(c, d, &c->vals[op->res[i]]);
     }
 }
 
@@ -347,7 +347,7 @@ static void emit_op(Cg *c, const IrOp *op)
     case OP_SCATTER: case OP_SCATTER_ADD: emit_scatter(c, op); break;
     case OP_COPY_ASYNC: emit_copy_async(c, op); break;
     case OP_COMMIT_ASYNC: c->target->copy->commit(c); break;
-    case OP_RELEASE_ASYNC: emit_release_async(c); break;
+    case OP_RELEASE_ASYNC: emit_release_async(c, op); break;
     case OP_WAIT_ASYNC: emit_wait_async(c, op); break;
     case OP_WAIT_DOTS: {
         const IrOp *d = op->nargs ? ir_issued_dot(c->f, op->args[0]) : NULL;

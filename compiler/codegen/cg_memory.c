@@ -374,12 +374,12 @@ void emit_copy_async(Cg *c, const IrOp *op)
  * bar.warp.sync that orders the other lanes' reads (an ldmatrix's are each
  * lane's) before its arrival. Elsewhere nothing: the next wait's barrier
  * ends the reads. */
-void emit_release_async(Cg *c)
+void emit_release_async(Cg *c, const IrOp *op)
 {
     if (!c->f->producer || !c->target->copy->release) return;
     LLVMValueRef all = i32c(c, -1);
     cg_call(c, "llvm.nvvm.bar.warp.sync", c->tvoid, 1, &c->ti32, &all);
-    c->target->copy->release(c, true);
+    c->target->copy->release(c, true, op);
 }
 
 /* Waits until at most ival groups of this thread's copies are in flight;
@@ -394,11 +394,11 @@ void emit_wait_async(Cg *c, const IrOp *op)
             smem_access(c, c->ring_buf[r], true);
             if (op->ival == 0) c->ring_in_flight[r] = false;
         }
-    c->target->copy->wait(c, op->ival);
+    c->target->copy->wait(c, op);
     if (op->nargs && (op->flags & WAIT_SLOTS_RELEASED) && c->target->copy->publish) c->target->copy->publish(c);
     else if (op->nargs) smem_fixed_barrier(c);
     /* warp-specialized, a wait that gives no slots ends the reads of what it waited for */
-    if (!op->nargs && c->f->producer && c->target->copy->release) c->target->copy->release(c, true);
+    if (!op->nargs && c->f->producer && c->target->copy->release) c->target->copy->release(c, true, op);
     for (int i = 0; i < op->nargs; i++) {
         Slots s = c->vals[op->args[i]];
         if (!s.v) s = cg_get(c, op->args[i], home_layout(c, op->args[i]));

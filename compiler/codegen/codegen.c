@@ -275,6 +275,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_FEWER_FENCES",  /* dot_wgmma.c */
     "PHOBOS_SHARED_DIVISOR", /* cg_values.c */
     "PHOBOS_SPECIALIZED_DIMS", /* codegen.c */
+    "PHOBOS_WINDOW_DIVISIONS", /* irutil.c: the async pass */
     NULL,
 };
 

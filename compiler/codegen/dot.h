@@ -30,7 +30,7 @@ typedef struct DotEngine {
     /* an engine whose DOT_ASYNC dots leave their work in flight: waits
      * for it, replacing acc's slots (the result of the loop that carries
      * such a dot's result, where the loop ends); NULL: none */
-    void (*drain)(Cg *c, Slots *acc);
+    void (*drain)(Cg *c, const IrOp *dot, Slots *acc);
     /* an engine whose dots may be DOT_ISSUED: emits an OP_WAIT_DOTS of
      * them (its results replacing theirs); NULL: none */
     void (*wait)(Cg *c, const IrOp *wait);

@@ -57,7 +57,7 @@ typedef struct CopyEngine {
     void (*begin)(Cg *c);
     void (*copy)(Cg *c, const IrOp *op, const Layout *slot, LLVMValueRef at, LLVMValueRef r0, LLVMValueRef c0);
     void (*commit)(Cg *c);               /* closes the group of the copies issued since the last */
-    void (*wait)(Cg *c, int pending);    /* until at most pending groups are in flight */
+    void (*wait)(Cg *c, const IrOp *wait);   /* until at most wait->ival groups are in flight */
     /* after a wait whose slots an async dot releases: the waited copies
      * made visible to every thread, which needs a block barrier only for
      * copies the threads issued themselves; NULL: a barrier */
@@ -65,9 +65,10 @@ typedef struct CopyEngine {
     /* warp specialization (IrFunc.producer, c->role CG_CONSUMERS): the
      * slots of the groups waited for are read no more: all of them, or
      * all but those of the last wait (an async dot's engine, once the
-     * previous iteration's dot completed); NULL: the engine has no
-     * producer */
-    void (*release)(Cg *c, bool all);
+     * previous iteration's dot completed), of the rings whose slots op's
+     * operands are (a release_async's, a drained dot's; NULL: every
+     * ring's); NULL: the engine has no producer */
+    void (*release)(Cg *c, bool all, const IrOp *op);
 } CopyEngine;
 
 /* Adds of f32 rows from shared memory into global memory by a copy

@@ -1,6 +1,7 @@
 /* irutil.c: editing IR in place (irutil.h). */
 #include "irutil.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -252,7 +253,10 @@ bool ir_loop_computable(const IrFunc *f, ValueId v, ValueId iv, const bool *insi
     const IrOp *d = f->values[v].def;
     if (!d || depth > 32 || ir_vtype(f, v).rank != 0) return false;
     if (d->kind != OP_CONST && !ir_op_is(d->kind, IR_OP_ELEMENTWISE)) return false;
-    if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD)) return false;
+    /* x // 0 and x % 0 are 0 (docs/language.md), so a copy for an iteration past
+     * the loop's range divides harmlessly; PHOBOS_WINDOW_DIVISIONS=1 lets
+     * them in (off until timed on the GPU) */
+    if (d->kind == OP_BINARY && (d->sub == BIN_FLOORDIV || d->sub == BIN_MOD) && !env_switch("PHOBOS_WINDOW_DIVISIONS", false)) return false;
     for (int i = 0; i < d->nargs; i++)
         if (!ir_loop_computable(f, d->args[i], iv, inside, need, depth + 1)) return false;
     need[v] = true;
@@ -292,4 +296,52 @@ void ir_copy_marked(IrFunc *f, const IrBlock *body, const bool *need, int nneed,
         map[op->res[0]] = c->res[0];
     }
     free(marked);
+}
+
+/* Unites the rings copied into since the last commit (open, a bitmask
+ * over rings below 64) at each commit of b and below, in program order. */
+static void unite_committed(const IrBlock *b, uint64_t *open, int *parent, int *stages)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_COPY_ASYNC && op->axis >= 0 && op->axis < IR_MAX_RINGS) {
+            *open |= (uint64_t)1 << op->axis;
+            if (op->ival > stages[op->axis]) stages[op->axis] = (int)op->ival;
+        } else if (op->kind == OP_COMMIT_ASYNC) {
+            int first = -1;
+            for (int r = 0; r < IR_MAX_RINGS; r++) {
+                if (!(*open >> r & 1)) continue;
+                int root = r;
+                while (parent[root] != root) root = parent[root];
+                if (first < 0 || root == first) {
+                    first = root;
+                    continue;
+                }
+                int lo = root < first ? root : first;
+                parent[root + first - lo] = lo;   /* the higher root under the lower: roots stay each set's lowest ring */
+                first = lo;
+            }
+            *open = 0;
+        }
+        unite_committed(op->body, open, parent, stages);
+        unite_committed(op->els, open, parent, stages);
+    }
+}
+
+int ir_ring_channels(const IrFunc *f, int *ring_chan, int *chan_stages)
+{
+    int parent[IR_MAX_RINGS], stages[IR_MAX_RINGS];
+    for (int r = 0; r < IR_MAX_RINGS; r++) parent[r] = r, stages[r] = 0, ring_chan[r] = -1, chan_stages[r] = 0;
+    uint64_t open = 0;
+    unite_committed(f->body, &open, parent, stages);
+    int n = 0;
+    for (int r = 0; r < IR_MAX_RINGS; r++) {
+        if (!stages[r]) continue;
+        int root = r;
+        while (parent[root] != root) root = parent[root];
+        if (ring_chan[root] < 0) ring_chan[root] = n++;   /* roots are each set's lowest ring */
+        ring_chan[r] = ring_chan[root];
+        if (stages[r] > chan_stages[ring_chan[r]]) chan_stages[ring_chan[r]] = stages[r];
+    }
+    return n;
 }

@@ -61,4 +61,14 @@ bool *ir_window_chain(const IrFunc *f, const IrBlock *body, const IrOp *load, Va
 void ir_copy_marked(IrFunc *f, const IrBlock *body, const bool *need, int nneed, ValueId iv, ValueId at,
                     IrBlock *blk, int *pos, ValueId *map);
 
+/* A warp-specialized kernel's rings by channel: the rings whose copies a
+ * commit closes together (one group: K and V of attention's loop) share a
+ * channel, so a ring nested around another (a persistent kernel's Q around
+ * its K and V) is a channel of its own, its groups waited for and released
+ * apart. ring_chan[r] (IR_MAX_RINGS entries): ring r's channel, -1 for a
+ * ring never copied into; chan_stages[ch] (IR_MAX_RINGS entries): the most
+ * stages of its rings. Returns the number of channels, in the order of
+ * their lowest ring. */
+int ir_ring_channels(const IrFunc *f, int *ring_chan, int *chan_stages);
+
 #endif

@@ -241,10 +241,10 @@ static void copy_into_slot(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef 
 
 static void commit_group(Cg *c) { call0(c, "llvm.nvvm.cp.async.commit.group", c->tvoid); }
 
-static void wait_groups(Cg *c, int pending)
+static void wait_groups(Cg *c, const IrOp *wait)
 {
     LLVMTypeRef ti32 = c->ti32;
-    LLVMValueRef n = i32c(c, pending);
+    LLVMValueRef n = i32c(c, (int)wait->ival);
     cg_call(c, "llvm.nvvm.cp.async.wait.group", c->tvoid, 1, &ti32, &n);
 }
 

@@ -95,6 +95,95 @@ static LLVMValueRef group_barrier(Cg *c, LLVMValueRef g) { return ptx_shared_add
 
 static LLVMValueRef is_thread0(Cg *c) { return LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), ""); }
 
+/* ---- channels (warp-specialized): rings committed together, each
+ * channel with slot numbers (barriers) and consumer counters of its own:
+ * its slot s's barriers are those of slot base + s, and its groups are
+ * waited for and released in order among themselves, so a ring nested
+ * around another (a persistent kernel's Q, held through the inner loop
+ * that K and V turn in) keeps its slot while the inner rings turn. A
+ * kernel with one channel is as it was without them. */
+static const int chan_counters[5] = {COMMITTED, WAITED, RELEASED, QUEUE, KEEP};
+
+/* Channel ch's counter `state` (one of chan_counters): channel 0's are the engine's own. */
+static LLVMValueRef chan_ptr(Cg *c, int ch, int state)
+{
+    if (!ch) return c->copy_state[state];
+    for (int i = 0; i < 5; i++)
+        if (chan_counters[i] == state) return c->copy_chan_state[ch][i];
+    return NULL;
+}
+
+static LLVMValueRef chan_load(Cg *c, int ch, int state) { return LLVMBuildLoad2(c->b, c->ti32, chan_ptr(c, ch, state), ""); }
+static void chan_store(Cg *c, int ch, int state, LLVMValueRef v) { LLVMBuildStore(c->b, v, chan_ptr(c, ch, state)); }
+
+static int ring_channel(const Cg *c, int ring) { return ring >= 0 && ring < CG_MAX_RINGS && c->copy_ring_chan[ring] > 0 ? c->copy_ring_chan[ring] : 0; }
+
+/* The channels of the copies in b and below (a bitmask). */
+static unsigned channels_in(const Cg *c, const IrBlock *b)
+{
+    unsigned m = 0;
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_COPY_ASYNC) m |= 1u << ring_channel(c, op->axis);
+        m |= channels_in(c, op->body) | channels_in(c, op->els);
+    }
+    return m;
+}
+
+/* Each wait of b and below that gives no slots (a loop's last, for the
+ * copies past its range) drains the channels of the nearest op before it
+ * that copies (the loop); with none, every channel. */
+static void plan_drains(Cg *c, const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if (op->kind == OP_WAIT_ASYNC && !op->nargs && c->copy_ndrains < (int)(sizeof c->copy_drains / sizeof c->copy_drains[0])) {
+            unsigned m = 0;
+            for (int j = i - 1; j >= 0 && !m; j--) {
+                const IrOp *p = b->ops[j];
+                m = p->kind == OP_COPY_ASYNC ? 1u << ring_channel(c, p->axis) : channels_in(c, p->body) | channels_in(c, p->els);
+            }
+            c->copy_drains[c->copy_ndrains].op = op;
+            c->copy_drains[c->copy_ndrains++].chans = m;
+        }
+        plan_drains(c, op->body);
+        plan_drains(c, op->els);
+    }
+}
+
+static void plan_channels(Cg *c)
+{
+    int stages[CG_MAX_RINGS];
+    c->copy_nchan = ir_ring_channels(c->f, c->copy_ring_chan, stages);
+    for (int ch = 0, base = 0; ch < c->copy_nchan; base += stages[ch++]) c->copy_chan_base[ch] = base;
+    static const char *const names[5] = {"chgroups", "chwaited", "chreleased", "chqueue", "chkeep"};
+    for (int ch = 1; ch < c->copy_nchan; ch++)
+        for (int i = 0; i < 5; i++) {
+            c->copy_chan_state[ch][i] = LLVMBuildAlloca(c->b, c->ti32, names[i]);
+            LLVMBuildStore(c->b, i32c(c, 0), c->copy_chan_state[ch][i]);
+        }
+    c->copy_open_chan = 0;
+    c->copy_ndrains = 0;
+    plan_drains(c, c->f->body);
+}
+
+/* The channels (a bitmask) whose slots op's ring operands are; every
+ * channel for NULL, for an op with none, or for a wait that gives none
+ * and was not planned. */
+static unsigned channels_of(const Cg *c, const IrOp *op)
+{
+    unsigned all = c->copy_nchan >= 32 ? ~0u : (1u << (c->copy_nchan > 0 ? c->copy_nchan : 1)) - 1, m = 0;
+    if (!op) return all;
+    if (op->kind == OP_WAIT_ASYNC && !op->nargs) {
+        for (int i = 0; i < c->copy_ndrains; i++)
+            if (c->copy_drains[i].op == op) return c->copy_drains[i].chans ? c->copy_drains[i].chans : all;
+        return all;
+    }
+    for (int i = 0; i < op->nargs; i++)
+        if (c->ring_of[op->args[i]] >= 0) m |= 1u << ring_channel(c, c->ring_of[op->args[i]]);
+    return m ? m : all;
+}
+
 static void begin_barriers(Cg *c)
 {
     LLVMBuilderRef B = c->b;
@@ -107,6 +196,7 @@ static void begin_barriers(Cg *c)
         c->copy_state[i] = LLVMBuildAlloca(B, c->ti32, names[i]);
         LLVMBuildStore(B, i32c(c, 0), c->copy_state[i]);
     }
+    if (ws) plan_channels(c);
     Guard g = guard_begin(c, is_thread0(c));
     LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
     /* a full barrier waits for the producer's one arrival, an empty one for each consumer warp's (ws_release) */
@@ -262,6 +352,8 @@ static void ws_copy(Cg *c, const IrOp *op, const Layout *l, LLVMValueRef at, LLV
 {
     LLVMBuilderRef B = c->b;
     LLVMValueRef s = c->vals[op->args[op->nargs - 1]].v[0];
+    c->copy_open_chan = ring_channel(c, op->axis);
+    if (c->copy_chan_base[c->copy_open_chan]) s = add(c, s, i32c(c, c->copy_chan_base[c->copy_open_chan]));
     ws_store(c, GROUP_SLOT, s);
     if (c->role != CG_PRODUCER) return;
     LLVMBasicBlockRef wait = new_bb(c, "wsempty"), go = new_bb(c, "wsgo");
@@ -307,29 +399,39 @@ static void ws_commit(Cg *c)
         ws_store(c, EMPTY_DONE, i32c(c, 0));
         return;
     }
-    LLVMValueRef groups = ws_load(c, COMMITTED), n = LLVMBuildSub(B, groups, ws_load(c, RELEASED), "");
-    ws_store(c, QUEUE, LLVMBuildOr(B, ws_load(c, QUEUE), LLVMBuildShl(B, s, mul(c, n, 4), ""), ""));
-    ws_store(c, COMMITTED, add(c, groups, i32c(c, 1)));
+    int ch = c->copy_open_chan;
+    LLVMValueRef groups = chan_load(c, ch, COMMITTED), n = LLVMBuildSub(B, groups, chan_load(c, ch, RELEASED), "");
+    chan_store(c, ch, QUEUE, LLVMBuildOr(B, chan_load(c, ch, QUEUE), LLVMBuildShl(B, s, mul(c, n, 4), ""), ""));
+    chan_store(c, ch, COMMITTED, add(c, groups, i32c(c, 1)));
 }
 
-/* A consumer waits for the full phase of each group up to committed - 1 - pending. */
-static void ws_wait(Cg *c, int pending)
+/* A consumer waits for the full phase of each group of channel ch up to
+ * its committed - 1 - pending. */
+static void ws_wait_channel(Cg *c, int ch, int pending)
 {
     LLVMBuilderRef B = c->b;
-    ws_store(c, KEEP, ws_load(c, WAITED));
-    LLVMValueRef last = LLVMBuildSub(B, ws_load(c, COMMITTED), i32c(c, 1 + pending), "");
+    chan_store(c, ch, KEEP, chan_load(c, ch, WAITED));
+    LLVMValueRef last = LLVMBuildSub(B, chan_load(c, ch, COMMITTED), i32c(c, 1 + pending), "");
     LLVMBasicBlockRef head = new_bb(c, "wswait"), one = new_bb(c, "wsfull"), done = new_bb(c, "wswaited");
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, head);
-    LLVMValueRef w = ws_load(c, WAITED);
+    LLVMValueRef w = chan_load(c, ch, WAITED);
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLE, w, last, ""), one, done);
     LLVMPositionBuilderAtEnd(B, one);
-    LLVMValueRef at = mul(c, LLVMBuildSub(B, w, ws_load(c, RELEASED), ""), 4);
-    LLVMValueRef s = LLVMBuildAnd(B, LLVMBuildLShr(B, ws_load(c, QUEUE), at, ""), i32c(c, 15), "");
+    LLVMValueRef at = mul(c, LLVMBuildSub(B, w, chan_load(c, ch, RELEASED), ""), 4);
+    LLVMValueRef s = LLVMBuildAnd(B, LLVMBuildLShr(B, chan_load(c, ch, QUEUE), at, ""), i32c(c, 15), "");
     wait_phase(c, "wsfullwait", slot_barrier_ptr(c, 0, s), next_phase(c, FULL_PHASES, s));
-    ws_store(c, WAITED, add(c, w, i32c(c, 1)));
+    chan_store(c, ch, WAITED, add(c, w, i32c(c, 1)));
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* The wait's channels: its slots', or those a wait that gives none drains. */
+static void ws_wait(Cg *c, const IrOp *wait)
+{
+    unsigned chans = channels_of(c, wait);
+    for (int ch = 0; ch < CG_MAX_RINGS && ch < 32; ch++)
+        if (chans >> ch & 1) ws_wait_channel(c, ch, (int)wait->ival);
 }
 
 /* A consumer warp arrives on the empty barrier of each group waited for
@@ -342,17 +444,17 @@ static void ws_wait(Cg *c, int pending)
  * the other lanes' loads before the producer's refill only through the
  * bar.warp.sync before it, which ptxas drops from converged code, and
  * compute-sanitizer's racecheck then sees the refill race the loads. */
-static void ws_release(Cg *c, bool all)
+static void ws_release_channel(Cg *c, int ch, bool all)
 {
     LLVMBuilderRef B = c->b;
-    LLVMValueRef upto = ws_load(c, all ? WAITED : KEEP);
+    LLVMValueRef upto = chan_load(c, ch, all ? WAITED : KEEP);
     LLVMBasicBlockRef head = new_bb(c, "wsrel"), one = new_bb(c, "wsrelease"), done = new_bb(c, "wsreleased");
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, head);
-    LLVMValueRef r = ws_load(c, RELEASED);
+    LLVMValueRef r = chan_load(c, ch, RELEASED);
     LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSLT, r, upto, ""), one, done);
     LLVMPositionBuilderAtEnd(B, one);
-    LLVMValueRef q = ws_load(c, QUEUE);
+    LLVMValueRef q = chan_load(c, ch, QUEUE);
     LLVMValueRef bar = slot_barrier_ptr(c, 1, LLVMBuildAnd(B, q, i32c(c, 15), ""));
     LLVMBasicBlockRef arrive = new_bb(c, "wsarrive"), arrived = new_bb(c, "wsarrived");
     LLVMValueRef arrives = c->slots_read_by_lanes ? LLVMConstInt(c->ti1, 1, 0) : LLVMBuildICmp(B, LLVMIntEQ, c->lane, i32c(c, 0), "");
@@ -361,10 +463,20 @@ static void ws_release(Cg *c, bool all)
     cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
     LLVMBuildBr(B, arrived);
     LLVMPositionBuilderAtEnd(B, arrived);
-    ws_store(c, QUEUE, LLVMBuildLShr(B, q, i32c(c, 4), ""));
-    ws_store(c, RELEASED, add(c, r, i32c(c, 1)));
+    chan_store(c, ch, QUEUE, LLVMBuildLShr(B, q, i32c(c, 4), ""));
+    chan_store(c, ch, RELEASED, add(c, r, i32c(c, 1)));
     LLVMBuildBr(B, head);
     LLVMPositionBuilderAtEnd(B, done);
+}
+
+/* In each channel of op's slots (every channel for NULL): all but the
+ * last wait's groups never include a group still read, whatever the
+ * channel; all of them only those op names. */
+static void ws_release(Cg *c, bool all, const IrOp *op)
+{
+    unsigned chans = channels_of(c, op);
+    for (int ch = 0; ch < CG_MAX_RINGS && ch < 32; ch++)
+        if (chans >> ch & 1) ws_release_channel(c, ch, all);
 }
 
 /* cp.async, as sm_80 copies, noted for publish */
@@ -424,14 +536,15 @@ static void commit_bulk(Cg *c)
 }
 
 /* Every group up to committed - 1 - pending: each mbarrier phase not yet waited for, in order. */
-static void wait_bulk(Cg *c, int pending)
+static void wait_bulk(Cg *c, const IrOp *wait)
 {
     LLVMBuilderRef B = c->b;
+    int pending = (int)wait->ival;
     if (c->f->producer) {
-        ws_wait(c, pending);
+        ws_wait(c, wait);
         return;
     }
-    copy_cp_async.wait(c, pending);
+    copy_cp_async.wait(c, wait);
     if (c->copy_buf < 0) return;
     smem_access(c, c->copy_buf, false);
     LLVMValueRef last = LLVMBuildSub(B, LLVMBuildLoad2(B, c->ti32, c->copy_state[COMMITTED], ""), i32c(c, 1 + pending), "");

@@ -374,7 +374,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     /* an async dot keeps its group in flight: the previous iteration's is done, its ring slot free */
     ptx_wgmma_wait(c, op->flags & DOT_ASYNC ? 1 : 0, d, n);
     /* and every warpgroup's: the copies after an async dot may refill that slot */
-    if ((op->flags & DOT_ASYNC) && c->f->producer) c->target->copy->release(c, false);   /* to the producer, by mbarriers */
+    if ((op->flags & DOT_ASYNC) && c->f->producer) c->target->copy->release(c, false, NULL);   /* to the producer, by mbarriers */
     else if (op->flags & DOT_ASYNC) smem_fixed_barrier(c);
     Slots out = new_slots(n, l);
     for (int i = 0; i < n; i++) out.v[i] = d[i];
@@ -447,14 +447,14 @@ static void wait_wgmma(Cg *c, const IrOp *w)
         c->vals[w->res[i]] = out;
     }
     free(regs);
-    if (w->ival == 0 && reads_ring && c->f->producer) c->target->copy->release(c, false);   /* to the producer, by mbarriers */
+    if (w->ival == 0 && reads_ring && c->f->producer) c->target->copy->release(c, false, NULL);   /* to the producer, by mbarriers */
     else if (w->ival == 0 && reads_ring) smem_fixed_barrier(c);
 }
 
-static void drain_wgmma(Cg *c, Slots *acc)
+static void drain_wgmma(Cg *c, const IrOp *dot, Slots *acc)
 {
     ptx_wgmma_wait(c, 0, acc->v, acc->n);
-    if (c->f->producer) c->target->copy->release(c, true);
+    if (c->f->producer) c->target->copy->release(c, true, dot);
 }
 
 const DotEngine dot_wgmma = {"wgmma", wgmma_accepts, emit_dot_wgmma, wgmma_result_layout, drain_wgmma, wait_wgmma, fence_operand_stores};

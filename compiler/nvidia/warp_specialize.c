@@ -14,7 +14,7 @@
  * kept whole, so values[].def stays f->body's). The protocol, which the
  * copy engine implements (copy_tma.c): every commit closes a group of at
  * least one copy, all into the same slot number of rings of at most 8
- * stages; every wait that gives slots is WAIT_SLOTS_RELEASED (an async
+ * stages in all (rings committed together count once: ir_ring_channels); every wait that gives slots is WAIT_SLOTS_RELEASED (an async
  * dot reads them, whose engine releases them once its wgmma completed, or
  * a release_async follows their last reader), and every other wait gives
  * none (its groups are released once waited for). Before checking it the
@@ -399,7 +399,10 @@ void warp_specialize(IrFunc *f)
     if (!f->producer_threads || !holds_copies(f->body)) return;
     Releases r = {.n = 0};
     place_releases(f, f->body, &r);
-    if (!follows_protocol(f, f->body)) {
+    /* each channel's slots have barriers of their own (copy_tma.c) */
+    int ring_chan[IR_MAX_RINGS], stages[IR_MAX_RINGS], total = 0;
+    for (int ch = 0, n = ir_ring_channels(f, ring_chan, stages); ch < n; ch++) total += stages[ch];
+    if (total > MAX_WS_STAGES || !follows_protocol(f, f->body)) {
         remove_releases(&r);
         return;
     }
