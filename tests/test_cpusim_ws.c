@@ -79,6 +79,13 @@ Test(cpusim_ws, the_ptx_has_a_producer_and_consumer_barriers)
               "registers moved from the producer to the consumers");
     cr_expect(strstr(ptx, "barrier.sync \t1, 256;"), "the consumers' barrier");
     free(ptx);
+    /* PHOBOS_PRODUCER_REGS=1: the producer keeps what the consumers' steps of 8 leave, 512 - 2 * 240 */
+    setenv("PHOBOS_PRODUCER_REGS", "1", 1);
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    unsetenv("PHOBOS_PRODUCER_REGS");
+    cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 32;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"),
+              "the producer keeps the consumers' remainder");
+    free(ptx);
     ir_module_free(m);
 }
 

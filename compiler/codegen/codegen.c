@@ -276,6 +276,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_SHARED_DIVISOR", /* cg_values.c */
     "PHOBOS_SPECIALIZED_DIMS", /* codegen.c */
     "PHOBOS_WINDOW_DIVISIONS", /* irutil.c: the async pass */
+    "PHOBOS_PRODUCER_REGS", /* isa.c */
     NULL,
 };
 

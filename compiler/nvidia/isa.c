@@ -108,17 +108,24 @@ static void annotate_kernel(Cg *c)
  * SM deals a block's warps to its four 16K-register quadrants in turn:
  * each holds one producer warp and T / 128 consumer warps, so a consumer
  * thread may have (16384 / 32 - PRODUCER_REGS) / (T / 128), in steps of
- * 8: 240 with two consumer warpgroups. */
+ * 8: 240 with two consumer warpgroups.
+ * PHOBOS_PRODUCER_REGS=1 (off until run on the GPU): the producer keeps
+ * what the consumers' steps of 8 leave of the quadrant, 32 with two, three
+ * or four consumer warpgroups, where 24 left 8 a thread unused: the
+ * persistent forward's producer, which computes each tile's windows,
+ * spills 132 bytes where it spilled 428 (head dim 64) and 208 where 512
+ * (head dim 128), the dK/dV kernel's 196 where 240. */
 enum { PRODUCER_REGS = 24 };
 
 static void role_registers(Cg *c, bool producer)
 {
-    int T = c->T;
+    int T = c->T, groups = T / 128;
     if (T % 128 || T < 256) return;
-    int consumer = ((16384 / 32 - PRODUCER_REGS) / (T / 128)) & ~7;
+    int consumer = ((16384 / 32 - PRODUCER_REGS) / groups) & ~7;
     if (consumer > 256) consumer = 256;
     if (consumer <= block_registers(c)) return;   /* too many consumer warps for the producer's to matter */
-    ptx_setmaxnreg(c, !producer, producer ? PRODUCER_REGS : consumer);
+    int mine = env_switch("PHOBOS_PRODUCER_REGS", false) ? (16384 / 32 - consumer * groups) & ~7 : PRODUCER_REGS;
+    ptx_setmaxnreg(c, !producer, producer ? mine : consumer);
 }
 
 /* @ph.warp_specialize(2): the consumer warpgroups issue their wgmma in
