@@ -444,6 +444,18 @@ static const char *three_configs_src =
     "def twod(A: ph.tensor[ph.f16][M, 64], B: ph.tensor[ph.f16][M, 64]):\n"
     "    B[0:+16, :] = A[0:+16, :]\n";
 
+/* three_configs_src's vadd loaded (*m) and launched once on 1024 elements,
+ * which tunes it: the kernel. */
+static ph_kernel *vadd_launched(ph_module **m)
+{
+    ph_kernel *k;
+    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, m), PH_OK, "%s", ph_last_error());
+    cr_assert_eq(ph_kernel_get(*m, "vadd", &k), PH_OK);
+    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
+    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    return k;
+}
+
 static int launches_of(const char *name)
 {
     int n = 0;

@@ -149,11 +149,7 @@ Test(autotune, the_median_run_decides)
     use_fake_driver();
     fake.fluke = "vadd__BLOCK_128";   /* 0.1 ms once, then 3 ms; the others 2 ms */
     ph_module *m;
-    ph_kernel *k;
-    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
-    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
-    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = vadd_launched(&m);
     cr_assert_eq(fake.fluke_runs, PH_TUNE_RUNS);
     cr_assert_str_eq(ph_kernel_last_config(k), "vadd__BLOCK_256");
     ph_module_free(m);
@@ -292,11 +288,7 @@ Test(autotune, the_second_timing_takes_turns_so_a_drifting_clock_does_not_decide
     fake.clock[1].config = "vadd__BLOCK_256", fake.clock[1].first = 1.05f, fake.clock[1].again = 0.99f;
     fake.clock[2].config = "vadd__BLOCK_512", fake.clock[2].first = 3.0f;
     ph_module *m;
-    ph_kernel *k;
-    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
-    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
-    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = vadd_launched(&m);
     cr_assert_eq(fake.clock[0].runs, PH_TUNE_RUNS + PH_TUNE_ROUNDS);
     cr_assert_eq(fake.clock[1].runs, PH_TUNE_RUNS + PH_TUNE_ROUNDS);
     cr_assert(fake.clock[2].runs <= PH_TUNE_RUNS, "3 ms against 1: not timed again (%d runs)", fake.clock[2].runs);

@@ -19,11 +19,7 @@ Test(runtime, configs_are_assembled_at_once_on_the_modules_device)
     fake.load_us = 200000;
     fake.fast = "vadd__BLOCK_128";   /* the others are not close: timed once */
     ph_module *m;
-    ph_kernel *k;
-    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
-    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
-    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = vadd_launched(&m);
     cr_assert_eq(fake.nloads, 3);
     cr_assert_geq(fake.most_loading, 2, "the driver assembled at most %d config at once", fake.most_loading);
     for (int i = 0; i < 3; i++) cr_assert_eq(fake.loaded_device[i], 1, "%s loaded for device %d", fake.loaded[i], fake.loaded_device[i]);
@@ -46,11 +42,7 @@ Test(runtime, configs_are_timed_as_they_load)
     fake.slow_load_launches = 2 * RUNS_TIMED;
     fake.fast = "vadd__BLOCK_512";
     ph_module *m;
-    ph_kernel *k;
-    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
-    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
-    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = vadd_launched(&m);
     cr_assert_eq(fake.nloads, 3);
     int last = 0;
     while (strcmp(fake.loaded[last], "vadd__BLOCK_512")) last++;
@@ -184,11 +176,7 @@ Test(runtime, what_ptxas_rejects_goes_to_the_driver)
     snprintf(runs, sizeof runs, "%s/ptxas.runs", bin);
     setenv("PHOBOS_PTXAS", tool, 1);
     ph_module *m;
-    ph_kernel *k;
-    cr_assert_eq(ph_module_load_string("v.ph", three_configs_src, &m), PH_OK, "%s", ph_last_error());
-    cr_assert_eq(ph_kernel_get(m, "vadd", &k), PH_OK);
-    ph_arg args[4] = {ph_tensor1(0x10000, 1024), ph_tensor1(0x20000, 1024), ph_tensor1(0x30000, 1024), ph_f32(2)};
-    cr_assert_eq(ph_launch(k, grid1, NULL, args, 4), PH_OK, "%s", ph_last_error());
+    ph_kernel *k = vadd_launched(&m);
     cr_assert_eq(lines_in(runs), 3);
     cr_assert_eq(fake.nloads, 3);
     for (int i = 0; i < 3; i++) cr_assert(!fake.loaded_cubin[i], "%s was loaded as a cubin", fake.loaded[i]);
