@@ -9,7 +9,11 @@
  *
  * --short times head dim 64 at N_CTX 1024 and 4096 only (the seed's rows);
  * --d and --n keep the grid's rows of that head dim or N_CTX (one each),
- * for a lever measured on and off in little device time.
+ * for a lever measured on and off in little device time; --pin ENTRY
+ * (repeatable) runs that config of its kernel (an entry name, as phc
+ * --list prints them) instead of the autotuner's pick: one config timed
+ * under several settings without a copy of the file (with --d: a pinned
+ * config takes only its own head dim).
  * Each figure is timed as gpubench.h says (events, L2 flush, median); the
  * first launch at each size autotunes, the winner kept on disk by the
  * runtime. A line per figure, milliseconds and TFLOP/s counted as Triton's
@@ -174,19 +178,30 @@ static ph_status time_case(GpuBench *b, FILE *tsv, const char *impl, Case *c, in
     return st;
 }
 
+/* Kernel `name` of m, or the config a --pin names (an entry name,
+ * NAME__META_VALUE...: launched as it is, nothing tuned). */
+static ph_status kernel_or_pin(ph_module *m, const char *name, const char *const *pins, int npins, ph_kernel **k)
+{
+    size_t n = strlen(name);
+    for (int i = 0; i < npins; i++)
+        if (!strncmp(pins[i], name, n) && !strncmp(pins[i] + n, "__", 2)) return ph_kernel_get(m, pins[i], k);
+    return ph_kernel_get(m, name, k);
+}
+
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *impl = "phc", *tsv_path = NULL;
-    int short_grid = 0, only_d = 0, only_n = 0;
+    const char *path = NULL, *impl = "phc", *tsv_path = NULL, *pins[8];
+    int short_grid = 0, only_d = 0, only_n = 0, npins = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--short")) short_grid = 1;
+        else if (!strcmp(argv[i], "--pin") && i + 1 < argc && npins < 8) pins[npins++] = argv[++i];
         else if (!strcmp(argv[i], "--d") && i + 1 < argc) only_d = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--n") && i + 1 < argc) only_n = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
         else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] PROGRAM.ph\n", argv[0]);
+            fprintf(stderr, "usage: %s [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] [--pin ENTRY]... PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }
@@ -208,8 +223,9 @@ int main(int argc, char **argv)
 
     ph_module *m = NULL;
     Attn a = {0};
-    if (ph_module_load_file(path, &m) || ph_kernel_get(m, "attn_fwd", &a.fwd) || ph_kernel_get(m, "attn_bwd_delta", &a.delta) ||
-        ph_kernel_get(m, "attn_bwd_dkdv", &a.dkdv) || ph_kernel_get(m, "attn_bwd_dq", &a.dq)) {
+    if (ph_module_load_file(path, &m) || kernel_or_pin(m, "attn_fwd", pins, npins, &a.fwd) ||
+        kernel_or_pin(m, "attn_bwd_delta", pins, npins, &a.delta) || kernel_or_pin(m, "attn_bwd_dkdv", pins, npins, &a.dkdv) ||
+        kernel_or_pin(m, "attn_bwd_dq", pins, npins, &a.dq)) {
         fprintf(stderr, "%s: %s\n", path, ph_last_error());
         gpubench_close(b);
         return 1;
