@@ -99,13 +99,20 @@ static void func_header(IrFunc *f, const Kernel *k, const int64_t *config)
                                     config[sema_meta_index(k, k->aligned[i].meta)]};
 }
 
+/* A header decorator's argument in this config: the literal (-1 where it
+ * overflowed) or the meta-parameter's value. */
+static int64_t header_value(const Kernel *k, const Expr *e, const int64_t *config)
+{
+    if (e->kind == EX_INT) return e->overflow ? -1 : e->ival;
+    return config[sema_meta_index(k, e->name)];
+}
+
 /* Per-config checks of the header: the launch size, specialized dims, aligned values. */
 static void check_config(Sema *s, const Kernel *k, const int64_t *config)
 {
     IrFunc *f = s->f;
     if (k->launch) {
-        int64_t t = k->launch->kind == EX_INT ? k->launch->ival : config[sema_meta_index(k, k->launch->name)];
-        if (k->launch->kind == EX_INT && k->launch->overflow) t = -1;
+        int64_t t = header_value(k, k->launch, config);
         if (t < 32 || t > 1024 || t % 32) {
             if (k->launch->kind == EX_NAME)
                 sema_err(s, k->launch->loc, "@%s.launch needs a multiple of 32 from 32 to 1024, got %s = %lld",
@@ -117,8 +124,7 @@ static void check_config(Sema *s, const Kernel *k, const int64_t *config)
         }
     }
     if (k->stages) {
-        int64_t n = k->stages->kind == EX_INT ? k->stages->ival : config[sema_meta_index(k, k->stages->name)];
-        if (k->stages->kind == EX_INT && k->stages->overflow) n = -1;
+        int64_t n = header_value(k, k->stages, config);
         if (n < 1 || n > MAX_STAGES) {
             if (k->stages->kind == EX_NAME)
                 sema_err(s, k->stages->loc, "@%s.stages needs a stage count from 1 to %d, got %s = %lld", s->alias,
@@ -130,14 +136,19 @@ static void check_config(Sema *s, const Kernel *k, const int64_t *config)
         }
     }
     if (k->warp_specialize) {
-        int64_t w = k->warp_specialize->kind == EX_INT ? k->warp_specialize->ival
-                                                       : config[sema_meta_index(k, k->warp_specialize->name)];
-        if (k->warp_specialize->kind == EX_INT && k->warp_specialize->overflow) w = -1;
+        int64_t w = header_value(k, k->warp_specialize, config);
         if (w < 0 || w > 2)
             sema_err(s, k->warp_specialize->loc,
                      "@%s.warp_specialize needs 0 (off), 1 (a producer warpgroup) or 2 (and the warpgroups computing take turns), got %lld",
                      s->alias, (long long)w);
         else f->producer_threads = w ? IR_PRODUCER_THREADS : 0, f->turns = w == 2;
+    }
+    if (k->occupancy) {
+        int64_t n = header_value(k, k->occupancy, config);
+        if (n < 1 || n > MAX_OCCUPANCY)
+            sema_err(s, k->occupancy->loc, "@%s.occupancy needs a block count from 1 to %d, got %lld", s->alias, MAX_OCCUPANCY,
+                     (long long)n);
+        else f->occupancy = (int)n;
     }
     for (int i = 0; i < k->nmeta; i++)
         if (sema_is_dim_name(k, k->meta_name[i]) && (config[i] < 1 || config[i] > INT32_MAX))

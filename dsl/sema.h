@@ -25,6 +25,7 @@ enum {
     MAX_IOTA = 64,          /* ph.iota calls without an extent in one statement */
     MAX_DEPTH = 256,        /* nesting of expressions and blocks */
     MAX_STAGES = 8,         /* @ph.stages: slots of a shared-memory ring */
+    MAX_OCCUPANCY = 8,      /* @ph.occupancy: blocks a multiprocessor */
     MAX_UNROLLED = 65536,   /* statements ph.static_range and inlined helpers copy in one config */
     MAX_INLINE = 32,        /* helpers inlined inside one another */
 };
@@ -69,6 +70,7 @@ typedef struct {
     const Expr *launch;          /* NULL: 128 */
     const Expr *stages;          /* @ph.stages: NULL: the compiler's default */
     const Expr *warp_specialize; /* @ph.warp_specialize: NULL: off */
+    const Expr *occupancy;       /* @ph.occupancy: NULL: 1 */
     int nparams; IrParam *params;  /* strings point into the AST */
     const Expr **param_annot;
     int nmeta;

@@ -337,10 +337,28 @@ static void check_tune_key(Diag *d, const char *alias, const Expr *e, Kernel *k)
     }
 }
 
+/* A decorator of one argument, an integer literal or a name (what: the
+ * integer it takes): the argument, or NULL after an error. */
+static const Expr *one_number(Diag *d, const char *alias, const Expr *e, const char *name, const char *what)
+{
+    if (e->kind == EX_CALL && e->nitems == 1 && (e->items[0]->kind == EX_INT || e->items[0]->kind == EX_NAME)) return e->items[0];
+    diag_error(d, e->loc, "@%s.%s takes one argument: %s or a meta-parameter name", alias, name, what);
+    return NULL;
+}
+
+/* arg, where it is a literal or names a meta-parameter of k; NULL after an error. */
+static const Expr *a_meta_or_number(Diag *d, const char *alias, const Kernel *k, const Expr *arg, const char *name, const char *what)
+{
+    if (!arg || arg->kind != EX_NAME || sema_meta_index(k, arg->name) >= 0) return arg;
+    diag_error(d, arg->loc, "'%s' is not a meta-parameter of this kernel; @%s.%s takes %s or a meta-parameter name", arg->name, alias,
+               name, what);
+    return NULL;
+}
+
 void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel *k)
 {
     static const char *const names[] = {"kernel", "tensorcore", "launch", "autotune", "aligned", "stages",
-                                        "autotune_restore", "autotune_zero", "warp_specialize", "autotune_key"};
+                                        "autotune_restore", "autotune_zero", "warp_specialize", "autotune_key", "occupancy"};
     enum { NDECORATORS = sizeof names / sizeof *names };
     bool seen[NDECORATORS] = {true};
     const Expr *aligned = NULL;
@@ -353,8 +371,8 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
             if (!strcmp(n, names[j])) which = j;
         if (which < 0) {
             diag_error(d, e->loc, "unknown decorator; expected @%s.tensorcore, @%s.launch, @%s.autotune, @%s.aligned, "
-                       "@%s.stages, @%s.autotune_restore, @%s.autotune_zero, @%s.autotune_key or @%s.warp_specialize",
-                       alias, alias, alias, alias, alias, alias, alias, alias, alias);
+                       "@%s.stages, @%s.autotune_restore, @%s.autotune_zero, @%s.autotune_key, @%s.warp_specialize "
+                       "or @%s.occupancy", alias, alias, alias, alias, alias, alias, alias, alias, alias, alias);
             continue;
         }
         if (which == 0) continue;   /* a second @ph.kernel: reported with the kernel */
@@ -368,44 +386,22 @@ void sema_check_decorators(Diag *d, const char *alias, const FuncDef *fd, Kernel
             if (e->kind == EX_CALL) diag_error(d, e->loc, "@%s.tensorcore takes no arguments", alias);
             else k->tensorcore = true;
             break;
-        case 2:
-            if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
-                diag_error(d, e->loc, "@%s.launch takes one argument: a thread count or a meta-parameter name", alias);
-            else k->launch = e->items[0];
-            break;
+        case 2: k->launch = one_number(d, alias, e, "launch", "a thread count"); break;
         case 3: check_autotune(d, alias, e, k); break;
         case 4: aligned = e; break;
-        case 5:
-            if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
-                diag_error(d, e->loc, "@%s.stages takes one argument: a stage count or a meta-parameter name", alias);
-            else k->stages = e->items[0];
-            break;
+        case 5: k->stages = one_number(d, alias, e, "stages", "a stage count"); break;
         case 6: check_tune_reset(d, alias, e, k, IR_TUNE_RESTORE); break;
         case 7: check_tune_reset(d, alias, e, k, IR_TUNE_ZERO); break;
-        case 8:
-            if (e->kind != EX_CALL || e->nitems != 1 || (e->items[0]->kind != EX_INT && e->items[0]->kind != EX_NAME))
-                diag_error(d, e->loc, "@%s.warp_specialize takes one argument: 0, 1, 2 or a meta-parameter name", alias);
-            else k->warp_specialize = e->items[0];
-            break;
+        case 8: k->warp_specialize = one_number(d, alias, e, "warp_specialize", "0, 1, 2"); break;
         case 9: check_tune_key(d, alias, e, k); break;
+        case 10: k->occupancy = one_number(d, alias, e, "occupancy", "a block count"); break;
         }
     }
     if (aligned) check_aligned(d, alias, aligned, k);
-    if (k->launch && k->launch->kind == EX_NAME && sema_meta_index(k, k->launch->name) < 0) {
-        diag_error(d, k->launch->loc, "'%s' is not a meta-parameter of this kernel; @%s.launch takes an integer "
-                   "or a meta-parameter name", k->launch->name, alias);
-        k->launch = NULL;
-    }
-    if (k->stages && k->stages->kind == EX_NAME && sema_meta_index(k, k->stages->name) < 0) {
-        diag_error(d, k->stages->loc, "'%s' is not a meta-parameter of this kernel; @%s.stages takes an integer "
-                   "or a meta-parameter name", k->stages->name, alias);
-        k->stages = NULL;
-    }
-    if (k->warp_specialize && k->warp_specialize->kind == EX_NAME && sema_meta_index(k, k->warp_specialize->name) < 0) {
-        diag_error(d, k->warp_specialize->loc, "'%s' is not a meta-parameter of this kernel; @%s.warp_specialize takes "
-                   "0, 1, 2 or a meta-parameter name", k->warp_specialize->name, alias);
-        k->warp_specialize = NULL;
-    }
+    k->launch = a_meta_or_number(d, alias, k, k->launch, "launch", "an integer");
+    k->stages = a_meta_or_number(d, alias, k, k->stages, "stages", "an integer");
+    k->warp_specialize = a_meta_or_number(d, alias, k, k->warp_specialize, "warp_specialize", "0, 1, 2");
+    k->occupancy = a_meta_or_number(d, alias, k, k->occupancy, "occupancy", "an integer");
 }
 
 void sema_kernel_free(Kernel *k)

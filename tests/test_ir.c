@@ -162,6 +162,21 @@ Test(ir_text, producer_and_turns_survive)
     }
 }
 
+/* @ph.occupancy(2): the blocks a multiprocessor should hold, in the header
+ * (one, the default, prints nothing); out of range, refused */
+Test(ir_text, occupancy_survives)
+{
+    IrModule *m = parse_ok("func k kernel k threads 256 occupancy 2\n    params(n: i32) {\n  return\n}\n");
+    cr_assert_eq(m->funcs[0]->occupancy, 2);
+    char *once = tu_ir_text(m);
+    cr_assert(strstr(once, "threads 256 occupancy 2\n"), "%s", once);
+    ir_module_free(m);
+    free(once);
+    char err[256];
+    cr_assert_null(ir_parse("func k kernel k threads 256 occupancy 9\n    params(n: i32) {\n  return\n}\n", err, sizeof err));
+    cr_assert(strstr(err, "a block count from 1 to 8"), "%s", err);
+}
+
 Test(ir_text, floats_print_exactly)
 {
     const char *text =

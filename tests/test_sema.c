@@ -302,7 +302,7 @@ Test(header, decorators)
                "def k(X: ph.tensor[ph.f32][N]):\n    pass\n",
           "t.ph:11:2: error: @ph.kernel must be the first decorator\n"
           "t.ph:5:2: error: unknown decorator; expected @ph.tensorcore, @ph.launch, @ph.autotune, @ph.aligned, @ph.stages, "
-          "@ph.autotune_restore, @ph.autotune_zero, @ph.autotune_key or @ph.warp_specialize\n"
+          "@ph.autotune_restore, @ph.autotune_zero, @ph.autotune_key, @ph.warp_specialize or @ph.occupancy\n"
           "t.ph:6:2: error: @ph.tensorcore takes no arguments\n"
           "t.ph:7:20: error: value 1 of 'B' is listed twice\n"
           "t.ph:7:24: error: meta-parameter 'X' shadows a parameter\n"

@@ -1,6 +1,8 @@
 /* test_sema_tune.c: @ph.autotune_key, the integer scalars whose values
  * join the autotuner's key: marked on the parameter in every config's IR,
- * and an error at each argument that names no integer scalar. */
+ * and an error at each argument that names no integer scalar; and
+ * @ph.occupancy, the blocks a multiprocessor a config's registers leave
+ * room for. */
 #include "semacheck.h"
 
 #define HEAD "import phobos.lang as ph\n\n"
@@ -33,5 +35,33 @@ Test(tune_key, names_only_integer_scalars)
                         "def k(X: ph.tensor[ph.f32][N], s: ph.f32, c: ph.i32):\n    pass\n"
                         "@ph.kernel\n@ph.autotune_key()\n"
                         "def k2(X: ph.tensor[ph.f32][N]):\n    pass\n",
+                   want, (int)(sizeof want / sizeof *want));
+}
+
+Test(occupancy, sets_each_configs_blocks)
+{
+    IrModule *m = compiles(HEAD "@ph.kernel\n@ph.occupancy(OCC)\n@ph.autotune(OCC=[1, 2])\n"
+                                "def k(X: ph.tensor[ph.f32][N]):\n    pass\n"
+                                "@ph.kernel\n@ph.occupancy(3)\ndef k3(X: ph.tensor[ph.f32][N]):\n    pass\n");
+    cr_assert_eq(m->nfuncs, 3);
+    cr_assert_eq(m->funcs[0]->occupancy, 1);
+    cr_assert_eq(m->funcs[1]->occupancy, 2);
+    cr_assert_eq(m->funcs[2]->occupancy, 3);
+    ir_module_free(m);
+}
+
+Test(occupancy, takes_a_count_from_1_to_8)
+{
+    static const char *const want[] = {
+        "t.ph:4:2: error: @ph.occupancy takes one argument: a block count or a meta-parameter name\n",
+        "t.ph:8:15: error: 'B' is not a meta-parameter of this kernel; @ph.occupancy takes an integer or a meta-parameter name\n",
+        "t.ph:12:15: error: @ph.occupancy needs a block count from 1 to 8, got 9\n",
+    };
+    fails_with_all(HEAD "@ph.kernel\n@ph.occupancy(1, 2)\n"
+                        "def k(X: ph.tensor[ph.f32][N]):\n    pass\n"
+                        "@ph.kernel\n@ph.occupancy(B)\n"
+                        "def k2(X: ph.tensor[ph.f32][N]):\n    pass\n"
+                        "@ph.kernel\n@ph.occupancy(OCC)\n@ph.autotune(OCC=[2, 9])\n"
+                        "def k3(X: ph.tensor[ph.f32][N]):\n    pass\n",
                    want, (int)(sizeof want / sizeof *want));
 }

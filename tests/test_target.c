@@ -559,3 +559,29 @@ Test(target, specialized_dims_are_constants)
     }
     unsetenv("PHOBOS_SPECIALIZED_DIMS");
 }
+
+/* @ph.occupancy(2): a block of 256 threads bound to 128 registers a
+ * thread, so two fit a multiprocessor's 64K, and .minnctapersm 2; with a
+ * producer warpgroup (384 threads) each of two blocks' consumer threads
+ * gets half a quadrant's registers less the producer's: (256 - 24) / 2,
+ * in steps of 8. */
+Test(target, occupancy_bounds_the_registers)
+{
+    static const char *src = "import phobos.lang as ph\n"
+                             "@ph.kernel\n"
+                             "@ph.launch(256)\n"
+                             "@ph.occupancy(2)\n"
+                             "def scale(X: ph.tensor[ph.f32][N], Y: ph.tensor[ph.f32][N], a: ph.f32):\n"
+                             "    i0: ph.let = ph.ctx.block.x * 256\n"
+                             "    Y[i0:+256] = X[i0:+256] * a\n";
+    IrModule *m = driver_compile_string("occ.ph", src, NULL, stderr);
+    cr_assert_not_null(m);
+    char *ptx = emit_for(m, "sm_90a");
+    cr_expect(strstr(ptx, ".maxnreg 128") && strstr(ptx, ".minnctapersm 2"), "%s", ptx);
+    free(ptx);
+    m->funcs[0]->producer_threads = IR_PRODUCER_THREADS;   /* as @ph.warp_specialize(1) sets it */
+    ptx = emit_for(m, "sm_90a");
+    cr_expect(strstr(ptx, ".maxntid 384, 1, 1") && strstr(ptx, ".maxnreg 80"), "six warps to a quadrant: 85, in steps of 8");
+    free(ptx);
+    ir_module_free(m);
+}

@@ -174,6 +174,7 @@ typedef struct IrFunc {
     int naligned; IrAligned *aligned;
     int threads;                      /* @ph.launch, resolved */
     int stages;                       /* @ph.stages: 1 no pipelining of loop loads, S >= 2 S-stage; 0 default */
+    int occupancy;                    /* @ph.occupancy: blocks a multiprocessor the registers leave room for; 0 or 1: one */
     /* @ph.warp_specialize: threads launched past `threads` for a producer
      * of the rings' copies (IR_PRODUCER_THREADS or 0); the tile code keeps
      * `threads` (ir_launch_threads: what a launch runs) */

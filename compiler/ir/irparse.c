@@ -778,6 +778,7 @@ static void func(Parser *ps)
         ps->f->producer_threads = (int)integer(ps, IR_PRODUCER_THREADS, IR_PRODUCER_THREADS, "a producer's threads (128)");
         ps->f->turns = accept_word(ps, "turns");
     }
+    if (accept_word(ps, "occupancy")) ps->f->occupancy = (int)integer(ps, 1, 8, "a block count from 1 to 8");
     header_lists(ps);
     ps->mapcap = 0;
     free(ps->map);

@@ -338,6 +338,7 @@ static void print_header(Printer *p)
             f->tensorcore ? " tensorcore" : "");
     if (f->stages) fprintf(p->out, " stages %d", f->stages);
     if (f->producer_threads) fprintf(p->out, " producer %d%s", f->producer_threads, f->turns ? " turns" : "");
+    if (f->occupancy > 1) fprintf(p->out, " occupancy %d", f->occupancy);
     fputc('\n', p->out);
     if (f->nmeta) {
         fputs("    meta(", p->out);

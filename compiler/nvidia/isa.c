@@ -81,10 +81,15 @@ static void annotate_grid_constants(Cg *c)
     LLVMAddNamedMetadataOperand(c->mod, "nvvm.annotations", LLVMMetadataAsValue(c->ctx, LLVMMDNodeInContext2(c->ctx, ann, 3)));
 }
 
-/* The registers a thread of the block may have (its .maxnreg). */
+/* The blocks of the kernel a multiprocessor should hold at once (@ph.occupancy). */
+static int occupancy(const Cg *c) { return c->f->occupancy > 1 ? c->f->occupancy : 1; }
+
+/* The registers a thread of the block may have (its .maxnreg): a quadrant's
+ * 16K shared by its warps of each of the occupancy's blocks. */
 static int block_registers(Cg *c)
 {
-    int regs = 255, warps = (ir_launch_threads(c->f) + 31) / 32, fit = (16384 / (32 * ((warps + 3) / 4))) & ~7;
+    int regs = 255, warps = (ir_launch_threads(c->f) + 31) / 32;
+    int fit = (16384 / (32 * occupancy(c) * ((warps + 3) / 4))) & ~7;
     return fit < regs ? fit : regs;   /* up to 8 warps, 2 to a quadrant: 256, so 255 */
 }
 
@@ -99,6 +104,8 @@ static void annotate_kernel(Cg *c)
      * holds ceil(warps / 4) of them; in the allocation's steps of 8. ptxas does not infer it from .maxntid
      * under a .maxnreg, and a block that asks for more does not launch (CUDA error 701) */
     annotate(c, "maxnreg", block_registers(c));
+    /* @ph.occupancy(N): .minnctapersm N, which ptxas honours within the .maxnreg above */
+    if (occupancy(c) > 1) annotate(c, "minctasm", occupancy(c));
 }
 
 /* A warp-specialized block's producer warpgroup keeps PRODUCER_REGS a
@@ -108,7 +115,8 @@ static void annotate_kernel(Cg *c)
  * SM deals a block's warps to its four 16K-register quadrants in turn:
  * each holds one producer warp and T / 128 consumer warps, so a consumer
  * thread may have (16384 / 32 - PRODUCER_REGS) / (T / 128), in steps of
- * 8: 240 with two consumer warpgroups.
+ * 8: 240 with two consumer warpgroups; with @ph.occupancy(N) a block has
+ * a quadrant's N-th.
  * PHOBOS_PRODUCER_REGS=1 (off until run on the GPU): the producer keeps
  * what the consumers' steps of 8 leave of the quadrant, 32 with two, three
  * or four consumer warpgroups, where 24 left 8 a thread unused: the
@@ -119,12 +127,12 @@ enum { PRODUCER_REGS = 24 };
 
 static void role_registers(Cg *c, bool producer)
 {
-    int T = c->T, groups = T / 128;
+    int T = c->T, groups = T / 128, lane = 16384 / 32 / occupancy(c);   /* a quadrant's registers a lane, a block's share */
     if (T % 128 || T < 256) return;
-    int consumer = ((16384 / 32 - PRODUCER_REGS) / groups) & ~7;
+    int consumer = ((lane - PRODUCER_REGS) / groups) & ~7;
     if (consumer > 256) consumer = 256;
     if (consumer <= block_registers(c)) return;   /* too many consumer warps for the producer's to matter */
-    int mine = env_switch("PHOBOS_PRODUCER_REGS", false) ? (16384 / 32 - consumer * groups) & ~7 : PRODUCER_REGS;
+    int mine = env_switch("PHOBOS_PRODUCER_REGS", false) ? (lane - consumer * groups) & ~7 : PRODUCER_REGS;
     ptx_setmaxnreg(c, !producer, producer ? mine : consumer);
 }
 
