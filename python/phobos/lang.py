@@ -112,7 +112,7 @@ def _source_lines(fn):
 # A meta-parameter named in a decorator's argument is a string in a .py file,
 # @ph.launch("T"): a bare T would be a Python name evaluated with the
 # decorator. Its quotes become spaces, so that columns do not move.
-_QUOTED_META = re.compile(r"""(\.(?:launch|stages)\(\s*)(["'])([A-Za-z_]\w*)\2(\s*\))""")
+_QUOTED_META = re.compile(r"""(\.(?:launch|stages|warp_specialize|occupancy)\(\s*)(["'])([A-Za-z_]\w*)\2(\s*\))""")
 
 
 def _decorator_line(line, alias):

@@ -81,6 +81,13 @@ def test_a_function_without_a_file_is_refused():
              "@ph.kernel\ndef k(n: ph.i32):\n    pass\n", {})
 
 
+def test_a_meta_parameter_named_in_any_one_number_decorator_loses_its_quotes():
+    for name in ("launch", "stages", "warp_specialize", "occupancy"):
+        line = f'@ph.{name}("OCC")\n'
+        assert ph._decorator_line(line, "ph") == f"@ph.{name}( OCC )\n"
+    assert ph._decorator_line('@ph.autotune_key("causal")\n', "ph") == '@ph.autotune_key("causal")\n'
+
+
 def test_the_other_decorators_give_the_function_back():
     def f():
         pass
