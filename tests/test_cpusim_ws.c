@@ -74,17 +74,17 @@ Test(cpusim_ws, the_ptx_has_a_producer_and_consumer_barriers)
     /* 12 warps: three share a quadrant of 16K registers, so at most 170 each (168 in steps of 8);
      * a .maxnreg above it builds a kernel the driver does not launch */
     cr_expect(strstr(ptx, ".maxnreg 168"), "registers for three warps to a quadrant");
-    /* then a quadrant's producer warp keeps 24 a thread, its two consumer warps take (512 - 24) / 2 */
+    /* then the producer keeps 24 a thread and the consumers take the rest of the block's 3 * 168 */
     cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"),
               "registers moved from the producer to the consumers");
     cr_expect(strstr(ptx, "barrier.sync \t1, 256;"), "the consumers' barrier");
     free(ptx);
-    /* PHOBOS_PRODUCER_REGS=1: the producer keeps what the consumers' steps of 8 leave, 512 - 2 * 240 */
+    /* PHOBOS_PRODUCER_REGS=1: the producer keeps what the consumers leave, and two of 240 leave 24 */
     setenv("PHOBOS_PRODUCER_REGS", "1", 1);
     cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
     unsetenv("PHOBOS_PRODUCER_REGS");
-    cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 32;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"),
-              "the producer keeps the consumers' remainder");
+    cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 240;"),
+              "the block's 504 a thread are spent either way");
     free(ptx);
     ir_module_free(m);
 }
@@ -114,6 +114,32 @@ Test(cpusim_ws, the_warp_specialized_gemm_as_emitted_runs_right)
     cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
     cr_expect_eq(bad, 0);
     free(ir);
+    ir_module_free(m);
+}
+
+/* Three consumer warpgroups (.maxnreg 128, four warpgroups share 512 a
+ * thread): 160 each, the producer 24, or with PHOBOS_PRODUCER_REGS=1 the
+ * 32 they leave; and the executor, which models the block's pool of
+ * registers, runs both. */
+Test(cpusim_ws, three_consumer_warpgroups_share_the_blocks_registers, .timeout = 300)
+{
+    IrModule *m = gemm_ws("@ph.autotune(BM=[192], BN=[128], BK=[64], NT=[384], S=[3], GM=[8], W=[1])");
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    for (int regs = 0; regs < 2; regs++) {
+        char *ptx = NULL, err[1024];
+        if (regs) setenv("PHOBOS_PRODUCER_REGS", "1", 1);
+        cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        char *ir = sm90a_ir(m);
+        unsetenv("PHOBOS_PRODUCER_REGS");
+        cr_expect(strstr(ptx, ".maxnreg 128"), "four warpgroups: 128 a thread");
+        cr_expect(strstr(ptx, regs ? "setmaxnreg.dec.sync.aligned.u32 32;" : "setmaxnreg.dec.sync.aligned.u32 24;") &&
+                      strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 160;"), "producer %s, consumers 160", regs ? "32" : "24");
+        int bad;
+        cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
+        cr_expect_eq(bad, 0);
+        free(ir);
+        free(ptx);
+    }
     ir_module_free(m);
 }
 
@@ -172,6 +198,21 @@ Test(cpusim_ws, a_consumer_that_never_releases_a_slot_is_a_deadlock)
     char *ir = sm90a_ir(m);
     cr_assert_gt(edit_in_blocks(ir, "wsarrive", "@llvm.nvvm.mbarrier.arrive.shared(", NULL, NULL), 0);
     expect_caught(ir, "no empty arrive", "deadlock in block (0, 0, 0)", "waiting on mbarriers");
+    free(ir);
+    ir_module_free(m);
+}
+
+/* The producer keeping 32 a thread where two consumer warpgroups of 240
+ * need all but 24 of the block's 3 * 168: their setmaxnreg.inc waits for
+ * registers nobody gives back (what hung the GPU with an earlier
+ * PHOBOS_PRODUCER_REGS). */
+Test(cpusim_ws, consumers_asking_for_more_registers_than_the_block_has_are_a_deadlock)
+{
+    IrModule *m = gemm_ws(TWO_WG);
+    char *ir = sm90a_ir(m), *at = strstr(ir, "setmaxnreg.dec.sync.aligned.u32 24;");
+    cr_assert_not_null(at);
+    memcpy(at + strlen("setmaxnreg.dec.sync.aligned.u32 "), "32", 2);
+    expect_caught(ir, "the producer keeping 32", "deadlock in block (0, 0, 0)", "setmaxnreg.inc 240 with 168");
     free(ir);
     ir_module_free(m);
 }

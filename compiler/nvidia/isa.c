@@ -111,28 +111,28 @@ static void annotate_kernel(Cg *c)
 /* A warp-specialized block's producer warpgroup keeps PRODUCER_REGS a
  * thread (it runs scalar loops and issues copies) and its consumers take
  * the rest, when they are whole warpgroups and at least two of them (with
- * one, the block's 255 a thread are already all a thread may have). The
- * SM deals a block's warps to its four 16K-register quadrants in turn:
- * each holds one producer warp and T / 128 consumer warps, so a consumer
- * thread may have (16384 / 32 - PRODUCER_REGS) / (T / 128), in steps of
- * 8: 240 with two consumer warpgroups; with @ph.occupancy(N) a block has
- * a quadrant's N-th.
+ * one, the block's 255 a thread are already all a thread may have). What
+ * there is to share is what the block was launched with: setmaxnreg.inc
+ * takes registers from a pool of the block's own that only .dec fills, and
+ * waits until it has them, so consumers asking for more than the block's
+ * .maxnreg times its warpgroups, less the producer's, wait forever (the CPU
+ * executor models the pool, tests/cpusim). With two consumer warpgroups
+ * (three in all, .maxnreg 168): 3 * 168 - 24 = 480, 240 each; with three
+ * (.maxnreg 128): 512 - 24 = 488, 160 each in steps of 8.
  * PHOBOS_PRODUCER_REGS=1 (off until run on the GPU): the producer keeps
- * what the consumers' steps of 8 leave of the quadrant, 32 with two, three
- * or four consumer warpgroups, where 24 left 8 a thread unused: the
- * persistent forward's producer, which computes each tile's windows,
- * spills 132 bytes where it spilled 428 (head dim 64) and 208 where 512
- * (head dim 128), the dK/dV kernel's 196 where 240. */
+ * what the consumers' steps of 8 leave, where 24 leaves some unused: 32
+ * with three consumer warpgroups, 24 as before with two. */
 enum { PRODUCER_REGS = 24 };
 
 static void role_registers(Cg *c, bool producer)
 {
-    int T = c->T, groups = T / 128, lane = 16384 / 32 / occupancy(c);   /* a quadrant's registers a lane, a block's share */
+    int T = c->T, groups = T / 128;
     if (T % 128 || T < 256) return;
-    int consumer = ((lane - PRODUCER_REGS) / groups) & ~7;
+    int block = block_registers(c), budget = block * (groups + 1);   /* a thread of each warpgroup: the block's pool */
+    int consumer = ((budget - PRODUCER_REGS) / groups) & ~7;
     if (consumer > 256) consumer = 256;
-    if (consumer <= block_registers(c)) return;   /* too many consumer warps for the producer's to matter */
-    int mine = env_switch("PHOBOS_PRODUCER_REGS", false) ? (lane - consumer * groups) & ~7 : PRODUCER_REGS;
+    if (consumer <= block) return;   /* too many consumer warps for the producer's to matter */
+    int mine = env_switch("PHOBOS_PRODUCER_REGS", false) ? (budget - consumer * groups) & ~7 : PRODUCER_REGS;
     ptx_setmaxnreg(c, !producer, producer ? mine : consumer);
 }
 

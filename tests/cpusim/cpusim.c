@@ -142,6 +142,8 @@ static void run_block(Launch *L)
         makecontext(&th->ctx, fiber_main, 0);
         th->st = TH_READY;
     }
+    for (int w = 0; w < 32; w++) L->warp_regs[w] = L->k->maxnreg;
+    L->reg_pool = 0;   /* a block holds its threads' .maxnreg, no more: what one warpgroup takes another gave */
     drop_async_copies(L);
     drop_wgmma(L);
     drop_tma(L);
@@ -185,6 +187,13 @@ static void run_block(Launch *L)
         if (L->failed) return;
         char waiting[300];
         describe_mbarrier_wait(L, waiting, sizeof waiting);
+        for (int t = 0; t < L->T; t += 32)
+            if (L->th[t].st == TH_WARP && L->th[t].op == IN_SETMAXNREG) {
+                size_t used = strlen(waiting);
+                snprintf(waiting + used, sizeof waiting - used, "; warp %d at setmaxnreg.inc %d with %d, the pool %d", t / 32,
+                         L->s->asm_calls[L->th[t].asm_call].regs, L->warp_regs[t / 32], L->reg_pool);
+                break;
+            }
         launch_fail(L, "deadlock in block (%u, %u, %u): %d threads at a barrier, %d at warp collectives, %d waiting on mbarriers, "
                     "%d exited%s",
                     L->block[0], L->block[1], L->block[2], at_barrier, at_warp, live - at_barrier - at_warp, L->T - live, waiting);

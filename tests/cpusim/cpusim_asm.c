@@ -172,6 +172,7 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         ok = sscanf(text, "setmaxnreg.%3[a-z].sync.aligned.u32 %d;", action, &regs) == 2 &&
              (!strcmp(action, "inc") || !strcmp(action, "dec")) && regs >= 24 && regs <= 256 && regs % 8 == 0;
         a->op = IN_SETMAXNREG;
+        a->regs = !strcmp(action, "inc") ? regs : -regs;
     } else if (strstr(text, "wgmma.mma_async")) {
         ok = read_mma(text, a, nin, nout);
     } else if (!strncmp(text, "mma.sync.aligned.m16n8k32", 25)) {

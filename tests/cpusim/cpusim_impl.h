@@ -57,6 +57,7 @@ typedef struct {
     int area;                              /* its shared area (an index into cpusim.shared), -1 if none */
     int ndescs;                            /* its bulk copy descriptors (NAME_copy_descriptors, codegen.h) */
     CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
+    int maxnreg;                           /* its .maxnreg (nvvm.annotations), 0 if none: each thread's registers at launch */
 } SimKernel;
 
 /* One inline asm call of the module, as cpusim_asm.c read its text: which
@@ -65,6 +66,7 @@ typedef struct {
     int op;                 /* IN_WGMMA ... IN_BULK_TENSOR */
     int32_t site;           /* where it is (cpusim.sites) */
     int pending;            /* wait_group's N */
+    int regs;               /* setmaxnreg: the count, negative for .dec */
     int n;                  /* mma: the N of m64nNk16; its accumulators are n / 2; red.add: the floats it adds; bulk add: its bytes */
     bool bf16;              /* mma: bf16 operands, else f16 */
     bool a_e5m2, b_e5m2;    /* fp8 mma.sync: each operand e5m2, else e4m3 */
@@ -266,6 +268,9 @@ typedef struct {
     uint32_t *mb_vc;        /* per mbarrier, T each: the clocks its current and its last completed phase released */
     uint32_t *bar_vc;       /* per named barrier, T each: the clocks its bar.arrive threads released */
     uint32_t bar_arrived[MAX_NAMED_BARRIERS], bar_arrive_count[MAX_NAMED_BARRIERS];   /* bar.arrive threads at each since its last completion, and their count */
+    /* setmaxnreg (with the kernel's maxnreg): each warp's registers a thread now, and the block's
+     * pool of registers a thread that warps gave back and none has taken */
+    int warp_regs[32], reg_pool;
     bool failed;
     char msg[640];
 } Launch;

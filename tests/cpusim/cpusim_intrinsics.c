@@ -239,6 +239,26 @@ static void warp_mma_f8(Launch *L, Thread *w)
     }
 }
 
+/* setmaxnreg of the warp from thread lo, with the kernel's .maxnreg: .dec
+ * gives the block's pool what the warp had above the count, .inc takes
+ * what it needs from the pool, and waits (false) while the pool is short:
+ * a block whose warpgroups ask for more than their .maxnreg gave never
+ * gets it, and ends in the scheduler's deadlock. */
+static bool take_registers(Launch *L, int lo)
+{
+    int *mine = &L->warp_regs[lo / 32], want = L->s->asm_calls[L->th[lo].asm_call].regs;
+    if (!L->k->maxnreg) return true;   /* registers not modelled */
+    if (want < 0 && -want > *mine)
+        launch_fail(L, "warp %d: setmaxnreg.dec to %d registers where it has %d", lo / 32, -want, *mine);
+    else if (want > 0 && want < *mine)
+        launch_fail(L, "warp %d: setmaxnreg.inc to %d registers where it has %d", lo / 32, want, *mine);
+    if (L->failed) return false;
+    int delta = (want < 0 ? -want : want) - *mine;
+    if (delta > L->reg_pool) return false;
+    L->reg_pool -= delta, *mine += delta;
+    return true;
+}
+
 /* Computes the collectives of the warps whose live lanes all posted one;
  * true when any did. */
 bool release_warps(Launch *L)
@@ -261,6 +281,7 @@ bool release_warps(Launch *L)
             any |= release_wgmma(L, lo);
             continue;
         }
+        if (op == IN_SETMAXNREG && !take_registers(L, lo)) continue;
         if (op != IN_SHFL_I32 && op != IN_SHFL_F32 && op != IN_WARP_SYNC && n != 32) {
             launch_fail(L, "warp %d: %s needs 32 lanes, the block gives it %d", lo / 32, intrinsic_names[op], n);
             return false;

@@ -263,6 +263,29 @@ static bool read_copy_descriptors(LLVMModuleRef mod, const char *name, SimKernel
     return true;
 }
 
+/* Kernel name's .maxnreg, from the module's nvvm.annotations (isa.c);
+ * 0 when it has none. */
+static int read_maxnreg(LLVMModuleRef mod, const char *name)
+{
+    unsigned n = LLVMGetNamedMetadataNumOperands(mod, "nvvm.annotations");
+    LLVMValueRef *nodes = calloc(n + 1, sizeof *nodes);
+    int regs = 0;
+    LLVMGetNamedMetadataOperands(mod, "nvvm.annotations", nodes);
+    for (unsigned i = 0; i < n && !regs; i++) {
+        LLVMValueRef ops[3];
+        if (LLVMGetMDNodeNumOperands(nodes[i]) != 3) continue;
+        LLVMGetMDNodeOperands(nodes[i], ops);
+        unsigned klen = 0;
+        size_t flen = 0;
+        const char *key = ops[1] ? LLVMGetMDString(ops[1], &klen) : NULL;
+        const char *fn = ops[0] ? LLVMGetValueName2(ops[0], &flen) : NULL;
+        if (key && klen == 7 && !memcmp(key, "maxnreg", 7) && fn && flen == strlen(name) && !memcmp(fn, name, flen) && ops[2])
+            regs = (int)LLVMConstIntGetSExtValue(ops[2]);
+    }
+    free(nodes);
+    return regs;
+}
+
 /* Finds each kernel's trampoline and each shared global once compiled. */
 static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, size_t errlen)
 {
@@ -287,6 +310,7 @@ static int resolve(cpusim *s, const IrModule *m, LLVMModuleRef mod, char *err, s
             return snprintf(err, errlen, "%s: no compiled entry, or %d threads", f->name, k->threads), 1;
         k->entry = (void (*)(const uint64_t *))(uintptr_t)addr;
         if (!read_copy_descriptors(mod, f->name, k)) return snprintf(err, errlen, "%s: a malformed copy descriptor list", f->name), 1;
+        k->maxnreg = read_maxnreg(mod, f->name);
     }
     for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
         if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3) continue;
