@@ -533,6 +533,19 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
  * parameters (2 and 5: each tensor's address, dim 0, dim 1); off, it reads
  * every one. The cpusim suites pass with it on (docs/performance.md,
  * "thirtieth"). */
+/* The setp instructions of ptx whose line ends in `tail` (", 128;": a
+ * comparison with that immediate). */
+static int setp_against(const char *ptx, const char *tail)
+{
+    int n = 0;
+    size_t len = strlen(tail);
+    for (const char *l = strstr(ptx, "setp."); l; l = strstr(l + 1, "setp.")) {
+        const char *eol = strchr(l, '\n');
+        n += eol && (size_t)(eol - l) > len && !strncmp(eol - len, tail, len);
+    }
+    return n;
+}
+
 Test(target, specialized_dims_are_constants)
 {
     static const char *src = "import phobos.lang as ph\n"
@@ -547,6 +560,9 @@ Test(target, specialized_dims_are_constants)
         cr_assert_not_null(m);
         for (const char *const *arch = (const char *const[]){"sm_80", "sm_90a", NULL}; *arch; arch++) {
             char *ptx = emit_for(m, *arch);
+            /* a thread's column against the 32 and 64 columns: gone where they are constants (the windows start at 0) */
+            int tests = setp_against(ptx, ", 32;") + setp_against(ptx, ", 31;") + setp_against(ptx, ", 64;") + setp_against(ptx, ", 63;");
+            cr_expect(!on || !tests, "%s: %d columns tested against a constant dim", *arch, tests);
             for (int p = 0; p < 6; p++) {
                 char param[64];
                 snprintf(param, sizeof param, "[scale_rows__D_64_param_%d]", p);
@@ -560,11 +576,34 @@ Test(target, specialized_dims_are_constants)
     unsetenv("PHOBOS_SPECIALIZED_DIMS");
 }
 
+/* The fused backward's dK/dV kernel at head dim 128, its pick: with
+ * PHOBOS_SPECIALIZED_DIMS=1 the dQ share's adds test no column against the
+ * 128 columns of DQacc (the window [0, 128) of a 128-column tensor), which
+ * LLVM could not fold itself (a column of the warpgroup's half, in a block
+ * of three warpgroups); the rows are still tested. */
+Test(target, specialized_dims_leave_no_column_tests_in_the_fused_backward, .timeout = 120)
+{
+    const char *names[] = {"D", "BR", "BC", "NT", "W"};
+    const int64_t values[] = {128, 64, 128, 256, 1};
+    SemaOptions only = {.kernel = "attn_bwd_dkdv", .ndefines = 5, .define_names = names, .define_values = values};
+    setenv("PHOBOS_SPECIALIZED_DIMS", "1", 1);
+    IrModule *m = driver_compile_file("bench/attention_fused.ph", &only, stderr);
+    cr_assert(m && m->nfuncs == 1);
+    char *ptx = emit_for(m, "sm_90a");
+    unsetenv("PHOBOS_SPECIALIZED_DIMS");
+    int tests = setp_against(ptx, ", 128;") + setp_against(ptx, ", 127;");
+    cr_expect_eq(tests, 0, "%d tests of a column against 128", tests);
+    cr_expect(strstr(ptx, "red.global.add.v4.f32"), "the dQ share's vector adds");
+    free(ptx);
+    ir_module_free(m);
+}
+
 /* @ph.occupancy(2): a block of 256 threads bound to 128 registers a
  * thread, so two fit a multiprocessor's 64K, and .minnctapersm 2; with a
- * producer warpgroup (384 threads) each of two blocks' consumer threads
- * gets half a quadrant's registers less the producer's: (256 - 24) / 2,
- * in steps of 8. */
+ * producer warpgroup (384 threads) 80 a thread, and the consumers take
+ * what the block was launched with less the producer's 24: (3 * 80 - 24)
+ * / 2, in steps of 8 (a quadrant's half, 256, would have them wait for
+ * registers the block never had). */
 Test(target, occupancy_bounds_the_registers)
 {
     static const char *src = "import phobos.lang as ph\n"
