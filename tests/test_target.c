@@ -527,12 +527,11 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
               name, in_loop[0], in_loop[1], in_loop[2]);
 }
 
-/* PHOBOS_SPECIALIZED_DIMS=1: a dim named like a meta-parameter (X's D) or
- * a literal (Y's 32) is a constant in the kernel (the runtime launches a
- * config only where they hold), so the kernel never reads those dims'
- * parameters (2 and 5: each tensor's address, dim 0, dim 1); off, it reads
- * every one. The cpusim suites pass with it on (docs/performance.md,
- * "thirtieth"). */
+/* Specialized dims (the default; PHOBOS_SPECIALIZED_DIMS=0 turns them
+ * off): a dim named like a meta-parameter (X's D) or a literal (Y's 32) is
+ * a constant in the kernel (the runtime launches a config only where they
+ * hold), so the kernel never reads those dims' parameters (2 and 5: each
+ * tensor's address, dim 0, dim 1); off, it reads every one. */
 /* The setp instructions of ptx whose line ends in `tail` (", 128;": a
  * comparison with that immediate). */
 static int setp_against(const char *ptx, const char *tail)
@@ -577,7 +576,7 @@ Test(target, specialized_dims_are_constants)
 }
 
 /* The fused backward's dK/dV kernel at head dim 128, its pick: with
- * PHOBOS_SPECIALIZED_DIMS=1 the dQ share's adds test no column against the
+ * specialized dims the dQ share's adds test no column against the
  * 128 columns of DQacc (the window [0, 128) of a 128-column tensor), which
  * LLVM could not fold itself (a column of the warpgroup's half, in a block
  * of three warpgroups); the rows are still tested. */
@@ -586,11 +585,9 @@ Test(target, specialized_dims_leave_no_column_tests_in_the_fused_backward, .time
     const char *names[] = {"D", "BR", "BC", "NT", "W"};
     const int64_t values[] = {128, 64, 128, 256, 1};
     SemaOptions only = {.kernel = "attn_bwd_dkdv", .ndefines = 5, .define_names = names, .define_values = values};
-    setenv("PHOBOS_SPECIALIZED_DIMS", "1", 1);
     IrModule *m = driver_compile_file("bench/attention_fused.ph", &only, stderr);
     cr_assert(m && m->nfuncs == 1);
     char *ptx = emit_for(m, "sm_90a");
-    unsetenv("PHOBOS_SPECIALIZED_DIMS");
     int tests = setp_against(ptx, ", 128;") + setp_against(ptx, ", 127;");
     cr_expect_eq(tests, 0, "%d tests of a column against 128", tests);
     cr_expect(strstr(ptx, "red.global.add.v4.f32"), "the dQ share's vector adds");

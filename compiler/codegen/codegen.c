@@ -108,11 +108,11 @@ static LLVMTypeRef abi_param_ty(Cg *c, const IrFunc *f, IrAbiParam a)
  * launch). The kernel then multiplies by a constant and drops the bounds
  * tests that the window's own extent answers (a column window [0, D) of a
  * D-column tensor); the dim stays a kernel parameter (the ABI does not
- * move). PHOBOS_SPECIALIZED_DIMS=1 turns it on (off: every dim read from
- * the parameters). */
+ * move). On by default; PHOBOS_SPECIALIZED_DIMS=0 turns it off (every dim
+ * read from the parameters). */
 static bool known_dim(const IrFunc *f, const IrParam *p, int axis, int64_t *value)
 {
-    if (!env_switch("PHOBOS_SPECIALIZED_DIMS", false) || axis >= p->rank) return false;
+    if (!env_switch("PHOBOS_SPECIALIZED_DIMS", true) || axis >= p->rank) return false;
     if (!p->dim_name[axis]) return *value = p->dim_value[axis], true;
     for (int m = 0; m < f->nmeta; m++)
         if (!strcmp(f->meta[m].name, p->dim_name[axis])) return *value = f->meta[m].value, true;
