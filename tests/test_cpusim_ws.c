@@ -143,6 +143,70 @@ Test(cpusim_ws, three_consumer_warpgroups_share_the_blocks_registers, .timeout =
     ir_module_free(m);
 }
 
+/* One consumer warpgroup in each of two blocks a multiprocessor
+ * (@ph.occupancy(2): .maxnreg 128 for the block's two warpgroups): the
+ * consumers take the producer's registers, 2 * 128 - 24 = 232, where a
+ * block alone (.maxnreg 255) moves none; the executor's pool covers it. */
+Test(cpusim_ws, one_consumer_warpgroup_of_two_blocks_takes_the_producers_registers, .timeout = 300)
+{
+    for (int occupancy = 1; occupancy <= 2; occupancy++) {
+        char line[160];
+        snprintf(line, sizeof line, "@ph.occupancy(%d)\n@ph.autotune(BM=[64], BN=[128], BK=[64], NT=[128], S=[3], GM=[8], W=[1])", occupancy);
+        IrModule *m = gemm_ws(line);
+        CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+        char *ptx = NULL, err[1024];
+        cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+        if (occupancy == 2) {
+            cr_expect(strstr(ptx, ".maxnreg 128") && strstr(ptx, ".minnctapersm 2"), "two blocks of two warpgroups: 128 a thread");
+            cr_expect(strstr(ptx, "setmaxnreg.dec.sync.aligned.u32 24;") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"),
+                      "the producer keeps 24, the consumers take 232");
+            char *ir = sm90a_ir(m);
+            int bad;
+            cr_expect_eq(run_ir(m, ir, &bad, err, sizeof err), PH_OK, "%s", err);
+            cr_expect_eq(bad, 0);
+            free(ir);
+        } else {
+            cr_expect(strstr(ptx, ".maxnreg 255") && !strstr(ptx, "setmaxnreg"), "a block alone: 255 a thread, nothing to move");
+        }
+        free(ptx);
+        ir_module_free(m);
+    }
+}
+
+/* bench/attention_fused.ph's forward as two blocks a multiprocessor of a
+ * producer and one consumer warpgroup each (64-row blocks,
+ * @ph.occupancy(2), the consumers at 232 registers): the tutorial's
+ * passes, causal and not, on the executor against the interpreter, the
+ * 64 x 128 config (pick 1) at head dim 64. */
+Test(cpusim_ws, attention_forward_two_blocks_of_one_consumer_warpgroup_matches, .timeout = 1200)
+{
+    char *src = tu_read_file("bench/attention_fused.ph");
+    cr_assert_not_null(src);
+    char *stages = strstr(src, "@ph.stages(S)\n"), *lines = strstr(src, "@ph.autotune("), *key = strstr(src, "@ph.autotune_key(");
+    cr_assert(stages && lines && key && stages < lines && lines < key);
+    char path[] = "/tmp/two_blocks_XXXXXX.ph";
+    int fd = mkstemps(path, 3);
+    cr_assert(fd >= 0);
+    FILE *out = fdopen(fd, "w");
+    fprintf(out, "%.*s@ph.occupancy(2)\n", (int)(lines - src), src);
+    fprintf(out, "@ph.autotune(D=[64, 128], BR=[64], BC=[64, 128], NT=[128], S=[2], W=[1], MASKED=[1], PERSISTENT=[0])\n%s", key);
+    fclose(out);
+    free(src);
+    const char *names[] = {"D", "BR", "BC", "NT", "S", "W", "MASKED", "PERSISTENT"};
+    const int64_t values[] = {64, 64, 128, 128, 2, 1, 1, 0};
+    SemaOptions only = {.kernel = "attn_fwd", .ndefines = 8, .define_names = names, .define_values = values};
+    IrModule *m = driver_compile_file(path, &only, stderr);
+    cr_assert(m && m->nfuncs == 1);
+    CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};
+    char *ptx = NULL, err[1024];
+    cr_assert_eq(codegen_emit(m, &o, CG_EMIT_PTX, &ptx, err, sizeof err), 0, "%s", err);
+    cr_expect(strstr(ptx, ".minnctapersm 2") && strstr(ptx, "setmaxnreg.inc.sync.aligned.u32 232;"), "two blocks, the consumers at 232");
+    free(ptx);
+    ir_module_free(m);
+    attention_matches_sized(path, "sm_90a", 1, 64, 256);
+    unlink(path);
+}
+
 /* ---- planted bugs, in the LLVM IR as emitted ---- */
 
 /* The label of the basic block line p lies in (a pointer to its name). */

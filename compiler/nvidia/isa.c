@@ -110,8 +110,10 @@ static void annotate_kernel(Cg *c)
 
 /* A warp-specialized block's producer warpgroup keeps PRODUCER_REGS a
  * thread (it runs scalar loops and issues copies) and its consumers take
- * the rest, when they are whole warpgroups and at least two of them (with
- * one, the block's 255 a thread are already all a thread may have). What
+ * the rest, when they are whole warpgroups and the block's .maxnreg is
+ * below the 255 a thread may have (one consumer warpgroup of a block alone
+ * on its multiprocessor has them already; of two blocks, @ph.occupancy(2),
+ * .maxnreg 128, it takes 2 * 128 - 24 = 232). What
  * there is to share is what the block was launched with: setmaxnreg.inc
  * takes registers from a pool of the block's own that only .dec fills, and
  * waits until it has them, so consumers asking for more than the block's
@@ -127,8 +129,8 @@ enum { PRODUCER_REGS = 24 };
 static void role_registers(Cg *c, bool producer)
 {
     int T = c->T, groups = T / 128;
-    if (T % 128 || T < 256) return;
     int block = block_registers(c), budget = block * (groups + 1);   /* a thread of each warpgroup: the block's pool */
+    if (T % 128 || !groups || block >= 255) return;
     int consumer = ((budget - PRODUCER_REGS) / groups) & ~7;
     if (consumer > 256) consumer = 256;
     if (consumer <= block) return;   /* too many consumer warps for the producer's to matter */
