@@ -527,11 +527,6 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
               name, in_loop[0], in_loop[1], in_loop[2]);
 }
 
-/* Specialized dims (the default; PHOBOS_SPECIALIZED_DIMS=0 turns them
- * off): a dim named like a meta-parameter (X's D) or a literal (Y's 32) is
- * a constant in the kernel (the runtime launches a config only where they
- * hold), so the kernel never reads those dims' parameters (2 and 5: each
- * tensor's address, dim 0, dim 1); off, it reads every one. */
 /* The setp instructions of ptx whose line ends in `tail` (", 128;": a
  * comparison with that immediate). */
 static int setp_against(const char *ptx, const char *tail)
@@ -545,6 +540,11 @@ static int setp_against(const char *ptx, const char *tail)
     return n;
 }
 
+/* Specialized dims (the default; PHOBOS_SPECIALIZED_DIMS=0 turns them
+ * off): a dim named like a meta-parameter (X's D) or a literal (Y's 32) is
+ * a constant in the kernel (the runtime launches a config only where they
+ * hold), so the kernel never reads those dims' parameters (2 and 5: each
+ * tensor's address, dim 0, dim 1); off, it reads every one. */
 Test(target, specialized_dims_are_constants)
 {
     static const char *src = "import phobos.lang as ph\n"
