@@ -5,7 +5,7 @@
  * fused-attention benchmark: batch 4, 32 heads, head dim 64 and 128,
  * N_CTX 1024 to 16384, f16.
  *
- *   attention_bench [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] PROGRAM.ph
+ *   attention_bench [--short] [--d D] [--n N_CTX] [--pass fwd|bwd] [--impl NAME] [--tsv PATH] PROGRAM.ph
  *
  * --short times head dim 64 at N_CTX 1024 and 4096 only (the seed's rows);
  * --d and --n keep the grid's rows of that head dim or N_CTX (one each),
@@ -191,17 +191,19 @@ static ph_status kernel_or_pin(ph_module *m, const char *name, const char *const
 int main(int argc, char **argv)
 {
     const char *path = NULL, *impl = "phc", *tsv_path = NULL, *pins[8];
-    int short_grid = 0, only_d = 0, only_n = 0, npins = 0;
+    int short_grid = 0, only_d = 0, only_n = 0, npins = 0, only_pass = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--short")) short_grid = 1;
         else if (!strcmp(argv[i], "--pin") && i + 1 < argc && npins < 8) pins[npins++] = argv[++i];
         else if (!strcmp(argv[i], "--d") && i + 1 < argc) only_d = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--n") && i + 1 < argc) only_n = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pass") && i + 1 < argc && (!strcmp(argv[i + 1], "fwd") || !strcmp(argv[i + 1], "bwd")))
+            only_pass = !strcmp(argv[++i], "bwd");
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) impl = argv[++i];
         else if (!strcmp(argv[i], "--tsv") && i + 1 < argc) tsv_path = argv[++i];
         else if (argv[i][0] != '-' && !path) path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--short] [--d D] [--n N_CTX] [--impl NAME] [--tsv PATH] [--pin ENTRY]... PROGRAM.ph\n", argv[0]);
+            fprintf(stderr, "usage: %s [--short] [--d D] [--n N_CTX] [--pass fwd|bwd] [--impl NAME] [--tsv PATH] [--pin ENTRY]... PROGRAM.ph\n", argv[0]);
             return 2;
         }
     }
@@ -250,6 +252,7 @@ int main(int argc, char **argv)
             printf("D %d, N_CTX %d\n", s.d, s.n);
             for (int causal = 0; causal <= 1 && !broken; causal++)
                 for (int bwd = 0; bwd <= 1 && !broken; bwd++) {
+                    if (only_pass >= 0 && bwd != only_pass) continue;
                     Case c = {&a, s, causal};
                     ph_status st = time_case(b, tsv, impl, &c, bwd);
                     failed |= st != PH_OK;
