@@ -3,7 +3,11 @@ the forward is bench/attention_tuned.ph's (its configs, its softmax in
 base 2) with the softmax spelled out, so the scale goes into the
 exponential's multiply-add (exp2(s c - m), the maximum taken of the raw
 scores, which needs c > 0: 73 instructions fewer an iteration at head dim
-128), and persistent in its PERSISTENT=1 configs (docs/runtime.md); the
+128), persistent in its PERSISTENT=1 configs (docs/runtime.md), and in
+its OCC=2 configs two blocks a multiprocessor, each a producer and one
+consumer warpgroup of 64 rows, so one block's prologue and epilogue run
+beside the other's loop (head dim 64's causal forward at N_CTX 1024 11-22%
+faster on an H100, docs/performance.md "thirty-third"); the
 dK/dV kernel adds each K/V block's share of dQ = dS K into an f32
 buffer DQacc (ph.atomic_add) instead of a dQ kernel computing S and P
 again: attn_bwd_delta zeroes DQacc beside Delta, attn_bwd_dq scales it into
@@ -31,11 +35,13 @@ import phobos.lang as ph
 @ph.tensorcore
 @ph.launch(NT)
 @ph.stages(S)
-@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1], PERSISTENT=[0])
-@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1], PERSISTENT=[0])
-@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1], PERSISTENT=[0])
-@ph.autotune(D=[64], BR=[256], BC=[128], NT=[256], S=[2], W=[1], MASKED=[1], PERSISTENT=[1])
-@ph.autotune(D=[128], BR=[128], BC=[128], NT=[256], S=[3], W=[2], MASKED=[1], PERSISTENT=[1])
+@ph.occupancy(OCC)
+@ph.autotune(D=[64, 128], BR=[128, 256], BC=[64, 128], NT=[256], S=[2, 3], W=[0, 1, 2], MASKED=[1], PERSISTENT=[0], OCC=[1])
+@ph.autotune(D=[64], BR=[192], BC=[128, 192], NT=[384], S=[2, 3], W=[1, 2], MASKED=[1], PERSISTENT=[0], OCC=[1])
+@ph.autotune(D=[128], BR=[128], BC=[176], NT=[256], S=[2], W=[1, 2], MASKED=[1], PERSISTENT=[0], OCC=[1])
+@ph.autotune(D=[64], BR=[256], BC=[128], NT=[256], S=[2], W=[1], MASKED=[1], PERSISTENT=[1], OCC=[1])
+@ph.autotune(D=[128], BR=[128], BC=[128], NT=[256], S=[3], W=[2], MASKED=[1], PERSISTENT=[1], OCC=[1])
+@ph.autotune(D=[64], BR=[64], BC=[128], NT=[128], S=[2, 3], W=[1], MASKED=[1], PERSISTENT=[0], OCC=[2])
 @ph.autotune_key("causal")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):

@@ -467,7 +467,7 @@ Test(cpusim, attention_forward_persistent_q_in_a_ring_matches_on_sm90a, .timeout
     cr_assert_not_null(m);
     const IrFunc *f = NULL;
     for (int i = 0; i < m->nfuncs; i++)
-        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_256__BC_128__NT_256__S_2__W_1__MASKED_1__PERSISTENT_1")) f = m->funcs[i];
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_64__BR_256__BC_128__NT_256__S_2__W_1__MASKED_1__PERSISTENT_1__OCC_1")) f = m->funcs[i];
     cr_assert_not_null(f);
     cr_expect(copies_param(f->body, 0), "Q is not copied into a ring");
     ir_module_free(m);

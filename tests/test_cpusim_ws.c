@@ -174,27 +174,27 @@ Test(cpusim_ws, one_consumer_warpgroup_of_two_blocks_takes_the_producers_registe
 }
 
 /* bench/attention_fused.ph's forward as two blocks a multiprocessor of a
- * producer and one consumer warpgroup each (64-row blocks,
- * @ph.occupancy(2), the consumers at 232 registers): the tutorial's
- * passes, causal and not, on the executor against the interpreter, the
- * 64 x 128 config (pick 1) at head dim 64. */
+ * producer and one consumer warpgroup each (64-row blocks, OCC 2: the
+ * consumers at 232 registers), its line of those configs alone: the
+ * tutorial's passes, causal and not, on the executor against the
+ * interpreter, the 64 x 128 config (pick 1) at head dim 64. */
 Test(cpusim_ws, attention_forward_two_blocks_of_one_consumer_warpgroup_matches, .timeout = 1200)
 {
     char *src = tu_read_file("bench/attention_fused.ph");
     cr_assert_not_null(src);
-    char *stages = strstr(src, "@ph.stages(S)\n"), *lines = strstr(src, "@ph.autotune("), *key = strstr(src, "@ph.autotune_key(");
-    cr_assert(stages && lines && key && stages < lines && lines < key);
+    char *occupancy = strstr(src, "@ph.occupancy(OCC)\n"), *lines = strstr(src, "@ph.autotune("), *key = strstr(src, "@ph.autotune_key(");
+    cr_assert(occupancy && lines && key && occupancy < lines && lines < key);
     char path[] = "/tmp/two_blocks_XXXXXX.ph";
     int fd = mkstemps(path, 3);
     cr_assert(fd >= 0);
     FILE *out = fdopen(fd, "w");
-    fprintf(out, "%.*s@ph.occupancy(2)\n", (int)(lines - src), src);
-    fprintf(out, "@ph.autotune(D=[64, 128], BR=[64], BC=[64, 128], NT=[128], S=[2], W=[1], MASKED=[1], PERSISTENT=[0])\n%s", key);
+    fprintf(out, "%.*s", (int)(lines - src), src);
+    fprintf(out, "@ph.autotune(D=[64, 128], BR=[64], BC=[64, 128], NT=[128], S=[2], W=[1], MASKED=[1], PERSISTENT=[0], OCC=[2])\n%s", key);
     fclose(out);
     free(src);
-    const char *names[] = {"D", "BR", "BC", "NT", "S", "W", "MASKED", "PERSISTENT"};
-    const int64_t values[] = {64, 64, 128, 128, 2, 1, 1, 0};
-    SemaOptions only = {.kernel = "attn_fwd", .ndefines = 8, .define_names = names, .define_values = values};
+    const char *names[] = {"D", "BR", "BC", "NT", "S", "W", "MASKED", "PERSISTENT", "OCC"};
+    const int64_t values[] = {64, 64, 128, 128, 2, 1, 1, 0, 2};
+    SemaOptions only = {.kernel = "attn_fwd", .ndefines = 9, .define_names = names, .define_values = values};
     IrModule *m = driver_compile_file(path, &only, stderr);
     cr_assert(m && m->nfuncs == 1);
     CodegenOptions o = {.target = target_find("sm_90a"), .opt_level = CODEGEN_OPT_DEFAULT};

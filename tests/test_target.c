@@ -467,7 +467,7 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
     static const struct { const char *name; int full, empty; } cases[] = {
         {"attn_bwd_dkdv__D_64__BR_64__BC_64__NT_128__W_1", 1, 128},
         {"attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1", 1, 256},
-        {"attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1__PERSISTENT_0", 1, 12},
+        {"attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1__PERSISTENT_0__OCC_1", 1, 12},
     };
     for (int i = 0; i < 3; i++) {
         IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
