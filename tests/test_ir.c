@@ -62,6 +62,30 @@ Test(ir_text, round_trip_atomic_add)
     free(printed);
     free(text);
 }
+/* an add the producer issues (ADD_BY_PRODUCER, warp_specialize.c) says so
+ * after its value, and only an atomic add takes the flag */
+Test(ir_text, an_add_by_the_producer_round_trips)
+{
+    const char *text = "func k kernel k threads 128\n"
+                       "    params(A: f32[M, N]) {\n"
+                       "  %1 = const 0 : i32\n"
+                       "  %2 = const 1.0 : f32\n"
+                       "  %3 = splat %2 : f32[16, 16]\n"
+                       "  atomic_add A[%1, %1], %3 by_producer\n"
+                       "  return\n"
+                       "}\n";
+    IrModule *m = parse_ok(text);
+    char err[512];
+    cr_assert_eq(ir_verify(m->funcs[0], err, sizeof err), 0, "%s", err);
+    IrOp *add = m->funcs[0]->body->ops[3];
+    cr_assert(add->kind == OP_ATOMIC_ADD && add->flags == ADD_BY_PRODUCER);
+    char *printed = tu_ir_text(m);
+    cr_assert_str_eq(printed, text);
+    add->kind = OP_STORE;   /* a store with the flag is refused */
+    cr_assert_neq(ir_verify(m->funcs[0], err, sizeof err), 0);
+    free(printed);
+    ir_module_free(m);
+}
 /* gathers and scatters print as loads and stores do; licm moves a gather
  * only out of a loop that cannot change what it reads */
 Test(ir_text, round_trip_gather_scatter)

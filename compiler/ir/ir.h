@@ -99,6 +99,12 @@ enum { WAIT_SLOTS_RELEASED = 1, WAIT_AFTER_WORK = 2 };
  * the value's type and shape; an element is written only where it is true
  * (and, as always, only inside the tensor). */
 enum { STORE_MASKED = 1 };
+/* ADD_BY_PRODUCER (OP_ATOMIC_ADD): a target's warp-specialization pass
+ * found the producer can issue this add (its window's starts are values
+ * the producer computes): the consumers stage the tile and the producer
+ * adds it (the code generator's business; the add means what it always
+ * does). */
+enum { ADD_BY_PRODUCER = 2 };
 
 /* Limits every layer shares. IR_MAX_RINGS: the verifier refuses a ring
  * number (OP_COPY_ASYNC's axis) at or past it, the async pass makes no
@@ -118,7 +124,7 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC, DOT_ISSUED; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_WAIT_DOTS: WAIT_AFTER_WORK; OP_STORE: STORE_MASKED */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC, DOT_ISSUED; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_WAIT_DOTS: WAIT_AFTER_WORK; OP_STORE: STORE_MASKED; OP_ATOMIC_ADD: ADD_BY_PRODUCER */
     int window_axes;       /* OP_LOAD, OP_STORE, OP_ATOMIC_ADD of a tensor of rank 3 or 4: the bitmask of the
                             * one or two tensor axes the tile's axes run along, in order (the others are
                             * indexed by their start alone); 0 for ranks 1 and 2 (the tile has every axis) */

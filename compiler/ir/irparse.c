@@ -563,6 +563,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
             apush(ps, &args, value);
             on.flags |= STORE_MASKED;
         }
+        if (on.kind == OP_ATOMIC_ADD && accept_word(ps, "by_producer")) on.flags |= ADD_BY_PRODUCER;
         if (on.kind == OP_COPY_ASYNC) {
             expect_word(ps, "ring");
             axis = (int)integer(ps, 0, INT32_MAX, "a ring number");

@@ -274,6 +274,7 @@ static void print_operands(Printer *p, const IrOp *op)
             fputs(" mask ", p->out);
             print_value(p, ir_store_mask(op));
         }
+        if (op->kind == OP_ATOMIC_ADD && (op->flags & ADD_BY_PRODUCER)) fputs(" by_producer", p->out);
         if (op->kind == OP_COPY_ASYNC) fprintf(p->out, " ring %d stages %lld", op->axis, (long long)op->ival);
         if (op->window_axes) {
             fputs(" axes", p->out);

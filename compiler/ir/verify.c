@@ -276,7 +276,7 @@ static bool check_memory(Verifier *v, const IrOp *op)
     int wrank = p->rank <= 2 ? p->rank : __builtin_popcount((unsigned)op->window_axes);
     if (w.dt != p->dt || w.rank != wrank)
         return bad(v, op, "window %s does not match tensor '%s' (%s, rank %d)", tstr(w, b1), p->name, ir_dtype_name(p->dt), wrank);
-    if (op->flags & ~(op->kind == OP_STORE ? STORE_MASKED : 0)) return bad(v, op, "has flags %d it does not take", op->flags);
+    if (op->flags & ~(op->kind == OP_STORE ? STORE_MASKED : op->kind == OP_ATOMIC_ADD ? ADD_BY_PRODUCER : 0)) return bad(v, op, "has flags %d it does not take", op->flags);
     ValueId mask = ir_store_mask(op);
     IrType m = mask ? ty(v, mask) : w;
     if (mask && (m.dt != DT_BOOL || !same_shape(m, w)))
