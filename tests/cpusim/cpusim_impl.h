@@ -138,7 +138,7 @@ struct cpusim {
 typedef enum { TH_READY, TH_BARRIER, TH_WARP, TH_MBARRIER, TH_EXITED } ThreadState;
 
 /* mbarriers a block may use at once (the code generator's take 8) */
-#define MAX_MBARRIERS 16
+#define MAX_MBARRIERS 32
 #define MAX_NAMED_BARRIERS 16   /* bar.sync and bar.arrive ids 0 to 15 */
 
 /* A cp.async in flight: its source was read at issue (the GPU reads it

@@ -122,6 +122,20 @@ void order_named_arrive(Launch *L, int t, uint32_t id, uint32_t count)
     }
 }
 
+/* The exited threads of warp w where its other threads wait at named
+ * barrier id: the barrier waits for a warp's threads that have not exited
+ * and counts the warp's arrival whole (PTX's barrier), so a warp of one
+ * running thread (a producer's) arrives as 32. */
+static int warp_exited_beside(Launch *L, int w, uint32_t id)
+{
+    int waiting = 0, exited = 0;
+    for (int t = w * 32; t < w * 32 + 32 && t < L->T; t++) {
+        waiting += L->th[t].st == TH_BARRIER && L->th[t].bar_id == id;
+        exited += L->th[t].st == TH_EXITED;
+    }
+    return waiting ? exited : 0;
+}
+
 /* Ends named barrier id where count threads wait at it or arrived at it
  * (bar.arrive) since it last ended: each waiting thread takes in the
  * others' clocks. True when one ended. */
@@ -134,6 +148,8 @@ bool release_named_barriers(Launch *L)
         uint32_t count = 0;
         for (int t = 0; t < L->T; t++)
             if (L->th[t].st == TH_BARRIER && L->th[t].bar_id == id) n++, count = L->th[t].bar_count;
+        for (int w = 0; n && w * 32 < L->T; w++)   /* a warp arrives whole: its exited threads with it */
+            n += warp_exited_beside(L, w, id);
         if (n && L->bar_arrived[id] && L->bar_arrive_count[id] != count) {
             launch_fail(L, "block (%u, %u, %u): named barrier %u waited for with a count of %u, arrived at with %u", L->block[0],
                         L->block[1], L->block[2], id, count, L->bar_arrive_count[id]);
