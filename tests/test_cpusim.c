@@ -333,6 +333,21 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
     unsetenv("PHOBOS_BULK_ADD");
 }
 
+/* PHOBOS_PRODUCER_ADDS=1: the fused backward's dQ share staged by the
+ * consumers and added by the producer's thread (cg_store.c), at the dK/dV
+ * picks of both head dims (a producer and two consumer warpgroups). The
+ * executor reads a bulk add's bytes at its thread's wait, as late as the
+ * GPU may, so consumers writing the slot before the producer gave it back
+ * show as wrong sums or a race; a hand-over the producer never sees, as a
+ * deadlock. */
+Test(cpusim, fused_attention_with_the_producers_adds_matches_on_sm90a, .timeout = 1200)
+{
+    setenv("PHOBOS_PRODUCER_ADDS", "1", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    unsetenv("PHOBOS_PRODUCER_ADDS");
+}
+
 /* The fused backward's L and Delta columns through rings of their own
  * (async.c, the default), each thread reading its columns of S^T straight
  * from the slot: with a producer warp (bench picks 7 at head dim 128, 15

@@ -116,6 +116,12 @@ typedef struct {
      * (cg_store.c bulk_adds_enter_loop) */
     struct { const IrOp *op; int buf; LLVMValueRef slot; } loop_adds[4];
     int nloop_adds;
+    /* the adds a warp-specialized kernel's producer issues (ADD_BY_PRODUCER,
+     * cg_store.c producer_adds_begin): each one's staging slots (a buffer
+     * of the whole kernel, its mbarriers at the end), the slot the next add
+     * takes and, in each consumer, the parities of the slots' next waits */
+    struct { const IrOp *op; int buf, slots; LLVMValueRef turn, phases; } producer_adds[4];
+    int nproducer_adds;
     /* the innermost for being emitted: its body, counter, first value and
      * step (an op directly in the body runs once an iteration: the scratch
      * taken in turns by the iteration's parity, dot_wgmma.c) */
@@ -138,6 +144,8 @@ LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t);
  * waited for. Enter returns the mark that leave takes. */
 int bulk_adds_enter_loop(Cg *c, const IrBlock *body);
 void bulk_adds_leave_loop(Cg *c, int mark);
+void producer_adds_begin(Cg *c);
+void producer_adds_end(Cg *c);
 
 /* Runs what follows only where cond holds (cond NULL: always). */
 typedef struct { LLVMBasicBlockRef done; } Guard;

@@ -350,8 +350,9 @@ static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
 
 /* The fallback of a bulk add: the R x C floats of the scratch at base
  * (rows pitch bytes apart) added element by element, thread t taking
- * elements t, t + T, ... in a loop (rare: the registers are free by now). */
-static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch)
+ * elements t, t + T, ... in a loop (rare: the registers are free by now;
+ * `one_thread`: all of them by this thread, a producer's). */
+static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch, bool one_thread)
 {
     LLVMBuilderRef B = c->b;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), head = new_bb(c, "adsh"), body = new_bb(c, "adsb"), out = new_bb(c, "adse");
@@ -368,10 +369,10 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
     LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, LLVMBuildGEP2(B, c->tf32, c->tensor_ptr[op->param], &off, 1, ""), v,
                        LLVMAtomicOrderingMonotonic, 0);
     guard_end(c, g);
-    LLVMValueRef next = add(c, i, i32c(c, c->T));
+    LLVMValueRef next = add(c, i, i32c(c, one_thread ? 1 : c->T));
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(B);
     LLVMBuildBr(B, head);
-    LLVMValueRef vals[2] = {c->tid, next};
+    LLVMValueRef vals[2] = {one_thread ? i32c(c, 0) : c->tid, next};
     LLVMBasicBlockRef from[2] = {pre, latch};
     LLVMAddIncoming(i, vals, from, 2);
     LLVMPositionBuilderAtEnd(B, out);
@@ -386,10 +387,12 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
  * four floats, two wavefronts where one would do, else pairs, four. */
 static int64_t bulk_pitch(int C) { return (int64_t)C * 4; }
 
+static int producer_add_of(const Cg *c, const IrOp *op);
+
 /* Whether op is an atomic add that goes through the bulk adds. */
 static bool adds_in_bulk(Cg *c, const IrOp *op)
 {
-    if (op->kind != OP_ATOMIC_ADD || ir_store_mask(op)) return false;
+    if (op->kind != OP_ATOMIC_ADD || ir_store_mask(op) || c->role == CG_PRODUCER || producer_add_of(c, op) >= 0) return false;
     ValueId val = op->args[op->nargs - 1];
     return is_tile(c, val) && bulk_add_pays(c, op, reg_layout(c, val), c->f->params[op->param].dt);
 }
@@ -451,6 +454,65 @@ static void write_bulk_scratch(Cg *c, const Slots *s, LLVMValueRef base, int64_t
     free(partner);
 }
 
+/* The bulk adds of the R x C floats at scratch offset base (rows
+ * bulk_pitch apart) into op's window, whose rows are whole 16-byte chunks
+ * inside the tensor's columns: a window of whole rows of the tensor, all
+ * inside, in one add (thread 0's, the same thread each turn, so its waits
+ * cover its earlier adds); any other a row each, each row inside the
+ * tensor by one thread (thread t row t, t + T, ...; `one_thread`: all by
+ * this thread, a producer's, in a loop). */
+static void issue_bulk_adds(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, bool one_thread)
+{
+    LLVMBuilderRef B = c->b;
+    int64_t pitch = bulk_pitch(C);
+    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
+    LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
+    LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
+    LLVMValueRef tensor = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
+    LLVMValueRef rows_whole = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, c0, LLVMConstInt(c->ti64, 0, 0), ""),
+                                           LLVMBuildICmp(B, LLVMIntEQ, d1, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), "");
+    rows_whole = LLVMBuildAnd(B, rows_whole, window_axis_inside(c, op, 0, R), "");
+    LLVMBasicBlockRef one = new_bb(c, "addo"), each = new_bb(c, "addp"), done = new_bb(c, "addi");
+    LLVMBuildCondBr(B, rows_whole, one, each);
+    LLVMPositionBuilderAtEnd(B, one);
+    Guard g0 = guard_begin(c, one_thread ? NULL : LLVMBuildICmp(B, LLVMIntEQ, c->tid, i32c(c, 0), ""));
+    LLVMValueRef first = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, LLVMBuildMul(B, r0, d1, ""), LLVMConstInt(c->ti64, 2, 0), ""), "");
+    c->target->bulk_add->add_f32(c, first, base, R * C * 4);
+    guard_end(c, g0);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, each);
+    LLVMBasicBlockRef pre = each, head = NULL, latch = NULL;
+    LLVMValueRef i = NULL;
+    if (one_thread) {   /* row i, i = 0 .. R - 1 */
+        head = new_bb(c, "addrow");
+        LLVMBuildBr(B, head);
+        LLVMPositionBuilderAtEnd(B, head);
+        i = LLVMBuildPhi(B, c->ti32, "");
+    }
+    for (int i0 = 0; i0 < (one_thread ? 1 : R); i0 += c->T) {
+        LLVMValueRef row = one_thread ? i : add(c, c->tid, i32c(c, i0));
+        LLVMValueRef grow = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
+        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, row, i32c(c, R), ""),
+                                        LLVMBuildICmp(B, LLVMIntULT, grow, d0, ""), "");
+        Guard g = guard_begin(c, inb);
+        LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, grow, d1, ""), c0, "");
+        LLVMValueRef gat = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
+        c->target->bulk_add->add_f32(c, gat, add(c, base, mul(c, row, pitch)), C * 4);
+        guard_end(c, g);
+    }
+    if (one_thread) {
+        LLVMValueRef next = add(c, i, i32c(c, 1));
+        latch = LLVMGetInsertBlock(B);
+        LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntULT, next, i32c(c, R), ""), head, done);
+        LLVMValueRef vals[2] = {i32c(c, 0), next};
+        LLVMBasicBlockRef from[2] = {pre, latch};
+        LLVMAddIncoming(i, vals, from, 2);
+    } else {
+        LLVMBuildBr(B, done);
+    }
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 /* The bulk add: s (an MMA layout) written to a scratch buffer (rows
  * bulk_pitch apart; in a loop, the slot of this iteration), made visible
  * to the copy engine (fence, the plan's barrier), and added by the copy
@@ -485,49 +547,129 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     if (turn >= 0) c->target->bulk_add->wait_reads(c);
     smem_access(c, buf, false);
     c->bulk_adds = true;
-    LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
-    LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
-    LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
     LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
     LLVMBasicBlockRef bulk = new_bb(c, "addb"), regs = new_bb(c, "addr"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, whole, bulk, regs);
     LLVMPositionBuilderAtEnd(B, bulk);
-    LLVMValueRef tensor = LLVMBuildPtrToInt(B, c->tensor_ptr[op->param], c->ti64, "");
-    /* whole rows of the tensor, all inside: one add from thread 0 (the
-     * same thread each turn, so its waits cover its earlier adds) */
-    LLVMValueRef rows_whole = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, c0, LLVMConstInt(c->ti64, 0, 0), ""),
-                                           LLVMBuildICmp(B, LLVMIntEQ, d1, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), "");
-    rows_whole = LLVMBuildAnd(B, rows_whole, window_axis_inside(c, op, 0, R), "");
-    LLVMBasicBlockRef one = new_bb(c, "addo"), each = new_bb(c, "addp");
-    LLVMBuildCondBr(B, rows_whole, one, each);
-    LLVMPositionBuilderAtEnd(B, one);
-    Guard g0 = guard_begin(c, LLVMBuildICmp(B, LLVMIntEQ, c->tid, i32c(c, 0), ""));
-    LLVMValueRef first = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, LLVMBuildMul(B, r0, d1, ""), LLVMConstInt(c->ti64, 2, 0), ""), "");
-    c->target->bulk_add->add_f32(c, first, base, R * C * 4);
-    guard_end(c, g0);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, each);
-    for (int i0 = 0; i0 < R; i0 += c->T) {   /* thread t adds row i0 + t */
-        LLVMValueRef row = add(c, c->tid, i32c(c, i0));
-        LLVMValueRef grow = LLVMBuildAdd(B, r0, LLVMBuildZExt(B, row, c->ti64, ""), "");
-        LLVMValueRef inb = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntULT, row, i32c(c, R), ""),
-                                        LLVMBuildICmp(B, LLVMIntULT, grow, d0, ""), "");
-        Guard g = guard_begin(c, inb);
-        LLVMValueRef elem = LLVMBuildAdd(B, LLVMBuildMul(B, grow, d1, ""), c0, "");
-        LLVMValueRef gat = LLVMBuildAdd(B, tensor, LLVMBuildShl(B, elem, LLVMConstInt(c->ti64, 2, 0), ""), "");
-        c->target->bulk_add->add_f32(c, gat, add(c, base, mul(c, row, pitch)), C * 4);
-        guard_end(c, g);
-    }
+    issue_bulk_adds(c, op, base, R, C, false);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, regs);
-    adds_from_scratch(c, op, base, R, C, pitch);
+    adds_from_scratch(c, op, base, R, C, pitch, false);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
     if (turn < 0) c->target->bulk_add->wait_reads(c);
 }
 
+/* ---- adds the producer issues (ADD_BY_PRODUCER: warp-specialized) ----
+ * The consumers write the tile into a staging slot (rows bulk_pitch apart,
+ * as a bulk add's scratch), hand it over and go on; the producer's thread
+ * takes it, adds it by the copy engine and, once the engine has read it,
+ * gives it back. No consumer waits for another or for the engine, and the
+ * adds' address arithmetic is the producer's. A slot's bytes are the same
+ * in both roles and the whole kernel's (allocated before the roles part,
+ * accessed at the start and after everything, as the copy engine's
+ * mbarriers are), and its mbarrier follows it. A window whose rows are
+ * not whole 16-byte chunks inside the tensor's columns the producer adds
+ * element by element from the slot (rare: a misaligned tensor). */
+
+/* The add's entry in c->producer_adds, or -1. */
+static int producer_add_of(const Cg *c, const IrOp *op)
+{
+    for (int i = 0; i < c->nproducer_adds; i++)
+        if (c->producer_adds[i].op == op) return i;
+    return -1;
+}
+
+static void find_producer_adds(Cg *c, const IrBlock *b)
+{
+    int most = (int)(sizeof c->producer_adds / sizeof c->producer_adds[0]);
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        find_producer_adds(c, op->body);
+        find_producer_adds(c, op->els);
+        if (op->kind != OP_ATOMIC_ADD || !(op->flags & ADD_BY_PRODUCER) || c->nproducer_adds == most) continue;
+        ValueId val = op->args[op->nargs - 1];
+        DType dt = c->f->params[op->param].dt;
+        if (!is_tile(c, val) || dt != DT_F32 || !staging_pays(reg_layout(c, val), dt)) continue;
+        const Layout *l = reg_layout(c, val);
+        int k = c->nproducer_adds++;
+        c->producer_adds[k].op = op;
+        c->producer_adds[k].slots = 1;
+        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * bulk_pitch(l->cols) + 8);
+        c->producer_adds[k].phases = entry_alloca(c, c->ti32);
+        LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phases);   /* a fresh slot's wait passes */
+    }
+}
+
+/* Before the roles part: the staging slots of the adds the producer
+ * issues, their mbarriers initialized, behind a block barrier. */
+void producer_adds_begin(Cg *c)
+{
+    c->nproducer_adds = 0;
+    const BulkAddEngine *e = c->target->bulk_add;
+    if (!c->f->producer || !e || !e->slot_init) return;
+    find_producer_adds(c, c->f->body);
+    if (!c->nproducer_adds) return;
+    Guard g = guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), ""));
+    for (int k = 0; k < c->nproducer_adds; k++) {
+        const Layout *l = reg_layout(c, c->producer_adds[k].op->args[c->producer_adds[k].op->nargs - 1]);
+        int buf = c->producer_adds[k].buf;
+        smem_access(c, buf, true);
+        e->slot_init(c, i32c(c, smem_offset(c, buf) + l->rows * bulk_pitch(l->cols)));
+    }
+    guard_end(c, g);
+    smem_fixed_barrier(c);
+}
+
+/* After everything: the slots' last access (the producer may read one
+ * while the consumers run their epilogue). */
+void producer_adds_end(Cg *c)
+{
+    for (int k = 0; k < c->nproducer_adds; k++) smem_access(c, c->producer_adds[k].buf, false);
+}
+
+static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
+{
+    LLVMBuilderRef B = c->b;
+    const BulkAddEngine *e = c->target->bulk_add;
+    ValueId val = op->args[op->nargs - 1];
+    const Layout *l = reg_layout(c, val);
+    int R = l->rows, C = l->cols;
+    int64_t pitch = bulk_pitch(C);
+    LLVMValueRef base = i32c(c, smem_offset(c, c->producer_adds[k].buf));
+    LLVMValueRef free_at = i32c(c, smem_offset(c, c->producer_adds[k].buf) + R * pitch);
+    if (c->role != CG_PRODUCER) {
+        Slots s = cg_get(c, val, l);
+        LLVMValueRef parity = LLVMBuildLoad2(B, c->ti32, c->producer_adds[k].phases, "");
+        LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phases);
+        e->wait_free(c, free_at, parity);
+        write_bulk_scratch(c, &s, base, pitch);
+        e->hand_over(c, 0);
+        return;
+    }
+    e->take(c, 0);
+    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
+    LLVMBasicBlockRef bulk = new_bb(c, "addb"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
+    LLVMBuildCondBr(B, whole, bulk, elems);
+    LLVMPositionBuilderAtEnd(B, bulk);
+    issue_bulk_adds(c, op, base, R, C, true);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, elems);
+    adds_from_scratch(c, op, base, R, C, pitch, true);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+    e->give_back(c, free_at);
+    c->bulk_adds = true;
+}
+
 static void write_window(Cg *c, const IrOp *op, bool atomic)
 {
+    int by_producer = atomic ? producer_add_of(c, op) : -1;
+    if (by_producer >= 0) {
+        atomic_add_by_producer(c, op, by_producer);
+        return;
+    }
+    if (c->role == CG_PRODUCER) return;   /* an add the consumers make from their registers */
     ValueId val = op->args[op->nargs - 1];
     if (!is_tile(c, val)) {
         /* a scalar written to a one-element window (sema broadcasts tiles) */

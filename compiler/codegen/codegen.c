@@ -277,6 +277,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_SPECIALIZED_DIMS", /* codegen.c */
     "PHOBOS_WINDOW_DIVISIONS", /* irutil.c: the async pass */
     "PHOBOS_PRODUCER_REGS", /* isa.c */
+    "PHOBOS_PRODUCER_ADDS", /* warp_specialize.c, cg_store.c */
     NULL,
 };
 
@@ -288,6 +289,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->exit_bb = new_bb(c, "exit");
     c->bulk_adds = false;
     c->nloop_adds = 0;
+    c->nproducer_adds = 0;
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);
@@ -300,6 +302,7 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->role = CG_ALL;
     if (c->target->copy->begin && has_rings(f->body)) c->target->copy->begin(c);
     if (f->producer_threads) {
+        producer_adds_begin(c);
         emit_roles(c, f);
     } else {
         emit_block(c, f->body, NULL, NULL);
@@ -310,6 +313,7 @@ static void emit_body(Cg *c, const IrFunc *f)
      * after mbarrier.inval, and a warp-specialized producer may still wait on them while the
      * consumers run the code after their loops. This access, after everything, is their last. */
     if (c->copy_buf >= 0) smem_access(c, c->copy_buf, false);
+    producer_adds_end(c);
     c->role = CG_ALL;
     if (c->bulk_adds) {   /* the adds land before the block's end */
         LLVMPositionBuilderBefore(c->b, LLVMGetBasicBlockTerminator(c->exit_bb));

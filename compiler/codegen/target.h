@@ -84,6 +84,21 @@ typedef struct BulkAddEngine {
     void (*wait_reads)(Cg *c);
     /* at the kernel's exit: every add the thread issued has landed */
     void (*drain)(Cg *c);
+    /* A warp-specialized kernel's adds by its producer (ADD_BY_PRODUCER):
+     * staging slot `slot` handed from the consumers to the producer's one
+     * thread and back; `free_at` is the slot's 8 bytes of shared memory
+     * (an i32 offset) that say it may be written again. NULL: none. */
+    /* by thread 0 before the block's first barrier */
+    void (*slot_init)(Cg *c, LLVMValueRef free_at);
+    /* a consumer: the producer gave the slot back for the phase of parity
+     * `parity` (i32 0 or 1; a fresh slot's parity 1 passes at once) */
+    void (*wait_free)(Cg *c, LLVMValueRef free_at, LLVMValueRef parity);
+    /* a consumer, after its stores into the slot: they are the engine's to read */
+    void (*hand_over)(Cg *c, int slot);
+    /* the producer: every consumer handed the slot over */
+    void (*take)(Cg *c, int slot);
+    /* the producer, after its adds from the slot: once they read it, free */
+    void (*give_back)(Cg *c, LLVMValueRef free_at);
 } BulkAddEngine;
 
 /* An IR pass a target adds after the standard pipeline (a Hopper

@@ -47,7 +47,56 @@ static void bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, 
     ptx_bulk_add_f32(c, global_at, ptx_shared_address(c, smem_byte_ptr(c, shared_at)), bytes);
 }
 
-static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_wait_reads, ptx_bulk_drain};
+/* The producer's adds: a slot is handed over through named barrier
+ * STAGE_BARRIER + slot (the consumers arrive, the producer's thread waits:
+ * its warp counts as 32 threads, the rest of which have exited), so no
+ * consumer waits for another; it comes back through an mbarrier of one
+ * arrival, the producer's, which each consumer waits for on its own.
+ * Barriers 0 and 1 are the block's and the consumers', 2 to 4 the
+ * warpgroups' turns (isa.c). */
+enum { STAGE_BARRIER = 8 };
+
+static LLVMValueRef shared_at(Cg *c, LLVMValueRef offset) { return ptx_shared_address(c, smem_byte_ptr(c, offset)); }
+
+static void stage_slot_init(Cg *c, LLVMValueRef free_at)
+{
+    LLVMTypeRef pts[2] = {c->tptr3, c->ti32};
+    LLVMValueRef args[2] = {smem_byte_ptr(c, free_at), i32c(c, 1)};
+    cg_call(c, "llvm.nvvm.mbarrier.init.shared", c->tvoid, 2, pts, args);
+    ptx_fence_mbarrier_init(c);
+}
+
+static void stage_wait_free(Cg *c, LLVMValueRef free_at, LLVMValueRef parity)
+{
+    LLVMBasicBlockRef spin = new_bb(c, "stwait"), done = new_bb(c, "stfree");
+    LLVMBuildBr(c->b, spin);
+    LLVMPositionBuilderAtEnd(c->b, spin);
+    LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, shared_at(c, free_at), parity), done, spin);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
+static void stage_hand_over(Cg *c, int slot)
+{
+    ptx_fence_proxy_async(c);
+    ptx_barrier_arrive(c, i32c(c, STAGE_BARRIER + slot), c->T + 32);
+}
+
+static void stage_take(Cg *c, int slot)
+{
+    LLVMTypeRef pts[2] = {c->ti32, c->ti32};
+    LLVMValueRef args[2] = {i32c(c, STAGE_BARRIER + slot), i32c(c, c->T + 32)};
+    cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
+}
+
+static void stage_give_back(Cg *c, LLVMValueRef free_at)
+{
+    ptx_bulk_wait_reads(c);
+    LLVMValueRef bar = smem_byte_ptr(c, free_at);
+    cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
+}
+
+static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_wait_reads, ptx_bulk_drain,
+                                              stage_slot_init, stage_wait_free, stage_hand_over, stage_take, stage_give_back};
 
 /* Hopper with its own instructions (wgmma, which needs the "a" target):
  * the dots wgmma takes on it, the rest as on sm_90. */

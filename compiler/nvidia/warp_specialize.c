@@ -26,7 +26,13 @@
  * such a block. A kernel that then does not follow the protocol gets its
  * IR back as it was. Everything the copies' windows and slots, and the conditions of
  * early returns, depend on is scalar control flow and scalar arithmetic,
- * which the producer runs itself (no while holds a copy or a return). */
+ * which the producer runs itself (no while holds a copy or a return).
+ * With PHOBOS_PRODUCER_ADDS=1 the producer also gets the atomic adds of
+ * f32 tiles into rank-2 tensors outside whiles whose window starts it
+ * computes, flagged ADD_BY_PRODUCER: the consumers stage such a tile in
+ * shared memory and the producer adds it (cg_store.c), so the adds'
+ * address arithmetic and the wait for the copy engine's reads leave the
+ * consumers' path. */
 #include "codegen/dot.h"
 #include "ir/irutil.h"
 #include "nvidia/targets.h"
@@ -54,9 +60,28 @@ static bool matters(const IrBlock *b)
     for (int i = 0; i < b->nops; i++) {
         const IrOp *op = b->ops[i];
         if (op->kind == OP_COPY_ASYNC || op->kind == OP_COMMIT_ASYNC || op->kind == OP_RETURN) return true;
+        if (op->kind == OP_ATOMIC_ADD && (op->flags & ADD_BY_PRODUCER)) return true;
         if ((op->body && matters(op->body)) || (op->els && matters(op->els))) return true;
     }
     return false;
+}
+
+/* The adds the producer may take (ADD_BY_PRODUCER, set or cleared in b
+ * and below): f32 tiles into rank-2 tensors, outside whiles (whose
+ * trip counts the producer does not follow). */
+static void mark_producer_adds(IrFunc *f, IrBlock *b, bool on)
+{
+    for (int i = 0; i < b->nops; i++) {
+        IrOp *op = b->ops[i];
+        if (op->kind == OP_ATOMIC_ADD) {
+            IrType t = ir_vtype(f, op->args[op->nargs - 1]);
+            bool fits = t.rank == 2 && t.dt == DT_F32 && f->params[op->param].rank == 2;
+            op->flags = on && fits ? op->flags | ADD_BY_PRODUCER : op->flags & ~ADD_BY_PRODUCER;
+        }
+        if (op->kind == OP_WHILE) continue;
+        if (op->body) mark_producer_adds(f, op->body, on);
+        if (op->els) mark_producer_adds(f, op->els, on);
+    }
 }
 
 /* Groups and waits as the protocol wants them, in b and below. */
@@ -376,6 +401,10 @@ static IrBlock *producer_block(Ws *w, const IrBlock *b, const IrOp *parent, cons
                 if (keep[j]) args[na++] = op->args[j];
             n = shell(w->f, op, na, args, 0, NULL);
             free(args);
+        } else if (op->kind == OP_ATOMIC_ADD && (op->flags & ADD_BY_PRODUCER)) {
+            /* the producer needs the window's starts; the tile is the consumers' */
+            if (all_had(w, op, 0, op->nargs - 1)) n = (IrOp *)op;
+            else ((IrOp *)op)->flags &= ~ADD_BY_PRODUCER;
         } else if (op->kind == OP_COPY_ASYNC || op->kind == OP_COMMIT_ASYNC || op->kind == OP_RETURN) {
             if (!all_had(w, op, 0, op->nargs)) w->ok = false;
             n = (IrOp *)op;
@@ -406,9 +435,14 @@ void warp_specialize(IrFunc *f)
         remove_releases(&r);
         return;
     }
+    mark_producer_adds(f, f->body, env_switch("PHOBOS_PRODUCER_ADDS", false));
     Ws w = {f, xcalloc((size_t)f->nvalues + 1, sizeof(bool)), true};
     IrBlock *p = producer_block(&w, f->body, NULL, NULL);
-    if (w.ok) f->producer = p;
-    else remove_releases(&r);
+    if (w.ok) {
+        f->producer = p;
+    } else {
+        remove_releases(&r);
+        mark_producer_adds(f, f->body, false);
+    }
     free(w.have);
 }
