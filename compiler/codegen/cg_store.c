@@ -644,10 +644,10 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
         LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phases);
         e->wait_free(c, free_at, parity);
         write_bulk_scratch(c, &s, base, pitch);
-        e->hand_over(c, 0);
+        e->hand_over(c, k);
         return;
     }
-    e->take(c, 0);
+    e->take(c, k);
     LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
     LLVMBasicBlockRef bulk = new_bb(c, "addb"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, whole, bulk, elems);
