@@ -335,8 +335,8 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
 
 /* PHOBOS_PRODUCER_ADDS=1: the fused backward's dQ share staged by the
  * consumers and added by the producer's thread (cg_store.c), at the dK/dV
- * picks of both head dims (a producer and two consumer warpgroups), and
- * with the slot's rows padded (PHOBOS_STAGE_PADDED=1). The executor reads a bulk add's bytes at its thread's wait, as late as the
+ * picks of both head dims (a producer and two consumer warpgroups). The
+ * executor reads a bulk add's bytes at its thread's wait, as late as the
  * GPU may, so consumers writing the slot before the producer gave it back
  * show as wrong sums or a race; a hand-over the producer never sees, as a
  * deadlock. */
@@ -345,9 +345,6 @@ Test(cpusim, fused_attention_with_the_producers_adds_matches_on_sm90a, .timeout 
     setenv("PHOBOS_PRODUCER_ADDS", "1", 1);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
-    setenv("PHOBOS_STAGE_PADDED", "1", 1);   /* padded rows, added a row at a time */
-    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
-    unsetenv("PHOBOS_STAGE_PADDED");
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 

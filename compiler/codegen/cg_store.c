@@ -434,10 +434,10 @@ void bulk_adds_leave_loop(Cg *c, int mark)
 
 /* s (an MMA layout) written to the bulk add's scratch at base, rows
  * pitch bytes apart. */
-static void write_bulk_scratch(Cg *c, const Slots *s, LLVMValueRef base, int64_t pitch, bool exchange)
+static void write_bulk_scratch(Cg *c, const Slots *s, LLVMValueRef base, int64_t pitch)
 {
     LLVMBuilderRef B = c->b;
-    int *partner = exchange && exchange_on() ? exchange_partners(c, s) : NULL;
+    int *partner = exchange_on() ? exchange_partners(c, s) : NULL;
     LLVMValueRef odd = LLVMBuildICmp(B, LLVMIntNE, LLVMBuildAnd(B, c->lane, i32c(c, 1), ""), i32c(c, 0), "");
     for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
         if (partner && partner[k] < 0) continue;
@@ -461,9 +461,10 @@ static void write_bulk_scratch(Cg *c, const Slots *s, LLVMValueRef base, int64_t
  * cover its earlier adds); any other a row each, each row inside the
  * tensor by one thread (thread t row t, t + T, ...; `one_thread`: all by
  * this thread, a producer's, in a loop). */
-static void issue_bulk_adds(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch, bool one_thread)
+static void issue_bulk_adds(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, bool one_thread)
 {
     LLVMBuilderRef B = c->b;
+    int64_t pitch = bulk_pitch(C);
     LLVMValueRef d0 = c->tensor_dim0[op->param], d1 = c->tensor_dim1[op->param];
     LLVMValueRef r0 = LLVMBuildSExt(B, c->vals[op->args[0]].v[0], c->ti64, "");
     LLVMValueRef c0 = LLVMBuildSExt(B, c->vals[op->args[1]].v[0], c->ti64, "");
@@ -471,7 +472,6 @@ static void issue_bulk_adds(Cg *c, const IrOp *op, LLVMValueRef base, int R, int
     LLVMValueRef rows_whole = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntEQ, c0, LLVMConstInt(c->ti64, 0, 0), ""),
                                            LLVMBuildICmp(B, LLVMIntEQ, d1, LLVMConstInt(c->ti64, (unsigned long long)C, 0), ""), "");
     rows_whole = LLVMBuildAnd(B, rows_whole, window_axis_inside(c, op, 0, R), "");
-    if (pitch != bulk_pitch(C)) rows_whole = LLVMConstInt(c->ti1, 0, 0);   /* padded rows: not one range */
     LLVMBasicBlockRef one = new_bb(c, "addo"), each = new_bb(c, "addp"), done = new_bb(c, "addi");
     LLVMBuildCondBr(B, rows_whole, one, each);
     LLVMPositionBuilderAtEnd(B, one);
@@ -542,7 +542,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
         LLVMBuildStore(B, LLVMBuildXor(B, slot, i32c(c, 1), ""), c->loop_adds[turn].slot);
     }
     smem_access(c, buf, true);
-    write_bulk_scratch(c, s, base, pitch, true);
+    write_bulk_scratch(c, s, base, pitch);
     c->target->bulk_add->fence(c);
     if (turn >= 0) c->target->bulk_add->wait_reads(c);
     smem_access(c, buf, false);
@@ -551,7 +551,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     LLVMBasicBlockRef bulk = new_bb(c, "addb"), regs = new_bb(c, "addr"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, whole, bulk, regs);
     LLVMPositionBuilderAtEnd(B, bulk);
-    issue_bulk_adds(c, op, base, R, C, pitch, false);
+    issue_bulk_adds(c, op, base, R, C, false);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, regs);
     adds_from_scratch(c, op, base, R, C, pitch, false);
@@ -571,14 +571,6 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
  * mbarriers are), and its mbarrier follows it. A window whose rows are
  * not whole 16-byte chunks inside the tensor's columns the producer adds
  * element by element from the slot (rare: a misaligned tensor). */
-
-/* A staging slot's rows: unpadded, the tile one bulk add where the
- * window is whole rows of the tensor, the consumers' pairs traded
- * (exchange_partners) into four-float stores; with PHOBOS_STAGE_PADDED=1
- * (off until timed) 32 bytes apart beyond that, so a warp's eight rows of
- * two-float stores fall in different banks (no trade, no conflict), and
- * the producer adds a row at a time. */
-static int64_t stage_pitch(int C) { return bulk_pitch(C) + (env_switch("PHOBOS_STAGE_PADDED", false) ? 32 : 0); }
 
 /* The add's entry in c->producer_adds, or -1. */
 static int producer_add_of(const Cg *c, const IrOp *op)
@@ -603,7 +595,7 @@ static void find_producer_adds(Cg *c, const IrBlock *b)
         int k = c->nproducer_adds++;
         c->producer_adds[k].op = op;
         c->producer_adds[k].slots = 1;
-        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * stage_pitch(l->cols) + 8);
+        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * bulk_pitch(l->cols) + 8);
         c->producer_adds[k].phases = entry_alloca(c, c->ti32);
         LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phases);   /* a fresh slot's wait passes */
     }
@@ -623,7 +615,7 @@ void producer_adds_begin(Cg *c)
         const Layout *l = reg_layout(c, c->producer_adds[k].op->args[c->producer_adds[k].op->nargs - 1]);
         int buf = c->producer_adds[k].buf;
         smem_access(c, buf, true);
-        e->slot_init(c, i32c(c, smem_offset(c, buf) + l->rows * stage_pitch(l->cols)));
+        e->slot_init(c, i32c(c, smem_offset(c, buf) + l->rows * bulk_pitch(l->cols)));
     }
     guard_end(c, g);
     smem_fixed_barrier(c);
@@ -643,7 +635,7 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
     ValueId val = op->args[op->nargs - 1];
     const Layout *l = reg_layout(c, val);
     int R = l->rows, C = l->cols;
-    int64_t pitch = stage_pitch(C);
+    int64_t pitch = bulk_pitch(C);
     LLVMValueRef base = i32c(c, smem_offset(c, c->producer_adds[k].buf));
     LLVMValueRef free_at = i32c(c, smem_offset(c, c->producer_adds[k].buf) + R * pitch);
     if (c->role != CG_PRODUCER) {
@@ -651,7 +643,7 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
         LLVMValueRef parity = LLVMBuildLoad2(B, c->ti32, c->producer_adds[k].phases, "");
         LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phases);
         e->wait_free(c, free_at, parity);
-        write_bulk_scratch(c, &s, base, pitch, pitch == bulk_pitch(C));
+        write_bulk_scratch(c, &s, base, pitch);
         e->hand_over(c, k);
         return;
     }
@@ -660,7 +652,7 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
     LLVMBasicBlockRef bulk = new_bb(c, "addb"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, whole, bulk, elems);
     LLVMPositionBuilderAtEnd(B, bulk);
-    issue_bulk_adds(c, op, base, R, C, pitch, true);
+    issue_bulk_adds(c, op, base, R, C, true);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, elems);
     adds_from_scratch(c, op, base, R, C, pitch, true);
