@@ -333,18 +333,20 @@ Test(cpusim, fused_attention_with_bulk_adds_matches_on_sm90a, .timeout = 900)
     unsetenv("PHOBOS_BULK_ADD");
 }
 
-/* PHOBOS_PRODUCER_ADDS=1: the fused backward's dQ share staged by the
- * consumers and added by the producer's thread (cg_store.c), at the dK/dV
- * picks of both head dims (a producer and two consumer warpgroups). The
+/* By default (PHOBOS_PRODUCER_ADDS) the fused backward's dQ share is
+ * staged by the consumers and added by the producer's thread (cg_store.c):
+ * at the dK/dV picks of both head dims (a producer and two consumer
+ * warpgroups), and with the switch off, by the consumers' own adds. The
  * executor reads a bulk add's bytes at its thread's wait, as late as the
  * GPU may, so consumers writing the slot before the producer gave it back
  * show as wrong sums or a race; a hand-over the producer never sees, as a
  * deadlock. */
 Test(cpusim, fused_attention_with_the_producers_adds_matches_on_sm90a, .timeout = 1200)
 {
-    setenv("PHOBOS_PRODUCER_ADDS", "1", 1);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    setenv("PHOBOS_PRODUCER_ADDS", "0", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 

@@ -27,7 +27,7 @@
  * IR back as it was. Everything the copies' windows and slots, and the conditions of
  * early returns, depend on is scalar control flow and scalar arithmetic,
  * which the producer runs itself (no while holds a copy or a return).
- * With PHOBOS_PRODUCER_ADDS=1 the producer also gets the atomic adds of
+ * The producer also gets (PHOBOS_PRODUCER_ADDS=0 turns it off) the atomic adds of
  * f32 tiles into rank-2 tensors outside whiles whose window starts it
  * computes, flagged ADD_BY_PRODUCER: the consumers stage such a tile in
  * shared memory and the producer adds it (cg_store.c), so the adds'
@@ -435,7 +435,7 @@ void warp_specialize(IrFunc *f)
         remove_releases(&r);
         return;
     }
-    mark_producer_adds(f, f->body, env_switch("PHOBOS_PRODUCER_ADDS", false));
+    mark_producer_adds(f, f->body, env_switch("PHOBOS_PRODUCER_ADDS", true));
     Ws w = {f, xcalloc((size_t)f->nvalues + 1, sizeof(bool)), true};
     IrBlock *p = producer_block(&w, f->body, NULL, NULL);
     if (w.ok) {
