@@ -117,10 +117,10 @@ typedef struct {
     struct { const IrOp *op; int buf; LLVMValueRef slot; } loop_adds[4];
     int nloop_adds;
     /* the adds a warp-specialized kernel's producer issues (ADD_BY_PRODUCER,
-     * cg_store.c producer_adds_begin): each one's staging slots (a buffer
-     * of the whole kernel, its mbarriers at the end), the slot the next add
-     * takes and, in each consumer, the parities of the slots' next waits */
-    struct { const IrOp *op; int buf, slots; LLVMValueRef turn, phases; } producer_adds[4];
+     * cg_store.c producer_adds_begin): each one's staging slot (a buffer of
+     * the whole kernel, its mbarrier at the end) and, in each consumer, the
+     * parity of the slot's next wait */
+    struct { const IrOp *op; int buf; LLVMValueRef phase; } producer_adds[4];
     int nproducer_adds;
     /* the innermost for being emitted: its body, counter, first value and
      * step (an op directly in the body runs once an iteration: the scratch

@@ -590,14 +590,14 @@ static void find_producer_adds(Cg *c, const IrBlock *b)
         if (op->kind != OP_ATOMIC_ADD || !(op->flags & ADD_BY_PRODUCER) || c->nproducer_adds == most) continue;
         ValueId val = op->args[op->nargs - 1];
         DType dt = c->f->params[op->param].dt;
-        if (!is_tile(c, val) || dt != DT_F32 || !staging_pays(reg_layout(c, val), dt)) continue;
+        if (!is_tile(c, val) || dt != DT_F32) continue;
         const Layout *l = reg_layout(c, val);
+        if (!staging_pays(l, dt)) continue;
         int k = c->nproducer_adds++;
         c->producer_adds[k].op = op;
-        c->producer_adds[k].slots = 1;
         c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * bulk_pitch(l->cols) + 8);
-        c->producer_adds[k].phases = entry_alloca(c, c->ti32);
-        LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phases);   /* a fresh slot's wait passes */
+        c->producer_adds[k].phase = entry_alloca(c, c->ti32);
+        LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phase);   /* a fresh slot's wait passes */
     }
 }
 
@@ -640,8 +640,8 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
     LLVMValueRef free_at = i32c(c, smem_offset(c, c->producer_adds[k].buf) + R * pitch);
     if (c->role != CG_PRODUCER) {
         Slots s = cg_get(c, val, l);
-        LLVMValueRef parity = LLVMBuildLoad2(B, c->ti32, c->producer_adds[k].phases, "");
-        LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phases);
+        LLVMValueRef parity = LLVMBuildLoad2(B, c->ti32, c->producer_adds[k].phase, "");
+        LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phase);
         e->wait_free(c, free_at, parity);
         write_bulk_scratch(c, &s, base, pitch);
         e->hand_over(c, k);
