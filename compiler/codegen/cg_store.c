@@ -513,6 +513,24 @@ static void issue_bulk_adds(Cg *c, const IrOp *op, LLVMValueRef base, int R, int
     LLVMPositionBuilderAtEnd(B, done);
 }
 
+/* The R x C floats at scratch offset base added into op's window: by bulk
+ * adds where its rows are whole aligned 16-byte chunks inside the tensor's
+ * columns, else element by element (a uniform branch). */
+static void add_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, bool one_thread)
+{
+    LLVMBuilderRef B = c->b;
+    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
+    LLVMBasicBlockRef bulk = new_bb(c, "addb"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
+    LLVMBuildCondBr(B, whole, bulk, elems);
+    LLVMPositionBuilderAtEnd(B, bulk);
+    issue_bulk_adds(c, op, base, R, C, one_thread);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, elems);
+    adds_from_scratch(c, op, base, R, C, bulk_pitch(C), one_thread);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 /* The bulk add: s (an MMA layout) written to a scratch buffer (rows
  * bulk_pitch apart; in a loop, the slot of this iteration), made visible
  * to the copy engine (fence, the plan's barrier), and added by the copy
@@ -547,16 +565,7 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
     if (turn >= 0) c->target->bulk_add->wait_reads(c);
     smem_access(c, buf, false);
     c->bulk_adds = true;
-    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
-    LLVMBasicBlockRef bulk = new_bb(c, "addb"), regs = new_bb(c, "addr"), done = new_bb(c, "addd");
-    LLVMBuildCondBr(B, whole, bulk, regs);
-    LLVMPositionBuilderAtEnd(B, bulk);
-    issue_bulk_adds(c, op, base, R, C, false);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, regs);
-    adds_from_scratch(c, op, base, R, C, pitch, false);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, done);
+    add_scratch(c, op, base, R, C, false);
     if (turn < 0) c->target->bulk_add->wait_reads(c);
 }
 
@@ -648,16 +657,7 @@ static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
         return;
     }
     e->take(c, k);
-    LLVMValueRef whole = LLVMBuildAnd(B, window_chunks_aligned(c, op, 4), window_axis_inside(c, op, 1, C), "");
-    LLVMBasicBlockRef bulk = new_bb(c, "addb"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
-    LLVMBuildCondBr(B, whole, bulk, elems);
-    LLVMPositionBuilderAtEnd(B, bulk);
-    issue_bulk_adds(c, op, base, R, C, true);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, elems);
-    adds_from_scratch(c, op, base, R, C, pitch, true);
-    LLVMBuildBr(B, done);
-    LLVMPositionBuilderAtEnd(B, done);
+    add_scratch(c, op, base, R, C, true);
     e->give_back(c, free_at);
     c->bulk_adds = true;
 }
