@@ -577,9 +577,16 @@ static void atomic_add_bulk(Cg *c, const IrOp *op, const Slots *s)
  * adds' address arithmetic is the producer's. A slot's bytes are the same
  * in both roles and the whole kernel's (allocated before the roles part,
  * accessed at the start and after everything, as the copy engine's
- * mbarriers are), and its mbarrier follows it. A window whose rows are
+ * mbarriers are), and its mbarrier follows it; a tile larger than
+ * PRODUCER_SLOT_MOST stays the consumers' to add. A window whose rows are
  * not whole 16-byte chunks inside the tensor's columns the producer adds
  * element by element from the slot (rare: a misaligned tensor). */
+
+/* A staging slot's bytes at most: a slot holds them for the whole kernel,
+ * and a 64 KB one (a 128 x 128 tile) takes the fused backward's head dim
+ * 128 configs of 128-row blocks past a block's 227 KB of shared memory,
+ * where the consumers' own adds leave them under it. */
+enum { PRODUCER_SLOT_MOST = 32 * 1024 };
 
 /* The add's entry in c->producer_adds, or -1. */
 static int producer_add_of(const Cg *c, const IrOp *op)
@@ -601,7 +608,7 @@ static void find_producer_adds(Cg *c, const IrBlock *b)
         DType dt = c->f->params[op->param].dt;
         if (!is_tile(c, val) || dt != DT_F32) continue;
         const Layout *l = reg_layout(c, val);
-        if (!staging_pays(l, dt)) continue;
+        if (!staging_pays(l, dt) || l->rows * bulk_pitch(l->cols) > PRODUCER_SLOT_MOST) continue;
         int k = c->nproducer_adds++;
         c->producer_adds[k].op = op;
         c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * bulk_pitch(l->cols) + 8);
