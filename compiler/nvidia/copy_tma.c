@@ -301,11 +301,7 @@ static LLVMValueRef slot_barrier_ptr(Cg *c, int row, LLVMValueRef s)
 /* Waits until bar's phase of parity `parity` completed. */
 static void wait_phase(Cg *c, const char *name, LLVMValueRef bar, LLVMValueRef parity)
 {
-    LLVMBasicBlockRef spin = new_bb(c, name), done = new_bb(c, "wsseen");
-    LLVMBuildBr(c->b, spin);
-    LLVMPositionBuilderAtEnd(c->b, spin);
-    LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, ptx_shared_address(c, bar), parity), done, spin);
-    LLVMPositionBuilderAtEnd(c->b, done);
+    ptx_mbarrier_wait(c, name, ptx_shared_address(c, bar), parity);
 }
 
 /* The bit of slot s in the phase bits of state, flipped for the next phase; its value before. */

@@ -186,6 +186,15 @@ LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity)
     return LLVMBuildICmp(c->b, LLVMIntNE, r, i32c(c, 0), "");
 }
 
+void ptx_mbarrier_wait(Cg *c, const char *name, LLVMValueRef bar, LLVMValueRef parity)
+{
+    LLVMBasicBlockRef spin = new_bb(c, name), done = new_bb(c, "mbseen");
+    LLVMBuildBr(c->b, spin);
+    LLVMPositionBuilderAtEnd(c->b, spin);
+    LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, bar, parity), done, spin);
+    LLVMPositionBuilderAtEnd(c->b, done);
+}
+
 void ptx_bulk_tensor_load(Cg *c, LLVMValueRef dst, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef bar)
 {
     LLVMValueRef args[5] = {dst, map, x, y, bar};

@@ -92,6 +92,9 @@ void ptx_fence_mbarrier_init(Cg *c);
 void ptx_mbarrier_expect_tx(Cg *c, LLVMValueRef bar, LLVMValueRef bytes);
 /* mbarrier.try_wait.parity: whether the phase of parity `parity` (i32 0 or 1) of bar has completed (i1). */
 LLVMValueRef ptx_mbarrier_try_wait(Cg *c, LLVMValueRef bar, LLVMValueRef parity);
+/* A loop of try_waits until that phase of bar has completed; the builder
+ * left after it. `name` names the loop's block. */
+void ptx_mbarrier_wait(Cg *c, const char *name, LLVMValueRef bar, LLVMValueRef parity);
 /* cp.async.bulk.tensor.2d, tile mode: the box of tensor map `map` (the
  * parameter's generic address) at column x, row y (i32) to shared dst,
  * its bytes completing on mbarrier bar. */

@@ -68,11 +68,7 @@ static void stage_slot_init(Cg *c, LLVMValueRef free_at)
 
 static void stage_wait_free(Cg *c, LLVMValueRef free_at, LLVMValueRef parity)
 {
-    LLVMBasicBlockRef spin = new_bb(c, "stwait"), done = new_bb(c, "stfree");
-    LLVMBuildBr(c->b, spin);
-    LLVMPositionBuilderAtEnd(c->b, spin);
-    LLVMBuildCondBr(c->b, ptx_mbarrier_try_wait(c, shared_at(c, free_at), parity), done, spin);
-    LLVMPositionBuilderAtEnd(c->b, done);
+    ptx_mbarrier_wait(c, "stwait", shared_at(c, free_at), parity);
 }
 
 static void stage_hand_over(Cg *c, int slot)
