@@ -42,6 +42,7 @@ import phobos.lang as ph
 @ph.autotune(D=[64], BR=[256], BC=[128], NT=[256], S=[2], W=[1], MASKED=[1], PERSISTENT=[1], OCC=[1])
 @ph.autotune(D=[128], BR=[128], BC=[128], NT=[256], S=[3], W=[2], MASKED=[1], PERSISTENT=[1], OCC=[1])
 @ph.autotune(D=[64], BR=[64], BC=[128], NT=[128], S=[2, 3], W=[1], MASKED=[1], PERSISTENT=[0], OCC=[2])
+@ph.autotune(D=[64], BR=[128], BC=[64], NT=[256], S=[2], W=[0], MASKED=[1], PERSISTENT=[0], OCC=[2])
 @ph.autotune_key("causal")
 def attn_fwd(Q: ph.tensor[ph.f16][R, D], K: ph.tensor[ph.f16][R, D], V: ph.tensor[ph.f16][R, D],
              O: ph.tensor[ph.f16][R, D], L: ph.tensor[ph.f32][R, 1], n_ctx: ph.i32, scale: ph.f32, causal: ph.i32):
