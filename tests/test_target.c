@@ -280,9 +280,9 @@ Test(target, sm90a_accumulators_of_two_m64_instructions_pass_through_the_fence, 
  * slot P V read. By default the pass runs only where a producer feeds
  * the loop and either warpgroups take turns (W 2) or the ring has three
  * stages, and PHOBOS_DOT_OVERLAP=0 turns it off there too. */
-static char *one_ptx(const char *path, const char *name)
+static char *one_tuned_ptx(const char *name)
 {
-    IrModule *m = driver_compile_file(path, NULL, stderr);
+    IrModule *m = driver_compile_file("bench/attention_tuned.ph", NULL, stderr);
     cr_assert_not_null(m, "run from the repository root");
     int all;
     cr_assert_eq(keep_configs(m, named, name, &all), 1);
@@ -291,8 +291,6 @@ static char *one_ptx(const char *path, const char *name)
     ir_module_free(m);
     return ptx;
 }
-
-static char *one_tuned_ptx(const char *name) { return one_ptx("bench/attention_tuned.ph", name); }
 
 /* whether the named config's loop leaves a group in flight (the rotation) */
 static bool rotated(const char *name)
@@ -355,40 +353,6 @@ Test(target, sm90a_attention_backward_issues_dpt_beside_st_by_default, .timeout 
     cr_expect_eq(waits_leaving_groups(ptx), 0, "with PHOBOS_DOT_OVERLAP=0 a wait leaves a dot in flight");
     free(ptx);
     unsetenv("PHOBOS_DOT_OVERLAP");
-}
-
-/* The dK/dV loop's dQ share, staged for the producer's bulk add (its
- * hand-over: bar.arrive): by default waited for (pending 0) before dK
- * issues; with PHOBOS_LATE_OUT_WAIT=1 after, pending 1, dK running while
- * the share is stored. */
-static void share_wait(const char *ptx, char *pending, int *issued_after)
-{
-    const char *dkdv = strstr(ptx, ".entry attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1(");
-    const char *arrive = dkdv ? strstr(dkdv, "bar.arrive") : NULL, *wait = NULL;
-    cr_assert_not_null(arrive, "no hand-over in the dK/dV kernel");
-    for (const char *p = dkdv; (p = strstr(p, "wgmma.wait_group.sync.aligned ")) && p < arrive; p++) wait = p;
-    cr_assert_not_null(wait);
-    *pending = wait[30];
-    *issued_after = tu_count_between(wait, arrive, "wgmma.mma_async");
-}
-
-Test(target, sm90a_dq_share_waited_for_after_dk_issues_with_the_switch, .timeout = 300)
-{
-    char pending;
-    int after;
-    unsetenv("PHOBOS_LATE_OUT_WAIT");
-    char *ptx = one_ptx("bench/attention_fused.ph", "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1");
-    share_wait(ptx, &pending, &after);
-    cr_expect_eq(pending, '0', "by default the share's wait leaves a dot in flight");
-    cr_expect_gt(after, 0, "by default dK issues after the share's wait");
-    free(ptx);
-    setenv("PHOBOS_LATE_OUT_WAIT", "1", 1);
-    ptx = one_ptx("bench/attention_fused.ph", "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1");
-    share_wait(ptx, &pending, &after);
-    cr_expect_eq(pending, '1', "with the switch the share's wait leaves no dot in flight");
-    cr_expect_eq(after, 0, "with the switch a dot issues after the share's wait");
-    free(ptx);
-    unsetenv("PHOBOS_LATE_OUT_WAIT");
 }
 
 /* The layout pass under a target's policy (codegen_dot_policy: what the

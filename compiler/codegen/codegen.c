@@ -278,7 +278,6 @@ const char *const codegen_switches[] = {
     "PHOBOS_WINDOW_DIVISIONS", /* irutil.c: the async pass */
     "PHOBOS_PRODUCER_REGS", /* isa.c */
     "PHOBOS_PRODUCER_ADDS", /* warp_specialize.c, cg_store.c */
-    "PHOBOS_LATE_OUT_WAIT", /* wgmma_issue.c */
     NULL,
 };
 

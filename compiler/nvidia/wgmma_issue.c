@@ -17,8 +17,7 @@
  * how they order); a wait_dots before the first op that reads each result
  * (pending: the dots issued after it by then), or, for a dot whose result
  * is only stored or atomically added, before the next dot issues (its
- * stores then run beside that dot; PHOBOS_LATE_OUT_WAIT=1: just after it
- * issues, pending 1), and ones of pending 0 for
+ * stores then run beside that dot), and ones of pending 0 for
  * the rest before the yield, so nothing of a dot is in flight at the
  * iteration's end (ptxas sees no group cross the back edge) and
  * the body's refills at the next iteration's start (after its wait's
@@ -236,7 +235,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
     for (int i = 0; i < body->nops; i++)
         if (body->ops[i]->kind == OP_DOT) issued[m++] = body->ops[i];
     bool waited[MAX_DOTS] = {false};
-    bool out_only[MAX_DOTS], late_out = env_switch("PHOBOS_LATE_OUT_WAIT", false);
+    bool out_only[MAX_DOTS];
     for (int k = 0; k < m; k++) out_only[k] = written_out_only(body, issued[k]->res[0]);
     for (int i = 0; i < body->nops; i++) {
         IrOp *op = body->ops[i];
@@ -244,14 +243,11 @@ static void issue_loop(IrFunc *f, IrBlock *body)
         bool end = op->kind == OP_YIELD;
         /* a dot only written out is waited for before the next dot issues
          * (pending 0), so its stores run while that one does: the dQ
-         * share's adds beside dK. With late_out, once the next has issued
-         * (pending 1: the two back to back in the tensor cores' queue):
-         * the fifteenth session's ptxas serialized the loop's wgmmas so
-         * (C7514) with the adds the consumers' own; today's does not,
-         * with either the consumers' adds or the producer's. */
+         * share's adds beside dK. Read after a wait that leaves a younger
+         * dot running instead (wait_group 1), ptxas serializes the loop's
+         * wgmmas (C7514). */
         for (int k = 0; k < nissued; k++) {
-            bool written_out = out_only[k] && (late_out ? !issue && nissued - 1 - k > 0 : issue);
-            if (waited[k] || (!end && !written_out && !uses(op, issued[k]->res[0]))) continue;
+            if (waited[k] || (!end && !(issue && out_only[k]) && !uses(op, issued[k]->res[0]))) continue;
             IrType t = ir_vtype(f, issued[k]->res[0]);
             IrOp *w = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issued[k]->res[0], 1, &t);
             w->ival = end ? 0 : nissued - 1 - k;   /* the back edge sees no group in flight (ptxas: C7517) */
