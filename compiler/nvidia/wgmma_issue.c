@@ -244,8 +244,9 @@ static void issue_loop(IrFunc *f, IrBlock *body)
         /* a dot only written out is waited for before the next dot issues
          * (pending 0), so its stores run while that one does: the dQ
          * share's adds beside dK. Read after a wait that leaves a younger
-         * dot running instead (wait_group 1), ptxas serializes the loop's
-         * wgmmas (C7514). */
+         * dot running instead (wait_group 1), the fifteenth session's ptxas
+         * serialized the loop's wgmmas (C7514); CUDA 13's does not, but it
+         * measured no faster (docs/performance.md, "thirty-fifth"). */
         for (int k = 0; k < nissued; k++) {
             if (waited[k] || (!end && !(issue && out_only[k]) && !uses(op, issued[k]->res[0]))) continue;
             IrType t = ir_vtype(f, issued[k]->res[0]);
