@@ -608,10 +608,11 @@ static void find_producer_adds(Cg *c, const IrBlock *b)
         DType dt = c->f->params[op->param].dt;
         if (!is_tile(c, val) || dt != DT_F32) continue;
         const Layout *l = reg_layout(c, val);
-        if (!staging_pays(l, dt) || l->rows * bulk_pitch(l->cols) > PRODUCER_SLOT_MOST) continue;
+        int slot_bytes = l->rows * bulk_pitch(l->cols);
+        if (!staging_pays(l, dt) || slot_bytes > PRODUCER_SLOT_MOST) continue;
         int k = c->nproducer_adds++;
         c->producer_adds[k].op = op;
-        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, l->rows * bulk_pitch(l->cols) + 8);
+        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, slot_bytes + 8);   /* its mbarrier after it */
         c->producer_adds[k].phase = entry_alloca(c, c->ti32);
         LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phase);   /* a fresh slot's wait passes */
     }
