@@ -160,23 +160,24 @@ static void gpu_release(ph_module *m)
 /* ---- launches ---- */
 
 /* Tensor map j of config st for this launch's tensors, in k->maps: the
- * tensor as a [dim0, dim1] array of 2-byte elements (the bytes are moved,
- * not read, so f16 and bf16 alike), the box the config copies, zeros
- * outside. Whether the driver could build it: it cannot where the address
- * or the row stride is not a multiple of 16 bytes, and then the kernel
- * copies that tensor by cp.async. */
+ * tensor as a [dim0, dim1] array of the descriptor's elements (2 bytes:
+ * moved, not read, so f16 and bf16 alike; 4: f32, which the engine's adds
+ * add), the box the config copies, zeros outside. Whether the driver could
+ * build it: it cannot where the address or the row stride is not a
+ * multiple of 16 bytes, and then the kernel goes without it (cp.async,
+ * adds from shared memory by the threads). */
 static bool build_map(ph_kernel *k, const CodegenCopyDesc *d, int j, const IrFunc *f, const ph_arg *args)
 {
     const PhDriver *cu = ph_internal_driver();
     if (!cu->TensorMapEncodeTiled || !k->maps || d->param < 0 || d->param >= f->nparams || !f->params[d->param].is_tensor) return false;
     const ph_arg *a = &args[d->param];
     unsigned long long dims[2] = {(unsigned long long)(f->params[d->param].rank == 2 ? a->dims[1] : 1), (unsigned long long)a->dims[0]};
-    unsigned long long strides[1] = {dims[0] * 2};
+    unsigned long long strides[1] = {dims[0] * (unsigned long long)d->elem_bytes};
     unsigned box[2] = {(unsigned)d->cols, (unsigned)d->rows}, elem[2] = {1, 1};
     int swizzle = d->swizzle == 128 ? 3 : d->swizzle == 64 ? 2 : d->swizzle == 32 ? 1 : 0;
-    enum { UINT16 = 1, INTERLEAVE_NONE = 0, L2_PROMOTION_128B = 2, OOB_FILL_ZEROS = 0 };
-    if (!a->ptr || a->ptr % 16 || strides[0] % 16 || !dims[0] || !dims[1]) return false;
-    return !cu->TensorMapEncodeTiled(k->maps + 128 * j, UINT16, 2, (void *)(uintptr_t)a->ptr, dims, strides, box, elem, INTERLEAVE_NONE,
+    enum { UINT16 = 1, FLOAT32 = 7, INTERLEAVE_NONE = 0, L2_PROMOTION_128B = 2, OOB_FILL_ZEROS = 0 };
+    if (!a->ptr || a->ptr % 16 || strides[0] % 16 || !dims[0] || !dims[1] || (d->elem_bytes != 2 && d->elem_bytes != 4)) return false;
+    return !cu->TensorMapEncodeTiled(k->maps + 128 * j, d->elem_bytes == 4 ? FLOAT32 : UINT16, 2, (void *)(uintptr_t)a->ptr, dims, strides, box, elem, INTERLEAVE_NONE,
                                      swizzle, L2_PROMOTION_128B, OOB_FILL_ZEROS);
 }
 

@@ -661,7 +661,7 @@ static int change_descriptors(char **text, int field, long (*change)(long))
         for (int i = 0; (q = strstr(q, "i32 ")) && q < eol; i++) {
             char *end;
             long v = strtol(q + 4, &end, 10);
-            bool changed = i >= 1 && i <= 4 * count && (i - 1) % 4 == field;
+            bool changed = i >= 1 && i <= CODEGEN_COPY_DESC_WORDS * count && (i - 1) % CODEGEN_COPY_DESC_WORDS == field;
             o += sprintf(o, "%si32 %ld", i ? ", " : "", changed ? change(v) : v);
             n += changed;
             q = last = end;

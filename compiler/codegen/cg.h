@@ -96,7 +96,7 @@ typedef struct {
     int *issued_scratch;         /* by value: an issued dot's operand scratch buffers (two), -1 none */
     /* the copy engine's bulk copy descriptors: the entry's parameters
      * after the ABI's (codegen.h), the map and its flag (i32) */
-    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];
+    CodegenCopyDesc descs[CODEGEN_MAX_COPY_DESCS];   /* copy_descriptor's */
     int ndescs;
     LLVMValueRef desc_map[CODEGEN_MAX_COPY_DESCS], desc_ok[CODEGEN_MAX_COPY_DESCS];
     LLVMValueRef copy_state[12]; /* the copy engine's: what its begin made (counters, a buffer's offset) */
@@ -172,6 +172,9 @@ typedef LLVMValueRef (*WordIndex)(Cg *c, LLVMValueRef row, LLVMValueRef col, con
 
 /* codegen.c */
 void cg_locate(Cg *c, const IrOp *op, const IrOp *parent);
+/* Descriptor d's index in c->descs, added when new and `add` (before the
+ * entry is declared: an engine's plan); -1 when absent or no room. */
+int copy_descriptor(Cg *c, CodegenCopyDesc d, bool add);
 
 /* cg_smem.c */
 void smem_begin(Cg *c, bool replay);

@@ -119,6 +119,15 @@ static bool known_dim(const IrFunc *f, const IrParam *p, int axis, int64_t *valu
     return false;
 }
 
+int copy_descriptor(Cg *c, CodegenCopyDesc d, bool add)
+{
+    for (int j = 0; j < c->ndescs; j++)
+        if (!memcmp(&c->descs[j], &d, sizeof d)) return j;
+    if (!add || c->ndescs == CODEGEN_MAX_COPY_DESCS) return -1;
+    c->descs[c->ndescs] = d;
+    return c->ndescs++;
+}
+
 /* The copy descriptors' parameters after the ABI's np (codegen.h): each
  * map passed by value, 128 bytes aligned to 64, then the flags; and the
  * constant that lists them for the launch. */
@@ -128,7 +137,8 @@ static void declare_copy_descriptors(Cg *c, int np)
     if (!nd) return;
     unsigned byval = LLVMGetEnumAttributeKindForName("byval", 5), align = LLVMGetEnumAttributeKindForName("align", 5);
     LLVMTypeRef map = LLVMArrayType2(LLVMInt8TypeInContext(c->ctx), 128);
-    LLVMValueRef words[1 + 4 * CODEGEN_MAX_COPY_DESCS];
+    enum { W = CODEGEN_COPY_DESC_WORDS };
+    LLVMValueRef words[1 + W * CODEGEN_MAX_COPY_DESCS];
     words[0] = i32c(c, nd);
     for (int j = 0; j < nd; j++) {
         unsigned at = (unsigned)(np + j + 1);   /* attribute indices count parameters from 1 */
@@ -137,15 +147,15 @@ static void declare_copy_descriptors(Cg *c, int np)
         c->desc_map[j] = LLVMGetParam(c->fn, (unsigned)(np + j));
         c->desc_ok[j] = LLVMGetParam(c->fn, (unsigned)(np + nd + j));
         const CodegenCopyDesc *d = &c->descs[j];
-        words[1 + 4 * j] = i32c(c, d->param), words[2 + 4 * j] = i32c(c, d->rows);
-        words[3 + 4 * j] = i32c(c, d->cols), words[4 + 4 * j] = i32c(c, d->swizzle);
+        words[1 + W * j] = i32c(c, d->param), words[2 + W * j] = i32c(c, d->rows), words[3 + W * j] = i32c(c, d->cols);
+        words[4 + W * j] = i32c(c, d->swizzle), words[5 + W * j] = i32c(c, d->elem_bytes);
     }
     char name[300];
     snprintf(name, sizeof name, "%s%s", c->f->name, CODEGEN_COPY_DESCS_SUFFIX);
-    LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)(1 + 4 * nd));
+    LLVMTypeRef at = LLVMArrayType2(c->ti32, (uint64_t)(1 + W * nd));
     if (LLVMGetNamedGlobal(c->mod, name)) return;   /* the second emission's */
     LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 4);
-    LLVMSetInitializer(g, LLVMConstArray2(c->ti32, words, (uint64_t)(1 + 4 * nd)));
+    LLVMSetInitializer(g, LLVMConstArray2(c->ti32, words, (uint64_t)(1 + W * nd)));
     LLVMSetGlobalConstant(g, 1);
     LLVMSetAlignment(g, 4);
 }

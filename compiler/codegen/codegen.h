@@ -72,12 +72,15 @@ int64_t codegen_dynamic_shared_bytes(const char *ptx, const char *entry);
  * the launch could build it (16-byte aligned address and row stride), 0
  * when the kernel is to copy that tensor without it. The PTX constant
  * NAME_copy_descriptors (u32: their count, then per descriptor its tensor
- * parameter's index in IrFunc.params, the box's rows, its columns, and
- * the shared-memory swizzle in bytes: 0, 32, 64 or 128) says which. The
- * tensor is read as a [dim0, dim1] array of 2-byte elements, rows dim1
- * elements apart; coordinates outside it read zeros. */
-enum { CODEGEN_MAX_COPY_DESCS = 8 };
-typedef struct { int param, rows, cols, swizzle; } CodegenCopyDesc;
+ * parameter's index in IrFunc.params, the box's rows, its columns, the
+ * shared-memory swizzle in bytes: 0, 32, 64 or 128, and the element's
+ * bytes: 2 or 4) says which. The tensor is read as a [dim0, dim1] array
+ * of such elements, rows dim1 elements apart; coordinates outside it read
+ * zeros (a copy) or are left alone (an add). A map of 4-byte elements is
+ * f32's: the engine's adds add floats; one of 2-byte elements moves
+ * bytes, f16 and bf16 alike. */
+enum { CODEGEN_MAX_COPY_DESCS = 8, CODEGEN_COPY_DESC_WORDS = 5 };
+typedef struct { int param, rows, cols, swizzle, elem_bytes; } CodegenCopyDesc;
 #define CODEGEN_COPY_DESCS_SUFFIX "_copy_descriptors"
 /* The descriptors entry of ptx asks for, into out (at most
  * CODEGEN_MAX_COPY_DESCS): their count, 0 for none. In ptxinfo.c. */

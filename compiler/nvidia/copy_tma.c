@@ -37,13 +37,7 @@ static int descriptor_of(Cg *c, const IrOp *op, bool add)
 {
     const Layout *l = c->plan.of[op->res[0]];
     if (!bulk_layout(l) || c->f->params[op->param].rank != 2) return -1;
-    CodegenCopyDesc d = {op->param, l->rows, box_cols(l), layout_shared_hw_swizzle(l)};
-    for (int j = 0; j < c->ndescs; j++)
-        if (c->descs[j].param == d.param && c->descs[j].rows == d.rows && c->descs[j].cols == d.cols && c->descs[j].swizzle == d.swizzle)
-            return j;
-    if (!add || c->ndescs == CODEGEN_MAX_COPY_DESCS) return -1;
-    c->descs[c->ndescs] = d;
-    return c->ndescs++;
+    return copy_descriptor(c, (CodegenCopyDesc){op->param, l->rows, box_cols(l), layout_shared_hw_swizzle(l), 2}, add);
 }
 
 /* A vector ring's slot (async.c: a column of f32 as the tensor holds it,

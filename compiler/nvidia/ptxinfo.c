@@ -80,9 +80,10 @@ int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc
     const char *p = strstr(ptx, name);
     if (!p || !(p = strstr(p, "= {"))) return 0;
     p += 3;
-    uint32_t words[1 + 4 * CODEGEN_MAX_COPY_DESCS] = {0};
+    enum { W = CODEGEN_COPY_DESC_WORDS };
+    uint32_t words[1 + W * CODEGEN_MAX_COPY_DESCS] = {0};
     int nbytes = 0;
-    while (*p && *p != '}' && nbytes < 4 * (1 + 4 * CODEGEN_MAX_COPY_DESCS)) {
+    while (*p && *p != '}' && nbytes < 4 * (1 + W * CODEGEN_MAX_COPY_DESCS)) {
         char *end;
         unsigned long b = strtoul(p, &end, 10);
         if (end == p) break;
@@ -93,8 +94,10 @@ int codegen_copy_descriptors(const char *ptx, const char *entry, CodegenCopyDesc
     }
     int n = (int)words[0];
     if (n < 0 || n > CODEGEN_MAX_COPY_DESCS) return 0;
-    for (int j = 0; j < n; j++)
-        out[j] = (CodegenCopyDesc){(int)words[1 + 4 * j], (int)words[2 + 4 * j], (int)words[3 + 4 * j], (int)words[4 + 4 * j]};
+    for (int j = 0; j < n; j++) {
+        const uint32_t *d = &words[1 + W * j];
+        out[j] = (CodegenCopyDesc){(int)d[0], (int)d[1], (int)d[2], (int)d[3], (int)d[4]};
+    }
     return n;
 }
 

@@ -210,12 +210,13 @@ typedef struct {
 /* What the executor puts in a descriptor's 128-byte kernel parameter
  * instead of the driver's opaque tensor map: what the runtime's
  * cuTensorMapEncodeTiled call says (runtime/exec_gpu.c build_map). */
-typedef struct {
+typedef struct SimTensorMap {
     uint64_t magic;         /* SIM_MAP_MAGIC */
     uint64_t base;
     int64_t dims[2];        /* elements: the row's (dim 1 of the tensor), then the rows */
     int64_t row_stride;     /* bytes */
     int32_t box_rows, box_cols, swizzle, desc;
+    int32_t elem;           /* bytes: 2 (moved as bytes) or 4 (f32) */
 } SimTensorMap;
 #define SIM_MAP_MAGIC 0x70686f626f73746dull
 

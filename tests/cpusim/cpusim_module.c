@@ -254,12 +254,17 @@ static bool read_copy_descriptors(LLVMModuleRef mod, const char *name, SimKernel
     if (!g) return true;
     if (!init || LLVMGetTypeKind(LLVMTypeOf(init)) != LLVMArrayTypeKind) return false;
     unsigned n = LLVMGetArrayLength2(LLVMTypeOf(init));
-    int v[1 + 4 * CODEGEN_MAX_COPY_DESCS];
-    for (unsigned i = 0; i < n && i < 1 + 4 * CODEGEN_MAX_COPY_DESCS; i++)
+    enum { W = CODEGEN_COPY_DESC_WORDS };
+    int v[1 + W * CODEGEN_MAX_COPY_DESCS];
+    for (unsigned i = 0; i < n && i < 1 + W * CODEGEN_MAX_COPY_DESCS; i++)
         v[i] = (int)LLVMConstIntGetSExtValue(LLVMGetAggregateElement(init, i));
-    if (n < 1 || v[0] < 0 || v[0] > CODEGEN_MAX_COPY_DESCS || n != 1 + 4 * (unsigned)v[0]) return false;
+    if (n < 1 || v[0] < 0 || v[0] > CODEGEN_MAX_COPY_DESCS || n != 1 + W * (unsigned)v[0]) return false;
     k->ndescs = v[0];
-    for (int j = 0; j < k->ndescs; j++) k->descs[j] = (CodegenCopyDesc){v[1 + 4 * j], v[2 + 4 * j], v[3 + 4 * j], v[4 + 4 * j]};
+    for (int j = 0; j < k->ndescs; j++) {
+        const int *d = &v[1 + W * j];
+        k->descs[j] = (CodegenCopyDesc){d[0], d[1], d[2], d[3], d[4]};
+        if (d[4] != 2 && d[4] != 4) return false;
+    }
     return true;
 }
 

@@ -50,8 +50,8 @@ void pack_tensor_maps(Launch *L, const ph_arg *args, uint64_t *slots, int n)
         if (ok) {
             const ph_arg *a = &args[d->param];
             m = (SimTensorMap){SIM_MAP_MAGIC, a->ptr, {k->params[d->param].rank == 2 ? a->dims[1] : 1, a->dims[0]}, 0,
-                               d->rows, d->cols, d->swizzle, j};
-            m.row_stride = m.dims[0] * 2;
+                               d->rows, d->cols, d->swizzle, j, d->elem_bytes};
+            m.row_stride = m.dims[0] * d->elem_bytes;
             ok = a->ptr % 16 == 0 && m.row_stride % 16 == 0 && m.dims[0] > 0 && m.dims[1] > 0;
         }
         memset(L->maps[j], 0, sizeof L->maps[j]);
@@ -188,22 +188,22 @@ static const SimTensorMap *map_of(Launch *L, const AsmCall *a, uint64_t p)
  * argument (a map that does not describe its tensor). */
 static unsigned char *read_box(Launch *L, const AsmCall *a, const SimTensorMap *m, int64_t x, int64_t y, size_t off)
 {
-    size_t row = (size_t)m->box_cols * 2, bytes = row * (size_t)m->box_rows;
+    size_t e = (size_t)m->elem, row = (size_t)m->box_cols * e, bytes = row * (size_t)m->box_rows;
     unsigned char *data = calloc(bytes, 1);
     for (int r = 0; r < m->box_rows; r++)
         for (int c = 0; c < m->box_cols; c++) {
             int64_t gx = x + c, gy = y + r;
             if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1]) continue;
-            size_t at = (size_t)swizzled_offset((int64_t)(off + (size_t)r * row + (size_t)c * 2), m->swizzle) - off;
-            uint64_t src = m->base + (uint64_t)(gy * m->row_stride + gx * 2);
-            if (!tensor_holds(L, src, 2)) {
+            size_t at = (size_t)swizzled_offset((int64_t)(off + (size_t)r * row + (size_t)c * e), m->swizzle) - off;
+            uint64_t src = m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * e;
+            if (!tensor_holds(L, src, e)) {
                 block_fail(L, "a bulk tensor copy (in %s) through descriptor %d's map reads element (%lld, %lld) at %p, outside "
                               "every tensor argument",
                            site_name(L->s, a->site), m->desc, (long long)gy, (long long)gx, (void *)(uintptr_t)src);
                 free(data);
                 return NULL;
             }
-            memcpy(data + at, (const void *)(uintptr_t)src, 2);
+            memcpy(data + at, (const void *)(uintptr_t)src, e);
         }
     return data;
 }
@@ -231,7 +231,7 @@ static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
     const SimTensorMap *m = map_of(L, a, in[1]);
     int b = m ? mbarrier_at(L, lo32(in[4]), "a bulk tensor copy's complete_tx") : -1;
     if (b < 0) setcontext(&L->sched);
-    unsigned bytes = (unsigned)(m->box_rows * m->box_cols * 2);
+    unsigned bytes = (unsigned)(m->box_rows * m->box_cols * m->elem);
     size_t off;
     SharedArea *area = area_of_shared32(L, lo32(in[0]), bytes, &off);
     if (!area || off % 128) {
@@ -240,7 +240,7 @@ static void bulk_copy(Launch *L, const AsmCall *a, const uint64_t *in)
         setcontext(&L->sched);
     }
     int32_t x = (int32_t)lo32(in[2]);
-    if (x % 8) {   /* 2-byte elements: 8 a 16-byte unit */
+    if (x % (16 / m->elem)) {
         block_fail(L, "a bulk tensor copy (in %s) whose box starts at column %d, inside a 16-byte unit of its row (the H200 "
                       "faults on it: an illegal instruction)",
                    site_name(L->s, a->site), x);
