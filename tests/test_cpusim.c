@@ -350,6 +350,19 @@ Test(cpusim, fused_attention_with_the_producers_adds_matches_on_sm90a, .timeout 
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 
+/* PHOBOS_TENSOR_ADDS=1: the producer's slot box-major in the 128-byte
+ * swizzle, the consumers' stores two floats a lane, the producer adding it
+ * through an f32 tensor map a 32-column box at a time (cpusim_tma.c reads
+ * each box through the swizzle at the producer's wait, and checks the
+ * consumers' fences): the dK/dV picks of both head dims. */
+Test(cpusim, fused_attention_with_tensor_adds_matches_on_sm90a, .timeout = 1200)
+{
+    setenv("PHOBOS_TENSOR_ADDS", "1", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    unsetenv("PHOBOS_TENSOR_ADDS");
+}
+
 /* The fused backward's L and Delta columns through rings of their own
  * (async.c, the default), each thread reading its columns of S^T straight
  * from the slot: with a producer warp (bench picks 7 at head dim 128, 15

@@ -117,10 +117,12 @@ typedef struct {
     struct { const IrOp *op; int buf; LLVMValueRef slot; } loop_adds[4];
     int nloop_adds;
     /* the adds a warp-specialized kernel's producer issues (ADD_BY_PRODUCER,
-     * cg_store.c producer_adds_begin): each one's staging slot (a buffer of
-     * the whole kernel, its mbarrier at the end) and, in each consumer, the
-     * parity of the slot's next wait */
-    struct { const IrOp *op; int buf; LLVMValueRef phase; } producer_adds[4];
+     * cg_store.c producer_adds_plan): each one's staging slot (a buffer of
+     * the whole kernel, its mbarrier at the end), the slot's SHARED layout
+     * and the f32 tensor map its boxes are added through (NULL and -1: rows
+     * of the tile's width, added as rows) and, in each consumer, the parity
+     * of the slot's next wait */
+    struct { const IrOp *op; int buf; const Layout *slot; int desc; LLVMValueRef phase; } producer_adds[4];
     int nproducer_adds;
     /* the innermost for being emitted: its body, counter, first value and
      * step (an op directly in the body runs once an iteration: the scratch
@@ -144,6 +146,10 @@ LLVMValueRef entry_alloca(Cg *c, LLVMTypeRef t);
  * waited for. Enter returns the mark that leave takes. */
 int bulk_adds_enter_loop(Cg *c, const IrBlock *body);
 void bulk_adds_leave_loop(Cg *c, int mark);
+/* The producer's adds (cg_store.c): found, and their tensor maps asked
+ * for, before the entry is declared; their slots made before the roles
+ * part, and kept until after everything. */
+void producer_adds_plan(Cg *c, const IrFunc *f);
 void producer_adds_begin(Cg *c);
 void producer_adds_end(Cg *c);
 

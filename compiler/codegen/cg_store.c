@@ -349,10 +349,11 @@ static bool bulk_add_pays(Cg *c, const IrOp *op, const Layout *l, DType dt)
 }
 
 /* The fallback of a bulk add: the R x C floats of the scratch at base
- * (rows pitch bytes apart) added element by element, thread t taking
- * elements t, t + T, ... in a loop (rare: the registers are free by now;
- * `one_thread`: all of them by this thread, a producer's). */
-static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch, bool one_thread)
+ * (rows pitch bytes apart, or laid out as SHARED layout `slot`) added
+ * element by element, thread t taking elements t, t + T, ... in a loop
+ * (rare: the registers are free by now; `one_thread`: all of them by this
+ * thread, a producer's). */
+static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, int64_t pitch, const Layout *slot, bool one_thread)
 {
     LLVMBuilderRef B = c->b;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(B), head = new_bb(c, "adsh"), body = new_bb(c, "adsb"), out = new_bb(c, "adse");
@@ -364,7 +365,8 @@ static void adds_from_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, i
     SlotPos p = {.row = udiv(c, i, C), .col = urem(c, i, C)};
     LLVMValueRef off, inb;
     window_elem(c, op, p, &off, &inb);
-    LLVMValueRef v = LLVMBuildLoad2(B, c->tf32, smem_byte_ptr(c, add(c, base, add(c, mul(c, p.row, pitch), mul(c, p.col, 4)))), "");
+    LLVMValueRef at = slot ? shared_offset(c, slot, p.row, p.col) : add(c, mul(c, p.row, pitch), mul(c, p.col, 4));
+    LLVMValueRef v = LLVMBuildLoad2(B, c->tf32, smem_byte_ptr(c, add(c, base, at)), "");
     Guard g = guard_begin(c, inb);
     LLVMBuildAtomicRMW(B, LLVMAtomicRMWBinOpFAdd, LLVMBuildGEP2(B, c->tf32, c->tensor_ptr[op->param], &off, 1, ""), v,
                        LLVMAtomicOrderingMonotonic, 0);
@@ -526,7 +528,7 @@ static void add_scratch(Cg *c, const IrOp *op, LLVMValueRef base, int R, int C, 
     issue_bulk_adds(c, op, base, R, C, one_thread);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, elems);
-    adds_from_scratch(c, op, base, R, C, bulk_pitch(C), one_thread);
+    adds_from_scratch(c, op, base, R, C, bulk_pitch(C), NULL, one_thread);
     LLVMBuildBr(B, done);
     LLVMPositionBuilderAtEnd(B, done);
 }
@@ -596,6 +598,22 @@ static int producer_add_of(const Cg *c, const IrOp *op)
     return -1;
 }
 
+/* PHOBOS_TENSOR_ADDS=1: the producer's slots box-major in the hardware's
+ * 128-byte swizzle, added through an f32 tensor map a 32-column box at a
+ * time, so the consumers store two floats a lane with no exchange and no
+ * bank conflict (off until timed on the GPU). */
+static bool tensor_adds_on(void) { return env_switch("PHOBOS_TENSOR_ADDS", false); }
+
+/* The slot of tile l added through a tensor map: boxes of 32 f32 columns
+ * (128-byte rows, the widest swizzle) of at most 256 rows; NULL where the
+ * engine has no such adds or the tile does not cut so. */
+static const Layout *box_slot(Cg *c, const Layout *l)
+{
+    if (!tensor_adds_on() || !c->target->bulk_add->add_f32_box || l->rows > 256) return NULL;
+    const Layout *s = layout_shared_atoms(c->layouts, l->rows, l->cols, 4);
+    return s && layout_shared_atom_cols(s) * 4 == 128 ? s : NULL;
+}
+
 static void find_producer_adds(Cg *c, const IrBlock *b)
 {
     int most = (int)(sizeof c->producer_adds / sizeof c->producer_adds[0]);
@@ -608,31 +626,48 @@ static void find_producer_adds(Cg *c, const IrBlock *b)
         DType dt = c->f->params[op->param].dt;
         if (!is_tile(c, val) || dt != DT_F32) continue;
         const Layout *l = reg_layout(c, val);
-        int slot_bytes = l->rows * bulk_pitch(l->cols);
-        if (!staging_pays(l, dt) || slot_bytes > PRODUCER_SLOT_MOST) continue;
+        if (!staging_pays(l, dt) || l->rows * bulk_pitch(l->cols) > PRODUCER_SLOT_MOST) continue;
+        const Layout *slot = box_slot(c, l);
+        int desc = slot ? copy_descriptor(c, (CodegenCopyDesc){op->param, l->rows, layout_shared_atom_cols(slot), 128, 4}, true) : -1;
         int k = c->nproducer_adds++;
         c->producer_adds[k].op = op;
-        c->producer_adds[k].buf = smem_buffer(c, SMEM_REGION, slot_bytes + 8);   /* its mbarrier after it */
-        c->producer_adds[k].phase = entry_alloca(c, c->ti32);
-        LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phase);   /* a fresh slot's wait passes */
+        c->producer_adds[k].slot = desc >= 0 ? slot : NULL;
+        c->producer_adds[k].desc = desc;
     }
 }
 
-/* Before the roles part: the staging slots of the adds the producer
- * issues, their mbarriers initialized, behind a block barrier. */
-void producer_adds_begin(Cg *c)
+void producer_adds_plan(Cg *c, const IrFunc *f)
 {
     c->nproducer_adds = 0;
     const BulkAddEngine *e = c->target->bulk_add;
-    if (!c->f->producer || !e || !e->slot_init) return;
-    find_producer_adds(c, c->f->body);
+    if (f->producer && e && e->slot_init) find_producer_adds(c, f->body);
+}
+
+/* A slot's bytes (its mbarrier follows them). */
+static int64_t slot_bytes(Cg *c, int k)
+{
+    const IrOp *op = c->producer_adds[k].op;
+    const Layout *l = reg_layout(c, op->args[op->nargs - 1]);
+    return c->producer_adds[k].slot ? layout_shared_size(c->producer_adds[k].slot) : l->rows * bulk_pitch(l->cols);
+}
+
+/* Before the roles part: the staging slots of the adds the producer
+ * issues (a swizzled one where the hardware's swizzle wants it, at 1024
+ * bytes), their mbarriers initialized, behind a block barrier. */
+void producer_adds_begin(Cg *c)
+{
     if (!c->nproducer_adds) return;
+    for (int k = 0; k < c->nproducer_adds; k++) {
+        int64_t bytes = slot_bytes(c, k) + 8;
+        c->producer_adds[k].buf = c->producer_adds[k].slot ? smem_operand_buffer(c, SMEM_REGION, bytes) : smem_buffer(c, SMEM_REGION, bytes);
+        c->producer_adds[k].phase = entry_alloca(c, c->ti32);
+        LLVMBuildStore(c->b, i32c(c, 1), c->producer_adds[k].phase);   /* a fresh slot's wait passes */
+    }
     Guard g = guard_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, i32c(c, 0), ""));
     for (int k = 0; k < c->nproducer_adds; k++) {
-        const Layout *l = reg_layout(c, c->producer_adds[k].op->args[c->producer_adds[k].op->nargs - 1]);
         int buf = c->producer_adds[k].buf;
         smem_access(c, buf, true);
-        e->slot_init(c, i32c(c, smem_offset(c, buf) + l->rows * bulk_pitch(l->cols)));
+        c->target->bulk_add->slot_init(c, i32c(c, smem_offset(c, buf) + slot_bytes(c, k)));
     }
     guard_end(c, g);
     smem_fixed_barrier(c);
@@ -645,27 +680,68 @@ void producer_adds_end(Cg *c)
     for (int k = 0; k < c->nproducer_adds; k++) smem_access(c, c->producer_adds[k].buf, false);
 }
 
+/* s (an MMA layout) written to a box slot at base (SHARED layout slot): a
+ * lane's two floats of a row at a time, where the swizzle spreads a
+ * warp's eight rows over every bank. */
+static void write_box_slot(Cg *c, const Slots *s, LLVMValueRef base, const Layout *slot)
+{
+    LLVMBuilderRef B = c->b;
+    for (int k = 0; k + 1 < s->n; k += 2) {   /* MMA slots 2i, 2i+1: one row, columns 2j, 2j+1 */
+        SlotPos p = slot_pos(c, s->lay, k);
+        LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(c->tf32, 2));
+        for (int i = 0; i < 2; i++) vec = LLVMBuildInsertElement(B, vec, s->v[k + i], i32c(c, i), "");
+        Guard g = guard_begin(c, p.valid);
+        LLVMSetAlignment(LLVMBuildStore(B, vec, smem_byte_ptr(c, add(c, base, shared_offset(c, slot, p.row, p.col)))), 8);
+        guard_end(c, g);
+    }
+}
+
+/* The producer's adds of a box slot: a box of the tensor map each where
+ * the launch built the map and the window starts on a 16-byte unit of
+ * its row (the engine clips what lies outside the tensor), else element
+ * by element (a uniform branch: the producer's one thread). */
+static void add_box_slot(Cg *c, const IrOp *op, int k, LLVMValueRef base, int R, int C)
+{
+    LLVMBuilderRef B = c->b;
+    const Layout *slot = c->producer_adds[k].slot;
+    int j = c->producer_adds[k].desc, box = layout_shared_atom_cols(slot);
+    LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), window_chunks_aligned(c, op, 4), "");
+    LLVMBasicBlockRef boxes = new_bb(c, "addx"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
+    LLVMBuildCondBr(B, ok, boxes, elems);
+    LLVMPositionBuilderAtEnd(B, boxes);
+    LLVMValueRef y = LLVMBuildTrunc(B, c->vals[op->args[0]].v[0], c->ti32, "");
+    LLVMValueRef x = LLVMBuildTrunc(B, c->vals[op->args[1]].v[0], c->ti32, "");
+    for (int b = 0; b < C / box; b++)
+        c->target->bulk_add->add_f32_box(c, j, add(c, base, i32c(c, (int64_t)b * R * box * 4)), add(c, x, i32c(c, (int64_t)b * box)), y);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, elems);
+    adds_from_scratch(c, op, base, R, C, 0, slot, true);
+    LLVMBuildBr(B, done);
+    LLVMPositionBuilderAtEnd(B, done);
+}
+
 static void atomic_add_by_producer(Cg *c, const IrOp *op, int k)
 {
     LLVMBuilderRef B = c->b;
     const BulkAddEngine *e = c->target->bulk_add;
     ValueId val = op->args[op->nargs - 1];
-    const Layout *l = reg_layout(c, val);
+    const Layout *l = reg_layout(c, val), *slot = c->producer_adds[k].slot;
     int R = l->rows, C = l->cols;
-    int64_t pitch = bulk_pitch(C);
     LLVMValueRef base = i32c(c, smem_offset(c, c->producer_adds[k].buf));
-    LLVMValueRef free_at = i32c(c, smem_offset(c, c->producer_adds[k].buf) + R * pitch);
+    LLVMValueRef free_at = i32c(c, smem_offset(c, c->producer_adds[k].buf) + slot_bytes(c, k));
     if (c->role != CG_PRODUCER) {
         Slots s = cg_get(c, val, l);
         LLVMValueRef parity = LLVMBuildLoad2(B, c->ti32, c->producer_adds[k].phase, "");
         LLVMBuildStore(B, LLVMBuildXor(B, parity, i32c(c, 1), ""), c->producer_adds[k].phase);
         e->wait_free(c, free_at, parity);
-        write_bulk_scratch(c, &s, base, pitch);
+        if (slot) write_box_slot(c, &s, base, slot);
+        else write_bulk_scratch(c, &s, base, bulk_pitch(C));
         e->hand_over(c, k);
         return;
     }
     e->take(c, k);
-    add_scratch(c, op, base, R, C, true);
+    if (slot) add_box_slot(c, op, k, base, R, C);
+    else add_scratch(c, op, base, R, C, true);
     e->give_back(c, free_at);
     c->bulk_adds = true;
 }

@@ -288,6 +288,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_WINDOW_DIVISIONS", /* irutil.c: the async pass */
     "PHOBOS_PRODUCER_REGS", /* isa.c */
     "PHOBOS_PRODUCER_ADDS", /* warp_specialize.c, cg_store.c */
+    "PHOBOS_TENSOR_ADDS",   /* cg_store.c */
     NULL,
 };
 
@@ -299,7 +300,6 @@ static void emit_body(Cg *c, const IrFunc *f)
     c->exit_bb = new_bb(c, "exit");
     c->bulk_adds = false;
     c->nloop_adds = 0;
-    c->nproducer_adds = 0;
     LLVMPositionBuilderAtEnd(c->b, c->exit_bb);
     LLVMBuildRetVoid(c->b);
     LLVMPositionBuilderAtEnd(c->b, entry);
@@ -356,6 +356,7 @@ static void emit_kernel(Cg *c, const IrFunc *f, bool replay)
     c->ndescs = 0;
     c->copy_buf = -1;
     if (c->target->copy->plan) c->target->copy->plan(c, f);
+    producer_adds_plan(c, f);
     declare_kernel(c, f);
     if (replay) describe_kernel(c, f);
     else c->di_kernel = NULL;   /* the first emission is discarded: no line information */

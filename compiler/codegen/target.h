@@ -99,6 +99,12 @@ typedef struct BulkAddEngine {
     void (*take)(Cg *c, int slot);
     /* the producer, after its adds from the slot: once they read it, free */
     void (*give_back)(Cg *c, LLVMValueRef free_at);
+    /* the box of descriptor `desc` (Cg.descs: f32, 128-byte rows in the
+     * 128-byte swizzle) at column x, row y (i32) added from shared offset
+     * shared_at (i32, 1024-byte aligned), elements outside the tensor left
+     * alone; read until the thread's next wait_reads. NULL: none (the
+     * producer's slots stay rows of the tile's width). */
+    void (*add_f32_box)(Cg *c, int desc, LLVMValueRef shared_at, LLVMValueRef x, LLVMValueRef y);
 } BulkAddEngine;
 
 /* An IR pass a target adds after the standard pipeline (a Hopper

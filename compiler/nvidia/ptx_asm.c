@@ -168,6 +168,13 @@ void ptx_bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int
     asm_call(c, text, "l,r,~{memory}", c->tvoid, args, 2);
 }
 
+void ptx_bulk_tensor_add_f32(Cg *c, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef src)
+{
+    LLVMValueRef args[4] = {map, x, y, src};
+    asm_call(c, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2}], [$3];\ncp.async.bulk.commit_group;",
+             "l,r,r,r,~{memory}", c->tvoid, args, 4);
+}
+
 void ptx_bulk_wait_reads(Cg *c) { asm_plain(c, "cp.async.bulk.wait_group.read 0;"); }
 
 void ptx_bulk_drain(Cg *c) { asm_plain(c, "cp.async.bulk.wait_group 0;"); }

@@ -65,6 +65,11 @@ void ptx_red_add_f32(Cg *c, LLVMValueRef addr, const LLVMValueRef *v, int n);
  * global_at (i64), both 16-byte aligned, each float atomically; committed
  * as a bulk group, not waited for. */
 void ptx_bulk_add_f32(Cg *c, LLVMValueRef global_at, LLVMValueRef shared_at, int bytes);
+/* cp.reduce.async.bulk.tensor.2d .add, tile mode: the box of f32 tensor
+ * map `map` (the parameter's generic address) at column x, row y (i32)
+ * added from shared src (32-bit), laid out as the map's swizzle; elements
+ * outside the tensor are left alone. Committed as a bulk group. */
+void ptx_bulk_tensor_add_f32(Cg *c, LLVMValueRef map, LLVMValueRef x, LLVMValueRef y, LLVMValueRef src);
 /* cp.async.bulk.wait_group.read 0: the thread's bulk adds have read their
  * shared bytes (not yet landed: ptx_bulk_drain). */
 void ptx_bulk_wait_reads(Cg *c);

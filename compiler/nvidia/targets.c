@@ -91,8 +91,14 @@ static void stage_give_back(Cg *c, LLVMValueRef free_at)
     cg_call(c, "llvm.nvvm.mbarrier.arrive.shared", c->ti64, 1, &c->tptr3, &bar);
 }
 
+static void bulk_add_box(Cg *c, int desc, LLVMValueRef shared, LLVMValueRef x, LLVMValueRef y)
+{
+    ptx_bulk_tensor_add_f32(c, c->desc_map[desc], x, y, shared_at(c, shared));
+}
+
 static const BulkAddEngine hopper_bulk_add = {ptx_fence_proxy_async, bulk_add_f32, ptx_bulk_wait_reads, ptx_bulk_drain,
-                                              stage_slot_init, stage_wait_free, stage_hand_over, stage_take, stage_give_back};
+                                              stage_slot_init, stage_wait_free, stage_hand_over, stage_take, stage_give_back,
+                                              bulk_add_box};
 
 /* Hopper with its own instructions (wgmma, which needs the "a" target):
  * the dots wgmma takes on it, the rest as on sm_90. */

@@ -181,6 +181,9 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         a->op = IN_BULK_DRAIN;
     } else if (!strcmp(text, "cp.async.bulk.wait_group.read 0;")) {
         a->op = IN_BULK_WAIT_READ;
+    } else if (!strcmp(text, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [$0, {$1, $2}], [$3];\n"
+                             "cp.async.bulk.commit_group;")) {
+        a->op = IN_BULK_ADD_TENSOR;
     } else if (!strncmp(text, "cp.reduce.async.bulk.", 21)) {
         int used = 0;
         ok = sscanf(text, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [$0], [$1], %d;\ncp.async.bulk.commit_group;%n",
@@ -201,9 +204,10 @@ static bool read_asm(LLVMValueRef call, LLVMValueRef asm_val, AsmCall *a)
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
         ok = ok && nout == 0 && nin == 3;
         a->acc = xmalloc(sizeof *a->acc);
-    } else if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_DRAIN || a->op == IN_BULK_WAIT_READ) {   /* the global and shared addresses, or nothing; nothing out */
+    } else if (a->op == IN_BULK_ADD_F32 || a->op == IN_BULK_ADD_TENSOR || a->op == IN_BULK_DRAIN || a->op == IN_BULK_WAIT_READ) {
+        /* the global and shared addresses, the map, its box's column and row and the shared address, or nothing; nothing out */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
-        ok = ok && nout == 0 && nin == (a->op == IN_BULK_ADD_F32 ? 2 : 0);
+        ok = ok && nout == 0 && nin == (a->op == IN_BULK_ADD_F32 ? 2 : a->op == IN_BULK_ADD_TENSOR ? 4 : 0);
         a->acc = xmalloc(sizeof *a->acc);
     } else if (a->op == IN_RED_ADD_F32) {   /* the address, then the floats; nothing out */
         for (int j = 0; j < nin; j++) ok = ok && tied[j] < 0;
@@ -299,6 +303,7 @@ static const char *asm_what(int op)
     case IN_BULK_DRAIN: return ", cp.async.bulk.wait_group";
     case IN_BULK_WAIT_READ: return ", cp.async.bulk.wait_group.read";
     case IN_BULK_LOAD: return ", cp.async.bulk (global to shared)";
+    case IN_BULK_ADD_TENSOR: return ", cp.reduce.async.bulk.tensor";
     default: return ", wgmma";
     }
 }

@@ -33,7 +33,7 @@ enum {
     /* sm_90a's inline PTX (cpusim_asm.c), by what its text says */
     IN_WGMMA, IN_WGMMA_WAIT, IN_WGMMA_FENCE, IN_WGMMA_COMMIT, IN_FENCE_PROXY_ASYNC, IN_MMA_F8, IN_SETMAXNREG, IN_FENCE_CTA,
     IN_FENCE_MBAR_INIT, IN_MBAR_EXPECT_TX, IN_MBAR_TRY_WAIT, IN_BULK_TENSOR, IN_BAR_ARRIVE, IN_RED_ADD_F32,
-    IN_BULK_ADD_F32, IN_BULK_DRAIN, IN_BULK_WAIT_READ, IN_BULK_LOAD, IN_COUNT
+    IN_BULK_ADD_F32, IN_BULK_DRAIN, IN_BULK_WAIT_READ, IN_BULK_LOAD, IN_BULK_ADD_TENSOR, IN_COUNT
 };
 
 static inline bool is_async_copy(int id) { return id >= IN_CP_CA4 && id <= IN_CP_CG16_S; }
@@ -155,13 +155,17 @@ typedef struct {
 } AsyncCopy;
 
 /* A bulk add issued and not yet waited for (cp.async.bulk.wait_group.read
- * or wait_group): its shared bytes are read, and added, at that wait. */
+ * or wait_group): its shared bytes are read, and added, at that wait.
+ * map: a tensor add's (its box at column x, row y), NULL for bytes added
+ * to `to` in a row. */
 typedef struct {
     SharedArea *area;
     size_t off;
     unsigned bytes;
     uint64_t to;
     int32_t site;
+    const struct SimTensorMap *map;
+    int64_t x, y;
 } PendingAdd;
 
 typedef struct {
@@ -405,6 +409,8 @@ void sim_tma_asm(Launch *L, const AsmCall *a, const uint64_t *in, uint64_t *out)
 bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced);
 /* cp.reduce.async.bulk .add.f32 with its commit and wait for the reads (cpusim_tma.c). */
 void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in);
+/* cp.reduce.async.bulk.tensor.2d .add of an f32 map's box, with its commit. */
+void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in);
 void sim_bulk_reads(Launch *L);
 /* Lands every bulk copy in flight, its complete_tx counted; false when
  * none was in flight, or the launch failed. */

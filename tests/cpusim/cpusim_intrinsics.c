@@ -31,6 +31,7 @@ const char *const intrinsic_names[IN_COUNT] = {
     "wgmma.mma_async", "wgmma.wait_group", "wgmma.fence", "wgmma.commit_group", "fence.proxy.async", "mma.sync fp8", "setmaxnreg", "fence.acq_rel.cta",
     "fence.mbarrier_init", "mbarrier.expect_tx", "mbarrier.try_wait", "cp.async.bulk.tensor", "bar.arrive",
     "red.global.add.v", "cp.reduce.async.bulk", "cp.async.bulk.wait_group", "cp.async.bulk.wait_group.read", "cp.async.bulk",
+    "cp.reduce.async.bulk.tensor",
 };
 
 /* llvm.maxnum / minnum.f32 as NVPTX lowers them, PTX max.f32 / min.f32 as

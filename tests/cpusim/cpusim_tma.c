@@ -1,5 +1,7 @@
 /* cpusim_tma.c: sm_90a's copy engine under the executor: mbarriers, the
- * bulk tensor copy (cp.async.bulk.tensor) and the tensor maps it reads.
+ * bulk tensor copy (cp.async.bulk.tensor) and the tensor maps it reads,
+ * the bulk adds (cp.reduce.async.bulk, of bytes in a row or of a tensor
+ * map's box).
  *
  * Tensor maps: the driver's are opaque, so the launch passes its own in
  * each descriptor's 128-byte parameter (SimTensorMap: the tensor's base,
@@ -304,6 +306,21 @@ bool land_bulk_copies(Launch *L)
     return !L->failed;
 }
 
+/* p, the running thread's bulk add, to be read at its next wait. */
+static void push_pending_add(Launch *L, PendingAdd p)
+{
+    Thread *me = &L->th[L->cur];
+    if (me->nadds == me->adds_cap) {
+        me->adds_cap = me->adds_cap ? 2 * me->adds_cap : 4;
+        me->adds = realloc(me->adds, sizeof *me->adds * (size_t)me->adds_cap);
+        if (!me->adds) {
+            block_fail(L, "%s", "out of memory");
+            setcontext(&L->sched);
+        }
+    }
+    me->adds[me->nadds++] = p;
+}
+
 /* A bulk add and its commit: its global bytes must lie inside one tensor
  * argument, and each shared byte a thread stored needs that thread's
  * fence.proxy.async after the store (checked here, at issue); the shared
@@ -334,16 +351,70 @@ void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
             setcontext(&L->sched);
         }
     }
-    Thread *me = &L->th[L->cur];
-    if (me->nadds == me->adds_cap) {
-        me->adds_cap = me->adds_cap ? 2 * me->adds_cap : 4;
-        me->adds = realloc(me->adds, sizeof *me->adds * (size_t)me->adds_cap);
-        if (!me->adds) {
-            block_fail(L, "%s", "out of memory");
+    push_pending_add(L, (PendingAdd){area, off, bytes, to, a->site, NULL, 0, 0});
+}
+
+/* A tensor add (cp.reduce.async.bulk.tensor.2d ... .add, map's box at
+ * column x, row y from the shared bytes at the last operand) and its
+ * commit: the map must be an f32 one, the box start on a 16-byte unit of
+ * its row (as the copy's), every element of it inside the map's dims lie
+ * in a tensor argument, and each shared byte a thread stored need that
+ * thread's fence.proxy.async; the shared bytes are read as the hardware's
+ * swizzle lays the box out, at the thread's next wait (sim_bulk_reads),
+ * and elements outside the map's dims are left alone. */
+void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in)
+{
+    const SimTensorMap *m = map_of(L, a, in[0]);
+    if (!m) setcontext(&L->sched);
+    int32_t x = (int32_t)lo32(in[1]), y = (int32_t)lo32(in[2]);
+    unsigned bytes = (unsigned)(m->box_rows * m->box_cols * m->elem);
+    size_t off;
+    SharedArea *area = area_of_shared32(L, lo32(in[3]), bytes, &off);
+    const char *wrong = m->elem != 4 ? "its map's elements are not f32"
+                        : !area ? "outside shared memory"
+                        : off % 128 ? "not 128-byte aligned"
+                        : x % 4 ? "its box starts inside a 16-byte unit of its row" : NULL;
+    if (wrong) {
+        block_fail(L, "a bulk tensor add (in %s) of %u bytes from shared address 0x%x at column %d row %d: %s", site_name(L->s, a->site),
+                   bytes, lo32(in[3]), x, y, wrong);
+        setcontext(&L->sched);
+    }
+    for (int r = 0; r < m->box_rows; r++)
+        for (int c = 0; c < m->box_cols; c++) {
+            int64_t gx = (int64_t)x + c, gy = (int64_t)y + r;
+            uint64_t to = m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * 4;
+            if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1] || tensor_holds(L, to, 4)) continue;
+            block_fail(L, "a bulk tensor add (in %s) through descriptor %d's map adds to element (%lld, %lld) at %p, outside every "
+                          "tensor argument",
+                       site_name(L->s, a->site), m->desc, (long long)gy, (long long)gx, (void *)(uintptr_t)to);
+            setcontext(&L->sched);
+        }
+    for (unsigned j = 0; j < bytes; j++) {
+        const ByteShadow *b = &area->shadow[off + j];
+        if (!proxy_fenced(L, b, 0)) {
+            block_fail(L, "a bulk tensor add (in %s) reads byte %zu of %s, which thread %d stored (in %s) with no fence.proxy.async "
+                          "after it",
+                       site_name(L->s, a->site), off + j, area->name, b->writer, site_name(L->s, b->w_site));
             setcontext(&L->sched);
         }
     }
-    me->adds[me->nadds++] = (PendingAdd){area, off, bytes, to, a->site};
+    push_pending_add(L, (PendingAdd){area, off, bytes, 0, a->site, m, x, y});
+}
+
+/* Tensor add p's box, read from its swizzled shared bytes, added into
+ * the elements inside its map's dims. */
+static void add_box(const PendingAdd *p)
+{
+    const SimTensorMap *m = p->map;
+    for (int r = 0; r < m->box_rows; r++)
+        for (int c = 0; c < m->box_cols; c++) {
+            int64_t gx = p->x + c, gy = p->y + r;
+            if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1]) continue;
+            size_t at = (size_t)swizzled_offset((int64_t)(p->off + (size_t)r * (size_t)m->box_cols * 4 + (size_t)c * 4), m->swizzle);
+            float v, *dst = (float *)(uintptr_t)(m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * 4);
+            memcpy(&v, p->area->addr + at, 4);
+            *dst += v;
+        }
 }
 
 /* The running thread's wait for its bulk adds: each reads its shared
@@ -356,11 +427,15 @@ void sim_bulk_reads(Launch *L)
     for (int k = 0; k < me->nadds; k++) {
         const PendingAdd *p = &me->adds[k];
         if (!check_shared_access(L, L->cur, (uintptr_t)p->area->addr + p->off, p->bytes, ACCESS_READ, p->site)) setcontext(&L->sched);
-        float *dst = (float *)(uintptr_t)p->to;
-        for (unsigned i = 0; i < p->bytes / 4; i++) {
-            float v;
-            memcpy(&v, p->area->addr + p->off + 4 * i, 4);
-            dst[i] += v;
+        if (p->map) {
+            add_box(p);
+        } else {
+            float *dst = (float *)(uintptr_t)p->to;
+            for (unsigned i = 0; i < p->bytes / 4; i++) {
+                float v;
+                memcpy(&v, p->area->addr + p->off + 4 * i, 4);
+                dst[i] += v;
+            }
         }
         L->s->bulk_adds++;
     }

@@ -51,6 +51,7 @@ void sim_asm(int32_t call, const uint64_t *in, uint64_t *out)
     case IN_WGMMA_COMMIT: me->wg_groups++; return;
     case IN_FENCE_MBAR_INIT: case IN_MBAR_EXPECT_TX: case IN_MBAR_TRY_WAIT: case IN_BULK_TENSOR: case IN_BULK_LOAD: sim_tma_asm(L, a, in, out); return;
     case IN_BULK_ADD_F32: sim_bulk_add(L, a, in); return;
+    case IN_BULK_ADD_TENSOR: sim_bulk_tensor_add(L, a, in); return;
     case IN_BULK_DRAIN: case IN_BULK_WAIT_READ: sim_bulk_reads(L); return;   /* the adds land when they read */
     case IN_RED_ADD_F32: {   /* the threads run one at a time: a plain add is atomic here */
         float *at = (float *)(uintptr_t)in[0];
