@@ -279,12 +279,14 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
      * default a dot result's pairs traded between neighbouring lanes and
      * added four at a time, with
      * PHOBOS_ADD_EXCHANGE=0 two at a time); sm_90a with PHOBOS_BULK_ADD=1 a
-     * large dot result by bulk adds from shared memory */
+     * large dot result by bulk adds from shared memory; on sm_90a a
+     * producer warp's adds (atomicdot_wide's W 1) by the copy engine, by
+     * default a tensor map's boxes, with PHOBOS_TENSOR_ADDS=0 rows */
     static const struct { const char *arch, *env, *val; } runs[] = {
         {"sm_80", NULL, NULL}, {"sm_90", NULL, NULL}, {"sm_90a", NULL, NULL}, {"sm_90a", "PHOBOS_BULK_ADD", "1"},
         {"sm_90", "PHOBOS_ADD_INSIDE", "1"}, {"sm_90a", "PHOBOS_ADD_INSIDE", "1"}, {"sm_90", "PHOBOS_ADD_EXCHANGE", "0"},
-        {"sm_90a", "PHOBOS_ADD_EXCHANGE", "0"}};
-    for (int a = 0; a < 8; a++) {
+        {"sm_90a", "PHOBOS_ADD_EXCHANGE", "0"}, {"sm_90a", "PHOBOS_TENSOR_ADDS", "0"}};
+    for (int a = 0; a < 9; a++) {
         const char *arch = runs[a].arch, *env = runs[a].env;
         if (env) setenv(env, runs[a].val, 1);
         cpusim *s = load_arch(m, arch);
@@ -296,9 +298,11 @@ Test(cpusim, atomic_adds_match_a_plain_c_reference, .timeout = 600)
             failed += bad != 0;
         }
         cr_expect_eq(failed, 0, "%s %s: %d of %d configs differ from the reference", arch, env ? env : "", failed, m->nfuncs);
-        bool bulk = env && !strcmp(env, "PHOBOS_BULK_ADD");
-        if (bulk) cr_expect_gt(cpusim_bulk_adds(s), 0, "no bulk adds with PHOBOS_BULK_ADD=1");
-        else cr_expect_eq(cpusim_bulk_adds(s), 0, "bulk adds on %s without the switch", arch);
+        bool sm90a = !strcmp(arch, "sm_90a"), rows = env && !strcmp(env, "PHOBOS_TENSOR_ADDS");
+        if (sm90a) cr_expect_gt(cpusim_bulk_adds(s), 0, "no bulk adds on sm_90a %s", env ? env : "");
+        else cr_expect_eq(cpusim_bulk_adds(s), 0, "bulk adds on %s", arch);
+        if (sm90a && !rows) cr_expect_gt(cpusim_box_adds(s), 0, "no tensor map adds on sm_90a %s", env ? env : "");
+        else cr_expect_eq(cpusim_box_adds(s), 0, "tensor map adds on %s %s", arch, env ? env : "");
         cpusim_free(s);
     }
     ir_module_free(m);
@@ -350,14 +354,14 @@ Test(cpusim, fused_attention_with_the_producers_adds_matches_on_sm90a, .timeout 
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 
-/* PHOBOS_TENSOR_ADDS=1: the producer's slot box-major in the 128-byte
- * swizzle, the consumers' stores two floats a lane, the producer adding it
- * through an f32 tensor map a 32-column box at a time (cpusim_tma.c reads
- * each box through the swizzle at the producer's wait, and checks the
- * consumers' fences): the dK/dV picks of both head dims. */
-Test(cpusim, fused_attention_with_tensor_adds_matches_on_sm90a, .timeout = 1200)
+/* With PHOBOS_TENSOR_ADDS=0 the producer's slot is rows of the tile's
+ * width, added whole (a window of whole rows) by one bulk add, as before
+ * the tensor adds (the default, above: 32-column boxes of the 128-byte
+ * swizzle through an f32 tensor map, which cpusim_tma.c reads through the
+ * swizzle at the producer's wait): the dK/dV picks of both head dims. */
+Test(cpusim, fused_attention_with_row_slots_matches_on_sm90a, .timeout = 1200)
 {
-    setenv("PHOBOS_TENSOR_ADDS", "1", 1);
+    setenv("PHOBOS_TENSOR_ADDS", "0", 1);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
     attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
     unsetenv("PHOBOS_TENSOR_ADDS");

@@ -609,6 +609,44 @@ Test(target, specialized_dims_leave_no_column_tests_in_the_fused_backward, .time
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+/* The dK/dV pick at head dim 128 (a 64 x 128 dQ share a warpgroup pair
+ * stages for the producer): by default the slot is four 32-column boxes
+ * in the 128-byte swizzle, which the consumers store two floats a lane
+ * with no shuffle, and the producer adds box by box through the f32
+ * tensor map the entry asks for (its descriptor's element 4 bytes); with
+ * PHOBOS_TENSOR_ADDS=0 the pairs trade (shuffles) and store four floats,
+ * and the producer adds the whole tile in one bulk add. */
+Test(target, the_producers_adds_go_through_a_tensor_map_by_default, .timeout = 120)
+{
+    const char *names[] = {"D", "BR", "BC", "NT", "W"};
+    const int64_t values[] = {128, 64, 128, 256, 1};
+    SemaOptions only = {.kernel = "attn_bwd_dkdv", .ndefines = 5, .define_names = names, .define_values = values};
+    for (int boxes = 0; boxes < 2; boxes++) {
+        setenv("PHOBOS_TENSOR_ADDS", boxes ? "1" : "0", 1);
+        IrModule *m = driver_compile_file("bench/attention_fused.ph", &only, stderr);
+        cr_assert(m && m->nfuncs == 1);
+        char *ptx = emit_for(m, "sm_90a");
+        CodegenCopyDesc d[CODEGEN_MAX_COPY_DESCS];
+        int nd = codegen_copy_descriptors(ptx, m->funcs[0]->name, d), f32_maps = 0;
+        for (int j = 0; j < nd; j++) f32_maps += d[j].elem_bytes == 4 && d[j].cols == 32 && d[j].swizzle == 128 && d[j].rows == 64;
+        cr_expect_eq(f32_maps, boxes, "%d f32 maps of 64 x 32 boxes", f32_maps);
+        cr_expect_eq(count_of(ptx, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add"), boxes ? 4 : 0);
+        cr_expect_eq(count_of(ptx, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd") > 0, !boxes, "the whole tile's add");
+        cr_expect_eq(count_of(ptx, "shfl.sync") > 0, !boxes, "the pairs' exchange");
+        cr_expect_eq(count_of(ptx, "st.shared.v2.f32") >= 16, boxes, "two floats a lane");
+        free(ptx);
+        ir_module_free(m);
+    }
+    unsetenv("PHOBOS_TENSOR_ADDS");
+}
+
 /* @ph.occupancy(2): a block of 256 threads bound to 128 registers a
  * thread, so two fit a multiprocessor's 64K, and .minnctapersm 2; with a
  * producer warpgroup (384 threads) 80 a thread, and the consumers take

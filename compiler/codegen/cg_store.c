@@ -598,11 +598,13 @@ static int producer_add_of(const Cg *c, const IrOp *op)
     return -1;
 }
 
-/* PHOBOS_TENSOR_ADDS=1: the producer's slots box-major in the hardware's
- * 128-byte swizzle, added through an f32 tensor map a 32-column box at a
- * time, so the consumers store two floats a lane with no exchange and no
- * bank conflict (off until timed on the GPU). */
-static bool tensor_adds_on(void) { return env_switch("PHOBOS_TENSOR_ADDS", false); }
+/* The producer's slots box-major in the hardware's 128-byte swizzle,
+ * added through an f32 tensor map a 32-column box at a time, so the
+ * consumers store two floats a lane with no exchange and no bank conflict
+ * (the fused backward 4-7% faster at head dim 128 and 4% at 64 on an
+ * H100, docs/performance.md "thirty-sixth"); PHOBOS_TENSOR_ADDS=0: rows
+ * of the tile's width, added whole or a row at a time. */
+static bool tensor_adds_on(void) { return env_switch("PHOBOS_TENSOR_ADDS", true); }
 
 /* The slot of tile l added through a tensor map: boxes of 32 f32 columns
  * (128-byte rows, the widest swizzle) of at most 256 rows; NULL where the

@@ -74,8 +74,10 @@ ph_status cpusim_launch(cpusim *s, const char *kernel, const unsigned grid[3], c
  * its launches: which path sm_90a's copies took. */
 void cpusim_copy_counts(const cpusim *s, unsigned long *bulk, unsigned long *async);
 
-/* The bulk adds (cp.reduce.async.bulk, a row each) s ran so far, over all its launches. */
+/* The bulk adds (cp.reduce.async.bulk: a range of bytes, or a tensor
+ * map's box) s ran so far, over all its launches; of them, the boxes. */
 unsigned long cpusim_bulk_adds(const cpusim *s);
+unsigned long cpusim_box_adds(const cpusim *s);
 
 /* What ph.device_print printed (vprintf, cpusim_debug.c) over all of s's
  * launches, in the order the threads ran; "" when nothing. A failed

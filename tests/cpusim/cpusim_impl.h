@@ -128,7 +128,7 @@ struct cpusim {
     int nasm_calls;
     uint64_t epoch;                        /* the barrier epoch now; a new one per block and barrier */
     unsigned long bulk_copies, async_copies;   /* issued so far, over every launch (cpusim_copy_counts) */
-    unsigned long bulk_adds;                   /* rows added by the bulk engine so far (cpusim_bulk_adds) */
+    unsigned long bulk_adds, box_adds;         /* adds by the bulk engine so far, and of them boxes (cpusim_bulk_adds) */
     char *printed;                         /* what vprintf printed, over every launch (cpusim_printed) */
     size_t nprinted;
 };

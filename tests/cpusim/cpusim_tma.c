@@ -429,6 +429,7 @@ void sim_bulk_reads(Launch *L)
         if (!check_shared_access(L, L->cur, (uintptr_t)p->area->addr + p->off, p->bytes, ACCESS_READ, p->site)) setcontext(&L->sched);
         if (p->map) {
             add_box(p);
+            L->s->box_adds++;
         } else {
             float *dst = (float *)(uintptr_t)p->to;
             for (unsigned i = 0; i < p->bytes / 4; i++) {
@@ -566,3 +567,4 @@ void cpusim_copy_counts(const cpusim *s, unsigned long *bulk, unsigned long *asy
 }
 
 unsigned long cpusim_bulk_adds(const cpusim *s) { return s ? s->bulk_adds : 0; }
+unsigned long cpusim_box_adds(const cpusim *s) { return s ? s->box_adds : 0; }

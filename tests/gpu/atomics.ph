@@ -64,11 +64,15 @@ def atomicdot(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, 16], X: ph.ten
 # a window's rows are whole aligned 16-byte chunks inside the tensor (C0 0
 # at the first and last windows; C0 4, N 68); element by element from
 # shared memory where they are not (C0 2: not aligned; C0 8: past the last
-# column). One or two warpgroups.
+# column). One or two warpgroups. With a producer warp (W 1) the producer
+# adds each tile the consumers staged (cg_store.c): on sm_90a a 32-column
+# box at a time through an f32 tensor map, the engine leaving out what lies
+# before or past the tensor, element by element where C0 is 2.
 @ph.kernel
+@ph.warp_specialize(W)
 @ph.tensorcore
 @ph.launch(NT)
-@ph.autotune(NT=[128, 256], C0=[0, 4, 2, 8])
+@ph.autotune(NT=[128, 256], C0=[0, 4, 2, 8], W=[0, 1])
 def atomicdot_wide(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, N], X: ph.tensor[ph.f32][M, N], m_len: ph.i32):
     k0: ph.let = ph.ctx.block.x * 16
     v: ph.let = V[k0:+16, 0:+64]
