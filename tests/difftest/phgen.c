@@ -410,7 +410,7 @@ static bool has_word(const char *text, const char *name)
  * reducer leaves tensors behind that nothing reads any more). */
 static void print_params(FILE *out, const PhgenProgram *p, const char *body)
 {
-    bool keep[32] = {false};
+    bool keep[32] = {false}, unheld[EK + 1] = {false};
     for (int i = 0; i < p->ntens; i++) keep[i] = has_word(body, p->tens[i].name);
     for (int e = EM; e <= EK; e++) {
         bool declared = false;
@@ -422,7 +422,10 @@ static void print_params(FILE *out, const PhgenProgram *p, const char *body)
         }
         bool named = has_word(body, ext_dim[e]) || p->aligned[e] || p->specialized == e;   /* decorators name it too */
         if (!declared && first >= 0 && named) keep[first] = true;
+        unheld[e] = named && first < 0;   /* a scalar leaf named a dim no tensor of the program has */
     }
+    for (int e = EM; e <= EK; e++)
+        if (unheld[e]) fprintf(out, "Dim%s: ph.tensor[ph.f32][%s], ", ext_dim[e], ext_dim[e]);
     for (int i = 0; i < p->ntens; i++) {
         const Tensor *t = &p->tens[i];
         if (!keep[i]) continue;
