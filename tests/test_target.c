@@ -609,13 +609,6 @@ Test(target, specialized_dims_leave_no_column_tests_in_the_fused_backward, .time
     unsetenv("PHOBOS_PRODUCER_ADDS");
 }
 
-static int count_of(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
-    return n;
-}
-
 /* The dK/dV pick at head dim 128 (a 64 x 128 dQ share a warpgroup pair
  * stages for the producer): by default the slot is four 32-column boxes
  * in the 128-byte swizzle, which the consumers store two floats a lane
@@ -637,10 +630,10 @@ Test(target, the_producers_adds_go_through_a_tensor_map_by_default, .timeout = 1
         int nd = codegen_copy_descriptors(ptx, m->funcs[0]->name, d), f32_maps = 0;
         for (int j = 0; j < nd; j++) f32_maps += d[j].elem_bytes == 4 && d[j].cols == 32 && d[j].swizzle == 128 && d[j].rows == 64;
         cr_expect_eq(f32_maps, boxes, "%d f32 maps of 64 x 32 boxes", f32_maps);
-        cr_expect_eq(count_of(ptx, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add"), boxes ? 4 : 0);
-        cr_expect_eq(count_of(ptx, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd") > 0, !boxes, "the whole tile's add");
-        cr_expect_eq(count_of(ptx, "shfl.sync") > 0, !boxes, "the pairs' exchange");
-        cr_expect_eq(count_of(ptx, "st.shared.v2.f32") >= 16, boxes, "two floats a lane");
+        cr_expect_eq(tu_count_between(ptx, NULL, "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add"), boxes ? 4 : 0);
+        cr_expect_eq(tu_count_between(ptx, NULL, "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%rd") > 0, !boxes, "the whole tile's add");
+        cr_expect_eq(tu_count_between(ptx, NULL, "shfl.sync") > 0, !boxes, "the pairs' exchange");
+        cr_expect_eq(tu_count_between(ptx, NULL, "st.shared.v2.f32") >= 16, boxes, "two floats a lane");
         free(ptx);
         ir_module_free(m);
     }

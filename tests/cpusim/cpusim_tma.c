@@ -168,6 +168,15 @@ static int64_t swizzled_offset(int64_t off, int swizzle_bytes)
     return mask > 0 ? off ^ (((off >> 7) & mask) << 4) : off;
 }
 
+/* Whether element (r, c) of map m's box at column x, row y lies inside
+ * its tensor, and its global address *at. */
+static bool box_elem(const SimTensorMap *m, int64_t x, int64_t y, int r, int c, uint64_t *at)
+{
+    int64_t gx = x + c, gy = y + r;
+    *at = m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * (uint64_t)m->elem;
+    return gx >= 0 && gy >= 0 && gx < m->dims[0] && gy < m->dims[1];
+}
+
 /* The map operand: one the launch built; NULL, the launch failed, if not. */
 static const SimTensorMap *map_of(Launch *L, const AsmCall *a, uint64_t p)
 {
@@ -194,14 +203,13 @@ static unsigned char *read_box(Launch *L, const AsmCall *a, const SimTensorMap *
     unsigned char *data = calloc(bytes, 1);
     for (int r = 0; r < m->box_rows; r++)
         for (int c = 0; c < m->box_cols; c++) {
-            int64_t gx = x + c, gy = y + r;
-            if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1]) continue;
+            uint64_t src;
+            if (!box_elem(m, x, y, r, c, &src)) continue;
             size_t at = (size_t)swizzled_offset((int64_t)(off + (size_t)r * row + (size_t)c * e), m->swizzle) - off;
-            uint64_t src = m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * e;
             if (!tensor_holds(L, src, e)) {
                 block_fail(L, "a bulk tensor copy (in %s) through descriptor %d's map reads element (%lld, %lld) at %p, outside "
                               "every tensor argument",
-                           site_name(L->s, a->site), m->desc, (long long)gy, (long long)gx, (void *)(uintptr_t)src);
+                           site_name(L->s, a->site), m->desc, (long long)(y + r), (long long)(x + c), (void *)(uintptr_t)src);
                 free(data);
                 return NULL;
             }
@@ -381,12 +389,11 @@ void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in)
     }
     for (int r = 0; r < m->box_rows; r++)
         for (int c = 0; c < m->box_cols; c++) {
-            int64_t gx = (int64_t)x + c, gy = (int64_t)y + r;
-            uint64_t to = m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * 4;
-            if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1] || tensor_holds(L, to, 4)) continue;
+            uint64_t to;
+            if (!box_elem(m, x, y, r, c, &to) || tensor_holds(L, to, 4)) continue;
             block_fail(L, "a bulk tensor add (in %s) through descriptor %d's map adds to element (%lld, %lld) at %p, outside every "
                           "tensor argument",
-                       site_name(L->s, a->site), m->desc, (long long)gy, (long long)gx, (void *)(uintptr_t)to);
+                       site_name(L->s, a->site), m->desc, (long long)y + r, (long long)x + c, (void *)(uintptr_t)to);
             setcontext(&L->sched);
         }
     for (unsigned j = 0; j < bytes; j++) {
@@ -408,10 +415,10 @@ static void add_box(const PendingAdd *p)
     const SimTensorMap *m = p->map;
     for (int r = 0; r < m->box_rows; r++)
         for (int c = 0; c < m->box_cols; c++) {
-            int64_t gx = p->x + c, gy = p->y + r;
-            if (gx < 0 || gy < 0 || gx >= m->dims[0] || gy >= m->dims[1]) continue;
+            uint64_t to;
+            if (!box_elem(m, p->x, p->y, r, c, &to)) continue;
             size_t at = (size_t)swizzled_offset((int64_t)(p->off + (size_t)r * (size_t)m->box_cols * 4 + (size_t)c * 4), m->swizzle);
-            float v, *dst = (float *)(uintptr_t)(m->base + (uint64_t)gy * (uint64_t)m->row_stride + (uint64_t)gx * 4);
+            float v, *dst = (float *)(uintptr_t)to;
             memcpy(&v, p->area->addr + at, 4);
             *dst += v;
         }
