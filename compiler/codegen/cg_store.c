@@ -698,16 +698,26 @@ static void write_box_slot(Cg *c, const Slots *s, LLVMValueRef base, const Layou
     }
 }
 
+/* Whether a window's start v is a box coordinate the engine adds at: not
+ * before the tensor (an H100 faults on such an add, an illegal
+ * instruction, where a load's box may start there) and within an int32. */
+static LLVMValueRef box_coord_ok(Cg *c, LLVMValueRef v)
+{
+    LLVMTypeRef t = LLVMTypeOf(v);
+    return LLVMBuildICmp(c->b, LLVMIntULE, v, LLVMConstInt(t, INT32_MAX, false), "");
+}
+
 /* The producer's adds of a box slot: a box of the tensor map each where
  * the launch built the map and the window starts on a 16-byte unit of
- * its row (the engine clips what lies outside the tensor), else element
- * by element (a uniform branch: the producer's one thread). */
+ * its row, not before the tensor (the engine clips what lies past it),
+ * else element by element (a uniform branch: the producer's one thread). */
 static void add_box_slot(Cg *c, const IrOp *op, int k, LLVMValueRef base, int R, int C)
 {
     LLVMBuilderRef B = c->b;
     const Layout *slot = c->producer_adds[k].slot;
     int j = c->producer_adds[k].desc, box = layout_shared_atom_cols(slot);
     LLVMValueRef ok = LLVMBuildAnd(B, LLVMBuildICmp(B, LLVMIntNE, c->desc_ok[j], i32c(c, 0), ""), window_chunks_aligned(c, op, 4), "");
+    ok = LLVMBuildAnd(B, ok, LLVMBuildAnd(B, box_coord_ok(c, c->vals[op->args[0]].v[0]), box_coord_ok(c, c->vals[op->args[1]].v[0]), ""), "");
     LLVMBasicBlockRef boxes = new_bb(c, "addx"), elems = new_bb(c, "adde"), done = new_bb(c, "addd");
     LLVMBuildCondBr(B, ok, boxes, elems);
     LLVMPositionBuilderAtEnd(B, boxes);

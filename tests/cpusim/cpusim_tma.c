@@ -381,7 +381,8 @@ void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in)
     const char *wrong = m->elem != 4 ? "its map's elements are not f32"
                         : !area ? "outside shared memory"
                         : off % 128 ? "not 128-byte aligned"
-                        : x % 4 ? "its box starts inside a 16-byte unit of its row" : NULL;
+                        : x % 4 ? "its box starts inside a 16-byte unit of its row"
+                        : x < 0 || y < 0 ? "its box starts before the tensor (an illegal instruction on an H100)" : NULL;
     if (wrong) {
         block_fail(L, "a bulk tensor add (in %s) of %u bytes from shared address 0x%x at column %d row %d: %s", site_name(L->s, a->site),
                    bytes, lo32(in[3]), x, y, wrong);
