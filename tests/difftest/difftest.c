@@ -125,7 +125,7 @@ DtBackend dt_interp_backend = {"interp", interp_load, interp_run, interp_unload,
 
 /* ---- the interpreter with a planted fault ---- */
 
-static void mark_stores(const IrBlock *b, bool *stored);
+static void mark_stores(const IrBlock *b, bool *stored, bool *plain);
 
 static bool has_dot(const IrBlock *b)
 {
@@ -138,9 +138,9 @@ static DtRunStatus planted_run(DtBackend *b, const IrFunc *f, IrArg *args, int n
 {
     (void)b;
     if (ir_interp(f, args, nargs, grid, err, errlen)) return DT_RUN_FAILED;
-    bool stored[64] = {false};
+    bool stored[64] = {false}, plain[64] = {false};
     if (nargs > 64 || !has_dot(f->body)) return DT_RUN_OK;
-    mark_stores(f->body, stored);
+    mark_stores(f->body, stored, plain);
     for (int i = 0; i < nargs; i++)
         if (stored[i] && f->params[i].dt == DT_F32) ((float *)args[i].data)[0] += 100;
     return DT_RUN_OK;
@@ -216,13 +216,15 @@ static double elem(DType dt, const void *p, int64_t i)
     }
 }
 
-static void mark_stores(const IrBlock *b, bool *stored)
+/* The tensors b writes: stored[p] by stores or atomic adds, plain[p] by stores. */
+static void mark_stores(const IrBlock *b, bool *stored, bool *plain)
 {
     for (int i = 0; b && i < b->nops; i++) {
         const IrOp *op = b->ops[i];
         if (op->kind == OP_STORE || op->kind == OP_ATOMIC_ADD) stored[op->param] = true;
-        mark_stores(op->body, stored);
-        mark_stores(op->els, stored);
+        if (op->kind == OP_STORE) plain[op->param] = true;
+        mark_stores(op->body, stored, plain);
+        mark_stores(op->els, stored, plain);
     }
 }
 
@@ -275,11 +277,15 @@ static void view_strides(int rank, const int64_t *d, int64_t *st)
 /* The arguments of config f: dims from the spec (a dimension the config
  * specializes and the spec does not give takes the config's value), tensors
  * filled or poisoned (a rank-3/4 one as a view, view_strides), scalars
- * from the spec. 0, or 1 with a message. */
+ * from the spec; a tensor only atomic adds write starts filled as an input
+ * (a sum whose terms are near the poison's magnitude would compare within
+ * the poison's tolerance; an element no block adds to keeps its value).
+ * 0, or 1 with a message. */
 static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffers *b, char *err, size_t errlen)
 {
     uint64_t rng = seed;
-    mark_stores(f->body, b->stored);
+    bool plain[32] = {false};
+    mark_stores(f->body, b->stored, plain);
     for (int i = 0; i < f->nparams; i++) {
         const IrParam *p = &f->params[i];
         if (!p->is_tensor) {
@@ -307,7 +313,7 @@ static int build_args(const IrFunc *f, const DtSpec *spec, uint64_t seed, Buffer
         size_t bytes = (size_t)b->count[i] * elem_size(p->dt);
         b->ref[i].data = malloc(bytes);
         b->be[i].data = malloc(bytes);
-        if (b->stored[i]) fill_poison(p->dt, b->ref[i].data, b->count[i]);
+        if (plain[i]) fill_poison(p->dt, b->ref[i].data, b->count[i]);
         else fill_random(p->dt, b->ref[i].data, b->count[i], &rng);
         memcpy(b->be[i].data, b->ref[i].data, bytes);
         for (int a = 0; a < 4; a++) b->ref[i].dims[a] = b->be[i].dims[a] = a < p->rank ? d[a] : 0;
