@@ -83,7 +83,7 @@ Test(phgen, generation_is_deterministic)
  * the text where the text shows it); every feature must appear. */
 Test(phgen, the_corpus_covers_every_feature)
 {
-    int count[PF_COUNT] = {0}, tc = 0, launch = 0, aligned = 0, softmax = 0, kernels2 = 0, ws = 0;
+    int count[PF_COUNT] = {0}, tc = 0, launch = 0, aligned = 0, softmax = 0, kernels2 = 0, ws = 0, atomics = 0;
     for (uint64_t seed = CORPUS_FIRST; seed < CORPUS_FIRST + CORPUS_SIZE; seed++) {
         PhgenProgram *p = phgen_generate(seed, NULL);
         uint64_t f = phgen_features(p);
@@ -95,6 +95,7 @@ Test(phgen, the_corpus_covers_every_feature)
         softmax += strstr(src, "ph.online_softmax(") != NULL;
         kernels2 += strstr(src, "def fuzz2(") != NULL;
         ws += strstr(src, "@ph.warp_specialize(") != NULL;
+        atomics += strstr(src, "ph.atomic_add(") != NULL;
         free(src);
         phgen_free(p);
     }
@@ -109,6 +110,7 @@ Test(phgen, the_corpus_covers_every_feature)
     cr_expect_gt(softmax, 20);
     cr_expect_gt(kernels2, 30);
     cr_expect_gt(ws, 10, "@ph.warp_specialize on %d programs", ws);
+    cr_expect_gt(atomics, 25, "ph.atomic_add in %d programs", atomics);
     cr_expect_gt(count[PF_ATTENTION_TC], 15);
     cr_expect_gt(count[PF_SPECIALIZED], 30);
     cr_expect_gt(count[PF_LOOP_LOAD], 40);
@@ -236,6 +238,34 @@ Test(phgen, while_loops_have_a_stream_of_their_own)
         free(b);
     }
     cr_expect_gt(whiles, 10);
+}
+
+/* Atomic adds come from a stream of their own: none with pct_atomic 0;
+ * with 100 most programs add into an output (its [BM, BN] store made an
+ * add into windows moved across the tensor's edges) and some K loops of
+ * tensor-core dots add each step's dot into an output of their own; such
+ * programs run in the interpreter. */
+Test(phgen, atomic_adds_have_a_stream_of_their_own)
+{
+    PhgenOptions none, all;
+    phgen_default_options(&none);
+    none.pct_atomic = 0;
+    all = none;
+    all.pct_atomic = 100;
+    int added = 0, in_loops = 0;
+    for (uint64_t seed = 1; seed < 80; seed++) {
+        char *a = phgen_program(seed, &none, NULL), *b = phgen_program(seed, &all, NULL);
+        cr_assert(!strstr(a, "ph.atomic_add("), "seed %llu", (unsigned long long)seed);
+        if (strstr(b, "ph.atomic_add(")) {
+            added++;
+            in_loops += strstr(b, "        ph.atomic_add(") != NULL;
+            expect_runs_in_interpreter(seed, b, NULL, 5);
+        }
+        free(a);
+        free(b);
+    }
+    cr_expect_gt(added, 20);
+    cr_expect_gt(in_loops, 3);
 }
 
 /* Device asserts come from a stream of their own, always hold (the

@@ -65,6 +65,7 @@ void phgen_default_options(PhgenOptions *o)
     o->pct_while = 25;
     o->pct_i64 = 40;
     o->pct_warp_specialize = 25;
+    o->pct_atomic = 20;
     o->pct_assert = 5;
 }
 
@@ -303,6 +304,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     g->rng_assert = seed * 0xc2b2ae3d27d4eb4full + 0x165667b1;
     g->rng_i64 = seed * 0x94d049bb133111ebull + 0x27d4eb2f;
     g->rng_ws = seed * 0xff51afd7ed558ccdull + 0xc4ceb9fe;
+    g->rng_atomic = seed * 0xc4ceb9fe1a85ec53ull + 0x85ebca6b;
     g->kstart = "0";
     p->root.block = true;
     choose_configs(g);
@@ -311,6 +313,7 @@ PhgenProgram *phgen_generate(uint64_t seed, const PhgenOptions *opt)
     sym_push(g, "c0", DT_I32, shape0(), true, false, 4096);
     int nstmts = 1 + rnd(g, g->o.max_stmts);
     for (int i = 0; i < nstmts; i++) gen_stmt(g, &p->root, 0);
+    gen_added_dots(g, &p->root);
     int nout = 1 + rnd(g, 3);
     g->storing = true;
     for (int i = 0; i < nout; i++) gen_store(g, &p->root);

@@ -54,6 +54,11 @@ typedef struct {
                            * gives the programs of before i64) */
     int pct_warp_specialize;  /* of programs with tensor-core dots: @ph.warp_specialize(1) or (2) on the
                                * kernels, from a stream of its own (0 gives the programs of before) */
+    int pct_atomic;       /* of f32 and i32 outputs stored as [BM, BN] tiles: ph.atomic_add into windows
+                           * moved a few rows and columns (across the tensor's edges, sometimes twice, so
+                           * blocks add into the same elements); of K loops of tensor-core dots: each
+                           * step's dot also added into an f32 output of its own (a warp-specialized
+                           * kernel's producer adds it); a stream of its own (0 gives the programs of before) */
 } PhgenOptions;
 
 void phgen_default_options(PhgenOptions *o);

@@ -34,6 +34,7 @@ int main(int argc, char **argv)
     opt.pct_assert = 0;
     opt.pct_i64 = 0;
     opt.pct_warp_specialize = 0;
+    opt.pct_atomic = 0;
     for (long i = 0; i < count; i++) {
         unsigned long long seed = first + (unsigned long long)i;
         PhgenProgram *p = phgen_generate(seed, &opt);

@@ -94,6 +94,7 @@ typedef struct {
     uint64_t rng_assert;       /* device asserts that hold: their own stream (PhgenOptions.pct_assert) */
     uint64_t rng_i64;          /* i64 arithmetic and outputs: their own stream (PhgenOptions.pct_i64) */
     uint64_t rng_ws;           /* @ph.warp_specialize: its own stream (PhgenOptions.pct_warp_specialize) */
+    uint64_t rng_atomic;       /* atomic adds: their own stream (PhgenOptions.pct_atomic) */
     PhgenProgram *p;
     PhgenOptions o;
     Sym syms[256];
@@ -137,6 +138,7 @@ static inline int rnd_strided(Gen *g, int n) { return rnd_from(g, &g->rng_stride
 static inline int rnd_while(Gen *g, int n) { return rnd_from(g, &g->rng_while, n); }  /* loops written as whiles */
 static inline int rnd_assert(Gen *g, int n) { return rnd_from(g, &g->rng_assert, n); }  /* device asserts */
 static inline int rnd_i64(Gen *g, int n) { return rnd_from(g, &g->rng_i64, n); }      /* i64 */
+static inline int rnd_atomic(Gen *g, int n) { return rnd_from(g, &g->rng_atomic, n); }   /* atomic adds */
 static inline bool chance(Gen *g, int pct) { return rnd(g, 100) < pct; }
 /* Swaps rnd's stream with that of elements, gathers and scatters: what is
  * drawn between two calls leaves the main stream as it was. */
@@ -259,5 +261,10 @@ const char *phgen_i64_value(Gen *g, const char *value);
 void gen_stmt(Gen *g, Node *parent, int depth);
 /* Each output is written once per block, in windows no two blocks share. */
 void gen_store(Gen *g, Node *parent);
+/* Sometimes (pct_atomic, programs with tensor-core dots) a K loop adding
+ * each step's dot of two f16 or bf16 inputs, loaded as they are, into an
+ * output of its own: the copies and the add a warp-specialized kernel's
+ * producer takes (by boxes where BN is a multiple of 32). */
+void gen_added_dots(Gen *g, Node *parent);
 
 #endif

@@ -229,7 +229,73 @@ static void gen_for(Gen *g, Node *parent, int depth)
     if (w) sym_push(g, w, DT_F32, wsh, false, true, FCAP);   /* after the loop: its own update stays the only one inside */
 }
 
-/* acc += ph.dot(...) over K in steps of BK, then the sum scaled by 1/K. */
+/* "r0 - 3" and the like: base moved by d. */
+static char *moved(Gen *g, const char *base, int d)
+{
+    return d ? pfmt(g->p, "%s %c %d", base, d < 0 ? '-' : '+', abs(d)) : pfmt(g->p, "%s", base);
+}
+
+/* Output name's [BM, BN] window moved from the block's by a few rows and
+ * columns (the atomic adds' stream): the first block's starts before the
+ * tensor, the last one's ends past it, and columns start on a 16-byte unit
+ * of the row or off one. */
+static char *moved_window(Gen *g, const char *name)
+{
+    static const int cols[] = {0, 0, -4, 4, -3, 5, 8, -8};
+    int dr = rnd_atomic(g, 11) - 5, dc = cols[rnd_atomic(g, 8)];
+    return pfmt(g->p, "%s[%s:+BM, %s:+BN]", name, moved(g, "r0", dr), moved(g, "c0", dc));
+}
+
+/* Whether to make this an atomic add (pct_atomic, from its own stream;
+ * never, drawing nothing, with pct_atomic 0). */
+static bool atomic_chance(Gen *g) { return g->o.pct_atomic && rnd_atomic(g, 100) < g->o.pct_atomic; }
+
+/* A new f32 output [M, N] that only atomic adds write. */
+static Tensor *added_output(Gen *g)
+{
+    PhgenProgram *p = g->p;
+    if (p->ntens >= 28) return NULL;
+    Tensor *t = &p->tens[p->ntens];
+    snprintf(t->name, sizeof t->name, "Y%d", p->ntens++);
+    t->dt = DT_F32;
+    t->rank = 2;
+    t->e[0] = EM;
+    t->e[1] = EN;
+    t->output = true;
+    return t;
+}
+
+/* Swaps rnd's stream with the atomic adds' (as index_stream does). */
+static void atomic_stream(Gen *g)
+{
+    uint64_t t = g->rng;
+    g->rng = g->rng_atomic;
+    g->rng_atomic = t;
+}
+
+void gen_added_dots(Gen *g, Node *parent)
+{
+    PhgenProgram *p = g->p;
+    if (!p->tc || !atomic_chance(g)) return;
+    atomic_stream(g);
+    DType dt = chance(g, 50) ? DT_F16 : DT_BF16;
+    Tensor *a = tensor_for(g, 2, EM, EK, dt), *b = a ? tensor_for(g, 2, EK, EN, dt) : NULL;
+    atomic_stream(g);
+    /* (with ten inputs tensor_for may give one of another dtype) */
+    Tensor *y = a && b && a->dt == dt && b->dt == dt ? added_output(g) : NULL;
+    if (!y) return;
+    char *kv = fresh(g, "k");
+    Node *loop = open_stmt(g);
+    close_stmt(g, parent, loop, pfmt(p, "for %s in range(0, K, BK):", kv), kv);
+    loop->block = true;
+    Node *add = open_stmt(g);
+    gen_use(g, "r0"), gen_use(g, "c0"), gen_use(g, kv);
+    close_stmt(g, loop, add, pfmt(p, "ph.atomic_add(%s, ph.dot(%s[r0:+BM, %s:+BK], %s[%s:+BK, c0:+BN]))", moved_window(g, y->name), a->name, kv, b->name, kv), NULL);
+}
+
+/* acc += ph.dot(...) over K in steps of BK, then the sum scaled by 1/K;
+ * sometimes (pct_atomic) each step's dot is also added into an output of
+ * its own, an add a warp-specialized kernel's producer makes. */
 static void gen_kloop(Gen *g, Node *parent)
 {
     char *acc = fresh(g, "acc"), *kv = fresh(g, "k");
@@ -245,6 +311,13 @@ static void gen_kloop(Gen *g, Node *parent)
     char *d = dot_text(g, EM, EN, EK, dot_dtype(g));
     g->kstart = "0";
     close_stmt(g, loop, upd, pfmt(g->p, "%s += %s", acc, d), NULL);
+    Tensor *added = g->p->tc && (atomic_chance(g) || atomic_chance(g)) ? added_output(g) : NULL;
+    if (added) {
+        Node *add = open_stmt(g);
+        memcpy(add->uses, upd->uses, sizeof add->uses);
+        add->uses_all = upd->uses_all;
+        close_stmt(g, loop, add, pfmt(g->p, "ph.atomic_add(%s, %s)", moved_window(g, added->name), d), NULL);
+    }
     Node *let = open_stmt(g);
     gen_use(g, acc);
     char *name = fresh(g, "t");
@@ -492,6 +565,16 @@ void gen_store(Gen *g, Node *parent)
         }
         /* a scatter takes no mask (ph.store's mask= is a window's) */
         if (scatter) close_stmt(g, parent, n, pfmt(p, "%s[%s, %s] = %s", t->name, rows, cols, stored(g, t, e.t)), NULL);
+        else if ((t->dt == DT_F32 || t->dt == DT_I32) && atomic_chance(g)) {
+            /* added, not stored; sometimes twice, so the blocks' windows overlap */
+            close_stmt(g, parent, n, pfmt(p, "ph.atomic_add(%s, %s)", moved_window(g, t->name), e.t), NULL);
+            if (rnd_atomic(g, 100) < 40) {
+                Node *again = open_stmt(g);
+                memcpy(again->uses, n->uses, sizeof again->uses);
+                again->uses_all = n->uses_all;
+                close_stmt(g, parent, again, pfmt(p, "ph.atomic_add(%s, %s)", moved_window(g, t->name), e.t), NULL);
+            }
+        }
         else close_stmt(g, parent, n, store_text(g, pfmt(p, "%s[r0:+BM, c0:+BN]", t->name), shape2(EM, EN), stored(g, t, e.t)), NULL);
     }
 }
