@@ -156,18 +156,18 @@ static void at_atomic1d(const IrFunc *f, AtomicRun *r)
  * adds P[r0 .. r0 + rows, 16 bx .. +16] V[16 bx .. +16, 0 .. cols] into
  * X's window at (r0, c0), for r0 from -8 below M in steps of step; P is
  * M x K, V K x N and X M x N (inputs from at_tensor). */
-static void at_dot_adds(AtomicRun *r, int64_t M, int64_t K, int64_t N, int64_t rows, int64_t cols, int64_t step, int64_t c0)
+static void at_dot_adds(AtomicRun *r, int64_t M, int64_t m_len, int64_t K, int64_t N, int64_t rows, int64_t cols, int64_t step, int64_t c0)
 {
     at_tensor(r, 0, DT_F16, M, K, 3);
     at_tensor(r, 1, DT_F16, K, N, 3);
     at_tensor(r, 2, DT_F32, M, N, 20);
-    r->args[3] = (IrArg){.i = M};
+    r->args[3] = (IrArg){.i = m_len};
     r->n = 4;
     r->grid[0] = 3, r->grid[1] = 2, r->grid[2] = 1;
     const void *p = r->args[0].data, *v = r->args[1].data;
     for (int64_t by = 0; by < r->grid[1]; by++)
         for (int64_t bx = 0; bx < r->grid[0]; bx++)
-            for (int64_t r0 = -8; r0 < M; r0 += step)
+            for (int64_t r0 = -8; r0 < m_len; r0 += step)
                 for (int64_t i = 0; i < rows; i++)
                     for (int64_t j = 0; j < cols; j++) {
                         float dot = 0;
@@ -181,16 +181,17 @@ static void at_dot_adds(AtomicRun *r, int64_t M, int64_t K, int64_t N, int64_t r
 static void at_atomicdot(const IrFunc *f, AtomicRun *r)
 {
     int64_t bm = at_meta(f, "BM");
-    at_dot_adds(r, 40, 43, 16, bm, 16, bm / 2, 0);
+    at_dot_adds(r, 40, 40, 43, 16, bm, 16, bm / 2, 0);
 }
 
 /* atomicdot_wide(P [M, K] f16, V [K, N] f16, X [M, N], m_len), M 100, K 43
  * and N 68 (64 at C0 0: windows of whole rows): 64 x 64 windows 32 rows
- * apart from column C0. */
+ * apart from column C0, the first starting before the tensor and the last
+ * past its last row (m_len 140: r0 -8 to 120). */
 static void at_atomicdot_wide(const IrFunc *f, AtomicRun *r)
 {
     int64_t c0 = at_meta(f, "C0");
-    at_dot_adds(r, 100, 43, c0 ? 68 : 64, 64, 64, 32, c0);
+    at_dot_adds(r, 100, 140, 43, c0 ? 68 : 64, 64, 64, 32, c0);
 }
 
 /* atomicread(P, V, X, Y), [16, 16] each, one block. */

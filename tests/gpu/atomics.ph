@@ -64,10 +64,12 @@ def atomicdot(P: ph.tensor[ph.f16][M, K], V: ph.tensor[ph.f16][K, 16], X: ph.ten
 # a window's rows are whole aligned 16-byte chunks inside the tensor (C0 0
 # at the first and last windows; C0 4, N 68); element by element from
 # shared memory where they are not (C0 2: not aligned; C0 8: past the last
-# column). One or two warpgroups. With a producer warp (W 1) the producer
-# adds each tile the consumers staged (cg_store.c): on sm_90a a 32-column
-# box at a time through an f32 tensor map, the engine leaving out what lies
-# before or past the tensor, element by element where C0 is 2.
+# column). One or two warpgroups. The harness's m_len (140, M 100) makes the
+# last window start past the last row. With a producer warp (W 1) the
+# producer adds each tile the consumers staged (cg_store.c): on sm_90a a
+# 32-column box at a time through an f32 tensor map, the engine leaving out
+# what lies past the tensor, element by element where C0 is 2 and where the
+# window starts before the tensor (row -8: the GPU faults on such a box).
 @ph.kernel
 @ph.warp_specialize(W)
 @ph.tensorcore
