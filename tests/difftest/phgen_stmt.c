@@ -295,7 +295,7 @@ void gen_added_dots(Gen *g, Node *parent)
 
 /* acc += ph.dot(...) over K in steps of BK, then the sum scaled by 1/K;
  * sometimes (pct_atomic) each step's dot is also added into an output of
- * its own, an add a warp-specialized kernel's producer makes. */
+ * its own, an add a warp-specialized kernel's producer may make. */
 static void gen_kloop(Gen *g, Node *parent)
 {
     char *acc = fresh(g, "acc"), *kv = fresh(g, "k");
@@ -311,6 +311,7 @@ static void gen_kloop(Gen *g, Node *parent)
     char *d = dot_text(g, EM, EN, EK, dot_dtype(g));
     g->kstart = "0";
     close_stmt(g, loop, upd, pfmt(g->p, "%s += %s", acc, d), NULL);
+    /* about twice pct_atomic's chance (two draws): few K loops are warp-specialized */
     Tensor *added = g->p->tc && (atomic_chance(g) || atomic_chance(g)) ? added_output(g) : NULL;
     if (added) {
         Node *add = open_stmt(g);
