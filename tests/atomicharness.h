@@ -154,7 +154,7 @@ static void at_atomic1d(const IrFunc *f, AtomicRun *r)
 
 /* The reference of a dot kernel's adds: on a 3 x 2 grid, block (bx, by)
  * adds P[r0 .. r0 + rows, 16 bx .. +16] V[16 bx .. +16, 0 .. cols] into
- * X's window at (r0, c0), for r0 from -8 below M in steps of step; P is
+ * X's window at (r0, c0), for r0 from -8 below m_len in steps of step; P is
  * M x K, V K x N and X M x N (inputs from at_tensor). */
 static void at_dot_adds(AtomicRun *r, int64_t M, int64_t m_len, int64_t K, int64_t N, int64_t rows, int64_t cols, int64_t step, int64_t c0)
 {

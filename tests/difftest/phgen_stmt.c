@@ -16,6 +16,15 @@ static Node *open_stmt(Gen *g)
     return n;
 }
 
+/* A statement that uses what statement like uses. */
+static Node *open_stmt_like(Gen *g, const Node *like)
+{
+    Node *n = open_stmt(g);
+    memcpy(n->uses, like->uses, sizeof n->uses);
+    n->uses_all = like->uses_all;
+    return n;
+}
+
 static void close_stmt(Gen *g, Node *parent, Node *n, char *head, const char *def)
 {
     n->head = head;
@@ -314,9 +323,7 @@ static void gen_kloop(Gen *g, Node *parent)
     /* about twice pct_atomic's chance (two draws): few K loops are warp-specialized */
     Tensor *added = g->p->tc && (atomic_chance(g) || atomic_chance(g)) ? added_output(g) : NULL;
     if (added) {
-        Node *add = open_stmt(g);
-        memcpy(add->uses, upd->uses, sizeof add->uses);
-        add->uses_all = upd->uses_all;
+        Node *add = open_stmt_like(g, upd);
         close_stmt(g, loop, add, pfmt(g->p, "ph.atomic_add(%s, %s)", moved_window(g, added->name), d), NULL);
     }
     Node *let = open_stmt(g);
@@ -570,9 +577,7 @@ void gen_store(Gen *g, Node *parent)
             /* added, not stored; sometimes twice, so the blocks' windows overlap */
             close_stmt(g, parent, n, pfmt(p, "ph.atomic_add(%s, %s)", moved_window(g, t->name), e.t), NULL);
             if (rnd_atomic(g, 100) < 40) {
-                Node *again = open_stmt(g);
-                memcpy(again->uses, n->uses, sizeof again->uses);
-                again->uses_all = n->uses_all;
+                Node *again = open_stmt_like(g, n);
                 close_stmt(g, parent, again, pfmt(p, "ph.atomic_add(%s, %s)", moved_window(g, t->name), e.t), NULL);
             }
         }
