@@ -6,9 +6,11 @@
     python3 bench/ncu_summary.py fwd.csv [--top N]
 
 prints the warps' stall samples by reason, the instructions that hold the
-most samples (each with its two largest reasons), and the hot loop: the
+most samples (each with its two largest reasons), the hot loop: the
 execution count whose instructions issue the most (a loop's body runs its
-count of warp iterations), how many there are an iteration and which opcodes.
+count of warp iterations), how many there are an iteration and which
+opcodes, and the samples by execution count (what the loop holds against
+the code a warp runs once).
 A kernel that issues more instructions an iteration than its tensor-core
 work takes cycles cannot hide its softmax behind the dots; a kernel whose
 samples sit at WARPGROUP.DEPBAR waits for its dots. Standard library only,
@@ -84,6 +86,28 @@ def summarize(rows, top=20):
     mix = collections.Counter(opcode(r["Source"]) for r in body)
     out.append(f"hot loop: {len(body)} instructions a warp an iteration ({hot:.0f} warp iterations)")
     out.append("  " + " ".join(f"{op} {n}" for op, n in mix.most_common()))
+    out.extend(by_count(rows))
+    return out
+
+
+def by_count(rows, top=6):
+    """The samples by how often their instructions ran: code of one count
+    is one stretch of the kernel (a loop's body, what a warp runs once
+    before and after it, a producer's loop), so a short kernel whose
+    samples sit outside its hot loop loses its time in the prologue and
+    epilogue, which only overlap with other work across blocks."""
+    held = collections.Counter()
+    size = collections.Counter()
+    for r in rows:
+        c = number(r["Instructions Executed"])
+        held[c] += number(r["# Samples"])
+        size[c] += 1
+    samples = sum(held.values())
+    out = ["samples by execution count:"]
+    for c, v in sorted(held.items(), key=lambda kv: (-kv[1], -kv[0]))[:top]:
+        if v:
+            share = 100 * v / samples
+            out.append(f"  x{c:<12.0f} {size[c]:6d} instructions {share:5.1f}%")
     return out
 
 

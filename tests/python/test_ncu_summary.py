@@ -3,7 +3,7 @@ here as ncu writes it (a kernel line, the columns, thousands separators):
 the stall shares, the instruction with the most samples first, the hot loop
 found by the execution count whose instructions issue the most (not an
 mbarrier spin-wait's, run more often, nor the code run once), its opcodes
-counted, predicates dropped,
+counted, predicates dropped, the samples split by execution count,
 and a file that is no source page refused with a message. Standard library
 only (runs under pytest or unittest)."""
 
@@ -75,6 +75,13 @@ class Summary(unittest.TestCase):
         _, out, _ = self.run_on(page(ROWS))
         self.assertIn("hot loop: 4 instructions a warp an iteration (1024 warp iterations)", out)
         self.assertIn("FMUL 2 HGMMA 1 WARPGROUP 1", out)
+
+    def test_samples_are_split_by_how_often_their_instructions_ran(self):
+        _, out, _ = self.run_on(page(ROWS))
+        counts = out.split("samples by execution count:\n")[1].splitlines()
+        self.assertEqual(counts[0].split(), ["x1024", "4", "instructions", "98.0%"])
+        self.assertEqual(counts[1].split(), ["x24", "2", "instructions", "2.0%"])
+        self.assertEqual(len(counts), 2)   # the spin-wait's count holds no samples
 
     def test_a_file_that_is_no_source_page_is_refused(self):
         rc, out, err = self.run_on('"a","b"\n"1","2"\n')
