@@ -64,6 +64,22 @@ Test(phgen, programs_that_once_did_not_compile_do)
     }
 }
 
+/* A dot operand must load an input of its shape; these once found the
+ * tensors (outputs among them) at the inputs' limit with none of it, and
+ * the generator aborted, taking a whole fuzzing run with it. */
+Test(phgen, programs_that_once_aborted_the_generator_compile)
+{
+    static const uint64_t seeds[] = {15805, 70820};
+    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
+        char *src = phgen_program(seeds[i], NULL, NULL), *diags = NULL;
+        IrModule *m = tu_compile("gen.ph", src, NULL, &diags);
+        cr_expect_not_null(m, "seed %llu:\n%s\n%s", (unsigned long long)seeds[i], diags, src);
+        if (m) ir_module_free(m);
+        free(diags);
+        free(src);
+    }
+}
+
 Test(phgen, generation_is_deterministic)
 {
     for (uint64_t seed = 1; seed < 40; seed++) {

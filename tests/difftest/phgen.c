@@ -413,7 +413,7 @@ static bool has_word(const char *text, const char *name)
  * reducer leaves tensors behind that nothing reads any more). */
 static void print_params(FILE *out, const PhgenProgram *p, const char *body)
 {
-    bool keep[32] = {false}, unheld[EK + 1] = {false};
+    bool keep[sizeof p->tens / sizeof p->tens[0]] = {false}, unheld[EK + 1] = {false};
     for (int i = 0; i < p->ntens; i++) keep[i] = has_word(body, p->tens[i].name);
     for (int e = EM; e <= EK; e++) {
         bool declared = false;

@@ -62,7 +62,9 @@ Tensor *tensor_for(Gen *g, int rank, int e0, int e1, DType dt)
         Tensor *t = &p->tens[i];
         if (!t->output && !t->view && t->rank == rank && t->e[0] == e0 && t->e[1] == e1) return t;
     }
-    if (p->ntens >= 23) return NULL;   /* 10 + one per shape (12 shapes) fits */
+    /* 10 + one per shape (12 shapes) fits; outputs count in ntens too, so a
+     * dot operand's shape may still have none (must_load) */
+    if (p->ntens >= (g->must_load ? (int)(sizeof p->tens / sizeof p->tens[0]) : 23)) return NULL;
     Tensor *t = &p->tens[p->ntens];
     snprintf(t->name, sizeof t->name, "X%d", p->ntens++);
     t->dt = dt;
@@ -623,13 +625,26 @@ static Ex reduce(Gen *g, Shape t, int depth, unsigned flags)
     return ex(along == E1 ? s : pfmt(g->p, "(%s / %s)", s, ext_meta[along]), a.dt, rs, false, a.mag);
 }
 
+/* A load of exactly sh for a dot's operand, which has no other source:
+ * when the tensors (outputs among them) reached the inputs' limit before
+ * any input of this shape, a new input past it (the array holds one a
+ * shape beyond both limits, so none is ever refused; the draws are
+ * load_of's, so programs that never get here are unchanged). */
+static void must_load(Gen *g, Shape sh, DType dt, Ex *a)
+{
+    g->must_load = true;
+    bool ok = load_of(g, sh, dt, a);
+    g->must_load = false;
+    if (!ok) abort();   /* tens[] sized too small for the limits above */
+}
+
 /* A dot operand of exactly shape sh (rank 2) and dtype dt, magnitude <= 2. */
 Ex dot_operand(Gen *g, Shape sh, DType dt)
 {
     Ex a;
     DType src = dt;
     if (chance(g, 25)) src = dt == DT_F32 ? (chance(g, 50) ? DT_F16 : DT_BF16) : DT_F32;
-    if (!load_of(g, sh, src, &a)) abort();   /* a tensor of every shape can always be added */
+    must_load(g, sh, src, &a);
     src = a.dt;
     int w = rnd(g, 6);
     if (w == 0) a.t = pfmt(g->p, "ph.abs(%s)", a.t);
@@ -683,7 +698,7 @@ DType dot_dtype(Gen *g)
 static char *i8_operand(Gen *g, Shape sh)
 {
     Ex a;
-    if (!load_of(g, sh, DT_F32, &a)) abort();
+    must_load(g, sh, DT_F32, &a);
     return chance(g, 50) ? pfmt(g->p, "ph.i8(%s * 64.0)", a.t) : pfmt(g->p, "ph.i8(ph.i32(%s * 64.0))", a.t);
 }
 
@@ -709,7 +724,7 @@ static Ex int8_dot(Gen *g, Shape t, int R)
 static char *f8_operand(Gen *g, Shape sh, const char *fmt)
 {
     Ex a;
-    if (!load_of(g, sh, DT_F32, &a)) abort();
+    must_load(g, sh, DT_F32, &a);
     return pfmt(g->p, "%s(%s * 4.0)", fmt, a.t);
 }
 

@@ -47,7 +47,10 @@ struct PhgenProgram {
     int specialized;       /* the extent whose dim is also an autotune name, or E1 */
     int nmeta;
     Meta meta[5];          /* BM, BN, BK, then NT and the specialized dim when there are */
-    Tensor tens[32];
+    /* inputs stop at 23 tensors (10, then one a shape: 12), outputs at 28; a
+     * dot operand that must have an input of a shape none has yet takes one
+     * past both (must_load: at most one a shape, so 28 + 12) */
+    Tensor tens[40];
     int ntens;
     Node root;
     DtSpec spec;
@@ -108,6 +111,7 @@ typedef struct {
     int n_value;               /* the scalar n's value in the spec */
     bool storing;              /* generating the stores */
     const char *stream_iv;     /* when set, windows along unaligned extents move with it */
+    bool must_load;            /* tensor_for may pass the inputs' limit (must_load) */
 } Gen;
 
 static inline uint64_t next_u64(Gen *g)
