@@ -247,12 +247,15 @@ static char *moved(Gen *g, const char *base, int d)
 /* Output name's [BM, BN] window moved from the block's by a few rows and
  * columns (the atomic adds' stream): the first block's starts before the
  * tensor, the last one's ends past it, and columns start on a 16-byte unit
- * of the row or off one. */
+ * of the row or off one. Now and then the rows move by M: every block's
+ * window starts past the last row (adds of nothing, a box the copy engine
+ * must clip whole), or before the first, the last block's reaching in. */
 static char *moved_window(Gen *g, const char *name)
 {
     static const int cols[] = {0, 0, -4, 4, -3, 5, 8, -8};
-    int dr = rnd_atomic(g, 11) - 5, dc = cols[rnd_atomic(g, 8)];
-    return pfmt(g->p, "%s[%s:+BM, %s:+BN]", name, moved(g, "r0", dr), moved(g, "c0", dc));
+    int dr = rnd_atomic(g, 13) - 5, dc = cols[rnd_atomic(g, 8)];
+    const char *rows = dr == 6 ? "r0 + M" : dr == 7 ? "r0 - M" : moved(g, "r0", dr);
+    return pfmt(g->p, "%s[%s:+BM, %s:+BN]", name, rows, moved(g, "c0", dc));
 }
 
 /* Whether to make this an atomic add (pct_atomic, from its own stream;
