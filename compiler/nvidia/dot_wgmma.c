@@ -213,19 +213,39 @@ static int swizzle_mode(const Layout *sl)
 }
 
 /* The descriptor of the matrix at byte at of the area, the leading and
- * stride byte offsets lbo and sbo, in swizzle mode of sl (i64). */
-static LLVMValueRef descriptor(Cg *c, LLVMValueRef at, const Layout *sl, int64_t lbo, int64_t sbo)
+ * stride byte offsets lbo and sbo, in swizzle mode of sl: lo its variable
+ * part, hi what desc_at ors into it. PHOBOS_SHORT_DESCRIPTORS=1 (off
+ * until timed on the GPU): lo is the low 32 bits alone (the start address
+ * and lbo; the high half, sbo and the swizzle, is a constant), so a
+ * descriptor kept across a loop holds one register, not two (the head dim
+ * 128 dK/dV pick's spills 388 / 436 -> 332 / 380 bytes; Nsight Compute
+ * found its loop's R2UR waiting on 64-bit bases reloaded from the stack,
+ * docs/performance.md "thirty-eighth"). */
+typedef struct { LLVMValueRef lo; uint64_t hi; } Desc;
+
+static Desc descriptor(Cg *c, LLVMValueRef at, const Layout *sl, int64_t lbo, int64_t sbo)
 {
     LLVMBuilderRef B = c->b;
+    uint64_t fixed = (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | (uint64_t)swizzle_mode(sl) << 62;
+    if (env_switch("PHOBOS_SHORT_DESCRIPTORS", false)) {   /* the start stays in its 14 bits: shared memory is under 256 KB */
+        LLVMValueRef addr = LLVMBuildPtrToInt(B, smem_byte_ptr(c, at), c->ti32, "");
+        LLVMValueRef start = LLVMBuildLShr(B, LLVMBuildAnd(B, addr, i32c(c, 0x3FFFF), ""), i32c(c, 4), "");
+        return (Desc){LLVMBuildOr(B, start, i32c(c, (int64_t)(fixed & 0xFFFFFFFFu)), ""), fixed >> 32 << 32};
+    }
     LLVMValueRef addr = LLVMBuildPtrToInt(B, smem_byte_ptr(c, at), c->ti64, "");
     LLVMValueRef start = LLVMBuildLShr(B, LLVMBuildAnd(B, addr, LLVMConstInt(c->ti64, 0x3FFFF, 0), ""), LLVMConstInt(c->ti64, 4, 0), "");
-    uint64_t fixed = (uint64_t)((lbo >> 4) & 0x3FFF) << 16 | (uint64_t)((sbo >> 4) & 0x3FFF) << 32 | (uint64_t)swizzle_mode(sl) << 62;
-    return LLVMBuildOr(B, start, LLVMConstInt(c->ti64, fixed, 0), "");
+    return (Desc){LLVMBuildOr(B, start, LLVMConstInt(c->ti64, fixed, 0), ""), 0};
 }
 
-static LLVMValueRef desc_plus(Cg *c, LLVMValueRef d, int64_t bytes)
+/* Descriptor d moved on by bytes (within its 14-bit start), as the
+ * instruction takes it (i64). */
+static LLVMValueRef desc_at(Cg *c, Desc d, int64_t bytes)
 {
-    return bytes ? LLVMBuildAdd(c->b, d, LLVMConstInt(c->ti64, (unsigned long long)(bytes >> 4), 0), "") : d;
+    LLVMBuilderRef B = c->b;
+    if (LLVMTypeOf(d.lo) == c->ti64)
+        return bytes ? LLVMBuildAdd(B, d.lo, LLVMConstInt(c->ti64, (unsigned long long)(bytes >> 4), 0), "") : d.lo;
+    LLVMValueRef lo = bytes ? LLVMBuildAdd(B, d.lo, i32c(c, bytes >> 4), "") : d.lo;
+    return LLVMBuildOr(B, LLVMBuildZExt(B, lo, c->ti64, ""), LLVMConstInt(c->ti64, d.hi, 0), "");
 }
 
 /* The byte offset of column k0 (a multiple of 16) of a K-major operand's row 0. */
@@ -303,7 +323,8 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         Slots acc = cg_get(c, op->args[2], l);
         for (int i = 0; i < n; i++) d[i] = acc.v[i];
     }
-    LLVMValueRef da[2] = {NULL, NULL}, *afr = NULL;
+    Desc da[2] = {{NULL, 0}, {NULL, 0}};
+    LLVMValueRef *afr = NULL;
     int nfr = K / 16 * 4;   /* registers of one row piece's A */
     if (a_regs) {
         smem_access(c, b.buf, false);
@@ -327,7 +348,7 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
     if (split)   /* the warpgroup's columns: B's rows g Nw on (K-major), or its atoms of 64 columns */
         b_at = offset_add(c, b.at, mul(c, udiv(c, c->warp, 4), tb ? Nw * b_row : Nw % 64 ? Nw * b.sl->elem : Nw / 64 * atom_bytes(b.sl)));
     /* B [N, K] K-major like A; [K, N] MN-major: atoms of 64 columns lbo apart, 8-row groups sbo apart */
-    LLVMValueRef db = tb ? descriptor(c, b_at, b.sl, 16, 8 * b_row) : descriptor(c, b_at, b.sl, atom_bytes(b.sl), 8 * b_row);
+    Desc db = tb ? descriptor(c, b_at, b.sl, 16, 8 * b_row) : descriptor(c, b_at, b.sl, atom_bytes(b.sl), 8 * b_row);
     if (!(op->flags & DOT_IN_TURN)) nvidia_turn_wait(c);
     if ((!a_regs && stored_by_threads(c, a.buf)) || stored_by_threads(c, b.buf)) ptx_fence_proxy_async(c);
     /* Register A passes through the fence, and so do the accumulators where
@@ -351,10 +372,10 @@ static void emit_dot_wgmma(Cg *c, const IrOp *op)
         for (int i = 0; i < r; i++) {
             LLVMValueRef *acc_i = d + i * (Nw / 2);   /* row piece i's accumulators */
             bool add = k0 || !zero;
-            if (a_regs) ptx_wgmma_mma_regs(c, Nw, bf, &afr[i * nfr + k0 / 16 * 4], desc_plus(c, db, bstep), !tb, add, acc_i);
+            if (a_regs) ptx_wgmma_mma_regs(c, Nw, bf, &afr[i * nfr + k0 / 16 * 4], desc_at(c, db, bstep), !tb, add, acc_i);
             else {
                 int64_t astep = a_mn ? (int64_t)k0 * (int64_t)atom_cols(a.sl) * a.sl->elem : k_major_step(a.sl, k0);
-                ptx_wgmma_mma(c, Nw, bf, desc_plus(c, da[i], astep), a_mn, desc_plus(c, db, bstep), !tb, add, acc_i);
+                ptx_wgmma_mma(c, Nw, bf, desc_at(c, da[i], astep), a_mn, desc_at(c, db, bstep), !tb, add, acc_i);
             }
         }
     }
