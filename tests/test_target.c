@@ -535,6 +535,39 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
     cr_expect_eq(in_loop[3], 2, "%s: %d proxy fences before the staged dQ share's hand-over", name, in_loop[3]);
 }
 
+/* PHOBOS_PRODUCER_FENCE=1: the consumers hand the dQ share's slot over
+ * with no proxy fence of their own (the loop keeps dS's alone), and the
+ * producer's thread fences between the slot's named barrier and its adds.
+ * test_cpusim runs the kernels so. */
+Test(target, the_producers_fence_takes_the_consumers_at_the_hand_over, .timeout = 300)
+{
+    static const char *name = "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1";
+    setenv("PHOBOS_PRODUCER_FENCE", "1", 1);
+    IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+    unsetenv("PHOBOS_PRODUCER_FENCE");
+    cr_assert_not_null(m, "run from the repository root");
+    int all;
+    cr_assert_eq(keep_configs(m, named, name, &all), 1, "%s", name);
+    setenv("PHOBOS_PRODUCER_FENCE", "1", 1);
+    char *ptx = emit_for(m, "sm_90a");
+    unsetenv("PHOBOS_PRODUCER_FENCE");
+    const char *first = strstr(ptx, "wgmma.mma_async"), *top = NULL;
+    const char *arrive = first ? strstr(first, "bar.arrive") : NULL;
+    cr_assert(first && arrive, "%s: no dots or no hand-over", name);
+    for (const char *p = ptx; (p = strstr(p, "mbarrier.try_wait")) && p < first; p++) top = p;
+    cr_assert_not_null(top, "%s: no wait before the first dot", name);
+    cr_expect_eq(tu_count_between(top, arrive, "fence.proxy.async"), 1, "%s: proxy fences before the hand-over", name);
+    /* the adds' blocks may lie anywhere in the text: the fence is the barrier's next instruction */
+    const char *take = strstr(ptx, "barrier.sync \t8,");
+    cr_assert_not_null(take, "%s: no wait at the slot's barrier", name);
+    const char *next = strchr(take, '\n') + 1;
+    while (strncmp(next, "\t//", 3) == 0) next = strchr(next, '\n') + 1;
+    cr_expect_eq(strncmp(next, "\tfence.proxy.async", 18), 0, "%s: after the slot's barrier: %.40s", name, next);
+    free(ptx);
+    m->nfuncs = all;
+    ir_module_free(m);
+}
+
 /* The setp instructions of ptx whose line ends in `tail` (", 128;": a
  * comparison with that immediate). */
 static int setp_against(const char *ptx, const char *tail)

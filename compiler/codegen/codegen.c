@@ -290,6 +290,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_PRODUCER_ADDS", /* warp_specialize.c, cg_store.c */
     "PHOBOS_TENSOR_ADDS",   /* cg_store.c */
     "PHOBOS_SHORT_DESCRIPTORS", /* dot_wgmma.c */
+    "PHOBOS_PRODUCER_FENCE", /* nvidia/targets.c */
     NULL,
 };
 

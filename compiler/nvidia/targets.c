@@ -71,9 +71,21 @@ static void stage_wait_free(Cg *c, LLVMValueRef free_at, LLVMValueRef parity)
     ptx_mbarrier_wait(c, "stwait", shared_at(c, free_at), parity);
 }
 
+/* The slot's stores (the generic proxy) are read by the copy engine (the
+ * async proxy): a proxy fence on the way from each store to the add. By
+ * default each consumer fences its own stores before it arrives, so waits
+ * there for them to land; PHOBOS_PRODUCER_FENCE=1 (off until timed on the
+ * GPU) leaves the fence to the producer's thread once the barrier has
+ * ordered every store before it (the memory model takes a proxy fence
+ * anywhere on that path, as the dS fence after the consumers' barrier
+ * already is), where Nsight Compute put 7% of the head dim 128 dK/dV
+ * kernel's stall samples at the consumers' fence and arrival
+ * (docs/performance.md, "thirty-eighth"). */
+static bool producer_fences(void) { return env_switch("PHOBOS_PRODUCER_FENCE", false); }
+
 static void stage_hand_over(Cg *c, int slot)
 {
-    ptx_fence_proxy_async(c);
+    if (!producer_fences()) ptx_fence_proxy_async(c);
     ptx_barrier_arrive(c, i32c(c, STAGE_BARRIER + slot), c->T + 32);
 }
 
@@ -82,6 +94,7 @@ static void stage_take(Cg *c, int slot)
     LLVMTypeRef pts[2] = {c->ti32, c->ti32};
     LLVMValueRef args[2] = {i32c(c, STAGE_BARRIER + slot), i32c(c, c->T + 32)};
     cg_call(c, "llvm.nvvm.barrier.sync.cnt", c->tvoid, 2, pts, args);
+    if (producer_fences()) ptx_fence_proxy_async(c);
 }
 
 static void stage_give_back(Cg *c, LLVMValueRef free_at)

@@ -330,8 +330,10 @@ static void push_pending_add(Launch *L, PendingAdd p)
 }
 
 /* A bulk add and its commit: its global bytes must lie inside one tensor
- * argument, and each shared byte a thread stored needs that thread's
- * fence.proxy.async after the store (checked here, at issue); the shared
+ * argument, and each shared byte a thread stored needs a fence.proxy.async
+ * after the store, by that thread or by the issuing one (checked here, at
+ * issue: a barrier between the store and the issuer's fence is the race
+ * check's at the read, sim_bulk_reads); the shared
  * bytes are read as late as the GPU may read them, at the issuing
  * thread's next wait (sim_bulk_reads), so a slot written again before
  * that wait shows (as a race, or as wrong sums). */
@@ -353,8 +355,9 @@ void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
     }
     for (unsigned j = 0; j < bytes; j++) {
         const ByteShadow *b = &area->shadow[off + j];
-        if (!proxy_fenced(L, b, 0)) {
-            block_fail(L, "a bulk add (in %s) reads byte %zu of %s, which thread %d stored (in %s) with no fence.proxy.async after it",
+        if (!proxy_fenced(L, b, L->th[L->cur].fenced_at)) {
+            block_fail(L, "a bulk add (in %s) reads byte %zu of %s, which thread %d stored (in %s) with no fence.proxy.async after it, "
+                          "by that thread or by the add's",
                        site_name(L->s, a->site), off + j, area->name, b->writer, site_name(L->s, b->w_site));
             setcontext(&L->sched);
         }
@@ -366,8 +369,9 @@ void sim_bulk_add(Launch *L, const AsmCall *a, const uint64_t *in)
  * column x, row y from the shared bytes at the last operand) and its
  * commit: the map must be an f32 one, the box start on a 16-byte unit of
  * its row (as the copy's), every element of it inside the map's dims lie
- * in a tensor argument, and each shared byte a thread stored need that
- * thread's fence.proxy.async; the shared bytes are read as the hardware's
+ * in a tensor argument, and each shared byte a thread stored need a
+ * fence.proxy.async after the store, by that thread or by the issuing one
+ * (as a bulk add's); the shared bytes are read as the hardware's
  * swizzle lays the box out, at the thread's next wait (sim_bulk_reads),
  * and elements outside the map's dims are left alone. */
 void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in)
@@ -399,9 +403,9 @@ void sim_bulk_tensor_add(Launch *L, const AsmCall *a, const uint64_t *in)
         }
     for (unsigned j = 0; j < bytes; j++) {
         const ByteShadow *b = &area->shadow[off + j];
-        if (!proxy_fenced(L, b, 0)) {
+        if (!proxy_fenced(L, b, L->th[L->cur].fenced_at)) {
             block_fail(L, "a bulk tensor add (in %s) reads byte %zu of %s, which thread %d stored (in %s) with no fence.proxy.async "
-                          "after it",
+                          "after it, by that thread or by the add's",
                        site_name(L->s, a->site), off + j, area->name, b->writer, site_name(L->s, b->w_site));
             setcontext(&L->sched);
         }

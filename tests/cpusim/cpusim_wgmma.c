@@ -197,8 +197,8 @@ static bool read_operands(Launch *L, int g, const AsmCall *a, uint64_t da, uint6
 
 /* The async proxy's view of byte b: stored by a thread (the generic
  * proxy) in this block, it needs a fence.proxy.async after the store by
- * its writer, or by every thread of the warpgroup (their fewest fences is
- * min_fenced), before the wgmma. */
+ * its writer, or by every reader (their fewest fences is min_fenced: a
+ * wgmma's warpgroup, a bulk add's issuing thread), before the read. */
 bool proxy_fenced(const Launch *L, const ByteShadow *b, uint32_t min_fenced)
 {
     if (b->w_epoch < L->block_epoch) return true;   /* not this block's: end_epoch's unwritten read */
