@@ -369,6 +369,47 @@ Test(cpusim, fused_attention_with_the_producers_fence_matches_on_sm90a, .timeout
     unsetenv("PHOBOS_PRODUCER_FENCE");
 }
 
+/* Whether b or a block below copies param's tensor into a ring. */
+static bool copies_param(const IrBlock *b, int param)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        if ((op->kind == OP_COPY_ASYNC && op->param == param) || copies_param(op->body, param) || copies_param(op->els, param)) return true;
+    }
+    return false;
+}
+
+/* PHOBOS_COPY_ONCE=1: a tile loaded once, outside every loop, that only
+ * dots read (the forward's Q, the dK/dV kernel's K and V) goes through a
+ * one-stage ring, copied by the copy engine (the producer's, where there
+ * is one) and waited for before its first reader, the loops' first
+ * copies in flight meanwhile. Every kernel of both head dims at several
+ * picks (a producer or none, warpgroups in turns), on sm_90a's engines
+ * and on sm_90's (cp.async, mma.sync). */
+Test(cpusim, attention_with_tiles_copied_once_matches, .timeout = 2400)
+{
+    setenv("PHOBOS_COPY_ONCE", "1", 1);
+    IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
+    cr_assert_not_null(m);
+    const IrFunc *f = NULL;
+    for (int i = 0; i < m->nfuncs; i++)
+        if (!strcmp(m->funcs[i]->name, "attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1__PERSISTENT_0__OCC_1")) f = m->funcs[i];
+    cr_assert_not_null(f);
+    cr_expect(copies_param(f->body, 0), "Q is not copied");
+    ir_module_free(m);
+    /* the bench's picks: the forward's 128 x 128 S 3 W 2 and 192 x 128 S 3 W 1, the dK/dV kernel's W 1 */
+    setenv("PHOBOS_CONFIG_INDEX_attn_fwd", "11", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 7, 128);
+    setenv("PHOBOS_CONFIG_INDEX_attn_fwd", "26", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 15, 64);
+    /* no producer: the forward's 128 x 64 W 0, the dK/dV kernel's 64 x 64 W 0 */
+    setenv("PHOBOS_CONFIG_INDEX_attn_fwd", "35", 1);
+    attention_matches_at("bench/attention_fused.ph", "sm_90a", 0, 64);
+    unsetenv("PHOBOS_CONFIG_INDEX_attn_fwd");
+    attention_matches_at("bench/attention_fused.ph", "sm_90", 3, 64);
+    unsetenv("PHOBOS_COPY_ONCE");
+}
+
 /* With PHOBOS_TENSOR_ADDS=0 the producer's slot is rows of the tile's
  * width, added whole (a window of whole rows) by one bulk add, as before
  * the tensor adds (the default, above: 32-column boxes of the 128-byte
@@ -488,16 +529,6 @@ Test(cpusim, attention_forward_persistent_matches_on_sm90a, .timeout = 2400)
 {
     attention_matches_sized("bench/attention_fused.ph", "sm_90a", 26, 128, 384);   /* BR 128 BC 128 S 3 W 2 */
     attention_matches_sized("bench/attention_fused.ph", "sm_90a", 32, 64, 640);    /* BR 256 BC 128 S 2 W 1 */
-}
-
-/* Whether b or a block below copies param's tensor into a ring. */
-static bool copies_param(const IrBlock *b, int param)
-{
-    for (int i = 0; b && i < b->nops; i++) {
-        const IrOp *op = b->ops[i];
-        if ((op->kind == OP_COPY_ASYNC && op->param == param) || copies_param(op->body, param) || copies_param(op->els, param)) return true;
-    }
-    return false;
 }
 
 /* A ring nested around another: with PHOBOS_WINDOW_DIVISIONS=1 a loop

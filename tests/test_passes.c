@@ -395,6 +395,82 @@ Test(passes, async_stage_count_decides_the_schedule)
         }
 }
 
+/* tests/ir/async_once.ir: Q's row block picked by a select on a constant
+ * (as bench/attention_fused.ph's non-persistent forward picks it), inside
+ * a loop of one trip around a K loop. Runs it on block 1 with n 96. */
+static float *run_once(const IrFunc *f)
+{
+    enum { N = 96, K = 32 };
+    static uint16_t q[64 * K], k[(N + 64) * K];
+    for (int i = 0; i < 64 * K; i++) q[i] = ph_f32_to_f16((float)((i * 7) % 11 - 5) * 0.125f);
+    for (int i = 0; i < (N + 64) * K; i++) k[i] = ph_f32_to_f16((float)((i * 5) % 13 - 6) * 0.25f);
+    float *out = malloc(32 * 32 * sizeof *out);
+    for (int i = 0; i < 32 * 32; i++) out[i] = -7.0f;   /* poison */
+    IrArg args[4] = {{.data = q, .dims = {64, K}}, {.data = k, .dims = {N + 64, K}}, {.data = out, .dims = {32, 32}}, {.i = N}};
+    char err[512];
+    int grid[3] = {2, 1, 1};
+    cr_assert_eq(ir_interp(f, args, 4, grid, err, sizeof err), 0, "%s", err);
+    return out;
+}
+
+/* PHOBOS_COPY_ONCE=1: the select and the loop of one trip fold away, licm
+ * takes Q's load out of the K loop, and async copies it once, into a ring
+ * of one stage: its commit before the K loop's first two, its WAIT_ONCE
+ * wait (two younger groups pending) just before the K loop. Without the
+ * switch Q stays a load inside the loop of one trip. */
+Test(passes, copy_once_takes_a_tile_loaded_outside_loops)
+{
+    for (int on = 0; on < 2; on++) {
+        if (on) setenv("PHOBOS_COPY_ONCE", "1", 1);
+        IrModule *ref = load_ir("tests/ir/async_once.ir"), *m = load_ir("tests/ir/async_once.ir");
+        IrFunc *f = m->funcs[0];
+        ir_fold(f);
+        ir_licm(f);
+        ir_async(f);
+        unsetenv("PHOBOS_COPY_ONCE");
+        char err[512];
+        cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s\n%s", err, tu_func_text(f));
+        const IrOp *loop = find_loop(f->body), *once = NULL, *wait = NULL;
+        int at = -1, commits_before = 0;
+        for (int i = 0; i < f->body->nops; i++) {
+            const IrOp *op = f->body->ops[i];
+            if (op->kind == OP_COPY_ASYNC && op->param == 0) once = op;
+            if (op->kind == OP_WAIT_ASYNC && op->nargs) wait = op;
+            if (op == loop) at = i;
+            commits_before += op->kind == OP_COMMIT_ASYNC && at < 0;
+        }
+        cr_assert_not_null(loop);
+        if (!on) {
+            cr_expect_null(once, "%s", tu_func_text(f));
+            cr_expect_eq(count_loads(loop->body, 0), 1, "Q is loaded in the loop of one trip:\n%s", tu_func_text(f));
+        } else {
+            cr_assert_not_null(once, "Q is not copied:\n%s", tu_func_text(f));
+            cr_expect_eq(once->ival, 1, "a ring of %lld stages", (long long)once->ival);
+            cr_assert_not_null(wait, "%s", tu_func_text(f));
+            cr_expect(wait->flags & WAIT_ONCE);
+            cr_expect_eq(wait->ival, 2, "%s", tu_func_text(f));
+            cr_expect_eq(f->body->ops[at - 1], wait, "the wait is not just before the K loop:\n%s", tu_func_text(f));
+            cr_expect_eq(commits_before, 3, "%s", tu_func_text(f));
+            cr_expect_eq(count_kind(loop->body, OP_COPY_ASYNC, 1), 1, "K still turns in its ring");
+            /* the text form keeps the flag and the ring of one stage */
+            char *text = tu_func_text(f);
+            cr_expect(strstr(text, "pending 2 once") && strstr(text, "stages 1"), "%s", text);
+            IrModule *back = ir_parse(text, err, sizeof err);
+            cr_assert_not_null(back, "%s", err);
+            char *again = tu_func_text(back->funcs[0]);
+            cr_expect_str_eq(again, text);
+            ir_module_free(back);
+            free(again);
+            free(text);
+        }
+        float *want = run_once(ref->funcs[0]), *got = run_once(f);
+        for (int i = 0; i < 32 * 32; i++) cr_assert_eq(got[i], want[i], "element %d: %g, want %g", i, got[i], want[i]);
+        free(want); free(got);
+        ir_module_free(ref);
+        ir_module_free(m);
+    }
+}
+
 /* A dot nobody uses leaves no copies behind: the waits and commits async
  * adds are effects, so the dead loads go before it copies anything. */
 Test(passes, async_copies_nothing_for_a_dead_dot)

@@ -58,7 +58,7 @@ static void axis_2(IrFunc *f) { def(f, 4)->axis = 2; }
 /* a kind past the table, whatever its length */
 static void unknown_kind(IrFunc *f) { third_op(f)->kind = (IrOpKind)1000; }
 static void copy_without_operands(IrFunc *f) { third_op(f)->nargs = 0; }
-static void ring_of_one_stage(IrFunc *f) { third_op(f)->ival = 1; }
+static void ring_of_no_stage(IrFunc *f) { third_op(f)->ival = 0; }
 static void load_with_flags(IrFunc *f) { third_op(f)->flags = 4; }
 static void negative_pending(IrFunc *f) { third_op(f)->ival = -1; }
 static void block_id_axis_3(IrFunc *f) { first_op(f)->axis = 3; }
@@ -244,7 +244,7 @@ static const Rejected rejected[] = {
      "f: op 'copy_async' (%3): the ring slot must be an i32 scalar"},
     {"X: f16[N, M]", C "  %3 = copy_async X[%1, %1], %1 ring 0 stages 2 : f32[4, 4]\n  return\n", NULL,
      "f: op 'copy_async' (%3): window f32[4, 4] does not match tensor 'X' (f16, rank 2)"},
-    {"X: f16[N, M]", C COPY "  return\n", ring_of_one_stage, "f: op 'copy_async' (%3): a ring needs at least 2 stages, has 1"},
+    {"X: f16[N, M]", C COPY "  return\n", ring_of_no_stage, "f: op 'copy_async' (%3): a ring needs at least 1 stage, has 0"},
     {"X: f16[N, M]", C "  %3 = copy_async X[%1, %1], %1 ring 64 stages 2 : f16[4, 4]\n  return\n", NULL,
      "f: op 'copy_async' (%3): ring 64 is out of range (0 to 63)"},
     {"X: f16[N, M]", C COPY "  %4 = copy_async X[%1, %1], %1 ring 0 stages 3 : f16[4, 4]\n  return\n", NULL,

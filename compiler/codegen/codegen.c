@@ -291,6 +291,7 @@ const char *const codegen_switches[] = {
     "PHOBOS_TENSOR_ADDS",   /* cg_store.c */
     "PHOBOS_SHORT_DESCRIPTORS", /* dot_wgmma.c */
     "PHOBOS_PRODUCER_FENCE", /* nvidia/targets.c */
+    "PHOBOS_COPY_ONCE",     /* fold.c, async.c */
     NULL,
 };
 

@@ -86,6 +86,11 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
  * WAIT_AFTER_WORK (OP_WAIT_DOTS): the ops before this wait in its block
  * are meant to run while its dots do (wgmma_overlap's softmax beside
  * P V); the code generator keeps the wait behind them.
+ * WAIT_ONCE (OP_WAIT_ASYNC): the wait for a tile copied once, outside
+ * loops (async.c's one-stage rings): its pending count counts every
+ * ring's groups, and where the groups of each set of rings committed
+ * together are waited for apart (a warp-specialized kernel's channels),
+ * it waits for all of its own rings' groups.
  * DOT_ISSUED: the dot is issued and left running; only an OP_WAIT_DOTS
  * reads its result, and the operands it reads (its ring slot, its A in
  * registers) stay untouched until that wait.
@@ -94,7 +99,7 @@ typedef enum { RED_SUM, RED_MAX, RED_MIN, RED_COUNT } IrReduce;
  * (DOT_IN_TURN: no wait for one of its own), so a pair of dots goes to
  * the tensor cores together. */
 enum { DOT_TRANS_B = 1, DOT_ASYNC = 2, DOT_ISSUED = 4, DOT_TURN_KEPT = 8, DOT_IN_TURN = 16 };
-enum { WAIT_SLOTS_RELEASED = 1, WAIT_AFTER_WORK = 2 };
+enum { WAIT_SLOTS_RELEASED = 1, WAIT_AFTER_WORK = 2, WAIT_ONCE = 4 };
 /* STORE_MASKED (OP_STORE): the operand before the value is a bool tile of
  * the value's type and shape; an element is written only where it is true
  * (and, as always, only inside the tensor). */
@@ -124,7 +129,7 @@ typedef struct IrOp {
     int sub;               /* IrUnop, IrBinop, IrCmp or IrReduce */
     int axis;              /* OP_IOTA, OP_REDUCE, OP_ARGMAX, OP_ARGMIN, OP_CUMSUM, OP_DIM, OP_BLOCK_ID, OP_GRID_DIM */
     int param;             /* OP_PARAM, OP_DIM and the memory ops (OP_LOAD ... OP_SCATTER_ADD): index into IrFunc.params */
-    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC, DOT_ISSUED; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED; OP_WAIT_DOTS: WAIT_AFTER_WORK; OP_STORE: STORE_MASKED; OP_ATOMIC_ADD: ADD_BY_PRODUCER */
+    int flags;             /* OP_DOT: DOT_TRANS_B, DOT_ASYNC, DOT_ISSUED; OP_WAIT_ASYNC: WAIT_SLOTS_RELEASED, WAIT_ONCE; OP_WAIT_DOTS: WAIT_AFTER_WORK; OP_STORE: STORE_MASKED; OP_ATOMIC_ADD: ADD_BY_PRODUCER */
     int window_axes;       /* OP_LOAD, OP_STORE, OP_ATOMIC_ADD of a tensor of rank 3 or 4: the bitmask of the
                             * one or two tensor axes the tile's axes run along, in order (the others are
                             * indexed by their start alone); 0 for ranks 1 and 2 (the tile has every axis) */

@@ -568,7 +568,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
             expect_word(ps, "ring");
             axis = (int)integer(ps, 0, INT32_MAX, "a ring number");
             expect_word(ps, "stages");
-            ival = integer(ps, 2, 64, "a stage count from 2 to 64");
+            ival = integer(ps, 1, 64, "a stage count from 1 to 64");
         }
         if (accept_word(ps, "axes"))   /* a rank-3/4 window's tile axes (the verifier wants one or two) */
             for (int n = 0; n < IR_MAX_RANK && ps->tok.kind == T_NUM; n++) window_axes |= 1 << (int)integer(ps, 0, IR_MAX_RANK - 1, "a tensor axis (0 to 3)");
@@ -579,6 +579,7 @@ static void plain_op(Parser *ps, IrBlock *b, const TokVec *res, OpName on, Loc a
         uses(ps, &args);
         expect_word(ps, "pending");
         ival = integer(ps, 0, 64, "a count of pending groups from 0 to 64");
+        if (on.kind == OP_WAIT_ASYNC && accept_word(ps, "once")) on.flags |= WAIT_ONCE;
         break;
     default:
         uses(ps, &args);

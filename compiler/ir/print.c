@@ -289,6 +289,7 @@ static void print_operands(Printer *p, const IrOp *op)
             print_values(p, op->nargs, op->args);
         }
         fprintf(p->out, " pending %lld", (long long)op->ival);
+        if (op->kind == OP_WAIT_ASYNC && (op->flags & WAIT_ONCE)) fputs(" once", p->out);
         break;
     default:
         if (op->nargs) {

@@ -326,7 +326,7 @@ static bool check_copy(Verifier *v, const IrOp *op)
     if (op->nargs < 1) return bad(v, op, "needs a window and a ring slot");
     if (!is_i32_scalar(ty(v, op->args[op->nargs - 1]))) return bad(v, op, "the ring slot must be an i32 scalar");
     if (!check_memory(v, op)) return false;
-    if (op->ival < 2) return bad(v, op, "a ring needs at least 2 stages, has %lld", (long long)op->ival);
+    if (op->ival < 1) return bad(v, op, "a ring needs at least 1 stage, has %lld", (long long)op->ival);
     if (op->axis < 0 || op->axis >= IR_MAX_RINGS) return bad(v, op, "ring %d is out of range (0 to %d)", op->axis, IR_MAX_RINGS - 1);
     const IrOp *first = v->ring_first[op->axis];
     if (!first) {

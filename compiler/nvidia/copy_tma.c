@@ -416,12 +416,14 @@ static void ws_wait_channel(Cg *c, int ch, int pending)
     LLVMPositionBuilderAtEnd(B, done);
 }
 
-/* The wait's channels: its slots', or those a wait that gives none drains. */
+/* The wait's channels: its slots', or those a wait that gives none drains.
+ * A WAIT_ONCE wait's pending count counts other channels' groups: it
+ * waits for every group of its own. */
 static void ws_wait(Cg *c, const IrOp *wait)
 {
     unsigned chans = channels_of(c, wait);
     for (int ch = 0; ch < CG_MAX_RINGS && ch < 32; ch++)
-        if (chans >> ch & 1) ws_wait_channel(c, ch, (int)wait->ival);
+        if (chans >> ch & 1) ws_wait_channel(c, ch, wait->flags & WAIT_ONCE ? 0 : (int)wait->ival);
 }
 
 /* A consumer warp arrives on the empty barrier of each group waited for

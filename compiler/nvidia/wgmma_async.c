@@ -54,7 +54,7 @@ static int async_candidate(const IrFunc *f, const IrBlock *body)
     if (copies > WGMMA_MAX_MOVED) return -1;
     for (int a = 0; a < 2; a++) {
         const IrOp *d = f->values[dot->args[a]].def;
-        if (!d || d->kind != OP_WAIT_ASYNC) return -1;
+        if (!d || d->kind != OP_WAIT_ASYNC || (d->flags & WAIT_ONCE)) return -1;   /* a tile copied once stays */
     }
     /* acc: carried value j, and the dot's result is what the yield carries on, and only that */
     for (int j = 1; j < body->nargs; j++)

@@ -26,7 +26,19 @@
  * the kernel never writes its tensor, its window follows from the loop
  * counter, every use is an operand of a dot on the tensor cores, and its
  * rows are whole 16-byte chunks. The rings of a function take at most
- * ASYNC_BUDGET bytes; loads past it stay for the register pipeline. */
+ * ASYNC_BUDGET bytes; loads past it stay for the register pipeline.
+ *
+ * PHOBOS_COPY_ONCE=1 (off until timed): the function body's own loads
+ * (outside every loop) that only tensor-core dots read, and that the
+ * rules above would take, are copied once, into rings of one stage: one
+ * group of copies where the last of them was loaded, its commit, and a
+ * WAIT_ONCE wait just before the first op that reads one of them (the
+ * loops' first copies in between stay in flight, the pending count
+ * counting them). With a producer warp the copy is the producer's, so a
+ * block's first tile (attention's Q, the dK/dV kernel's K and V) no
+ * longer passes through the consumers' registers. Such a tile takes the
+ * shared memory its dot would have staged it in, so it is not counted
+ * in ASYNC_BUDGET. */
 #include "ir/irutil.h"
 #include "layout/layout.h"
 
@@ -252,6 +264,106 @@ static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
     free(mv); free(first); free(tile); free(oldest); free(types); free(next);
 }
 
+/* ---- tiles copied once (PHOBOS_COPY_ONCE) ---- */
+
+static bool uses_value(const IrBlock *b, ValueId v)
+{
+    for (int i = 0; b && i < b->nops; i++) {
+        const IrOp *op = b->ops[i];
+        for (int j = 0; j < op->nargs; j++)
+            if (op->args[j] == v) return true;
+        if (uses_value(op->body, v) || uses_value(op->els, v)) return true;
+    }
+    return false;
+}
+
+static bool op_uses(const IrOp *op, ValueId v)
+{
+    for (int j = 0; j < op->nargs; j++)
+        if (op->args[j] == v) return true;
+    return uses_value(op->body, v) || uses_value(op->els, v);
+}
+
+static bool holds_commits(const IrBlock *b)
+{
+    for (int i = 0; b && i < b->nops; i++)
+        if (b->ops[i]->kind == OP_COMMIT_ASYNC || holds_commits(b->ops[i]->body) || holds_commits(b->ops[i]->els)) return true;
+    return false;
+}
+
+/* The index of the first op of b after `from` that reads v, or b->nops. */
+static int first_use(const IrBlock *b, int from, ValueId v)
+{
+    int j = from + 1;
+    while (j < b->nops && !op_uses(b->ops[j], v)) j++;
+    return j;
+}
+
+enum { MAX_ONCE = 8 };
+
+static void async_once(Async *a)
+{
+    IrFunc *f = a->f;
+    IrBlock *b = f->body;
+    IrOp *load[MAX_ONCE];
+    int at[MAX_ONCE], use[MAX_ONCE], n = 0;
+    for (int i = 0; i < b->nops && n < MAX_ONCE && a->nrings + n < IR_MAX_RINGS; i++) {
+        IrOp *op = b->ops[i];
+        ValueId r = op->kind == OP_LOAD ? op->res[0] : 0;
+        if (!r || !wanted(a, op) || a->uses[r] != a->tc_uses[r]) continue;
+        load[n] = op, at[n] = i, use[n] = first_use(b, i, r), n++;
+    }
+    /* one group, copied where the last of them was loaded: each read after that */
+    for (bool dropped = true; dropped && n;) {
+        dropped = false;
+        for (int k = 0; k < n; k++)
+            if (use[k] <= at[n - 1]) {
+                memmove(load + k, load + k + 1, sizeof *load * (size_t)(n - k - 1));
+                memmove(at + k, at + k + 1, sizeof *at * (size_t)(n - k - 1));
+                memmove(use + k, use + k + 1, sizeof *use * (size_t)(n - k - 1));
+                n--, dropped = true;
+                break;
+            }
+    }
+    if (!n) return;
+    int pos = at[n - 1], first = b->nops;
+    for (int k = 0; k < n; k++) first = use[k] < first ? use[k] : first;
+    for (int k = n - 1; k >= 0; k--) ir_block_remove(b, at[k]);
+    pos -= n - 1, first -= n;
+    int before = pos;
+    ValueId slot = emit_const(f, b, &pos, 0), copies[MAX_ONCE];
+    IrType types[MAX_ONCE];
+    for (int k = 0; k < n; k++) {
+        ValueId args[3] = {load[k]->args[0], load[k]->args[1], slot};
+        types[k] = ir_vtype(f, load[k]->res[0]);
+        IrOp *c = ir_emit(f, NULL, OP_COPY_ASYNC, 3, args, 1, &types[k]);
+        c->param = load[k]->param;
+        c->axis = a->nrings++;
+        c->ival = 1;
+        c->loc = load[k]->loc;
+        f->values[c->res[0]].name = f->values[load[k]->res[0]].name;
+        ir_block_insert(f, b, pos++, c);
+        copies[k] = c->res[0];
+    }
+    emit_commit(f, b, &pos);
+    first += pos - before;
+    /* the groups committed in between stay pending, where they can be counted */
+    int pending = 0;
+    for (int j = pos; j < first; j++) {
+        if (b->ops[j]->kind == OP_COMMIT_ASYNC) pending++;
+        if (holds_commits(b->ops[j]->body) || holds_commits(b->ops[j]->els)) { pending = 0; break; }
+    }
+    IrOp *wait = ir_emit(f, NULL, OP_WAIT_ASYNC, n, copies, n, types);
+    wait->ival = pending;
+    wait->flags |= WAIT_ONCE;
+    wait->loc = first < b->nops ? b->ops[first]->loc : load[0]->loc;
+    ir_block_insert(f, b, first, wait);
+    for (int k = 0; k < n; k++) {
+        f->values[wait->res[k]].name = f->values[load[k]->res[0]].name;
+        ir_replace_uses(b, load[k]->res[0], wait->res[k]);
+    }
+}
+
 static void async_block(Async *a, IrBlock *blk)
 {
     for (int i = 0; i < blk->nops; i++) {
@@ -275,6 +387,7 @@ void ir_async(IrFunc *f)
     a.bcast_uses = xcalloc(n, sizeof *a.bcast_uses);
     count_uses(f, f->body, a.uses, a.tc_uses, a.bcast_uses);
     async_block(&a, f->body);
+    if (env_switch("PHOBOS_COPY_ONCE", false)) async_once(&a);
     free(a.stored);
     free(a.uses);
     free(a.tc_uses);

@@ -3,7 +3,11 @@
  * (scalarops.h) that the interpreter computes with too; exact
  * identities (x*1, and x+0, x-0 on i32) drop their op; an `if` on a
  * constant is replaced by its taken branch and a `for` that provably runs
- * zero times by its initial values; `x + dot(a, b, 0)` becomes
+ * zero times by its initial values; with PHOBOS_COPY_ONCE=1 (off until
+ * timed) a select on a constant condition is its picked operand and a
+ * `for` that runs exactly once its body (so a load in it that no longer
+ * depends on the loop is outside every loop: async.c's tiles copied
+ * once); `x + dot(a, b, 0)` becomes
  * `dot(a, b, x)` (a dot's sum order is unspecified: the tensor cores then
  * accumulate into x). Expects verified IR; keeps it so. */
 #include "ir/ir.h"
@@ -19,6 +23,7 @@ typedef struct {
     IrFunc *f;
     ValueId *repl;      /* value -> the value that now stands for it, 0 if none */
     int *uses;          /* by value: its uses in the function as it came in */
+    bool copy_once;     /* PHOBOS_COPY_ONCE: constant selects and one-trip loops fold too */
 } Folder;
 
 /* Follows replacements; they always point at earlier values, so this ends. */
@@ -150,8 +155,13 @@ static bool is_number(const IrFunc *f, ValueId v, int k)
 
 /* x*1, 1*x for any number type (exact in IEEE); x+0, 0+x, x-0 for i32 only,
  * since -0.0 + 0.0 is +0.0. Returns the value the result equals, or 0. */
-static ValueId identity(const IrFunc *f, const IrOp *op)
+static ValueId identity(const IrFunc *f, const IrOp *op, bool copy_once)
 {
+    if (copy_once && op->kind == OP_SELECT && op->nres == 1) {
+        const IrOp *c = const_def(f, op->args[0]);
+        ValueId pick = c ? op->args[c->ival ? 1 : 2] : 0;
+        return pick && ir_type_eq(f->values[pick].type, f->values[op->res[0]].type) ? pick : 0;
+    }
     if (op->kind != OP_BINARY || op->nres != 1) return 0;
     ValueId a = op->args[0], b = op->args[1];
     DType dt = f->values[op->res[0]].type.dt;
@@ -236,6 +246,27 @@ static bool zero_trip(const IrFunc *f, const IrOp *op)
     return lo && hi && (int32_t)lo->ival >= (int32_t)hi->ival;
 }
 
+/* A `for` whose constant bounds and step give exactly one trip. */
+static bool one_trip(const IrFunc *f, const IrOp *op)
+{
+    const IrOp *lo = const_def(f, op->args[0]), *hi = const_def(f, op->args[1]);
+    return lo && hi && op->ival > 0 && (int32_t)lo->ival < (int32_t)hi->ival &&
+           (int64_t)(int32_t)lo->ival + op->ival >= (int64_t)(int32_t)hi->ival;
+}
+
+/* A `for` of one trip: its body's ops join the enclosing block, the
+ * counter its lower bound, the carried values their initial values, its
+ * results the values the body yields. */
+static void inline_trip(Folder *fo, IrOp *op, OpVec *out, int depth)
+{
+    IrBlock *body = op->body;
+    replace_uses(fo, body->args[0], op->args[0]);
+    for (int k = 1; k < body->nargs && k + 1 < op->nargs; k++) replace_uses(fo, body->args[k], op->args[k + 1]);
+    fold_ops(fo, body->ops, body->nops - 1, out, depth + 1);
+    IrOp *y = body->ops[body->nops - 1];
+    for (int i = 0; i < op->nres && i < y->nargs; i++) replace_uses(fo, op->res[i], resolve(fo, y->args[i]));
+}
+
 /* A while whose condition, folded, is the constant false: its results are its inits. */
 static bool never_runs(const IrFunc *f, const IrOp *op)
 {
@@ -261,6 +292,10 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
             for (int k = 0; k < op->nres; k++) replace_uses(fo, op->res[k], op->args[k + 2]);
             continue;
         }
+        if (fo->copy_once && op->kind == OP_FOR && one_trip(fo->f, op) && op->body && op->body->nops) {
+            inline_trip(fo, op, out, depth);
+            continue;
+        }
         if (op->kind == OP_FOR || op->kind == OP_IF || op->kind == OP_WHILE) {
             fold_block(fo, op->body, depth + 1);
             fold_block(fo, op->els, depth + 1);
@@ -271,7 +306,7 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
         } else if (fold_accumulate(fo, op, out)) {
             continue;
         } else if (!fold_constant(fo->f, op)) {
-            ValueId same = identity(fo->f, op);
+            ValueId same = identity(fo->f, op, fo->copy_once);
             if (same) {
                 replace_uses(fo, op->res[0], same);
                 continue;
@@ -283,7 +318,8 @@ static void fold_ops(Folder *fo, IrOp **ops, int n, OpVec *out, int depth)
 
 void ir_fold(IrFunc *f)
 {
-    Folder fo = {f, xcalloc((size_t)f->nvalues, sizeof(ValueId)), xcalloc((size_t)f->nvalues + 1, sizeof(int))};
+    Folder fo = {f, xcalloc((size_t)f->nvalues, sizeof(ValueId)), xcalloc((size_t)f->nvalues + 1, sizeof(int)),
+                 env_switch("PHOBOS_COPY_ONCE", false)};
     count_uses(f->body, fo.uses);
     fold_block(&fo, f->body, 0);
     free(fo.repl);
