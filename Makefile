@@ -346,11 +346,17 @@ gpu-bundle: all build-tests
 	strip --strip-unneeded $(BUILD)/gpu/bin/* $(BUILD)/gpu/examples/* $(BUILD)/gpu/bench/* $(BUILD)/gpu/tests/*
 	@du -sh $(BUILD)/gpu
 
-# Each suite's skipped and failed tests are shown with their reasons.
+# Each suite's skipped and failed tests are shown with their reasons; the
+# failures are shown again at the end, where a log's tail (CI's) shows them.
 test: $(TESTS) $(PHC)
-	@status=0; for t in $(TESTS); do \
-	    echo "== $$t"; $$t --jobs 2 --verbose > $$t.log 2>&1 || status=1; \
+	@status=0; failed=; for t in $(TESTS); do \
+	    echo "== $$t"; $$t --jobs 2 --verbose > $$t.log 2>&1 || { status=1; failed="$$failed $$t"; }; \
 	    grep -v '^\[RUN \]\|^\[PASS\]\|^\[----\]\|^\[====\] Running' $$t.log; \
+	done; \
+	for t in $$failed; do \
+	    echo "== failed: $$t (exit status non-zero; its log: $$t.log)"; \
+	    grep -E -A3 '^\[FAIL\]|Assertion Failed|Timed out|signal|Warning! The test' $$t.log | cut -c1-300 | head -60; \
+	    tail -3 $$t.log; \
 	done; exit $$status
 
 attention-check: $(BUILD)/examples/attention_check
