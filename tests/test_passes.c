@@ -471,6 +471,36 @@ Test(passes, copy_once_takes_a_tile_loaded_outside_loops)
     }
 }
 
+/* A return between the load and its first reader: the tile stays a load
+ * (a block must not end with the copy engine writing its shared memory). */
+Test(passes, copy_once_leaves_a_tile_a_return_may_skip)
+{
+    char *text = tu_read_file("tests/ir/async_once.ir"), err[512];
+    cr_assert_not_null(text);
+    const char *at = strstr(text, "    %18.acc = for");
+    cr_assert_not_null(at);
+    static const char early[] = "    %23 = gt %1.n, %9 : bool\n    if %23 {\n      return\n      yield\n    }\n";
+    size_t head = (size_t)(at - text);
+    char *edited = malloc(strlen(text) + sizeof early);
+    memcpy(edited, text, head);
+    strcpy(edited + head, early);
+    strcat(edited, at);
+    IrModule *m = ir_parse(edited, err, sizeof err);
+    cr_assert_not_null(m, "%s", err);
+    IrFunc *f = m->funcs[0];
+    setenv("PHOBOS_COPY_ONCE", "1", 1);
+    ir_fold(f);
+    ir_licm(f);
+    ir_async(f);
+    unsetenv("PHOBOS_COPY_ONCE");
+    cr_assert_eq(ir_verify(f, err, sizeof err), 0, "%s", err);
+    cr_expect_eq(count_kind(f->body, OP_COPY_ASYNC, 0), 0, "Q is copied past a return:\n%s", tu_func_text(f));
+    cr_expect_eq(count_loads(f->body, 0), 1);
+    ir_module_free(m);
+    free(edited);
+    free(text);
+}
+
 /* A dot nobody uses leaves no copies behind: the waits and commits async
  * adds are effects, so the dead loads go before it copies anything. */
 Test(passes, async_copies_nothing_for_a_dead_dot)

@@ -36,7 +36,8 @@
  * loops' first copies in between stay in flight, the pending count
  * counting them). With a producer warp the copy is the producer's, so a
  * block's first tile (attention's Q, the dK/dV kernel's K and V) no
- * longer passes through the consumers' registers. Such a tile takes the
+ * longer passes through the consumers' registers. Nothing moves where a
+ * return may come between the copy and its wait. Such a tile takes the
  * shared memory its dot would have staged it in, so it is not counted
  * in ASYNC_BUDGET. */
 #include "ir/irutil.h"
@@ -328,6 +329,9 @@ static void async_once(Async *a)
     if (!n) return;
     int pos = at[n - 1], first = b->nops;
     for (int k = 0; k < n; k++) first = use[k] < first ? use[k] : first;
+    /* a block that returns with a copy in flight would leave the engine writing shared memory it gave up */
+    for (int j = pos + 1; j < first; j++)
+        if (b->ops[j]->kind == OP_RETURN || has_return(b->ops[j]->body) || has_return(b->ops[j]->els)) return;
     for (int k = n - 1; k >= 0; k--) ir_block_remove(b, at[k]);
     pos -= n - 1, first -= n;
     int before = pos;
