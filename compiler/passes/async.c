@@ -267,17 +267,16 @@ static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
 
 /* ---- tiles copied once (PHOBOS_COPY_ONCE) ---- */
 
+static bool op_uses(const IrOp *op, ValueId v);
+
 static bool uses_value(const IrBlock *b, ValueId v)
 {
-    for (int i = 0; b && i < b->nops; i++) {
-        const IrOp *op = b->ops[i];
-        for (int j = 0; j < op->nargs; j++)
-            if (op->args[j] == v) return true;
-        if (uses_value(op->body, v) || uses_value(op->els, v)) return true;
-    }
+    for (int i = 0; b && i < b->nops; i++)
+        if (op_uses(b->ops[i], v)) return true;
     return false;
 }
 
+/* Whether op or an op of its regions reads v. */
 static bool op_uses(const IrOp *op, ValueId v)
 {
     for (int j = 0; j < op->nargs; j++)
