@@ -500,7 +500,8 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
  * test_cpusim_ws runs the kernels so (it fails where the regions' writers
  * do not fence). Counted with the consumers' own dQ adds
  * (PHOBOS_PRODUCER_ADDS=0), which end the loop; by default the loop ends
- * at the hand-over of the dQ share's staging slot, after its own fence. */
+ * at the hand-over of the dQ share's staging slot, whose fence the
+ * producer's thread takes past it (PHOBOS_PRODUCER_FENCE). */
 Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
 {
     static const char *name = "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1";
@@ -532,25 +533,33 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
     unsetenv("PHOBOS_PRODUCER_ADDS");
     cr_expect(in_loop[0] == 5 && in_loop[1] == 1 && in_loop[2] == 1, "%s: %d proxy fences in the loop with a fence before every dot, %d with fewer, %d by default",
               name, in_loop[0], in_loop[1], in_loop[2]);
-    cr_expect_eq(in_loop[3], 2, "%s: %d proxy fences before the staged dQ share's hand-over", name, in_loop[3]);
+    cr_expect_eq(in_loop[3], 1, "%s: %d proxy fences before the staged dQ share's hand-over", name, in_loop[3]);
 }
 
-/* PHOBOS_PRODUCER_FENCE=1: the consumers hand the dQ share's slot over
- * with no proxy fence of their own (the loop keeps dS's alone), and the
- * producer's thread fences between the slot's named barrier and its adds.
- * test_cpusim runs the kernels so. */
+/* By default the consumers hand the dQ share's slot over with no proxy
+ * fence of their own (the loop keeps dS's alone), and the producer's
+ * thread fences between the slot's named barrier and its adds; with
+ * PHOBOS_PRODUCER_FENCE=0 each consumer fences before it arrives.
+ * test_cpusim runs the kernels both ways. */
 Test(target, the_producers_fence_takes_the_consumers_at_the_hand_over, .timeout = 300)
 {
     static const char *name = "attn_bwd_dkdv__D_128__BR_64__BC_128__NT_256__W_1";
-    setenv("PHOBOS_PRODUCER_FENCE", "1", 1);
     IrModule *m = driver_compile_file("bench/attention_fused.ph", NULL, stderr);
-    unsetenv("PHOBOS_PRODUCER_FENCE");
     cr_assert_not_null(m, "run from the repository root");
     int all;
     cr_assert_eq(keep_configs(m, named, name, &all), 1, "%s", name);
-    setenv("PHOBOS_PRODUCER_FENCE", "1", 1);
-    char *ptx = emit_for(m, "sm_90a");
+    setenv("PHOBOS_PRODUCER_FENCE", "0", 1);
+    char *own = emit_for(m, "sm_90a");
     unsetenv("PHOBOS_PRODUCER_FENCE");
+    const char *own_first = strstr(own, "wgmma.mma_async"), *own_top = NULL;
+    const char *own_arrive = own_first ? strstr(own_first, "bar.arrive") : NULL;
+    cr_assert(own_first && own_arrive, "%s: no dots or no hand-over", name);
+    for (const char *p = own; (p = strstr(p, "mbarrier.try_wait")) && p < own_first; p++) own_top = p;
+    cr_assert_not_null(own_top, "%s: no wait before the first dot", name);
+    cr_expect_eq(tu_count_between(own_top, own_arrive, "fence.proxy.async"), 2,
+                 "%s: proxy fences before the hand-over with each consumer's own", name);
+    free(own);
+    char *ptx = emit_for(m, "sm_90a");
     const char *first = strstr(ptx, "wgmma.mma_async"), *top = NULL;
     const char *arrive = first ? strstr(first, "bar.arrive") : NULL;
     cr_assert(first && arrive, "%s: no dots or no hand-over", name);

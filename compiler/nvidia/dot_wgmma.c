@@ -214,13 +214,14 @@ static int swizzle_mode(const Layout *sl)
 
 /* The descriptor of the matrix at byte at of the area, the leading and
  * stride byte offsets lbo and sbo, in swizzle mode of sl: lo its variable
- * part, hi what desc_at ors into it. PHOBOS_SHORT_DESCRIPTORS=1 (off
- * until timed on the GPU): lo is the low 32 bits alone (the start address
- * and lbo; the high half, sbo and the swizzle, is a constant), so a
- * descriptor kept across a loop holds one register, not two (the head dim
- * 128 dK/dV pick's spills 388 / 436 -> 332 / 380 bytes; Nsight Compute
- * found its loop's R2UR waiting on 64-bit bases reloaded from the stack,
- * docs/performance.md "thirty-eighth"). */
+ * part, hi what desc_at ors into it. PHOBOS_SHORT_DESCRIPTORS=1 (off: timed
+ * level, docs/performance.md "fortieth"): lo is the low 32 bits alone (the
+ * start address and lbo; the high half, sbo and the swizzle, is a
+ * constant), so a descriptor kept across a loop holds one register, not two
+ * (the head dim 128 dK/dV pick's spills 388 / 436 -> 332 / 380 bytes;
+ * Nsight Compute found its loop's R2UR waiting on 64-bit bases reloaded
+ * from the stack, docs/performance.md "thirty-eighth").
+ */
 typedef struct { LLVMValueRef lo; uint64_t hi; } Desc;
 
 static Desc descriptor(Cg *c, LLVMValueRef at, const Layout *sl, int64_t lbo, int64_t sbo)

@@ -72,16 +72,15 @@ static void stage_wait_free(Cg *c, LLVMValueRef free_at, LLVMValueRef parity)
 }
 
 /* The slot's stores (the generic proxy) are read by the copy engine (the
- * async proxy): a proxy fence on the way from each store to the add. By
- * default each consumer fences its own stores before it arrives, so waits
- * there for them to land; PHOBOS_PRODUCER_FENCE=1 (off until timed on the
- * GPU) leaves the fence to the producer's thread once the barrier has
- * ordered every store before it (the memory model takes a proxy fence
- * anywhere on that path, as the dS fence after the consumers' barrier
- * already is), where Nsight Compute put 7% of the head dim 128 dK/dV
- * kernel's stall samples at the consumers' fence and arrival
- * (docs/performance.md, "thirty-eighth"). */
-static bool producer_fences(void) { return env_switch("PHOBOS_PRODUCER_FENCE", false); }
+ * async proxy): a proxy fence on the way from each store to the add. The
+ * producer's thread takes it once the slot's barrier has ordered every
+ * store before it (the memory model takes a proxy fence anywhere on that
+ * path, as the dS fence after the consumers' barrier already is), so no
+ * consumer waits at a fence for its own stores to land: the fused backward
+ * 2-3% faster at head dim 128 and 5-6% at 64 on an H100
+ * (docs/performance.md, "fortieth"). PHOBOS_PRODUCER_FENCE=0: each
+ * consumer fences its own stores before it arrives. */
+static bool producer_fences(void) { return env_switch("PHOBOS_PRODUCER_FENCE", true); }
 
 static void stage_hand_over(Cg *c, int slot)
 {

@@ -28,18 +28,19 @@
  * rows are whole 16-byte chunks. The rings of a function take at most
  * ASYNC_BUDGET bytes; loads past it stay for the register pipeline.
  *
- * PHOBOS_COPY_ONCE=1 (off until timed): the function body's own loads
- * (outside every loop) that only tensor-core dots read, and that the
- * rules above would take, are copied once, into rings of one stage: one
- * group of copies where the last of them was loaded, its commit, and a
- * WAIT_ONCE wait just before the first op that reads one of them (the
- * loops' first copies in between stay in flight, the pending count
- * counting them). With a producer warp the copy is the producer's, so a
- * block's first tile (attention's Q, the dK/dV kernel's K and V) no
- * longer passes through the consumers' registers. Nothing moves where a
- * return may come between the copy and its wait. Such a tile takes the
- * shared memory its dot would have staged it in, so it is not counted
- * in ASYNC_BUDGET. */
+ * PHOBOS_COPY_ONCE=1 (off: timed slower, docs/performance.md "fortieth"):
+ * the function body's own loads (outside every loop) that only tensor-core
+ * dots read, and that the rules above would take, are copied once, into
+ * rings of one stage: one group of copies where the last of them was
+ * loaded, its commit, and a WAIT_ONCE wait just before the first op that
+ * reads one of them (the loops' first copies in between stay in flight, the
+ * pending count counting them). With a producer warp the copy is the
+ * producer's, so a block's first tile (attention's Q, the dK/dV kernel's K
+ * and V) no longer passes through the consumers' registers. Nothing moves
+ * where a return may come between the copy and its wait. Such a tile takes
+ * the shared memory its dot would have staged it in, so it is not counted
+ * in ASYNC_BUDGET.
+ */
 #include "ir/irutil.h"
 #include "layout/layout.h"
 

@@ -3,8 +3,8 @@
  * (scalarops.h) that the interpreter computes with too; exact
  * identities (x*1, and x+0, x-0 on i32) drop their op; an `if` on a
  * constant is replaced by its taken branch and a `for` that provably runs
- * zero times by its initial values; with PHOBOS_COPY_ONCE=1 (off until
- * timed) a select on a constant condition is its picked operand and a
+ * zero times by its initial values; with PHOBOS_COPY_ONCE=1 (off: timed
+ * slower) a select on a constant condition is its picked operand and a
  * `for` that runs exactly once its body (so a load in it that no longer
  * depends on the loop is outside every loop: async.c's tiles copied
  * once); `x + dot(a, b, 0)` becomes
