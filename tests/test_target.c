@@ -330,6 +330,30 @@ Test(target, sm90a_attention_forward_issues_qk_beside_the_previous_pv, .timeout 
     unsetenv("PHOBOS_DOT_OVERLAP");
 }
 
+/* PHOBOS_COPY_ONCE=1: Q, loaded once outside the K loop, is copied by the
+ * engine into a slot of its own (async.c) and waited for with WAIT_ONCE;
+ * the forward's loop still rotates where it did (wgmma_overlap.c takes
+ * such a slot as it takes a load from outside the loop: without that the
+ * head dim 128 forward ran 13% slower at N_CTX 16384 on an H100,
+ * docs/performance.md, "fortieth"). */
+Test(target, tiles_copied_once_keep_the_forward_loop_rotated, .timeout = 300)
+{
+    static const char *names[] = {"attn_fwd__D_128__BR_128__BC_128__NT_256__S_3__W_2__MASKED_1",
+                                  "attn_fwd__D_64__BR_192__BC_128__NT_384__S_3__W_1__MASKED_1"};
+    for (int i = 0; i < 2; i++) {
+        char *loaded = one_tuned_ptx(names[i]);
+        setenv("PHOBOS_COPY_ONCE", "1", 1);
+        char *copied = one_tuned_ptx(names[i]);
+        unsetenv("PHOBOS_COPY_ONCE");
+        int by_loads = tu_count_between(loaded, loaded + strlen(loaded), "ld.global");
+        int by_copy = tu_count_between(copied, copied + strlen(copied), "ld.global");
+        cr_expect_lt(by_copy, by_loads, "%s: Q not copied once (%d global loads, %d without)", names[i], by_copy, by_loads);
+        cr_expect_not_null(strstr(copied, "wgmma.wait_group.sync.aligned 1;"), "%s: Q copied once, the loop does not overlap", names[i]);
+        free(loaded);
+        free(copied);
+    }
+}
+
 /* wgmma_issue.c, on by default: in dK/dV's loop dP^T = V dO^T is issued
  * beside S^T = K Q^T, so a wait leaves groups in flight (P^T is computed
  * while dP^T runs); PHOBOS_DOT_OVERLAP=0 waits for each dot where it is

@@ -8,8 +8,9 @@
  * slots is WAIT_SLOTS_RELEASED, the engine's wait_dots releasing them once
  * the P V that read them completed). A for loop qualifies when its
  * body has exactly two dots, both at its top level and both wgmma's: the
- * first, S = dot(A, B, Z), with each operand from outside the loop or a
- * ring slot the body waits for; the last, acc' = dot(P, V, X), with P
+ * first, S = dot(A, B, Z), with each operand a load from outside the loop,
+ * a tile copied once (async.c's WAIT_ONCE) or a ring slot the body waits
+ * for; the last, acc' = dot(P, V, X), with P
  * computed in the body (register A), V a slot the body waits for, X the
  * carried accumulator acc or one elementwise op R of it (the rescale)
  * used by nothing else, acc used by nothing else, and acc' only carried on;
@@ -98,10 +99,13 @@ static bool matches(const IrFunc *f, IrOp *loop, const bool *inside, Overlap *o)
     const IrOp *s = body->ops[dots[0]], *pv = body->ops[dots[1]], *yield = body->ops[body->nops - 1];
     if ((s->flags | pv->flags) & (DOT_ASYNC | DOT_ISSUED)) return false;
     if (!dot_wgmma.accepts(f, s) || !dot_wgmma.accepts(f, pv)) return false;
-    /* S's operands lie in shared memory already (nothing written to scratch while a dot runs) */
+    /* S's operands lie in shared memory already (nothing written to scratch while a dot
+     * runs): a slot the body waits for, or from outside the loop a load (staged once) or a
+     * tile copied once (its slot never refilled) */
     for (int a = 0; a < 2; a++) {
         const IrOp *d = f->values[s->args[a]].def;
-        if (inside[s->args[a]] ? !ir_waited_slot(f, body, s->args[a]) : !d || d->kind != OP_LOAD) return false;
+        bool outside_ok = d && (d->kind == OP_LOAD || (d->kind == OP_WAIT_ASYNC && (d->flags & WAIT_ONCE)));
+        if (inside[s->args[a]] ? !ir_waited_slot(f, body, s->args[a]) : !outside_ok) return false;
     }
     /* P computed here (its register A needs no scratch), V a slot waited for */
     if (!inside[pv->args[0]] || ir_waited_slot(f, body, pv->args[0]) || !ir_waited_slot(f, body, pv->args[1])) return false;
