@@ -514,6 +514,17 @@ Test(target, consumers_reading_slots_with_their_own_loads_each_release_them, .ti
     }
 }
 
+/* The proxy fences of ptx's first loop: from the last slot wait before
+ * its first dot to the first `end` after that dot (-1 where there is no
+ * dot, no such wait or no end). */
+static int fences_in_loop(const char *ptx, const char *end)
+{
+    const char *first = strstr(ptx, "wgmma.mma_async"), *top = NULL;
+    const char *stop = first ? strstr(first, end) : NULL;
+    for (const char *p = ptx; first && (p = strstr(p, "mbarrier.try_wait")) && p < first; p++) top = p;
+    return top && stop ? tu_count_between(top, stop, "fence.proxy.async") : -1;
+}
+
 /* A fence.proxy.async waits for the thread's memory operations in flight
  * (MEMBAR.ALL.CTA), the dK/dV loop's dQ adds among them. By default (and
  * with PHOBOS_FEWER_FENCES=1) a wgmma dot fences only where threads may have
@@ -543,12 +554,7 @@ Test(target, fewer_fences_leave_one_in_the_dk_dv_loop, .timeout = 300)
         cr_assert_eq(keep_configs(m, named, name, &all), 1, "%s", name);
         char *ptx = emit_for(m, "sm_90a");
         /* the loop: from the wait for the first dot's slots to the dQ share's adds */
-        const char *first = strstr(ptx, "wgmma.mma_async"), *top = NULL;
-        const char *adds = first ? strstr(first, fewer < 3 ? "red.global.add" : "bar.arrive") : NULL;
-        cr_assert(first && adds, "%s: no dots or no adds", name);
-        for (const char *p = ptx; (p = strstr(p, "mbarrier.try_wait")) && p < first; p++) top = p;
-        cr_assert_not_null(top, "%s: no wait before the first dot", name);
-        in_loop[fewer] = tu_count_between(top, adds, "fence.proxy.async");
+        in_loop[fewer] = fences_in_loop(ptx, fewer < 3 ? "red.global.add" : "bar.arrive");
         free(ptx);
         m->nfuncs = all;
         ir_module_free(m);
@@ -575,21 +581,10 @@ Test(target, the_producers_fence_takes_the_consumers_at_the_hand_over, .timeout 
     setenv("PHOBOS_PRODUCER_FENCE", "0", 1);
     char *own = emit_for(m, "sm_90a");
     unsetenv("PHOBOS_PRODUCER_FENCE");
-    const char *own_first = strstr(own, "wgmma.mma_async"), *own_top = NULL;
-    const char *own_arrive = own_first ? strstr(own_first, "bar.arrive") : NULL;
-    cr_assert(own_first && own_arrive, "%s: no dots or no hand-over", name);
-    for (const char *p = own; (p = strstr(p, "mbarrier.try_wait")) && p < own_first; p++) own_top = p;
-    cr_assert_not_null(own_top, "%s: no wait before the first dot", name);
-    cr_expect_eq(tu_count_between(own_top, own_arrive, "fence.proxy.async"), 2,
-                 "%s: proxy fences before the hand-over with each consumer's own", name);
+    cr_expect_eq(fences_in_loop(own, "bar.arrive"), 2, "%s: proxy fences before the hand-over with each consumer's own", name);
     free(own);
     char *ptx = emit_for(m, "sm_90a");
-    const char *first = strstr(ptx, "wgmma.mma_async"), *top = NULL;
-    const char *arrive = first ? strstr(first, "bar.arrive") : NULL;
-    cr_assert(first && arrive, "%s: no dots or no hand-over", name);
-    for (const char *p = ptx; (p = strstr(p, "mbarrier.try_wait")) && p < first; p++) top = p;
-    cr_assert_not_null(top, "%s: no wait before the first dot", name);
-    cr_expect_eq(tu_count_between(top, arrive, "fence.proxy.async"), 1, "%s: proxy fences before the hand-over", name);
+    cr_expect_eq(fences_in_loop(ptx, "bar.arrive"), 1, "%s: proxy fences before the hand-over", name);
     /* the adds' blocks may lie anywhere in the text: the fence is the barrier's next instruction */
     const char *take = strstr(ptx, "barrier.sync \t8,");
     cr_assert_not_null(take, "%s: no wait at the slot's barrier", name);
