@@ -201,6 +201,18 @@ void ir_mark_defined(const IrBlock *blk, bool *inside)
     }
 }
 
+bool ir_op_uses(const IrOp *op, ValueId v)
+{
+    for (int j = 0; j < op->nargs; j++)
+        if (op->args[j] == v) return true;
+    for (int side = 0; side < 2; side++) {
+        const IrBlock *b = side ? op->els : op->body;
+        for (int i = 0; b && i < b->nops; i++)
+            if (ir_op_uses(b->ops[i], v)) return true;
+    }
+    return false;
+}
+
 bool ir_has_dot(const IrBlock *b)
 {
     for (int i = 0; b && i < b->nops; i++)

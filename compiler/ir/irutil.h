@@ -34,6 +34,8 @@ void ir_replace_uses(IrBlock *blk, ValueId from, ValueId to);
 ValueId ir_for_add_carried(IrFunc *f, IrOp *loop, ValueId init, ValueId next_placeholder);
 /* Marks in inside[] every value defined in blk: block arguments and op results, nested too. */
 void ir_mark_defined(const IrBlock *blk, bool *inside);
+/* Whether op, or an op of its regions, reads v. */
+bool ir_op_uses(const IrOp *op, ValueId v);
 /* Whether blk (b may be NULL), or a region of one of its ops, holds a dot. */
 bool ir_has_dot(const IrBlock *b);
 /* Whether v (through broadcasts) is exp(x - max(x, y)) or exp2 of it, in

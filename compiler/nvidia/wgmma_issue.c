@@ -33,18 +33,6 @@
 
 enum { MAX_DOTS = 16 };
 
-static bool uses(const IrOp *op, ValueId v)
-{
-    for (int j = 0; j < op->nargs; j++)
-        if (op->args[j] == v) return true;
-    for (int side = 0; side < 2; side++) {
-        const IrBlock *b = side ? op->els : op->body;
-        for (int i = 0; b && i < b->nops; i++)
-            if (uses(b->ops[i], v)) return true;
-    }
-    return false;
-}
-
 /* The index of the top-level op of body that defines v (itself or in its regions); -1 outside. */
 static int defined_at(const IrBlock *body, const bool *inside, ValueId v)
 {
@@ -79,7 +67,7 @@ static bool written_out_only(const IrBlock *body, ValueId v)
     int n = 0;
     for (int i = 0; i < body->nops; i++) {
         const IrOp *op = body->ops[i];
-        if (!uses(op, v)) continue;
+        if (!ir_op_uses(op, v)) continue;
         if ((op->kind != OP_STORE && op->kind != OP_ATOMIC_ADD) || op->args[op->nargs - 1] != v) return false;
         for (int j = 0; j + 1 < op->nargs; j++)
             if (op->args[j] == v) return false;
@@ -92,7 +80,7 @@ static bool written_out_only(const IrBlock *body, ValueId v)
 static int readers(const IrBlock *body, ValueId v)
 {
     int n = 0;
-    for (int i = 0; i < body->nops; i++) n += uses(body->ops[i], v);
+    for (int i = 0; i < body->nops; i++) n += ir_op_uses(body->ops[i], v);
     return n;
 }
 
@@ -200,7 +188,7 @@ static bool gains(const IrFunc *f, const IrBlock *body, const int *dots, int n)
 {
     for (int k = 0; k < n; k++) {
         ValueId r = body->ops[dots[k]]->res[0];
-        for (int i = dots[k] + 1; i < body->nops && !uses(body->ops[i], r); i++)
+        for (int i = dots[k] + 1; i < body->nops && !ir_op_uses(body->ops[i], r); i++)
             if (body->ops[i]->kind == OP_DOT || is_tile_op(f, body->ops[i])) return true;
     }
     return false;
@@ -248,7 +236,7 @@ static void issue_loop(IrFunc *f, IrBlock *body)
          * serialized the loop's wgmmas (C7514); CUDA 13's does not, but it
          * measured no faster (docs/performance.md, "thirty-fifth"). */
         for (int k = 0; k < nissued; k++) {
-            if (waited[k] || (!end && !(issue && out_only[k]) && !uses(op, issued[k]->res[0]))) continue;
+            if (waited[k] || (!end && !(issue && out_only[k]) && !ir_op_uses(op, issued[k]->res[0]))) continue;
             IrType t = ir_vtype(f, issued[k]->res[0]);
             IrOp *w = ir_emit(f, NULL, OP_WAIT_DOTS, 1, &issued[k]->res[0], 1, &t);
             w->ival = end ? 0 : nissued - 1 - k;   /* the back edge sees no group in flight (ptxas: C7517) */

@@ -268,23 +268,6 @@ static void async_loop(Async *a, IrBlock *parent, int *pos, IrOp *loop)
 
 /* ---- tiles copied once (PHOBOS_COPY_ONCE) ---- */
 
-static bool op_uses(const IrOp *op, ValueId v);
-
-static bool uses_value(const IrBlock *b, ValueId v)
-{
-    for (int i = 0; b && i < b->nops; i++)
-        if (op_uses(b->ops[i], v)) return true;
-    return false;
-}
-
-/* Whether op or an op of its regions reads v. */
-static bool op_uses(const IrOp *op, ValueId v)
-{
-    for (int j = 0; j < op->nargs; j++)
-        if (op->args[j] == v) return true;
-    return uses_value(op->body, v) || uses_value(op->els, v);
-}
-
 static bool holds_commits(const IrBlock *b)
 {
     for (int i = 0; b && i < b->nops; i++)
@@ -296,7 +279,7 @@ static bool holds_commits(const IrBlock *b)
 static int first_use(const IrBlock *b, int from, ValueId v)
 {
     int j = from + 1;
-    while (j < b->nops && !op_uses(b->ops[j], v)) j++;
+    while (j < b->nops && !ir_op_uses(b->ops[j], v)) j++;
     return j;
 }
 
